@@ -1,0 +1,38 @@
+# Set-up and everyday commands. `make serve` and `make test` do all set-up on a fresh machine.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: install serve test lint typecheck unit bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	# torch is pinned to the CPU build 2.13.0 first, so nothing else pulls a CUDA build.
+	$(PY) -m pip install --quiet "torch==2.13.0"
+	$(PY) -m pip install --quiet -e ".[sim,dev]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+serve: $(STAMP)
+	$(VENV)/bin/banditree serve
+
+lint: $(STAMP)
+	$(PY) -m ruff check banditree service simulate tests benchmarks
+	$(PY) -m ruff format --check banditree service simulate tests benchmarks
+
+typecheck: $(STAMP)
+	$(PY) -m mypy
+
+unit: $(STAMP)
+	$(PY) -m pytest
+
+test: lint typecheck unit
+
+bench: $(STAMP)
+	$(PY) -m benchmarks
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

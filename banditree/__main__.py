@@ -1,0 +1,3 @@
+from banditree.cli import app
+
+app(prog_name="banditree")

@@ -1,0 +1,33 @@
+"""The estimator protocol."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+from banditree.learners.records import Decision, Feedback
+from banditree.models.tree_ops import FloatArray
+
+
+class Estimator(ABC):
+    """Turns a stored decision and its feedback into ``g = d loss / d output`` ``(K,)``.
+
+    ``output`` is the model's raw output for the decision's context at the CURRENT
+    parameters (leaf logits for classification, the prediction for regression).
+    """
+
+    name: str = "estimator"
+    task: str = "classification"
+
+    @abstractmethod
+    def upstream(
+        self, output: FloatArray, decision: Decision, feedback: Feedback
+    ) -> FloatArray: ...
+
+    def check_feedback(self, decision: Decision, feedback: Feedback) -> None:
+        """Raise ``ValueError`` when the feedback does not fit this estimator."""
+        if feedback.loss is None:
+            raise ValueError(f"{self.name} feedback needs a single 'loss'")
+
+    def to_config(self) -> dict[str, Any]:
+        return {"estimator": self.name}

@@ -1,0 +1,33 @@
+"""Eq. 8: importance-weighted gradient of the squared error of the sigmoid reward."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from banditree.estimators.base import Estimator
+from banditree.learners.records import Decision, Feedback
+from banditree.models.tree_ops import FloatArray
+
+
+def classification_gradient(
+    logits: FloatArray, action: int, propensity: float, loss: float
+) -> FloatArray:
+    """``g = 2/p(y) (loss - (1 - s)) s (1 - s) e_y`` with ``s = sigmoid(logits[y])``.
+
+    This is the gradient of ``(s - reward)^2 / p(y)`` with ``reward = 1 - loss``.
+    """
+    s = 1.0 / (1.0 + np.exp(-logits[action]))
+    g = np.zeros_like(logits)
+    g[action] = 2.0 / propensity * (loss - (1.0 - s)) * s * (1.0 - s)
+    return g
+
+
+class ClassificationEstimator(Estimator):
+    """Bandit classification, eq. 8 (losses in ``[0, 1]``, reward = 1 - loss)."""
+
+    name = "classification"
+    task = "classification"
+
+    def upstream(self, output: FloatArray, decision: Decision, feedback: Feedback) -> FloatArray:
+        assert decision.action is not None and feedback.loss is not None
+        return classification_gradient(output, decision.action, decision.propensity, feedback.loss)

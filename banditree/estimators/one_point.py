@@ -1,0 +1,35 @@
+"""Eq. 9: the one-point (Flaxman et al.) estimate of the loss derivative."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from banditree.estimators.base import Estimator
+from banditree.learners.records import Decision, Feedback
+from banditree.models.tree_ops import FloatArray
+
+
+class OnePointEstimator(Estimator):
+    """Play ``y_hat + delta u`` with ``u`` uniform in ``{-1, +1}``; ``g = loss u / delta``.
+
+    In expectation over ``u`` this is the derivative of the loss smoothed over
+    ``[y_hat - delta, y_hat + delta]`` (two-point symmetric difference).
+    """
+
+    name = "one_point"
+    task = "regression"
+
+    def __init__(self, delta: float = 0.5) -> None:
+        if not (math.isfinite(delta) and delta > 0):
+            raise ValueError(f"delta must be > 0, got {delta}")
+        self.delta = float(delta)
+
+    def upstream(self, output: FloatArray, decision: Decision, feedback: Feedback) -> FloatArray:
+        assert feedback.loss is not None
+        return np.array([feedback.loss * decision.perturbation / self.delta])
+
+    def to_config(self) -> dict[str, Any]:
+        return {"estimator": self.name, "delta": self.delta}

@@ -1,0 +1,26 @@
+"""Exploration: stateless maps from predicted rewards to a probability mass over actions.
+
+Each explorer is a small frozen object holding its setting (validated at construction,
+with the bound in the message) and is called as ``explorer(scores) -> pmf``.  Scores
+are predicted rewards (higher is better).  Sampling is separate
+(:func:`sample_action`) and takes a uniform number, which a learner derives from
+the event id so that one event always gets the same decision.
+"""
+
+from banditree.explore.base import Explorer, event_uniforms, make_explorer, sample_action
+from banditree.explore.epsilon_greedy import EpsilonGreedy, epsilon_greedy
+from banditree.explore.softmax import Softmax, softmax
+from banditree.explore.squarecb import SquareCB, squarecb
+
+__all__ = [
+    "EpsilonGreedy",
+    "Explorer",
+    "Softmax",
+    "SquareCB",
+    "epsilon_greedy",
+    "event_uniforms",
+    "make_explorer",
+    "sample_action",
+    "softmax",
+    "squarecb",
+]

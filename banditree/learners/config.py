@@ -1,0 +1,105 @@
+"""Learner configuration: one validated record that builds any learner.
+
+The bounds keep one configuration from exhausting memory; the service uses this
+same model for the body of ``PUT /v1/models/{name}``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from banditree.models.tree_ops import MAX_HEIGHT
+
+#: Largest number of parameters one learner may hold.
+MAX_PARAMETERS = 20_000_000
+
+
+class LearnerConfig(BaseModel):
+    """Everything needed to build (and rebuild) a learner. Defaults: the paper's bandit defaults."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: str = Field("dgt", description="dgt, dgt_forest, tel, hinge, linear or random")
+    task: Literal["classification", "regression"] = "classification"
+    n_features: int = Field(..., ge=1, le=10_000)
+    n_actions: int | None = Field(None, ge=2, le=1024, description="classification only")
+    height: int | None = Field(
+        None, ge=1, le=MAX_HEIGHT, description="default 6 (classification), 8 (regression)"
+    )
+    hidden: list[int] = Field(
+        default_factory=list, max_length=4, description="linear overparameterization widths"
+    )
+    n_trees: int = Field(10, ge=1, le=256, description="forests and ensembles")
+    aggregate: Literal["vote", "average"] = "vote"
+    explorer: Literal["epsilon_greedy", "softmax", "squarecb"] = "epsilon_greedy"
+    explorer_parameter: float | None = Field(
+        None, ge=0.0, le=1e6, description="epsilon / temperature / gamma"
+    )
+    estimator: Literal["bandit", "one_point", "two_point", "full"] | None = Field(
+        None,
+        description="classification: bandit (eq. 8); regression: one_point (default) or two_point; full = labels",
+    )
+    delta: float = Field(0.5, gt=0.0, le=1e6, description="perturbation of one/two-point feedback")
+    regression_loss: Literal["squared", "huber"] = "squared"
+    learning_rate: float = Field(1e-3, gt=0.0, le=10.0)
+    accumulate: int = Field(4, ge=1, le=1024)
+    l1: float = Field(0.0, ge=0.0, le=1.0)
+    l2: float = Field(0.0, ge=0.0, le=1.0)
+    standardize: bool = True
+    loss_min: float | None = None
+    loss_max: float | None = None
+    target_offset: float = 0.0
+    target_scale: float = Field(1.0, gt=0.0)
+    seed: int = Field(0, ge=0, le=2**63 - 1)
+    options: dict[str, Any] = Field(default_factory=dict, description="family-specific settings")
+
+    @model_validator(mode="after")
+    def _check(self) -> LearnerConfig:
+        if any(not 1 <= w <= 4096 for w in self.hidden):
+            raise ValueError("hidden widths must each be in [1, 4096]")
+        if self.task == "classification":
+            if self.n_actions is None:
+                raise ValueError("n_actions is required for classification")
+            if self.estimator in ("one_point", "two_point"):
+                raise ValueError("estimator one_point/two_point is for regression")
+            if self.explorer == "epsilon_greedy" and (self.explorer_parameter or 0.0) > 1.0:
+                raise ValueError("explorer_parameter (epsilon) must be in [0, 1]")
+        elif self.estimator == "bandit":
+            raise ValueError("estimator bandit is for classification; use one_point or two_point")
+        if (self.loss_min is None) != (self.loss_max is None):
+            raise ValueError("give both loss_min and loss_max, or neither")
+        if (
+            self.loss_min is not None
+            and self.loss_max is not None
+            and self.loss_min > self.loss_max
+        ):
+            raise ValueError("loss_min must be <= loss_max")
+        n = self.parameter_count()
+        if n > MAX_PARAMETERS:
+            raise ValueError(
+                f"this configuration needs {n} parameters, more than the limit {MAX_PARAMETERS}"
+            )
+        return self
+
+    @property
+    def resolved_height(self) -> int:
+        return (
+            self.height if self.height is not None else (6 if self.task == "classification" else 8)
+        )
+
+    @property
+    def n_outputs(self) -> int:
+        return self.n_actions or 1 if self.task == "classification" else 1
+
+    def parameter_count(self) -> int:
+        """Rough parameter count (used for the memory bound)."""
+        h = self.resolved_height
+        n_int, n_leaves = (1 << h) - 1, 1 << h
+        dims = [self.n_features + 1, *self.hidden, n_int]
+        per_tree = (
+            sum(dims[i] * dims[i + 1] for i in range(len(dims) - 1)) + n_leaves * self.n_outputs
+        )
+        trees = self.n_trees if self.kind != "dgt" else 1
+        return per_tree * trees

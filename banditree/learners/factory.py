@@ -1,0 +1,121 @@
+"""Build learners from a :class:`LearnerConfig`; model families register here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from banditree.estimators import (
+    ClassificationEstimator,
+    Estimator,
+    FullInformationEstimator,
+    OnePointEstimator,
+    TwoPointEstimator,
+)
+from banditree.explore import make_explorer
+from banditree.learners.base import Learner, Tensors
+from banditree.learners.config import LearnerConfig
+from banditree.learners.gradient_bandit import GradientBandit
+from banditree.learners.uniform import UniformRandom
+from banditree.models.dgt_spec import DGTSpec
+from banditree.models.forest_spec import DGTForestSpec
+from banditree.models.linear import LinearSpec
+from banditree.models.spec import ModelSpec, reward_prior_logit
+
+ModelBuilder = Callable[[LearnerConfig], ModelSpec]
+MODEL_BUILDERS: dict[str, ModelBuilder] = {}
+
+
+def register_model(kind: str) -> Callable[[ModelBuilder], ModelBuilder]:
+    """Decorator registering a model family under ``kind`` for :func:`build_learner`."""
+
+    def wrap(builder: ModelBuilder) -> ModelBuilder:
+        MODEL_BUILDERS[kind] = builder
+        return builder
+
+    return wrap
+
+
+@register_model("dgt")
+def _dgt(c: LearnerConfig) -> ModelSpec:
+    return DGTSpec(c.n_features, c.n_outputs, c.resolved_height, c.hidden)
+
+
+@register_model("dgt_forest")
+def _dgt_forest(c: LearnerConfig) -> ModelSpec:
+    return DGTForestSpec(
+        c.n_features, c.n_outputs, c.resolved_height, c.n_trees, c.aggregate, c.hidden
+    )
+
+
+@register_model("linear")
+def _linear(c: LearnerConfig) -> ModelSpec:
+    return LinearSpec(c.n_features, c.n_outputs)
+
+
+def known_kinds() -> list[str]:
+    _load_plugins()
+    return sorted([*MODEL_BUILDERS, "random"])
+
+
+def _load_plugins() -> None:
+    """Import the optional model families so that they register themselves."""
+    import importlib
+
+    for module in ("banditree.models.tel_spec", "banditree.models.hinge_spec"):
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as err:
+            if err.name != module:
+                raise
+
+
+def make_estimator(c: LearnerConfig) -> Estimator:
+    if c.estimator == "full":
+        return FullInformationEstimator(c.task, c.regression_loss)
+    if c.task == "classification":
+        return ClassificationEstimator()
+    if c.estimator == "two_point":
+        return TwoPointEstimator(c.delta)
+    return OnePointEstimator(c.delta)
+
+
+def build_learner(config: LearnerConfig | dict[str, Any]) -> Learner:
+    """A fresh learner for ``config`` (a :class:`LearnerConfig` or its dict)."""
+    c = config if isinstance(config, LearnerConfig) else LearnerConfig.model_validate(config)
+    stored = c.model_dump(mode="json")
+    if c.kind == "random":
+        if c.task != "classification" or c.n_actions is None:
+            raise ValueError("kind random is a classification baseline")
+        return UniformRandom(c.n_features, c.n_actions, seed=c.seed, config=stored)
+    _load_plugins()
+    if c.kind not in MODEL_BUILDERS:
+        raise ValueError(f"kind must be one of {known_kinds()}, got {c.kind!r}")
+    model = MODEL_BUILDERS[c.kind](c)
+    if c.task == "classification":
+        model.output_bias = reward_prior_logit(c.n_outputs)
+    bounds = (c.loss_min, c.loss_max) if c.loss_min is not None and c.loss_max is not None else None
+    return GradientBandit(
+        model,
+        make_estimator(c),
+        explorer=make_explorer(c.explorer, c.explorer_parameter)
+        if c.task == "classification"
+        else None,
+        learning_rate=c.learning_rate,
+        accumulate=c.accumulate,
+        l1=c.l1,
+        l2=c.l2,
+        standardize=c.standardize,
+        loss_bounds=bounds,
+        target_offset=c.target_offset,
+        target_scale=c.target_scale,
+        seed=c.seed,
+        config=stored,
+    )
+
+
+def restore_learner(tensors: Tensors, meta: dict[str, Any]) -> Learner:
+    """Rebuild a learner from :meth:`Learner.state` output."""
+    learner = build_learner(meta["config"])
+    learner.load_state(tensors, meta)
+    return learner

@@ -1,0 +1,326 @@
+"""A policy that learns by gradient from bandit feedback (Algorithm 1, any model family)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+import numpy as np
+
+from banditree.estimators import (
+    Estimator,
+    OnePointEstimator,
+    TwoPointEstimator,
+)
+from banditree.explore import EpsilonGreedy, Explorer, event_uniforms, sample_action
+from banditree.learners.base import Learner, Tensors
+from banditree.learners.optim import RMSprop
+from banditree.learners.records import Decision, Feedback
+from banditree.learners.standardize import RunningStandardizer
+from banditree.learners.validation import InvalidInput, as_context, check_loss
+from banditree.models.spec import ModelSpec, Params
+from banditree.models.tree_ops import FloatArray
+
+
+@dataclass(frozen=True)
+class _Snapshot:
+    """What a decision reads: one consistent version of parameters and input statistics."""
+
+    version: int
+    frozen: Any
+    mean: FloatArray
+    scale: FloatArray
+
+
+def _sigmoid(z: FloatArray) -> FloatArray:
+    out: FloatArray = 1.0 / (1.0 + np.exp(-z))
+    return out
+
+
+class GradientBandit(Learner):
+    """Online standardisation + model + explorer + estimator + RMSprop, with accumulation.
+
+    Parameters
+    ----------
+    model
+        The model family (:class:`~banditree.models.spec.ModelSpec`).
+    estimator
+        Classification (eq. 8), one-point (eq. 9), two-point (eq. 10) or full information.
+    explorer
+        Classification only: scores (predicted rewards ``sigmoid(output)``) -> pmf.
+    learning_rate, accumulate, l1, l2
+        RMSprop step size; gradients are summed over ``accumulate`` rounds per update.
+    standardize
+        Standardise contexts with running statistics (updated as feedback is learned).
+    loss_bounds
+        Accepted loss range; classification losses must lie in ``[0, 1]`` (eq. 8).
+    target_offset, target_scale
+        Regression: the played value is ``target_offset + target_scale * output``.
+    seed
+        Seeds parameter initialisation, event ids, sampling and bagging.
+
+    Decisions read an immutable snapshot that is replaced whole after each update,
+    so a reader never sees a half-applied update.
+    """
+
+    def __init__(
+        self,
+        model: ModelSpec,
+        estimator: Estimator,
+        *,
+        explorer: Explorer | None = None,
+        learning_rate: float = 1e-3,
+        accumulate: int = 4,
+        l1: float = 0.0,
+        l2: float = 0.0,
+        standardize: bool = True,
+        loss_bounds: tuple[float, float] | None = None,
+        target_offset: float = 0.0,
+        target_scale: float = 1.0,
+        seed: int = 0,
+        config: dict[str, Any] | None = None,
+    ) -> None:
+        self.task = estimator.task
+        if self.task == "classification":
+            explorer = explorer if explorer is not None else cast(Explorer, EpsilonGreedy(0.3))
+            loss_bounds = loss_bounds if loss_bounds is not None else (0.0, 1.0)
+        elif model.n_outputs != 1:
+            raise ValueError(f"regression needs a model with 1 output, got {model.n_outputs}")
+        if not (isinstance(accumulate, int) and accumulate >= 1):
+            raise ValueError(f"accumulate must be an integer >= 1, got {accumulate!r}")
+        if not (math.isfinite(target_scale) and target_scale > 0):
+            raise ValueError(f"target_scale must be > 0, got {target_scale}")
+        self.model = model
+        self.estimator = estimator
+        self.explorer = explorer
+        self.accumulate = accumulate
+        self.standardize = standardize
+        self.loss_bounds = loss_bounds
+        self.target_offset = float(target_offset)
+        self.target_scale = float(target_scale)
+        self.seed = int(seed)
+        self.n_features = model.n_features
+        self.n_actions = model.n_outputs if self.task == "classification" else 0
+        self._config = dict(config or {})
+        self._rng = np.random.default_rng(self.seed)
+        self._optimizer = RMSprop(lr=learning_rate, l1=l1, l2=l2, regularised=model.regularised)
+        self._params: Params = model.init_params(self._rng)
+        self._standardizer = RunningStandardizer(self.n_features)
+        self._accum: Params = {}
+        self._pending = 0
+        self._version = 0
+        self._n_decisions = 0
+        self._n_learned = 0
+        self._loss_sum = 0.0
+        self._snapshot = self._make_snapshot(0)
+
+    # -- serving ---------------------------------------------------------------------
+    def _make_snapshot(self, version: int) -> _Snapshot:
+        std = self._standardizer
+        mean, scale = (
+            (std.mean.copy(), std.scale())
+            if self.standardize
+            else (
+                np.zeros(self.n_features),
+                np.ones(self.n_features),
+            )
+        )
+        return _Snapshot(version, self.model.freeze(self._params), mean, scale)
+
+    @property
+    def version(self) -> int:
+        return self._snapshot.version
+
+    def _next_event_id(self) -> str:
+        return f"{self.seed:x}-{self._n_decisions:x}"
+
+    def act(self, context: Sequence[float] | FloatArray, event_id: str | None = None) -> Decision:
+        x = as_context(context, self.n_features)
+        snap = self._snapshot
+        out = self.model.forward(snap.frozen, (x - snap.mean) / snap.scale)
+        if event_id is None:
+            event_id = self._next_event_id()
+        self._n_decisions += 1
+        u_action, u_sign = event_uniforms(self.seed, event_id)
+        common: dict[str, Any] = {
+            "event_id": event_id,
+            "context": tuple(x.tolist()),
+            "model_version": snap.version,
+            "leaf": out.leaf,
+            "extras": out.extras,
+        }
+        if self.task == "classification":
+            assert self.explorer is not None
+            scores = out.scores if out.scores is not None else _sigmoid(out.output)
+            pmf = self.explorer(scores)
+            action = sample_action(pmf, u_action)
+            greedy = int(np.argmax(scores))
+            return Decision(
+                action=action,
+                propensity=float(pmf[action]),
+                greedy_action=greedy,
+                explored=action != greedy,
+                **common,
+            )
+        y_hat = self.target_offset + self.target_scale * float(out.output[0])
+        if isinstance(self.estimator, OnePointEstimator):
+            u = 1 if u_sign < 0.5 else -1
+            return Decision(
+                value=y_hat + self.estimator.delta * u,
+                greedy_value=y_hat,
+                perturbation=u,
+                explored=True,
+                **common,
+            )
+        if isinstance(self.estimator, TwoPointEstimator):
+            d = self.estimator.delta
+            return Decision(
+                value=y_hat,
+                greedy_value=y_hat,
+                probes=(y_hat + d, y_hat - d),
+                explored=True,
+                **common,
+            )
+        return Decision(value=y_hat, greedy_value=y_hat, **common)
+
+    def predict(self, contexts: FloatArray) -> FloatArray:
+        snap = self._snapshot
+        x = np.asarray(contexts, dtype=np.float64)
+        out = self.model.forward_batch(snap.frozen, (x - snap.mean) / snap.scale)
+        if self.task == "classification":
+            result: FloatArray = np.argmax(out, axis=1)
+            return result
+        return self.target_offset + self.target_scale * out[:, 0]
+
+    # -- learning --------------------------------------------------------------------
+    def check(self, decision: Decision, feedback: Feedback) -> None:
+        """Raise :class:`InvalidInput` when this feedback cannot be learned from."""
+        as_context(decision.context, self.n_features, "decision.context")
+        try:
+            self.estimator.check_feedback(decision, feedback)
+        except ValueError as err:
+            raise InvalidInput("feedback", str(err)) from None
+        if feedback.loss is not None:
+            check_loss(feedback.loss, self.loss_bounds, "loss")
+        for i, v in enumerate(feedback.losses or ()):
+            check_loss(v, self.loss_bounds, f"losses[{i}]")
+        if self.task == "classification" and decision.action is not None:
+            if not 0 <= decision.action < self.n_actions:
+                raise InvalidInput("decision.action", f"must be in [0, {self.n_actions - 1}]")
+            if not 0.0 < decision.propensity <= 1.0:
+                raise InvalidInput(
+                    "decision.propensity", f"must be in (0, 1], got {decision.propensity}"
+                )
+        if isinstance(self.estimator, OnePointEstimator) and decision.perturbation not in (-1, 1):
+            raise InvalidInput("decision.perturbation", "must be -1 or +1 for one-point feedback")
+
+    def _upstream(self, decision: Decision, feedback: Feedback) -> Any:
+        est, off, scale = self.estimator, self.target_offset, self.target_scale
+        if self.task == "classification":
+            return lambda out: est.upstream(out, decision, feedback)
+        return lambda out: est.upstream(off + scale * out, decision, feedback) * scale
+
+    def learn(self, decision: Decision, feedback: Feedback) -> bool:
+        self.check(decision, feedback)
+        x = np.asarray(decision.context, dtype=np.float64)
+        std = self._standardizer
+        saved = (std.count, std.mean, std.m2)
+        if self.standardize:
+            std.update(x)
+        grads = self.model.gradients(
+            self._params,
+            std.transform(x) if self.standardize else x,
+            self._upstream(decision, feedback),
+            self._rng,
+        )
+        if not all(np.isfinite(g).all() for g in grads.values()):
+            std.count, std.mean, std.m2 = saved
+            raise InvalidInput("loss", "gives a non-finite gradient; the feedback was not applied")
+        for name, g in grads.items():
+            acc = self._accum.get(name)
+            self._accum[name] = g if acc is None else acc + g
+        self._pending += 1
+        self._n_learned += 1
+        if feedback.loss is not None:
+            self._loss_sum += feedback.loss
+        elif feedback.losses is not None:
+            self._loss_sum += 0.5 * (feedback.losses[0] + feedback.losses[1])
+        if self._pending < self.accumulate:
+            return False
+        new = self._optimizer.step(self._params, self._accum)
+        self._accum, self._pending = {}, 0
+        if not all(np.isfinite(p).all() for p in new.values()):
+            return False  # never let a model hold NaN: drop the step
+        self._params = new
+        self._snapshot = self._make_snapshot(self._snapshot.version + 1)
+        return True
+
+    # -- introspection and state -----------------------------------------------------
+    @property
+    def counters(self) -> dict[str, float]:
+        n = self._n_learned
+        return {
+            "decisions": self._n_decisions,
+            "feedback": n,
+            "updates": self._snapshot.version,
+            "progressive_mean_loss": self._loss_sum / n if n else float("nan"),
+        }
+
+    def parameters(self) -> Params:
+        """A copy of the current parameters."""
+        return {k: v.copy() for k, v in self._params.items()}
+
+    def export_model(self) -> dict[str, Any]:
+        return self.model.export(self._snapshot.frozen)
+
+    def config(self) -> dict[str, Any]:
+        return dict(self._config)
+
+    def state(self) -> tuple[Tensors, dict[str, Any]]:
+        tensors: Tensors = {f"param.{k}": v for k, v in self._params.items()}
+        tensors.update({f"optim.{k}": v for k, v in self._optimizer.state_tensors().items()})
+        tensors.update({f"accum.{k}": v for k, v in self._accum.items()})
+        tensors["std.mean"] = self._standardizer.mean
+        tensors["std.m2"] = self._standardizer.m2
+        meta = {
+            "config": self.config(),
+            "version": self._snapshot.version,
+            "pending": self._pending,
+            "n_decisions": self._n_decisions,
+            "n_learned": self._n_learned,
+            "loss_sum": self._loss_sum,
+            "std_count": self._standardizer.count,
+            "rng": self._rng.bit_generator.state,
+        }
+        return {k: np.ascontiguousarray(v, dtype=np.float64) for k, v in tensors.items()}, meta
+
+    def load_state(self, tensors: Tensors, meta: dict[str, Any]) -> None:
+        def group(prefix: str) -> Params:
+            return {
+                k[len(prefix) :]: np.array(v, dtype=np.float64)
+                for k, v in tensors.items()
+                if k.startswith(prefix)
+            }
+
+        params = group("param.")
+        expected = self.model.init_params(np.random.default_rng(0))
+        if set(params) != set(expected) or any(
+            params[k].shape != expected[k].shape for k in expected
+        ):
+            raise ValueError("checkpoint parameters do not match the model configuration")
+        if not all(np.isfinite(p).all() for p in params.values()):
+            raise ValueError("checkpoint holds non-finite parameters")
+        self._params = params
+        self._optimizer.load_state_tensors(group("optim."))
+        self._accum = group("accum.")
+        self._standardizer.mean = np.array(tensors["std.mean"], dtype=np.float64)
+        self._standardizer.m2 = np.array(tensors["std.m2"], dtype=np.float64)
+        self._standardizer.count = int(meta["std_count"])
+        self._pending = int(meta["pending"])
+        self._n_decisions = int(meta["n_decisions"])
+        self._n_learned = int(meta["n_learned"])
+        self._loss_sum = float(meta["loss_sum"])
+        self._rng.bit_generator.state = meta["rng"]
+        self._snapshot = self._make_snapshot(int(meta["version"]))

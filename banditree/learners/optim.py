@@ -1,0 +1,78 @@
+"""A numpy RMSprop with torch's semantics, producing new arrays (copy-on-write)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from banditree.models.spec import Params
+from banditree.models.tree_ops import FloatArray
+
+
+class RMSprop:
+    """``v = alpha v + (1 - alpha) g^2``; ``p -= lr g / (sqrt(v) + eps)`` (``torch.optim.RMSprop``).
+
+    Optional ``l1`` / ``l2`` penalties are added to the gradient of the names in
+    ``regularised``.  :meth:`step` returns NEW arrays and never writes into the
+    parameters it was given, so a reader holding the old mapping stays consistent.
+    """
+
+    def __init__(
+        self,
+        lr: float = 1e-3,
+        alpha: float = 0.99,
+        eps: float = 1e-8,
+        l1: float = 0.0,
+        l2: float = 0.0,
+        regularised: tuple[str, ...] = (),
+    ) -> None:
+        for name, value, lo in (("learning_rate", lr, 0.0), ("l1", l1, 0.0), ("l2", l2, 0.0)):
+            if not (math.isfinite(value) and value >= lo):
+                raise ValueError(f"{name} must be a finite number >= {lo}, got {value}")
+        if not 0.0 <= alpha < 1.0:
+            raise ValueError(f"alpha must be in [0, 1), got {alpha}")
+        self.lr, self.alpha, self.eps = float(lr), float(alpha), float(eps)
+        self.l1, self.l2 = float(l1), float(l2)
+        self.regularised = regularised
+        self._square_avg: Params = {}
+
+    def step(self, params: Mapping[str, FloatArray], grads: Mapping[str, FloatArray]) -> Params:
+        new: Params = {}
+        for name, p in params.items():
+            g = grads.get(name)
+            if g is None:
+                new[name] = p
+                continue
+            if name in self.regularised and (self.l1 or self.l2):
+                g = g + self.l2 * p + self.l1 * np.sign(p)
+            v = self._square_avg.get(name)
+            v = (
+                (1.0 - self.alpha) * g * g
+                if v is None
+                else self.alpha * v + (1.0 - self.alpha) * g * g
+            )
+            self._square_avg[name] = v
+            new[name] = p - self.lr * g / (np.sqrt(v) + self.eps)
+        return new
+
+    def state_tensors(self) -> Params:
+        return {f"square_avg.{k}": v for k, v in self._square_avg.items()}
+
+    def load_state_tensors(self, tensors: Mapping[str, FloatArray]) -> None:
+        prefix = "square_avg."
+        self._square_avg = {
+            k[len(prefix) :]: np.array(v) for k, v in tensors.items() if k.startswith(prefix)
+        }
+
+    def to_config(self) -> dict[str, Any]:
+        return {
+            "optimizer": "rmsprop",
+            "learning_rate": self.lr,
+            "alpha": self.alpha,
+            "eps": self.eps,
+            "l1": self.l1,
+            "l2": self.l2,
+        }

@@ -1,0 +1,39 @@
+"""Online input standardisation (Welford running mean and variance)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from banditree.models.tree_ops import FloatArray
+
+
+class RunningStandardizer:
+    """Running per-feature mean and variance; ``transform`` gives ``(x - mean) / std``.
+
+    No batch statistics exist online, so the statistics are those of every context
+    learned from so far.  Features with no spread yet are passed through centred
+    (their std is taken as 1).
+    """
+
+    def __init__(self, n_features: int) -> None:
+        self.n_features = n_features
+        self.count = 0
+        self.mean = np.zeros(n_features)
+        self.m2 = np.zeros(n_features)
+
+    def update(self, x: FloatArray) -> None:
+        self.count += 1
+        delta = x - self.mean
+        self.mean = self.mean + delta / self.count
+        self.m2 = self.m2 + delta * (x - self.mean)
+
+    def scale(self) -> FloatArray:
+        """Current std, with 1 where the spread is (still) zero."""
+        if self.count < 2:
+            return np.ones(self.n_features)
+        std = np.sqrt(self.m2 / (self.count - 1))
+        return np.where(std > 1e-12, std, 1.0)
+
+    def transform(self, x: FloatArray) -> FloatArray:
+        out: FloatArray = (x - self.mean) / self.scale()
+        return out

@@ -1,0 +1,45 @@
+"""Input checks shared by every learner: clear messages naming the field and the bound."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from banditree.models.tree_ops import FloatArray
+
+
+class InvalidInput(ValueError):
+    """A context, decision or feedback the learner refuses; the model is left unchanged."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+
+
+def as_context(
+    context: Sequence[float] | FloatArray, n_features: int, field: str = "context"
+) -> FloatArray:
+    """A fresh float64 copy of ``context``; raises :class:`InvalidInput` on a bad one."""
+    try:
+        x = np.array(context, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise InvalidInput(field, f"must be a list of {n_features} numbers ({err})") from None
+    if x.ndim != 1 or x.shape[0] != n_features:
+        raise InvalidInput(
+            field, f"must hold exactly {n_features} numbers, got shape {list(x.shape)}"
+        )
+    bad = np.flatnonzero(~np.isfinite(x))
+    if bad.size:
+        raise InvalidInput(f"{field}[{int(bad[0])}]", f"must be finite, got {x[bad[0]]}")
+    return x
+
+
+def check_loss(value: float, bounds: tuple[float, float] | None, field: str = "loss") -> float:
+    """A finite loss inside the declared bounds."""
+    if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
+        raise InvalidInput(field, f"must be a finite number, got {value!r}")
+    if bounds is not None and not bounds[0] <= value <= bounds[1]:
+        raise InvalidInput(field, f"must be in [{bounds[0]}, {bounds[1]}], got {value}")
+    return float(value)

@@ -1,0 +1,108 @@
+"""DGT-Forest for bandits: several trees, online bagging with Poisson(1) weights."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from banditree.models.dgt_spec import DGTSpec, dgt_gradients
+from banditree.models.frozen import FrozenTree
+from banditree.models.spec import ModelOutput, ModelSpec, Params, UpstreamFn
+from banditree.models.tree_ops import FloatArray
+
+AGGREGATES = ("vote", "average")
+
+
+class DGTForestSpec(ModelSpec):
+    """``n_trees`` independent DGT trees (parameters ``t{i}.W0``, ``t{i}.theta``, ...).
+
+    Each round every tree learns from the shared feedback with its OWN output and a
+    Poisson(1) weight (online bagging, Oza and Russell).  Decisions aggregate the
+    trees by ``vote`` (the explorer sees vote shares) or ``average`` (mean output).
+    """
+
+    kind = "dgt_forest"
+
+    def __init__(
+        self,
+        n_features: int,
+        n_outputs: int,
+        height: int = 6,
+        n_trees: int = 10,
+        aggregate: str = "vote",
+        hidden: Sequence[int] = (),
+    ) -> None:
+        super().__init__(n_features, n_outputs)
+        if not 1 <= n_trees <= 256:
+            raise ValueError(f"n_trees must be in [1, 256], got {n_trees}")
+        if aggregate not in AGGREGATES:
+            raise ValueError(f"aggregate must be one of {AGGREGATES}, got {aggregate!r}")
+        self.tree = DGTSpec(n_features, n_outputs, height, hidden)
+        self.n_trees = n_trees
+        self.aggregate = aggregate
+        self.regularised = tuple(f"t{i}.{n}" for i in range(n_trees) for n in self.tree.regularised)
+
+    def _tree_params(self, params: Mapping[str, FloatArray], i: int) -> Params:
+        prefix = f"t{i}."
+        return {k[len(prefix) :]: v for k, v in params.items() if k.startswith(prefix)}
+
+    def init_params(self, rng: np.random.Generator) -> Params:
+        self.tree.output_bias = self.output_bias
+        params: Params = {}
+        for i in range(self.n_trees):
+            params.update({f"t{i}.{k}": v for k, v in self.tree.init_params(rng).items()})
+        return params
+
+    def freeze(self, params: Mapping[str, FloatArray]) -> list[FrozenTree]:
+        return [self.tree.freeze(self._tree_params(params, i)) for i in range(self.n_trees)]
+
+    def _combine(self, outputs: FloatArray) -> tuple[FloatArray, FloatArray | None]:
+        # outputs: (T, K) or (T, B, K)
+        mean = outputs.mean(axis=0)
+        if self.aggregate == "average" or self.n_outputs == 1:
+            return mean, None
+        votes = np.eye(self.n_outputs)[np.argmax(outputs, axis=-1)].mean(axis=0)
+        # vote share, ties broken by the mean predicted reward
+        return mean, votes + 1e-6 / (1.0 + np.exp(-mean))
+
+    def forward(self, frozen: list[FrozenTree], x: FloatArray) -> ModelOutput:
+        rows = np.stack([t.predict_one(x)[1] for t in frozen])
+        mean, scores = self._combine(rows)
+        return ModelOutput(output=mean, scores=scores)
+
+    def forward_batch(self, frozen: list[FrozenTree], x: FloatArray) -> FloatArray:
+        outs = np.stack([t.predict(x) for t in frozen])
+        mean, scores = self._combine(outs)
+        return mean if scores is None else scores
+
+    def gradients(
+        self,
+        params: Mapping[str, FloatArray],
+        x: FloatArray,
+        upstream: UpstreamFn,
+        rng: np.random.Generator,
+    ) -> Params:
+        weights = rng.poisson(1.0, size=self.n_trees)
+        grads: Params = {}
+        for i in np.flatnonzero(weights):
+            tree = self._tree_params(params, int(i))
+            g = dgt_gradients(self.tree.layers(tree), tree["theta"], x, upstream, self.tree.height)
+            grads.update({f"t{i}.{k}": float(weights[i]) * v for k, v in g.items()})
+        return grads
+
+    def export(self, frozen: list[FrozenTree]) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "aggregate": self.aggregate,
+            "trees": [t.to_json() for t in frozen],
+        }
+
+    def to_config(self) -> dict[str, Any]:
+        return {
+            **self.tree.to_config(),
+            "kind": self.kind,
+            "n_trees": self.n_trees,
+            "aggregate": self.aggregate,
+        }

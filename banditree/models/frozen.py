@@ -1,0 +1,111 @@
+"""The frozen, inference-only form of a hard oblique tree (numpy, no autograd)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from banditree.models.tree_ops import FloatArray, IntArray, check_height, route, route_batch
+
+JSON_FORMAT = "banditree.hard_tree/v1"
+
+
+@dataclass(frozen=True)
+class FrozenTree:
+    """A hard oblique tree as ``h`` dot products per decision.
+
+    ``weights`` ``(2**h - 1, d + 1)`` is the collapsed node matrix (last column is the
+    bias), ``theta`` ``(2**h, K)`` the leaf values.  Routing goes RIGHT when
+    ``<w_i, [x; 1]> > 0``.
+    """
+
+    weights: FloatArray
+    theta: FloatArray
+
+    def __post_init__(self) -> None:
+        n_int, d1 = self.weights.shape
+        height = check_height(int(n_int + 1).bit_length() - 1)
+        if (1 << height) - 1 != n_int or self.theta.shape[0] != 1 << height:
+            raise ValueError(
+                f"weights {self.weights.shape} and theta {self.theta.shape} do not form a complete tree"
+            )
+        if d1 < 2:
+            raise ValueError("weights need at least one feature column and the bias column")
+
+    @property
+    def height(self) -> int:
+        return int(self.theta.shape[0]).bit_length() - 1
+
+    @property
+    def n_features(self) -> int:
+        return int(self.weights.shape[1]) - 1
+
+    @property
+    def n_outputs(self) -> int:
+        return int(self.theta.shape[1])
+
+    def leaf(self, x: FloatArray) -> int:
+        """Leaf index for one example ``(d,)``."""
+        return route(self.weights[:, :-1], x, self.height, self.weights[:, -1])
+
+    def predict_one(self, x: FloatArray) -> tuple[int, FloatArray]:
+        """``(leaf index, leaf row (K,))`` for one example ``(d,)``."""
+        leaf = self.leaf(x)
+        return leaf, self.theta[leaf]
+
+    def leaves(self, x: FloatArray) -> IntArray:
+        """Leaf indices for a batch ``(B, d)`` -> ``(B,)``."""
+        return route_batch(self.weights[:, :-1], x, self.height, self.weights[:, -1])
+
+    def predict(self, x: FloatArray) -> FloatArray:
+        """Leaf rows for a batch ``(B, d)`` -> ``(B, K)``."""
+        return self.theta[self.leaves(x)]
+
+    def to_json(self) -> dict[str, Any]:
+        """The hard tree as nested JSON-ready data: nodes with weights and bias, leaves with values."""
+        n_int = self.weights.shape[0]
+        nodes = [
+            {
+                "id": i,
+                "depth": int(i + 1).bit_length() - 1,
+                "weights": self.weights[i, :-1].tolist(),
+                "bias": float(self.weights[i, -1]),
+                "left": 2 * i + 1,
+                "right": 2 * i + 2,
+            }
+            for i in range(n_int)
+        ]
+        leaves = [
+            {"id": n_int + j, "leaf": j, "value": self.theta[j].tolist()}
+            for j in range(self.theta.shape[0])
+        ]
+        return {
+            "format": JSON_FORMAT,
+            "rule": "go right when dot(weights, x) + bias > 0",
+            "height": self.height,
+            "n_features": self.n_features,
+            "n_outputs": self.n_outputs,
+            "nodes": nodes,
+            "leaves": leaves,
+        }
+
+    def dumps(self) -> str:
+        """JSON text of :meth:`to_json` (floats written with full precision)."""
+        return json.dumps(self.to_json())
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any] | str) -> FrozenTree:
+        """Rebuild a predictor from :meth:`to_json` output (or its text)."""
+        if isinstance(data, str):
+            data = json.loads(data)
+        assert isinstance(data, dict)
+        if data.get("format") != JSON_FORMAT:
+            raise ValueError(f"not a {JSON_FORMAT} document (format={data.get('format')!r})")
+        nodes = sorted(data["nodes"], key=lambda n: n["id"])
+        leaves = sorted(data["leaves"], key=lambda n: n["leaf"])
+        weights = np.array([[*n["weights"], n["bias"]] for n in nodes], dtype=np.float64)
+        theta = np.array([leaf["value"] for leaf in leaves], dtype=np.float64)
+        return cls(weights=weights, theta=theta)

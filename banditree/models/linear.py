@@ -1,0 +1,51 @@
+"""A linear scorer: the linear epsilon-greedy baseline's model."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from banditree.models.spec import ModelOutput, ModelSpec, Params, UpstreamFn
+from banditree.models.tree_ops import FloatArray
+
+
+class LinearSpec(ModelSpec):
+    """``output = W [x; 1]`` with ``W`` ``(K, d + 1)``, zero-initialised."""
+
+    kind = "linear"
+    regularised = ("W",)
+
+    def init_params(self, rng: np.random.Generator) -> Params:
+        w = np.zeros((self.n_outputs, self.n_features + 1))
+        w[:, -1] = self.output_bias
+        return {"W": w}
+
+    def freeze(self, params: Mapping[str, FloatArray]) -> tuple[FloatArray, FloatArray]:
+        w = params["W"]
+        return np.ascontiguousarray(w[:, :-1]), w[:, -1].copy()
+
+    def forward(self, frozen: tuple[FloatArray, FloatArray], x: FloatArray) -> ModelOutput:
+        w, b = frozen
+        return ModelOutput(output=w @ x + b)
+
+    def forward_batch(self, frozen: tuple[FloatArray, FloatArray], x: FloatArray) -> FloatArray:
+        w, b = frozen
+        out: FloatArray = x @ w.T + b
+        return out
+
+    def gradients(
+        self,
+        params: Mapping[str, FloatArray],
+        x: FloatArray,
+        upstream: UpstreamFn,
+        rng: np.random.Generator,
+    ) -> Params:
+        x1 = np.append(x, 1.0)
+        g = upstream(params["W"] @ x1)
+        return {"W": np.outer(g, x1)}
+
+    def export(self, frozen: tuple[FloatArray, FloatArray]) -> dict[str, Any]:
+        w, b = frozen
+        return {"kind": self.kind, "weights": w.tolist(), "bias": b.tolist()}

@@ -1,0 +1,92 @@
+"""The interface every bandit model family implements for the learners.
+
+A model spec is stateless configuration; parameters live in a plain mapping of
+numpy arrays owned by the learner, so that the learner can swap a whole new set
+atomically after an update (readers never see a half-written update), export it to
+safetensors, and run one optimizer for every family.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from banditree.models.tree_ops import FloatArray
+
+Params = dict[str, FloatArray]
+#: Maps a model output ``(K,)`` to ``d loss / d output`` ``(K,)``.
+UpstreamFn = Callable[[FloatArray], FloatArray]
+
+
+@dataclass(frozen=True)
+class ModelOutput:
+    """A forward pass on one example: raw output ``(K,)``, reached leaf, extra figures."""
+
+    output: FloatArray
+    leaf: int | None = None
+    extras: dict[str, float] = field(default_factory=dict)
+    #: predicted rewards for the explorer; None means ``sigmoid(output)``
+    scores: FloatArray | None = None
+
+
+class ModelSpec(ABC):
+    """A model family as seen by the learners (numpy in, numpy out)."""
+
+    kind: str = "model"
+    #: parameter names that L1 / L2 regularisation applies to
+    regularised: tuple[str, ...] = ()
+
+    def __init__(self, n_features: int, n_outputs: int) -> None:
+        if n_features < 1 or n_outputs < 1:
+            raise ValueError(
+                f"n_features and n_outputs must be >= 1, got {n_features}, {n_outputs}"
+            )
+        self.n_features = int(n_features)
+        self.n_outputs = int(n_outputs)
+        #: initial value of the outputs; classification sets it to ``logit(1 / K)`` so the
+        #: predicted rewards start at the uniform prior (see :func:`reward_prior_logit`)
+        self.output_bias = 0.0
+
+    @abstractmethod
+    def init_params(self, rng: np.random.Generator) -> Params: ...
+
+    @abstractmethod
+    def freeze(self, params: Mapping[str, FloatArray]) -> Any:
+        """The inference form used by :meth:`forward` (derived data cached per version)."""
+
+    @abstractmethod
+    def forward(self, frozen: Any, x: FloatArray) -> ModelOutput: ...
+
+    @abstractmethod
+    def forward_batch(self, frozen: Any, x: FloatArray) -> FloatArray:
+        """Raw outputs for a batch ``(B, d)`` -> ``(B, K)``."""
+
+    @abstractmethod
+    def gradients(
+        self,
+        params: Mapping[str, FloatArray],
+        x: FloatArray,
+        upstream: UpstreamFn,
+        rng: np.random.Generator,
+    ) -> Params:
+        """``d loss / d params`` at ``params`` for one example; ``upstream`` gives ``d loss / d output``."""
+
+    def export(self, frozen: Any) -> dict[str, Any]:
+        """A JSON-ready description of the model for inspection."""
+        return {"kind": self.kind}
+
+    def to_config(self) -> dict[str, Any]:
+        return {"kind": self.kind, "n_features": self.n_features, "n_outputs": self.n_outputs}
+
+
+def reward_prior_logit(n_actions: int) -> float:
+    """``logit(1 / K)``: the output whose sigmoid is the reward of a uniform guess.
+
+    Starting every leaf there (rather than at 0, a predicted reward of 1/2) keeps eq. 8
+    from spending its first thousands of rounds pushing every played action down.
+    """
+    return float(np.log(1.0 / max(n_actions - 1, 1)))
