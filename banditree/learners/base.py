@@ -30,6 +30,13 @@ class Learner(ABC):
     def act(self, context: Sequence[float] | FloatArray, event_id: str | None = None) -> Decision:
         """Decide for one context; the decision carries its propensity and model version."""
 
+    def check(self, decision: Decision, feedback: Feedback) -> None:
+        """Raise :class:`~banditree.learners.InvalidInput` when ``learn`` would refuse this feedback.
+
+        Callers that apply feedback later (the service) call this first, so that a bad
+        request is refused at once and an accepted one is never lost.
+        """
+
     @abstractmethod
     def learn(self, decision: Decision, feedback: Feedback) -> bool:
         """Learn from the feedback of a stored decision; True when the parameters changed."""

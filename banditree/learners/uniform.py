@@ -57,19 +57,22 @@ class UniformRandom(Learner):
             explored=True,
         )
 
-    def learn(self, decision: Decision, feedback: Feedback) -> bool:
+    def check(self, decision: Decision, feedback: Feedback) -> None:
         if feedback.loss is None:
             raise InvalidInput("feedback", "uniform random needs a single 'loss'")
         check_loss(feedback.loss, (0.0, 1.0))
+
+    def learn(self, decision: Decision, feedback: Feedback) -> bool:
+        self.check(decision, feedback)
+        assert feedback.loss is not None
         self._n_learned += 1
         self._loss_sum += feedback.loss
         return False
 
     def predict(self, contexts: FloatArray) -> FloatArray:
-        n = np.asarray(contexts).shape[0]
+        n = int(np.asarray(contexts).shape[0])
         rng = np.random.default_rng([self.seed, self._n_decisions])
-        out: FloatArray = rng.integers(0, self.n_actions, size=n).astype(np.float64)
-        return out
+        return np.asarray(rng.integers(0, self.n_actions, size=n), dtype=np.float64)
 
     @property
     def counters(self) -> dict[str, float]:
