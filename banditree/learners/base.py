@@ -30,6 +30,7 @@ class Learner(ABC):
     def act(self, context: Sequence[float] | FloatArray, event_id: str | None = None) -> Decision:
         """Decide for one context; the decision carries its propensity and model version."""
 
+    @abstractmethod
     def check(self, decision: Decision, feedback: Feedback) -> None:
         """Raise :class:`~banditree.learners.InvalidInput` when ``learn`` would refuse this feedback.
 
