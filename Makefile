@@ -3,12 +3,12 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+SRC := $(wildcard banditree service simulate tests benchmarks)
 
 .PHONY: install serve test lint typecheck unit bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
 	# torch is pinned to the CPU build 2.13.0 first, so nothing else pulls a CUDA build.
 	$(PY) -m pip install --quiet "torch==2.13.0"
 	$(PY) -m pip install --quiet -e ".[sim,dev]"
@@ -20,8 +20,8 @@ serve: $(STAMP)
 	$(VENV)/bin/banditree serve
 
 lint: $(STAMP)
-	$(PY) -m ruff check banditree service simulate tests benchmarks
-	$(PY) -m ruff format --check banditree service simulate tests benchmarks
+	$(PY) -m ruff check $(SRC)
+	$(PY) -m ruff format --check $(SRC)
 
 typecheck: $(STAMP)
 	$(PY) -m mypy
