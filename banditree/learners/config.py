@@ -91,7 +91,7 @@ class LearnerConfig(BaseModel):
 
     @property
     def n_outputs(self) -> int:
-        return self.n_actions or 1 if self.task == "classification" else 1
+        return (self.n_actions or 1) if self.task == "classification" else 1
 
     def parameter_count(self) -> int:
         """Rough parameter count (used for the memory bound)."""
