@@ -4,6 +4,7 @@ from banditree.models.dgt import TABLE12_HIDDEN, DGTree, table12_hidden
 from banditree.models.dgt_spec import DGTSpec
 from banditree.models.forest_spec import DGTForestSpec
 from banditree.models.frozen import FrozenTree
+from banditree.models.hinge import HingeForest, OnlineStandardize, PooledHingeForest
 from banditree.models.linear import LinearSpec
 from banditree.models.spec import ModelOutput, ModelSpec
 
@@ -13,8 +14,11 @@ __all__ = [
     "DGTSpec",
     "DGTree",
     "FrozenTree",
+    "HingeForest",
     "LinearSpec",
     "ModelOutput",
     "ModelSpec",
+    "OnlineStandardize",
+    "PooledHingeForest",
     "table12_hidden",
 ]
