@@ -21,7 +21,9 @@ class VWBandit:
     learners can share the exploration randomness of a stream.
     """
 
-    def __init__(self, n_actions: int, epsilon: float = 0.3, seed: int = 0, extra: str = "") -> None:
+    def __init__(
+        self, n_actions: int, epsilon: float = 0.3, seed: int = 0, extra: str = ""
+    ) -> None:
         import vowpalwabbit  # optional benchmark dependency (the ``bench`` extra)
 
         self.n_actions = n_actions

@@ -6,8 +6,6 @@ import hashlib
 from itertools import accumulate
 from typing import Any, Protocol, runtime_checkable
 
-import numpy as np
-
 from banditree.models.tree_ops import FloatArray
 
 _TWO_64 = float(1 << 64)

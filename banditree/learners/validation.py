@@ -30,7 +30,9 @@ def as_context(
         raise InvalidInput(
             field, f"must hold exactly {n_features} numbers, got shape {list(x.shape)}"
         )
-    if not math.isfinite(float(np.add.reduce(x, None))):  # cheap: a sum is finite when every term is
+    if not math.isfinite(
+        float(np.add.reduce(x, None))
+    ):  # cheap: a sum is finite when every term is
         bad = np.flatnonzero(~np.isfinite(x))
         if bad.size:
             raise InvalidInput(f"{field}[{int(bad[0])}]", f"must be finite, got {x[bad[0]]}")
