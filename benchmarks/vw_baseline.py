@@ -10,8 +10,12 @@ from banditree.explore import sample_action
 
 
 def vw_line(row: Sequence[float]) -> str:
-    """VW text features of one numeric context: ``| 0:x0 1:x1 ...`` (zeros omitted)."""
-    return "| " + " ".join([f"{j}:{v!r}" for j, v in enumerate(row) if v != 0.0])
+    """VW text features of one numeric context: ``| f0:x0 f1:x1 ...`` (zeros omitted).
+
+    The names must not be bare integers: VW reads those as raw weight indices, which
+    collide across the per-action weights of ``--cb_explore`` and stop it learning.
+    """
+    return "| " + " ".join([f"f{j}:{v!r}" for j, v in enumerate(row) if v != 0.0])
 
 
 class VWBandit:

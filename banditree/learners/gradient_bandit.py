@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -77,7 +76,7 @@ class GradientBandit(Learner):
         estimator: Estimator,
         *,
         explorer: Explorer | None = None,
-        learning_rate: float = 1e-3,
+        learning_rate: float = 1e-2,
         accumulate: int = 4,
         l1: float = 0.0,
         l2: float = 0.0,
@@ -331,8 +330,7 @@ class GradientBandit(Learner):
             "accum_finite": self._accum_finite,
             # feedback queued for the current window (see learn); contexts are in decisions
             "buffered": [
-                {"decision": d.to_dict(), "feedback": dataclasses.asdict(f)}
-                for _, d, f in self._buffer
+                {"decision": d.to_dict(), "feedback": f.to_dict()} for _, d, f in self._buffer
             ],
         }
         return {k: np.ascontiguousarray(v, dtype=np.float64) for k, v in tensors.items()}, meta
@@ -368,12 +366,7 @@ class GradientBandit(Learner):
         self._buffer = []
         for item in meta["buffered"]:
             decision = Decision.from_dict(item["decision"])
-            f = item["feedback"]
-            feedback = Feedback(
-                loss=f["loss"],
-                losses=None if f["losses"] is None else (f["losses"][0], f["losses"][1]),
-                label=f["label"],
-            )
+            feedback = Feedback.from_dict(item["feedback"])
             self._buffer.append((as_context(decision.context, self.n_features), decision, feedback))
         snap = self._make_snapshot(int(meta["version"]))
         self._snapshot = _Snapshot(
