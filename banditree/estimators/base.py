@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from banditree.learners.records import Decision, Feedback
 from banditree.models.tree_ops import FloatArray
+
+if TYPE_CHECKING:  # records import the learners package, which imports estimators
+    from banditree.learners.records import Decision, Feedback
 
 
 class Estimator(ABC):

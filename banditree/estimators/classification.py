@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import math
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from banditree.estimators.base import Estimator
-from banditree.learners.records import Decision, Feedback
 from banditree.models.tree_ops import FloatArray
+
+if TYPE_CHECKING:  # records import the learners package, which imports estimators
+    from banditree.learners.records import Decision, Feedback
 
 
 def classification_gradient(
@@ -16,8 +21,8 @@ def classification_gradient(
 
     This is the gradient of ``(s - reward)^2 / p(y)`` with ``reward = 1 - loss``.
     """
-    s = 1.0 / (1.0 + np.exp(-logits[action]))
-    g = np.zeros_like(logits)
+    s = 1.0 / (1.0 + math.exp(-float(logits[action])))
+    g = np.zeros(logits.shape)
     g[action] = 2.0 / propensity * (loss - (1.0 - s)) * s * (1.0 - s)
     return g
 

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from banditree.estimators.base import Estimator
-from banditree.learners.records import Decision, Feedback
 from banditree.models.tree_ops import FloatArray
+
+if TYPE_CHECKING:  # records import the learners package, which imports estimators
+    from banditree.learners.records import Decision, Feedback
 
 
 class OnePointEstimator(Estimator):

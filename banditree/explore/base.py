@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+from itertools import accumulate
 from typing import Any, Protocol, runtime_checkable
-
-import numpy as np
 
 from banditree.models.tree_ops import FloatArray
 
@@ -42,9 +41,17 @@ def event_uniforms(seed: int, event_id: str) -> tuple[float, float]:
 
 
 def sample_action(pmf: FloatArray, u: float) -> int:
-    """Inverse-CDF sample of an action from ``pmf`` with the uniform ``u``."""
-    k = int(np.searchsorted(np.cumsum(pmf), u * float(pmf.sum()), side="right"))
-    return min(k, len(pmf) - 1)
+    """Inverse-CDF sample of an action from ``pmf`` with the uniform ``u``.
+
+    Returns the first ``k`` whose cumulative mass exceeds ``u`` times the total (a
+    plain loop: for the few actions of a bandit it beats ``cumsum`` + ``searchsorted``).
+    """
+    cumulative = list(accumulate(pmf.tolist()))
+    target = u * cumulative[-1]
+    for k, c in enumerate(cumulative):
+        if target < c:
+            return k
+    return len(cumulative) - 1
 
 
 def make_explorer(name: str, parameter: float | None = None) -> Explorer:

@@ -15,7 +15,7 @@ def epsilon_greedy(scores: FloatArray, epsilon: float) -> FloatArray:
     """``p(k) = (1 - epsilon) 1[k = argmax scores] + epsilon / K`` (ties: lowest index)."""
     k = scores.shape[0]
     pmf = np.full(k, epsilon / k)
-    pmf[int(np.argmax(scores))] += 1.0 - epsilon
+    pmf[scores.argmax()] += 1.0 - epsilon
     return pmf
 
 

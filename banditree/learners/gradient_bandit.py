@@ -31,7 +31,12 @@ class _Snapshot:
     version: int
     frozen: Any
     mean: FloatArray
-    scale: FloatArray
+    inv_scale: FloatArray
+
+
+#: examples buffered before their gradients are summed into the accumulator
+_MAX_BUFFERED = 64
+_add_all = np.add.reduce  # the ufunc method itself: ndarray.sum adds a Python wrapper
 
 
 def _sigmoid(z: FloatArray) -> FloatArray:
@@ -71,7 +76,7 @@ class GradientBandit(Learner):
         estimator: Estimator,
         *,
         explorer: Explorer | None = None,
-        learning_rate: float = 1e-3,
+        learning_rate: float = 1e-2,
         accumulate: int = 4,
         l1: float = 0.0,
         l2: float = 0.0,
@@ -109,6 +114,8 @@ class GradientBandit(Learner):
         self._params: Params = model.init_params(self._rng)
         self._standardizer = RunningStandardizer(self.n_features)
         self._accum: Params = {}
+        self._accum_finite = True
+        self._buffer: list[tuple[FloatArray, Decision, Feedback]] = []
         self._pending = 0
         self._version = 0
         self._n_decisions = 0
@@ -119,15 +126,15 @@ class GradientBandit(Learner):
     # -- serving ---------------------------------------------------------------------
     def _make_snapshot(self, version: int) -> _Snapshot:
         std = self._standardizer
-        mean, scale = (
-            (std.mean.copy(), std.scale())
+        mean, inv_scale = (
+            (std.mean.copy(), 1.0 / std.scale())
             if self.standardize
             else (
                 np.zeros(self.n_features),
                 np.ones(self.n_features),
             )
         )
-        return _Snapshot(version, self.model.freeze(self._params), mean, scale)
+        return _Snapshot(version, self.model.freeze(self._params), mean, inv_scale)
 
     @property
     def version(self) -> int:
@@ -139,56 +146,52 @@ class GradientBandit(Learner):
     def act(self, context: Sequence[float] | FloatArray, event_id: str | None = None) -> Decision:
         x = as_context(context, self.n_features)
         snap = self._snapshot
-        out = self.model.forward(snap.frozen, (x - snap.mean) / snap.scale)
+        out = self.model.forward(snap.frozen, (x - snap.mean) * snap.inv_scale)
         if event_id is None:
             event_id = self._next_event_id()
         self._n_decisions += 1
         u_action, u_sign = event_uniforms(self.seed, event_id)
-        common: dict[str, Any] = {
-            "event_id": event_id,
-            "context": tuple(x.tolist()),
-            "model_version": snap.version,
-            "leaf": out.leaf,
-            "extras": out.extras,
-        }
         if self.task == "classification":
             assert self.explorer is not None
             scores = out.scores if out.scores is not None else _sigmoid(out.output)
             pmf = self.explorer(scores)
             action = sample_action(pmf, u_action)
-            greedy = int(np.argmax(scores))
+            greedy = int(scores.argmax())
             return Decision(
+                event_id,
+                tuple(x.tolist()),
+                snap.version,
                 action=action,
                 propensity=float(pmf[action]),
                 greedy_action=greedy,
+                leaf=out.leaf,
                 explored=action != greedy,
-                **common,
+                extras=out.extras,
             )
         y_hat = self.target_offset + self.target_scale * float(out.output[0])
+        value, perturbation, probes = y_hat, 0, None
         if isinstance(self.estimator, OnePointEstimator):
-            u = 1 if u_sign < 0.5 else -1
-            return Decision(
-                value=y_hat + self.estimator.delta * u,
-                greedy_value=y_hat,
-                perturbation=u,
-                explored=True,
-                **common,
-            )
-        if isinstance(self.estimator, TwoPointEstimator):
-            d = self.estimator.delta
-            return Decision(
-                value=y_hat,
-                greedy_value=y_hat,
-                probes=(y_hat + d, y_hat - d),
-                explored=True,
-                **common,
-            )
-        return Decision(value=y_hat, greedy_value=y_hat, **common)
+            perturbation = 1 if u_sign < 0.5 else -1
+            value = y_hat + self.estimator.delta * perturbation
+        elif isinstance(self.estimator, TwoPointEstimator):
+            probes = (y_hat + self.estimator.delta, y_hat - self.estimator.delta)
+        return Decision(
+            event_id,
+            tuple(x.tolist()),
+            snap.version,
+            value=value,
+            greedy_value=y_hat,
+            perturbation=perturbation,
+            probes=probes,
+            leaf=out.leaf,
+            explored=perturbation != 0 or probes is not None,
+            extras=out.extras,
+        )
 
     def predict(self, contexts: FloatArray) -> FloatArray:
         snap = self._snapshot
         x = np.asarray(contexts, dtype=np.float64)
-        out = self.model.forward_batch(snap.frozen, (x - snap.mean) / snap.scale)
+        out = self.model.forward_batch(snap.frozen, (x - snap.mean) * snap.inv_scale)
         if self.task == "classification":
             result: FloatArray = np.argmax(out, axis=1)
             return result
@@ -197,7 +200,11 @@ class GradientBandit(Learner):
     # -- learning --------------------------------------------------------------------
     def check(self, decision: Decision, feedback: Feedback) -> None:
         """Raise :class:`InvalidInput` when this feedback cannot be learned from."""
-        as_context(decision.context, self.n_features, "decision.context")
+        self._checked_context(decision, feedback)
+
+    def _checked_context(self, decision: Decision, feedback: Feedback) -> FloatArray:
+        """:meth:`check`, returning the decision's context as a fresh array."""
+        x = as_context(decision.context, self.n_features, "decision.context")
         try:
             self.estimator.check_feedback(decision, feedback)
         except ValueError as err:
@@ -215,6 +222,7 @@ class GradientBandit(Learner):
                 )
         if isinstance(self.estimator, OnePointEstimator) and decision.perturbation not in (-1, 1):
             raise InvalidInput("decision.perturbation", "must be -1 or +1 for one-point feedback")
+        return x
 
     def _upstream(self, decision: Decision, feedback: Feedback) -> Any:
         est, off, scale = self.estimator, self.target_offset, self.target_scale
@@ -223,24 +231,19 @@ class GradientBandit(Learner):
         return lambda out: est.upstream(off + scale * out, decision, feedback) * scale
 
     def learn(self, decision: Decision, feedback: Feedback) -> bool:
-        self.check(decision, feedback)
-        x = np.asarray(decision.context, dtype=np.float64)
-        std = self._standardizer
-        saved = (std.count, std.mean, std.m2)
+        """Queue the feedback; every ``accumulate``-th one applies one RMSprop step.
+
+        Gradients are taken at the current parameters and input statistics, which do
+        not change inside an accumulation window, so the window's examples are
+        differentiated together in one vectorised call (the same numbers as one call
+        per example, a fraction of the Python overhead).  A window whose summed
+        gradient is not finite (possible only with absurd finite inputs such as a loss
+        of 1e308) is dropped whole, so the model never holds NaN.
+        """
+        x = self._checked_context(decision, feedback)
         if self.standardize:
-            std.update(x)
-        grads = self.model.gradients(
-            self._params,
-            std.transform(x) if self.standardize else x,
-            self._upstream(decision, feedback),
-            self._rng,
-        )
-        if not all(np.isfinite(g).all() for g in grads.values()):
-            std.count, std.mean, std.m2 = saved
-            raise InvalidInput("loss", "gives a non-finite gradient; the feedback was not applied")
-        for name, g in grads.items():
-            acc = self._accum.get(name)
-            self._accum[name] = g if acc is None else acc + g
+            self._standardizer.update(x)
+        self._buffer.append((x, decision, feedback))
         self._pending += 1
         self._n_learned += 1
         if feedback.loss is not None:
@@ -248,14 +251,42 @@ class GradientBandit(Learner):
         elif feedback.losses is not None:
             self._loss_sum += 0.5 * (feedback.losses[0] + feedback.losses[1])
         if self._pending < self.accumulate:
+            if len(self._buffer) >= _MAX_BUFFERED:
+                self._flush()
             return False
-        new = self._optimizer.step(self._params, self._accum)
-        self._accum, self._pending = {}, 0
+        self._flush()
+        grads, finite = self._accum, self._accum_finite
+        self._accum, self._accum_finite, self._pending = {}, True, 0
+        if not finite:
+            return False
+        new = self._optimizer.step(self._params, grads)
         if not all(np.isfinite(p).all() for p in new.values()):
             return False  # never let a model hold NaN: drop the step
         self._params = new
         self._snapshot = self._make_snapshot(self._snapshot.version + 1)
         return True
+
+    def _flush(self) -> None:
+        """Add the buffered examples' gradients into the accumulator."""
+        if not self._buffer:
+            return
+        snap = self._snapshot
+        # the gradient of the function now served: current parameters AND the input
+        # statistics of the current snapshot (both change only with an update)
+        x = (np.stack([b[0] for b in self._buffer]) - snap.mean) * snap.inv_scale
+        upstreams = [self._upstream(d, f) for _, d, f in self._buffer]
+        self._buffer = []
+        grads = self.model.gradients_batch(self._params, x, upstreams, self._rng)
+        # a sum is finite only if every term is (an overflowing sum counts as not finite)
+        if not math.isfinite(sum([float(_add_all(g, None)) for g in grads.values()])):
+            self._accum_finite = False
+        accum = self._accum
+        for name, g in grads.items():
+            acc = accum.get(name)
+            if acc is None:
+                accum[name] = g  # a fresh array from gradients_batch(): the learner owns it
+            else:
+                acc += g
 
     # -- introspection and state -----------------------------------------------------
     @property
@@ -281,9 +312,12 @@ class GradientBandit(Learner):
     def state(self) -> tuple[Tensors, dict[str, Any]]:
         tensors: Tensors = {f"param.{k}": v for k, v in self._params.items()}
         tensors.update({f"optim.{k}": v for k, v in self._optimizer.state_tensors().items()})
-        tensors.update({f"accum.{k}": v for k, v in self._accum.items()})
+        tensors.update({f"accum.{k}": v.copy() for k, v in self._accum.items()})
         tensors["std.mean"] = self._standardizer.mean
         tensors["std.m2"] = self._standardizer.m2
+        # the statistics decisions read: those of the last update, not the running ones
+        tensors["snapshot.mean"] = self._snapshot.mean
+        tensors["snapshot.inv_scale"] = self._snapshot.inv_scale
         meta = {
             "config": self.config(),
             "version": self._snapshot.version,
@@ -293,6 +327,11 @@ class GradientBandit(Learner):
             "loss_sum": self._loss_sum,
             "std_count": self._standardizer.count,
             "rng": self._rng.bit_generator.state,
+            "accum_finite": self._accum_finite,
+            # feedback queued for the current window (see learn); contexts are in decisions
+            "buffered": [
+                {"decision": d.to_dict(), "feedback": f.to_dict()} for _, d, f in self._buffer
+            ],
         }
         return {k: np.ascontiguousarray(v, dtype=np.float64) for k, v in tensors.items()}, meta
 
@@ -323,4 +362,16 @@ class GradientBandit(Learner):
         self._n_learned = int(meta["n_learned"])
         self._loss_sum = float(meta["loss_sum"])
         self._rng.bit_generator.state = meta["rng"]
-        self._snapshot = self._make_snapshot(int(meta["version"]))
+        self._accum_finite = bool(meta["accum_finite"])
+        self._buffer = []
+        for item in meta["buffered"]:
+            decision = Decision.from_dict(item["decision"])
+            feedback = Feedback.from_dict(item["feedback"])
+            self._buffer.append((as_context(decision.context, self.n_features), decision, feedback))
+        snap = self._make_snapshot(int(meta["version"]))
+        self._snapshot = _Snapshot(
+            snap.version,
+            snap.frozen,
+            np.array(tensors["snapshot.mean"], dtype=np.float64),
+            np.array(tensors["snapshot.inv_scale"], dtype=np.float64),
+        )

@@ -48,18 +48,24 @@ class RMSprop:
                 continue
             if name in self.regularised and (self.l1 or self.l2):
                 g = g + self.l2 * p + self.l1 * np.sign(p)
+            g2 = g * g
+            g2 *= 1.0 - self.alpha
             v = self._square_avg.get(name)
-            v = (
-                (1.0 - self.alpha) * g * g
-                if v is None
-                else self.alpha * v + (1.0 - self.alpha) * g * g
-            )
-            self._square_avg[name] = v
-            new[name] = p - self.lr * g / (np.sqrt(v) + self.eps)
+            if v is None:  # torch starts the average at zero
+                v = self._square_avg[name] = g2
+            else:  # the optimizer owns v: update it in place (no per-step allocation)
+                v *= self.alpha
+                v += g2
+            step = np.sqrt(v)
+            step += self.eps
+            np.divide(g, step, out=step)
+            step *= self.lr
+            new[name] = p - step  # a NEW array: readers of the old parameters stay consistent
         return new
 
     def state_tensors(self) -> Params:
-        return {f"square_avg.{k}": v for k, v in self._square_avg.items()}
+        """Copies of the running averages (later steps update the live ones in place)."""
+        return {f"square_avg.{k}": v.copy() for k, v in self._square_avg.items()}
 
     def load_state_tensors(self, tensors: Mapping[str, FloatArray]) -> None:
         prefix = "square_avg."

@@ -70,3 +70,16 @@ class Feedback:
                 raise ValueError(f"losses must be finite numbers, got {list(self.losses)}")
         if self.label is not None and not math.isfinite(self.label):
             raise ValueError(f"label must be a finite number, got {self.label}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready mapping (round-trips through :meth:`from_dict`)."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Feedback:
+        losses = data.get("losses")
+        return cls(
+            loss=data.get("loss"),
+            losses=None if losses is None else (float(losses[0]), float(losses[1])),
+            label=data.get("label"),
+        )

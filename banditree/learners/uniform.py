@@ -58,6 +58,9 @@ class UniformRandom(Learner):
         )
 
     def check(self, decision: Decision, feedback: Feedback) -> None:
+        as_context(decision.context, self.n_features, "decision.context")
+        if decision.action is None or not 0 <= decision.action < self.n_actions:
+            raise InvalidInput("decision.action", f"must be in [0, {self.n_actions - 1}]")
         if feedback.loss is None:
             raise InvalidInput("feedback", "uniform random needs a single 'loss'")
         check_loss(feedback.loss, (0.0, 1.0))

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from banditree.models.dgt_spec import DGTSpec, dgt_gradients
+from banditree.models.dgt_spec import DGTSpec, dgt_gradients, dgt_gradients_batch
 from banditree.models.frozen import FrozenTree
 from banditree.models.spec import ModelOutput, ModelSpec, Params, UpstreamFn
 from banditree.models.tree_ops import FloatArray
@@ -90,6 +90,32 @@ class DGTForestSpec(ModelSpec):
             tree = self._tree_params(params, int(i))
             g = dgt_gradients(self.tree.layers(tree), tree["theta"], x, upstream, self.tree.height)
             grads.update({f"t{i}.{k}": float(weights[i]) * v for k, v in g.items()})
+        return grads
+
+    def gradients_batch(
+        self,
+        params: Mapping[str, FloatArray],
+        x: FloatArray,
+        upstreams: Sequence[UpstreamFn],
+        rng: np.random.Generator,
+    ) -> Params:
+        # the same Poisson draws, in the same order, as one gradients() call per example
+        weights = rng.poisson(1.0, size=(x.shape[0], self.n_trees)).astype(np.float64)
+        grads: Params = {}
+        for i in range(self.n_trees):
+            rows = np.flatnonzero(weights[:, i])
+            if not rows.size:
+                continue
+            tree = self._tree_params(params, i)
+            g = dgt_gradients_batch(
+                self.tree.layers(tree),
+                tree["theta"],
+                x[rows],
+                [upstreams[r] for r in rows.tolist()],
+                self.tree.height,
+                weights=weights[rows, i],
+            )
+            grads.update({f"t{i}.{k}": v for k, v in g.items()})
         return grads
 
     def export(self, frozen: list[FrozenTree]) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -45,6 +45,18 @@ class LinearSpec(ModelSpec):
         x1 = np.append(x, 1.0)
         g = upstream(params["W"] @ x1)
         return {"W": np.outer(g, x1)}
+
+    def gradients_batch(
+        self,
+        params: Mapping[str, FloatArray],
+        x: FloatArray,
+        upstreams: Sequence[UpstreamFn],
+        rng: np.random.Generator,
+    ) -> Params:
+        x1 = np.concatenate((x, np.ones((x.shape[0], 1))), axis=1)
+        out = x1 @ params["W"].T
+        g = np.array([up(row) for up, row in zip(upstreams, out, strict=True)])
+        return {"W": g.T @ x1}
 
     def export(self, frozen: tuple[FloatArray, FloatArray]) -> dict[str, Any]:
         w, b = frozen

@@ -9,7 +9,7 @@ safetensors, and run one optimizer for every family.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,6 +74,25 @@ class ModelSpec(ABC):
         rng: np.random.Generator,
     ) -> Params:
         """``d loss / d params`` at ``params`` for one example; ``upstream`` gives ``d loss / d output``."""
+
+    def gradients_batch(
+        self,
+        params: Mapping[str, FloatArray],
+        x: FloatArray,
+        upstreams: Sequence[UpstreamFn],
+        rng: np.random.Generator,
+    ) -> Params:
+        """Summed ``d loss / d params`` of a batch ``(B, d)``, example ``b`` with ``upstreams[b]``.
+
+        All examples are differentiated at the same ``params``.  The default sums
+        :meth:`gradients` example by example (in order, so ``rng`` is used as in
+        ``B`` single calls); families override it with one vectorised pass.
+        """
+        total: Params = {}
+        for row, upstream in zip(x, upstreams, strict=True):
+            for name, g in self.gradients(params, row, upstream, rng).items():
+                total[name] = total[name] + g if name in total else g
+        return total
 
     def export(self, frozen: Any) -> dict[str, Any]:
         """A JSON-ready description of the model for inspection."""

@@ -1,0 +1,146 @@
+"""Explorers: valid probability masses, their promises, logged propensities, determinism."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from banditree.explore import (
+    EpsilonGreedy,
+    Explorer,
+    Softmax,
+    SquareCB,
+    event_uniforms,
+    make_explorer,
+    sample_action,
+)
+from banditree.learners import Feedback, LearnerConfig, build_learner
+from banditree.models.frozen import FrozenTree
+
+EXPLORERS: list[Explorer] = [
+    EpsilonGreedy(0.0),
+    EpsilonGreedy(0.3),
+    EpsilonGreedy(1.0),
+    Softmax(0.05),
+    Softmax(10.0),
+    SquareCB(0.0),
+    SquareCB(100.0),
+    SquareCB(1e5),
+]
+scores_strategy = arrays(
+    np.float64,
+    st.integers(2, 40),
+    elements=st.floats(0.0, 1.0, allow_nan=False, allow_subnormal=False),
+)
+
+
+@pytest.mark.parametrize("explorer", EXPLORERS, ids=lambda e: f"{e.name}")
+@settings(max_examples=60, deadline=None)
+@given(scores=scores_strategy)
+def test_pmf_is_a_probability_mass_with_the_promised_floor(
+    explorer: Explorer, scores: np.ndarray
+) -> None:
+    pmf = explorer(scores)
+    k = scores.size
+    assert pmf.shape == (k,)
+    assert (pmf >= 0.0).all()
+    assert math.isclose(float(pmf.sum()), 1.0, abs_tol=1e-12)
+    assert (pmf >= explorer.min_probability_factor / k - 1e-15).all()
+    assert int(np.argmax(pmf)) == int(np.argmax(scores)) or np.isclose(
+        pmf.max(), pmf[int(np.argmax(scores))]
+    )
+
+
+def test_epsilon_greedy_is_eq7() -> None:
+    pmf = EpsilonGreedy(0.3)(np.array([0.2, 0.7, 0.1, 0.7]))
+    np.testing.assert_allclose(pmf, [0.075, 0.775, 0.075, 0.075])  # ties: lowest index
+
+
+def test_sampling_frequencies_match_the_pmf() -> None:
+    pmf = np.array([0.05, 0.6, 0.1, 0.25])
+    n = 20_000
+    draws = np.array([sample_action(pmf, event_uniforms(7, f"e{i}")[0]) for i in range(n)])
+    for k, p in enumerate(pmf):
+        freq = float((draws == k).mean())
+        assert abs(freq - p) <= 4.0 * math.sqrt(p * (1 - p) / n), (k, freq, p)
+
+
+@pytest.mark.parametrize(
+    "explorer,parameter", [("epsilon_greedy", 0.3), ("softmax", 0.1), ("squarecb", 50.0)]
+)
+def test_logged_propensity_is_the_pmf_of_the_played_action(explorer: str, parameter: float) -> None:
+    """Recompute the pmf from the exported tree: the decision's propensity must be its entry."""
+    rng = np.random.default_rng(0)
+    learner = build_learner(
+        LearnerConfig(
+            n_features=4,
+            n_actions=5,
+            height=3,
+            explorer=explorer,
+            explorer_parameter=parameter,
+            standardize=False,
+            learning_rate=0.05,
+            accumulate=1,
+        )
+    )
+    policy = make_explorer(explorer, parameter)
+    explored = 0
+    for i in range(300):
+        x = rng.normal(size=4)
+        tree = FrozenTree.from_json(learner.export_model())
+        leaf, logits = tree.predict_one(x)
+        pmf = policy(1.0 / (1.0 + np.exp(-logits)))
+        d = learner.act(x)
+        assert d.leaf == leaf and d.model_version == learner.version
+        assert d.propensity == pytest.approx(float(pmf[d.action]), abs=1e-12)
+        assert d.greedy_action == int(np.argmax(logits))
+        explored += d.explored
+        learner.learn(d, Feedback(loss=float(d.action != i % 5)))
+    assert explored > 0
+
+
+def test_same_event_id_same_decision() -> None:
+    config = LearnerConfig(n_features=3, n_actions=4, height=2, explorer_parameter=0.9, seed=5)
+    a, b = build_learner(config), build_learner(config)
+    x = [0.1, -0.4, 2.0]
+    first = [a.act(x, event_id=f"user-{i}") for i in range(50)]
+    assert len({d.action for d in first}) > 1  # the ids do draw different actions
+    assert [a.act(x, event_id=f"user-{i}").action for i in range(50)] == [d.action for d in first]
+    assert [b.act(x, event_id=f"user-{i}").to_dict() for i in range(50)] == [
+        d.to_dict() for d in first
+    ]
+    other_seed = build_learner(config.model_copy(update={"seed": 6}))
+    assert [other_seed.act(x, event_id=f"user-{i}").action for i in range(50)] != [
+        d.action for d in first
+    ]
+
+
+@pytest.mark.parametrize(
+    "make,value,bound",
+    [
+        (EpsilonGreedy, -0.1, r"epsilon must be in \[0, 1\]"),
+        (EpsilonGreedy, 1.5, r"epsilon must be in \[0, 1\]"),
+        (EpsilonGreedy, float("nan"), r"epsilon must be in \[0, 1\]"),
+        (Softmax, 0.0, "temperature must be > 0"),
+        (Softmax, float("inf"), "temperature must be > 0"),
+        (SquareCB, -1.0, "gamma must be >= 0"),
+        (SquareCB, float("nan"), "gamma must be >= 0"),
+    ],
+)
+def test_bad_settings_fail_at_construction_with_the_bound(
+    make: type, value: float, bound: str
+) -> None:
+    with pytest.raises(ValueError, match=bound):
+        make(value)
+
+
+def test_bad_settings_fail_in_the_learner_config() -> None:
+    with pytest.raises(ValueError, match=r"epsilon\) must be in \[0, 1\]"):
+        LearnerConfig(n_features=2, n_actions=3, explorer_parameter=1.5)
+    with pytest.raises(ValueError, match="explorer must be one of"):
+        make_explorer("thompson")
