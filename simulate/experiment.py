@@ -161,26 +161,22 @@ def _competitors(
                 "baseline vw skipped: vowpalwabbit is not installed (pip install banditree[vw])"
             )
         elif baseline == "vw":
-            epsilon = 0.3 if options.explore is None else options.explore
-            vw_lr = options.vw_learning_rate
-            runs.append(
-                Competitor(
-                    "vw",
-                    "vw",
-                    env,
-                    lambda s: VowpalWabbitAgent(
-                        dataset.n_classes, epsilon=epsilon, seed=s, learning_rate=vw_lr
-                    ),
-                    lambda s: {
-                        "arguments": VowpalWabbitAgent.arguments_for(
-                            dataset.n_classes, epsilon, s, vw_lr
-                        )
-                    },
-                )
-            )
+            runs.append(_vw_competitor(dataset, env, options))
         else:
             runs.append(remote(baseline, baseline) if options.server else local(baseline, env))
     return runs, reference
+
+
+def _vw_competitor(dataset: Dataset, env: Environment, options: SimulationOptions) -> Competitor:
+    epsilon = 0.3 if options.explore is None else options.explore
+    k, lr = dataset.n_classes, options.vw_learning_rate
+    return Competitor(
+        "vw",
+        "vw",
+        env,
+        lambda s: VowpalWabbitAgent(k, epsilon=epsilon, seed=s, learning_rate=lr),
+        lambda s: {"arguments": VowpalWabbitAgent.arguments_for(k, epsilon, s, lr)},
+    )
 
 
 def _decision_rows(trace: SeedTrace, X: np.ndarray) -> list[list[Any]]:

@@ -152,7 +152,7 @@ def evaluate_log(options: LoggedOptions) -> dict[str, Any]:
     if not 0 < options.train_fraction < 1:
         raise ValueError(f"--train-fraction must be in (0, 1), got {options.train_fraction}")
     n = len(log.reward)
-    cut = int(round(n * options.train_fraction))
+    cut = round(n * options.train_fraction)
     train, evaluate = np.arange(cut), np.arange(cut, n)
     q = reward_model(log, train, evaluate)
     epsilon = options.explore or 0.0

@@ -121,9 +121,10 @@ def run_stream(
 
     started = time.perf_counter()
     done = 0
-    with ThreadPoolExecutor(max_workers=concurrency) if concurrency > 1 else _NoPool() as pool:
+    pool = ThreadPoolExecutor(max_workers=concurrency) if concurrency > 1 else None
+    try:
         for k, stop in enumerate(eval_at):
-            if concurrency > 1:
+            if pool is not None:
                 list(pool.map(step, range(done, int(stop))))
             else:
                 for i in range(done, int(stop)):
@@ -132,6 +133,9 @@ def run_stream(
                 on_rounds(int(stop) - done)
             done = int(stop)
             scores[k] = test_score(env.task, agent.predict(X_test), y_test)
+    finally:
+        if pool is not None:
+            pool.shutdown()
     seconds = time.perf_counter() - started
     return SeedTrace(
         seed=seed,
@@ -143,16 +147,3 @@ def run_stream(
         seconds=seconds,
         decisions=[d for d in logged if d is not None],
     )
-
-
-class _NoPool:
-    """Stands in for a thread pool when rounds run on the calling thread."""
-
-    def __enter__(self) -> _NoPool:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-    def map(self, fn: Callable[[int], None], items: range) -> list[None]:
-        return [fn(i) for i in items]

@@ -24,7 +24,9 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    pytest.importorskip("service", reason="the service package (banditree serve) is not in this checkout")
+    pytest.importorskip(
+        "service", reason="the service package (banditree serve) is not in this checkout"
+    )
     import httpx
 
     tmp_path = tmp_path_factory.mktemp("serve")
@@ -34,14 +36,18 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     log = (tmp_path / "serve.log").open("w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "banditree", "serve", "--host", "127.0.0.1", "--port", str(port)],
-        stdout=log, stderr=subprocess.STDOUT, env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=env,
     )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
         while True:
             if proc.poll() is not None:
-                pytest.fail(f"banditree serve exited: {(tmp_path / 'serve.log').read_text()[-2000:]}")
+                pytest.fail(
+                    f"banditree serve exited: {(tmp_path / 'serve.log').read_text()[-2000:]}"
+                )
             try:
                 if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
                     break
@@ -64,9 +70,17 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def test_http_mode_gives_the_same_kind_of_report(live_server: str, tmp_path: Path) -> None:
     report = simulate(
         SimulationOptions(
-            data="wine", model="dgt", out=tmp_path / "run", rounds=150, seeds=2,
-            baselines=["random", "linear"], learning_rate=1e-2, eval_points=3,
-            server=live_server, concurrency=4, progress=False,
+            data="wine",
+            model="dgt",
+            out=tmp_path / "run",
+            rounds=150,
+            seeds=2,
+            baselines=["random", "linear"],
+            learning_rate=1e-2,
+            eval_points=3,
+            server=live_server,
+            concurrency=4,
+            progress=False,
         )
     )
     check_report(
@@ -82,10 +96,21 @@ def test_http_mode_gives_the_same_kind_of_report(live_server: str, tmp_path: Pat
 def test_http_mode_two_point_regression(live_server: str, tmp_path: Path) -> None:
     report = simulate(
         SimulationOptions(
-            data="diabetes", model="dgt", out=tmp_path / "run", rounds=100, seeds=2,
-            baselines=[], feedback="two_point", delta=5.0, eval_points=3,
-            server=live_server, concurrency=2, progress=False,
+            data="diabetes",
+            model="dgt",
+            out=tmp_path / "run",
+            rounds=100,
+            seeds=2,
+            baselines=[],
+            feedback="two_point",
+            delta=5.0,
+            eval_points=3,
+            server=live_server,
+            concurrency=2,
+            progress=False,
         )
     )
-    check_report(tmp_path / "run", task="regression", learners={"dgt", "dgt_full_information"}, n_seeds=2)
+    check_report(
+        tmp_path / "run", task="regression", learners={"dgt", "dgt_full_information"}, n_seeds=2
+    )
     assert report["learners"]["dgt"]["queries_total"] == 200
