@@ -1,0 +1,14 @@
+"""Offline replay: datasets -> bandit environments -> learners (in process or over HTTP),
+progressive and held-out metrics, baselines, off-policy evaluation of logs, reports."""
+
+from simulate.data import load_source
+from simulate.environments import ClassificationEnvironment, RegressionEnvironment
+from simulate.experiment import SimulationOptions, simulate
+
+__all__ = [
+    "ClassificationEnvironment",
+    "RegressionEnvironment",
+    "SimulationOptions",
+    "load_source",
+    "simulate",
+]

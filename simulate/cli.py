@@ -1,0 +1,167 @@
+"""``banditree simulate``: the simulator's command line (contract: README, "Simulator")."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Literal, cast
+
+import typer
+
+from simulate.environments import FeedbackMode
+
+MODELS = ("dgt", "dgt_forest", "tel", "hinge", "linear")
+
+
+def _choice(value: str | None, allowed: tuple[str, ...], option: str) -> str | None:
+    if value is not None and value not in allowed:
+        raise typer.BadParameter(
+            f"must be one of {', '.join(allowed)}; got {value!r}", param_hint=option
+        )
+    return value
+
+
+def simulate_command(
+    data: str = typer.Argument(
+        ..., help="A .tsv.gz/.csv/.npz file, a bundled dataset name, or 'obd' (logged)."
+    ),
+    model: str = typer.Option(..., "--model", help="dgt, dgt_forest, tel, hinge or linear."),
+    out: Path = typer.Option(
+        ..., "--out", help="Output directory (report.json, curves.csv, PNGs)."
+    ),
+    label: str | None = typer.Option(
+        None, "--label", help="Label column (CSV; TSV default 'target')."
+    ),
+    task: str = typer.Option("auto", "--task", help="auto, classification or regression."),
+    split: int = typer.Option(0, "--split", help="Split 0..4 of a bundled regression set."),
+    height: int | None = typer.Option(
+        None, "--height", help="Tree height (default 6 classification, 8 regression)."
+    ),
+    feedback: str | None = typer.Option(
+        None, "--feedback", help="bandit, one_point, two_point or full."
+    ),
+    loss: str | None = typer.Option(None, "--loss", help="zero_one, squared or huber."),
+    huber_xi: float = typer.Option(1.0, "--huber-xi", help="Huber threshold xi, in target units."),
+    loss_matrix: Path | None = typer.Option(
+        None, "--loss-matrix", help="K x K loss matrix (.npy or .csv), rows = true class."
+    ),
+    passes: int = typer.Option(1, "--passes", help="Passes over the train split."),
+    rounds: int | None = typer.Option(
+        None, "--rounds", help="Number of rounds (overrides passes)."
+    ),
+    seeds: int = typer.Option(3, "--seeds", help="Number of seeds (0..S-1)."),
+    baselines: str = typer.Option(
+        "random,linear,vw", "--baselines", help="Comma list of random, linear, vw ('' for none)."
+    ),
+    explore: float | None = typer.Option(
+        None, "--explore", help="Exploration epsilon (classification, default 0.3)."
+    ),
+    delta: float | None = typer.Option(
+        None, "--delta", help="One/two-point perturbation, target units (default 0.5)."
+    ),
+    learning_rate: float | None = typer.Option(
+        None, "--learning-rate", help="RMSprop step size (default 1e-3)."
+    ),
+    accumulate: int | None = typer.Option(
+        None, "--accumulate", help="Rounds per update (default 4)."
+    ),
+    n_trees: int | None = typer.Option(None, "--n-trees", help="Trees of a forest or ensemble."),
+    vw_learning_rate: float | None = typer.Option(
+        None, "--vw-learning-rate", help="VW -l (default VW's own)."
+    ),
+    eval_points: int = typer.Option(12, "--eval-points", help="Log-spaced held-out evaluations."),
+    log_decisions: bool = typer.Option(
+        False, "--log-decisions", help="Write the model's decisions to decisions.csv."
+    ),
+    server: str | None = typer.Option(None, "--server", help="URL of a running 'banditree serve'."),
+    concurrency: int = typer.Option(1, "--concurrency", help="Concurrent requests in HTTP mode."),
+    api_key: str | None = typer.Option(
+        None, "--api-key", envvar="BANDITREE_API_KEY", help="API key for --server."
+    ),
+    logged: bool = typer.Option(
+        False, "--logged", help="DATA is a bandit log: train on it, estimate by IPS/SNIPS/DR."
+    ),
+    train_fraction: float = typer.Option(
+        0.7, "--train-fraction", help="Logged mode: leading share of the log to train on."
+    ),
+    n_bootstrap: int = typer.Option(
+        1000, "--n-bootstrap", help="Logged mode: bootstrap resamples."
+    ),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
+) -> None:
+    """Replay DATA through a bandit learner and baselines; write DIR/report.json and plots."""
+    _choice(model, MODELS, "--model")
+    _choice(feedback, ("bandit", "one_point", "two_point", "full"), "--feedback")
+    _choice(loss, ("zero_one", "squared", "huber"), "--loss")
+    _choice(task, ("auto", "classification", "regression"), "--task")
+    try:
+        if logged or data == "obd":
+            from simulate.logged import LoggedOptions, evaluate_log
+
+            report = evaluate_log(
+                LoggedOptions(
+                    data=data,
+                    model=model,
+                    out=out,
+                    height=height,
+                    passes=passes,
+                    seeds=seeds,
+                    explore=explore,
+                    learning_rate=learning_rate,
+                    train_fraction=train_fraction,
+                    n_bootstrap=n_bootstrap,
+                    progress=progress,
+                )
+            )
+            typer.echo(json.dumps(report["policies"], indent=2))
+            return
+        from simulate.experiment import SimulationOptions, simulate
+
+        report = simulate(
+            SimulationOptions(
+                data=data,
+                model=model,
+                out=out,
+                label=label,
+                task=cast(Literal["auto", "classification", "regression"], task),
+                split=split,
+                height=height,
+                feedback=cast(FeedbackMode | None, feedback),
+                loss=loss,
+                huber_xi=huber_xi,
+                loss_matrix=loss_matrix,
+                passes=passes,
+                rounds=rounds,
+                seeds=seeds,
+                baselines=[b.strip() for b in baselines.split(",") if b.strip()],
+                explore=explore,
+                delta=delta,
+                learning_rate=learning_rate,
+                accumulate=accumulate,
+                n_trees=n_trees,
+                vw_learning_rate=vw_learning_rate,
+                eval_points=eval_points,
+                log_decisions=log_decisions,
+                server=server,
+                concurrency=concurrency,
+                api_key=api_key,
+                progress=progress,
+            )
+        )
+    except ValueError as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(2) from None
+    for notice in report["notices"]:
+        typer.echo(f"notice: {notice}", err=True)
+    figure = "test_accuracy" if report["task"] == "classification" else "test_rmse"
+    for name, entry in report["learners"].items():
+        low, high = entry[f"{figure}_ci95"]
+        typer.echo(
+            f"{name:28s} {figure} {entry[figure]:.4f}  95% CI [{low}, {high}]  regret {entry['regret']:.4f}"
+        )
+    typer.echo(f"report: {Path(out) / 'report.json'}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``simulate`` command to ``app``."""
+    app.command("simulate")(simulate_command)

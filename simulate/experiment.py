@@ -1,0 +1,308 @@
+"""A whole simulation: data -> environment -> competitors x seeds -> report, CSV, plots."""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from banditree import __version__
+from banditree.datasets import Dataset
+from simulate.agents import (
+    VowpalWabbitAgent,
+    build_agent,
+    full_information_twin,
+    learner_config,
+    vowpalwabbit_available,
+)
+from simulate.data import TaskChoice, load_source
+from simulate.environments import (
+    ClassificationEnvironment,
+    Environment,
+    FeedbackMode,
+    RegressionEnvironment,
+)
+from simulate.plots import write_plots
+from simulate.report import LearnerRun, build_report, write_curves_csv, write_report
+from simulate.runner import Agent, SeedTrace, evaluation_rounds, run_stream, stream_order
+
+BASELINES = ("random", "linear", "vw")
+
+
+@dataclass
+class SimulationOptions:
+    """Everything ``banditree simulate`` takes (names as on the command line)."""
+
+    data: str
+    model: str
+    out: Path
+    label: str | None = None
+    task: TaskChoice = "auto"
+    split: int = 0
+    height: int | None = None
+    feedback: FeedbackMode | None = None
+    loss: str | None = None
+    huber_xi: float = 1.0
+    loss_matrix: Path | None = None
+    passes: int = 1
+    rounds: int | None = None
+    seeds: int = 3
+    baselines: list[str] = field(default_factory=lambda: list(BASELINES))
+    explore: float | None = None
+    delta: float | None = None
+    learning_rate: float | None = None
+    accumulate: int | None = None
+    n_trees: int | None = None
+    vw_learning_rate: float | None = None
+    eval_points: int = 12
+    log_decisions: bool = False
+    server: str | None = None
+    concurrency: int = 1
+    api_key: str | None = None
+    progress: bool = True
+
+
+@dataclass
+class Competitor:
+    name: str
+    kind: str
+    env: Environment
+    make: Callable[[int], Agent]
+    config: Callable[[int], dict[str, Any]]
+    over_http: bool = False
+
+
+def make_environment(task: str, options: SimulationOptions, n_classes: int) -> Environment:
+    """The environment for ``task`` from the ``--feedback``/``--loss`` options."""
+    if task == "classification":
+        if options.loss not in (None, "zero_one"):
+            raise ValueError(
+                f"--loss {options.loss} is a regression loss; classification uses zero_one"
+            )
+        matrix = None
+        if options.loss_matrix is not None:
+            path = Path(options.loss_matrix)
+            matrix = (
+                np.load(path) if path.suffix == ".npy" else np.loadtxt(path, delimiter=",", ndmin=2)
+            )
+        return ClassificationEnvironment(
+            n_classes, mode=options.feedback or "bandit", loss_matrix=matrix
+        )
+    if options.loss == "zero_one":
+        raise ValueError("--loss zero_one is for classification; regression takes squared or huber")
+    return RegressionEnvironment(
+        mode=options.feedback or "one_point",
+        loss="huber" if options.loss == "huber" else "squared",
+        huber_xi=options.huber_xi,
+    )
+
+
+def _competitors(
+    options: SimulationOptions, dataset: Dataset, env: Environment, notices: list[str]
+) -> tuple[list[Competitor], str]:
+    def config_for(kind: str, environment: Environment) -> Callable[[int], dict[str, Any]]:
+        def config(seed: int) -> dict[str, Any]:
+            return learner_config(
+                kind=kind,
+                dataset=dataset,
+                env=environment,
+                height=options.height,
+                explore=options.explore,
+                delta=options.delta,
+                learning_rate=options.learning_rate,
+                accumulate=options.accumulate,
+                n_trees=options.n_trees,
+                seed=seed,
+            )
+
+        return config
+
+    def local(kind: str, environment: Environment) -> Competitor:
+        cfg = config_for(kind, environment)
+        return Competitor(kind, kind, environment, lambda s: build_agent(cfg(s), environment), cfg)
+
+    def remote(name: str, kind: str) -> Competitor:
+        from simulate.http_agent import HttpAgent
+
+        cfg = config_for(kind, env)
+        server, key, base = options.server, options.api_key, f"sim-{dataset.name}-{name}"
+        assert server is not None
+        return Competitor(
+            name,
+            kind,
+            env,
+            lambda s: HttpAgent(server, f"{base}-s{s}", cfg(s), api_key=key),
+            cfg,
+            True,
+        )
+
+    main = remote(options.model, options.model) if options.server else local(options.model, env)
+    runs = [main]
+    reference = main.name
+    if env.mode != "full":
+        twin = local(options.model, full_information_twin(env))
+        twin.name = reference = f"{options.model}_full_information"
+        runs.append(twin)
+    for baseline in options.baselines:
+        if baseline not in BASELINES:
+            raise ValueError(f"--baselines: unknown baseline {baseline!r}; choose from {BASELINES}")
+        if baseline == options.model:
+            notices.append(f"baseline {baseline} skipped: it is the model under test")
+        elif baseline in ("random", "vw") and (
+            dataset.task != "classification" or env.mode == "full"
+        ):
+            notices.append(f"baseline {baseline} skipped: it needs bandit classification")
+        elif baseline == "vw" and not vowpalwabbit_available():
+            notices.append(
+                "baseline vw skipped: vowpalwabbit is not installed (pip install banditree[vw])"
+            )
+        elif baseline == "vw":
+            runs.append(_vw_competitor(dataset, env, options))
+        else:
+            runs.append(remote(baseline, baseline) if options.server else local(baseline, env))
+    return runs, reference
+
+
+def _vw_competitor(dataset: Dataset, env: Environment, options: SimulationOptions) -> Competitor:
+    epsilon = 0.3 if options.explore is None else options.explore
+    k, lr = dataset.n_classes, options.vw_learning_rate
+    return Competitor(
+        "vw",
+        "vw",
+        env,
+        lambda s: VowpalWabbitAgent(k, epsilon=epsilon, seed=s, learning_rate=lr),
+        lambda s: {"arguments": VowpalWabbitAgent.arguments_for(k, epsilon, s, lr)},
+    )
+
+
+def _decision_rows(trace: SeedTrace, X: np.ndarray) -> list[list[Any]]:
+    rows = []
+    for item in trace.decisions:
+        d = item["decision"]
+        rows.append(
+            [
+                trace.seed,
+                item["round"],
+                d.event_id,
+                d.model_version,
+                d.action,
+                d.propensity,
+                d.greedy_action,
+                d.value,
+                item["loss"],
+                *X[item["row"]].tolist(),
+            ]
+        )
+    return rows
+
+
+def simulate(options: SimulationOptions) -> dict[str, Any]:
+    """Run the simulation described by ``options``; write its files under ``options.out``."""
+    from tqdm import tqdm
+
+    if options.seeds < 1:
+        raise ValueError(f"--seeds must be >= 1, got {options.seeds}")
+    if options.concurrency < 1:
+        raise ValueError(f"--concurrency must be >= 1, got {options.concurrency}")
+    dataset = load_source(options.data, label=options.label, task=options.task, split=options.split)
+    env = make_environment(dataset.task, options, dataset.n_classes)
+    notices: list[str] = []
+    competitors, reference = _competitors(options, dataset, env, notices)
+    n_train = len(dataset.y_train)
+    orders = [
+        stream_order(n_train, passes=options.passes, rounds=options.rounds, seed=s)
+        for s in range(options.seeds)
+    ]
+    eval_at = evaluation_rounds(len(orders[0]), options.eval_points)
+    traces: dict[str, list[SeedTrace]] = {c.name: [] for c in competitors}
+    total = len(orders[0]) * options.seeds * len(competitors)
+    with tqdm(total=total, disable=not options.progress, unit="round", desc="simulate") as bar:
+        for seed, order in enumerate(orders):
+            for c in competitors:
+                agent = c.make(seed)
+                try:
+                    traces[c.name].append(
+                        run_stream(
+                            agent,
+                            c.env,
+                            X=dataset.X_train,
+                            y=dataset.y_train,
+                            order=order,
+                            eval_at=eval_at,
+                            X_test=dataset.X_test,
+                            y_test=dataset.y_test,
+                            seed=seed,
+                            concurrency=options.concurrency if c.over_http else 1,
+                            log_decisions=options.log_decisions and c.name == competitors[0].name,
+                            on_rounds=bar.update,
+                        )
+                    )
+                finally:
+                    close = getattr(agent, "close", None)
+                    if close is not None:
+                        close()
+    runs = [
+        LearnerRun(c.name, c.kind, c.env.mode, c.env.queries_per_round, traces[c.name], c.config(0))
+        for c in competitors
+    ]
+    constant = [env.constant_losses(dataset.y_train[order]) for order in orders]
+    header = {
+        "task": dataset.task,
+        "dataset": dataset.name,
+        "n_train": n_train,
+        "n_test": len(dataset.y_test),
+        "n_features": dataset.n_features,
+        "n_actions": dataset.n_classes or None,
+        "seeds": list(range(options.seeds)),
+        "model": options.model,
+        "feedback": env.mode,
+        "loss": options.loss or ("zero_one" if dataset.task == "classification" else "squared"),
+        "passes": options.passes,
+        "rounds": len(orders[0]),
+        "server": options.server,
+        "concurrency": options.concurrency,
+        "notices": notices,
+        "banditree_version": __version__,
+        "options": {
+            k: (str(v) if isinstance(v, Path) else v)
+            for k, v in asdict(options).items()
+            if k != "api_key"
+        },
+    }
+    report = build_report(
+        runs, reference=reference, task=dataset.task, header=header, constant_losses=constant
+    )
+    out = Path(options.out)
+    out.mkdir(parents=True, exist_ok=True)
+    files = [
+        write_report(report, out),
+        write_curves_csv(report, dataset.task, out),
+        *write_plots(report, out),
+    ]
+    if options.log_decisions:
+        files.append(out / "decisions.csv")
+        with files[-1].open("w", newline="") as fh:
+            writer = csv.writer(fh)
+            writer.writerow(
+                [
+                    "seed",
+                    "round",
+                    "event_id",
+                    "model_version",
+                    "action",
+                    "propensity",
+                    "greedy_action",
+                    "value",
+                    "loss",
+                    *[f"x{j}" for j in range(dataset.n_features)],
+                ]
+            )
+            for trace in traces[competitors[0].name]:
+                writer.writerows(_decision_rows(trace, dataset.X_train))
+    report["files"] = [f.name for f in files]
+    write_report(report, out)
+    return report

@@ -1,0 +1,76 @@
+"""The command line: ``banditree simulate`` and ``python -m simulate`` share one contract."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from banditree.cli import app
+
+CONTRACT = [
+    "--label",
+    "--model",
+    "--height",
+    "--feedback",
+    "--loss",
+    "--passes",
+    "--rounds",
+    "--seeds",
+    "--baselines",
+    "--server",
+    "--out",
+]
+
+
+def test_help_lists_the_contract_options() -> None:
+    result = CliRunner().invoke(app, ["simulate", "--help"], terminal_width=200)
+    assert result.exit_code == 0
+    for option in CONTRACT:
+        assert option in result.output, option
+
+
+def test_bad_choice_names_the_option(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        app, ["simulate", "wine", "--model", "cart", "--out", str(tmp_path)], terminal_width=200
+    )
+    assert result.exit_code != 0 and "--model" in result.output
+
+
+def test_python_dash_m_simulate_writes_a_report(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "simulate",
+            "breast_cancer",
+            "--model",
+            "dgt",
+            "--height",
+            "3",
+            "--rounds",
+            "200",
+            "--seeds",
+            "2",
+            "--baselines",
+            "random",
+            "--out",
+            str(out),
+            "--no-progress",
+            "--eval-points",
+            "3",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert set(report["learners"]) == {"dgt", "dgt_full_information", "random"}
+    assert report["learners"]["dgt"]["config"]["height"] == 3
+    assert "test_accuracy" in done.stdout

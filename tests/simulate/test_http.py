@@ -1,0 +1,116 @@
+"""HTTP mode against a live ``banditree serve`` (started here as a subprocess)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from simulate import SimulationOptions, simulate
+from tests.simulate.conftest import check_report
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    pytest.importorskip(
+        "service", reason="the service package (banditree serve) is not in this checkout"
+    )
+    import httpx
+
+    tmp_path = tmp_path_factory.mktemp("serve")
+    port = _free_port()
+    env = {**os.environ, "BANDITREE_DATA_DIR": str(tmp_path / "service-data")}
+    env.pop("BANDITREE_REDIS_URL", None)  # the embedded store
+    log = (tmp_path / "serve.log").open("w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "banditree", "serve", "--host", "127.0.0.1", "--port", str(port)],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=env,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(
+                    f"banditree serve exited: {(tmp_path / 'serve.log').read_text()[-2000:]}"
+                )
+            try:
+                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail("banditree serve did not answer /healthz within 60 s")
+            time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+def test_http_mode_gives_the_same_kind_of_report(live_server: str, tmp_path: Path) -> None:
+    report = simulate(
+        SimulationOptions(
+            data="wine",
+            model="dgt",
+            out=tmp_path / "run",
+            rounds=150,
+            seeds=2,
+            baselines=["random", "linear"],
+            learning_rate=1e-2,
+            eval_points=3,
+            server=live_server,
+            concurrency=4,
+            progress=False,
+        )
+    )
+    check_report(
+        tmp_path / "run",
+        task="classification",
+        learners={"dgt", "dgt_full_information", "random", "linear"},
+        n_seeds=2,
+    )
+    assert report["server"] == live_server and report["concurrency"] == 4
+    assert report["learners"]["dgt"]["rounds_total"] == 150
+
+
+def test_http_mode_two_point_regression(live_server: str, tmp_path: Path) -> None:
+    report = simulate(
+        SimulationOptions(
+            data="diabetes",
+            model="dgt",
+            out=tmp_path / "run",
+            rounds=100,
+            seeds=2,
+            baselines=[],
+            feedback="two_point",
+            delta=5.0,
+            eval_points=3,
+            server=live_server,
+            concurrency=2,
+            progress=False,
+        )
+    )
+    check_report(
+        tmp_path / "run", task="regression", learners={"dgt", "dgt_full_information"}, n_seeds=2
+    )
+    assert report["learners"]["dgt"]["queries_total"] == 200
