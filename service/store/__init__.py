@@ -1,9 +1,9 @@
 """Stores for pending events, model records and checkpoints (embedded files or Redis)."""
 
+from service.settings import Settings
 from service.store.base import CheckpointInfo, EventLookup, Store
 from service.store.embedded import EmbeddedStore
 from service.store.redis_store import RedisStore
-from service.settings import Settings
 
 
 def open_store(settings: Settings) -> Store:

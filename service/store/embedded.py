@@ -111,8 +111,9 @@ class EmbeddedStore(Store):
         model = self._events.setdefault(name, _ModelEvents())
         entry = model.pending.get(event_id)
         if entry is not None and entry[1] > now:
-            status = "pending" if now <= entry[0] else "expired"
-            return model, EventLookup(status, entry[2])
+            if now <= entry[0]:
+                return model, EventLookup("pending", entry[2])
+            return model, EventLookup("expired", entry[2])
         mark = model.tombstones.get(event_id)
         if mark is not None and mark[1] > now:
             return model, EventLookup("duplicate" if mark[0] == "used" else "expired")

@@ -53,6 +53,10 @@ return {'expired', string.sub(v, b + 1)}
 """
 
 
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
 def _split(value: bytes) -> tuple[float, float, str]:
     deadline, keep_until, payload = value.decode().split("|", 2)
     return float(deadline), float(keep_until), payload
@@ -85,11 +89,11 @@ class RedisStore(Store):
 
     async def load_model(self, name: str) -> str | None:
         value = await self.client.hget(self._key("models"), name)
-        return None if value is None else bytes(value).decode()
+        return None if value is None else _text(value)
 
     async def load_models(self) -> dict[str, str]:
         found = await self.client.hgetall(self._key("models"))
-        return {bytes(k).decode(): bytes(v).decode() for k, v in sorted(found.items())}
+        return {_text(k): _text(v) for k, v in sorted(found.items())}
 
     async def delete_model(self, name: str) -> None:
         async with self.client.pipeline(transaction=True) as pipe:
@@ -135,8 +139,8 @@ class RedisStore(Store):
             self._key("due", name),
         ]
         reply: list[Any] = await self._claim(keys=keys, args=[event_id, repr(now), mode])
-        status = bytes(reply[0]).decode()
-        payload = bytes(reply[1]).decode() if len(reply) > 1 else None
+        status = _text(reply[0])
+        payload = _text(reply[1]) if len(reply) > 1 else None
         return EventLookup(status, payload)  # type: ignore[arg-type]
 
     async def claim_event(self, name: str, event_id: str, *, now: float) -> EventLookup:
@@ -148,7 +152,7 @@ class RedisStore(Store):
         )
         taken = []
         for raw in due:
-            found = await self._run_claim(name, bytes(raw).decode(), now, "expire")
+            found = await self._run_claim(name, _text(raw), now, "expire")
             if found.status == "expired" and found.payload is not None:
                 taken.append(found.payload)
         return taken
@@ -168,7 +172,7 @@ class RedisStore(Store):
             while True:
                 try:
                     await pipe.watch(index)
-                    dropped = await pipe.zrange(index, 0, -keep)
+                    dropped: list[Any] = await pipe.zrange(index, 0, -keep)
                     pipe.multi()
                     pipe.hset(blobs, str(sequence), blob)
                     pipe.zadd(index, {member: sequence})
@@ -181,9 +185,9 @@ class RedisStore(Store):
                     continue
 
     async def list_checkpoints(self, name: str) -> list[CheckpointInfo]:
-        members = await self.client.zrevrange(self._key("ckpts", name), 0, -1)
+        members: list[Any] = await self.client.zrevrange(self._key("ckpts", name), 0, -1)
         return [CheckpointInfo(**json.loads(member)) for member in members]
 
     async def load_checkpoint(self, name: str, sequence: int) -> bytes | None:
         value = await self.client.hget(self._key("ckpt", name), str(sequence))
-        return None if value is None else bytes(value)
+        return None if value is None else bytes(value) if isinstance(value, bytes) else None
