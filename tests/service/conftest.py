@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import signal
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
 import redis
 
 from service.store import EmbeddedStore, RedisStore, Store
+from tests.service.live_server import LiveServer
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 
@@ -49,3 +51,19 @@ async def store(
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture
+def live_servers(tmp_path: Path) -> Iterator[Callable[[dict[str, str]], LiveServer]]:
+    """Start real uvicorn servers with the given ``BANDITREE_*`` env; all are killed afterwards."""
+    started: list[LiveServer] = []
+
+    def start(env: dict[str, str]) -> LiveServer:
+        server = LiveServer(env, log_path=tmp_path / f"server-{len(started)}.log")
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        if server.process.poll() is None:
+            server.stop(signal.SIGKILL)
