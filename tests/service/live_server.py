@@ -32,8 +32,17 @@ class LiveServer:
         self._log = open(log_path, "ab")  # noqa: SIM115  (closed in stop)
         self.process = subprocess.Popen(
             [
-                sys.executable, "-m", "uvicorn", "service.main:create_app_from_env", "--factory",
-                "--host", "127.0.0.1", "--port", str(self.port), "--log-level", "warning",
+                sys.executable,
+                "-m",
+                "uvicorn",
+                "service.main:create_app_from_env",
+                "--factory",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--log-level",
+                "warning",
             ],  # fmt: skip
             env=full_env,
             cwd=ROOT,

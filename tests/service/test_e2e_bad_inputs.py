@@ -41,9 +41,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     prefix = f"banditree-test:{uuid.uuid4().hex}:"
     live = LiveServer(
         {
-            "BANDITREE_REDIS_URL": REDIS_URL, "BANDITREE_REDIS_PREFIX": prefix,
-            "BANDITREE_API_KEYS": USER, "BANDITREE_ADMIN_KEYS": ADMIN,
-            "BANDITREE_MAX_BODY_BYTES": "65536", "BANDITREE_MAX_BATCH": "8",
+            "BANDITREE_REDIS_URL": REDIS_URL,
+            "BANDITREE_REDIS_PREFIX": prefix,
+            "BANDITREE_API_KEYS": USER,
+            "BANDITREE_ADMIN_KEYS": ADMIN,
+            "BANDITREE_MAX_BODY_BYTES": "65536",
+            "BANDITREE_MAX_BATCH": "8",
             "BANDITREE_SWEEP_INTERVAL_SECONDS": "0.2",
         },  # fmt: skip
         log_path=tmp_path_factory.mktemp("server") / "server.log",
@@ -65,12 +68,16 @@ def predict(http: httpx.Client, model: str) -> dict[str, Any]:
 
 def snapshot(http: httpx.Client) -> dict[str, Any]:
     """Parameters, version and counters of every watched model, after the writers are idle."""
-    state: dict[str, Any] = {"names": sorted(m["name"] for m in http.get("/v1/models").json()["models"])}
+    state: dict[str, Any] = {
+        "names": sorted(m["name"] for m in http.get("/v1/models").json()["models"])
+    }
     for name in WATCHED:
         http.post(f"/v1/models/{name}/checkpoints").raise_for_status()  # flushes the writer
         model = http.get(f"/v1/models/{name}").json()
         state[name] = (
-            model["version"], model["counters"]["feedback"], http.get(f"/v1/models/{name}/tree").json()
+            model["version"],
+            model["counters"]["feedback"],
+            http.get(f"/v1/models/{name}/tree").json(),
         )
     return state
 

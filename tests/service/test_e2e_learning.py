@@ -20,7 +20,9 @@ BATCH = 10  # contexts per predict request; feedback is one request per decision
 def test_progressive_accuracy_over_http_rises_well_above_random(
     live_servers: Callable[[dict[str, str]], LiveServer], redis_prefix: str
 ) -> None:
-    server = live_servers({"BANDITREE_REDIS_URL": REDIS_URL, "BANDITREE_REDIS_PREFIX": redis_prefix})
+    server = live_servers(
+        {"BANDITREE_REDIS_URL": REDIS_URL, "BANDITREE_REDIS_PREFIX": redis_prefix}
+    )
     ds = load("pendigits")
     order = np.random.default_rng(0).permutation(len(ds.y_train))[:ROUNDS]
     correct = np.zeros(ROUNDS)

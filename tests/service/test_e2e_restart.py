@@ -20,7 +20,9 @@ def train(http: httpx.Client, X: np.ndarray, y: np.ndarray) -> None:
     decisions = http.post(f"{MODEL}/predict", json={"contexts": X.tolist()}).json()["decisions"]
     for d, label in zip(decisions, y, strict=True):
         loss = float(d["action"] != int(label))
-        http.post(f"{MODEL}/feedback", json={"event_id": d["event_id"], "loss": loss}).raise_for_status()
+        http.post(
+            f"{MODEL}/feedback", json={"event_id": d["event_id"], "loss": loss}
+        ).raise_for_status()
 
 
 def wait_applied(http: httpx.Client, feedback_total: int) -> None:
