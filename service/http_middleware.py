@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from typing import Any
 
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -58,6 +59,18 @@ class HttpMetrics:
     def __init__(self, app: ASGIApp, *, metrics: ServiceMetrics) -> None:
         self.app = app
         self.metrics = metrics
+        self._children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
+
+    def _series(self, route: str, method: str, status: int) -> tuple[Any, Any]:
+        key = (route, method, status)
+        series = self._children.get(key)
+        if series is None:
+            series = (
+                self.metrics.http_requests.labels(route, method, str(status)),
+                self.metrics.http_duration.labels(route, method),
+            )
+            self._children[key] = series
+        return series
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -77,8 +90,6 @@ class HttpMetrics:
         finally:
             route = scope.get("route")
             template = getattr(route, "path", None) or "unmatched"
-            method = scope["method"]
-            self.metrics.http_requests.labels(template, method, str(status)).inc()
-            self.metrics.http_duration.labels(template, method).observe(
-                time.perf_counter() - started
-            )
+            requests, duration = self._series(template, scope["method"], status)
+            requests.inc()
+            duration.observe(time.perf_counter() - started)

@@ -13,6 +13,7 @@ from fastapi.responses import JSONResponse
 
 from banditree import __version__
 from banditree.learners import InvalidInput
+from service.auth import ApiKeyAuth
 from service.errors import ServiceError
 from service.http_middleware import BodyLimit, HttpMetrics
 from service.metrics import ServiceMetrics
@@ -96,10 +97,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_exception_handler(ServiceError, _service_error)
     app.add_exception_handler(InvalidInput, _invalid_input)
     app.add_exception_handler(RequestValidationError, _validation_error)
-    for router in (models.router, decisions.router, checkpoints.router, health.router):
+    for router in (decisions.router, models.router, checkpoints.router, health.router):
         app.include_router(router)
     app.include_router(metrics.router)
     app.add_middleware(BodyLimit, max_body_bytes=settings.max_body_bytes)
+    app.add_middleware(ApiKeyAuth, settings=settings)
     app.add_middleware(HttpMetrics, metrics=service_metrics)
     return app
 

@@ -163,7 +163,7 @@ class ModelRuntime:
         events = [
             (
                 d.event_id,
-                json.dumps({"uid": self.uid, "decision": d.to_dict()}, default=_json_default),
+                json.dumps({"uid": self.uid, "decision": vars(d)}, default=_json_default),
             )
             for d in decisions
         ]

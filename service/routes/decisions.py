@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from banditree.learners import Decision, Feedback
-from service.deps import ApiKeyDep, RuntimeDep, SettingsDep
+from service.deps import ModelName
 from service.errors import ServiceError
+from service.registry import ModelRegistry
 from service.schemas import (
     DecisionBatchPublic,
     DecisionPublic,
@@ -17,8 +18,9 @@ from service.schemas import (
     FeedbackPublic,
     PredictCreate,
 )
+from service.settings import Settings
 
-router = APIRouter(prefix="/v1/models", tags=["decisions"], dependencies=[ApiKeyDep])
+router = APIRouter(prefix="/v1/models", tags=["decisions"])
 
 
 def decision_public(d: Decision) -> dict[str, Any]:
@@ -38,8 +40,11 @@ def decision_public(d: Decision) -> dict[str, Any]:
     responses={200: {"model": DecisionPublic | DecisionBatchPublic}},
     response_class=JSONResponse,
 )
-async def predict(body: PredictCreate, runtime: RuntimeDep, settings: SettingsDep) -> JSONResponse:
+async def predict(name: ModelName, body: PredictCreate, request: Request) -> JSONResponse:
     """Decide for one ``context`` (one decision) or a batch of ``contexts`` (``decisions``)."""
+    settings: Settings = request.app.state.settings
+    registry: ModelRegistry = request.app.state.registry
+    runtime = await registry.get(name)  # no dependency nodes: this is the hot path
     if body.contexts is not None and len(body.contexts) > settings.max_batch:
         raise ServiceError(
             413, f"contexts holds {len(body.contexts)} items, more than max_batch={settings.max_batch}",
@@ -53,8 +58,10 @@ async def predict(body: PredictCreate, runtime: RuntimeDep, settings: SettingsDe
 
 
 @router.post("/{name}/feedback")
-async def feedback(body: FeedbackCreate, runtime: RuntimeDep) -> FeedbackPublic:
+async def feedback(name: ModelName, body: FeedbackCreate, request: Request) -> FeedbackPublic:
     """Report the loss (or reward, or two-point losses) of a pending decision."""
+    registry: ModelRegistry = request.app.state.registry
+    runtime = await registry.get(name)
     if body.losses is not None:
         fb, field = Feedback(losses=(body.losses[0], body.losses[1])), "losses"
     elif body.reward is not None:

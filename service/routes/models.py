@@ -7,11 +7,11 @@ from typing import Any
 
 from fastapi import APIRouter, Response
 
-from service.deps import AdminKeyDep, ApiKeyDep, ModelName, RegistryDep, RuntimeDep
+from service.deps import ModelName, RegistryDep, RuntimeDep
 from service.runtime import ModelRuntime
 from service.schemas import ModelCounters, ModelCreate, ModelList, ModelPolicy, ModelPublic
 
-router = APIRouter(prefix="/v1/models", tags=["models"], dependencies=[ApiKeyDep])
+router = APIRouter(prefix="/v1/models", tags=["models"])
 
 
 def model_public(runtime: ModelRuntime) -> ModelPublic:
@@ -39,7 +39,7 @@ def model_public(runtime: ModelRuntime) -> ModelPublic:
     )
 
 
-@router.put("/{name}", status_code=201, dependencies=[AdminKeyDep])
+@router.put("/{name}", status_code=201)
 async def create_model(name: ModelName, body: ModelCreate, registry: RegistryDep) -> ModelPublic:
     """Create a model from a learner config (plus optional checkpoint and event policy)."""
     return model_public(await registry.create(name, body))
@@ -57,7 +57,7 @@ async def get_model(runtime: RuntimeDep) -> ModelPublic:
     return model_public(runtime)
 
 
-@router.delete("/{name}", status_code=204, dependencies=[AdminKeyDep])
+@router.delete("/{name}", status_code=204)
 async def delete_model(name: ModelName, registry: RegistryDep) -> Response:
     """Delete a model with its checkpoints."""
     await registry.delete(name)

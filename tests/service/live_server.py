@@ -29,7 +29,7 @@ class LiveServer:
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = log_path
         full_env = {**os.environ, **env, "PYTHONPATH": str(ROOT)}
-        self._log = open(log_path, "ab")  # noqa: SIM115  (closed in stop)
+        self._log = open(log_path, "ab")  # closed in stop()
         self.process = subprocess.Popen(
             [
                 sys.executable,
@@ -43,7 +43,7 @@ class LiveServer:
                 str(self.port),
                 "--log-level",
                 "warning",
-            ],  # fmt: skip
+            ],
             env=full_env,
             cwd=ROOT,
             stdout=self._log,

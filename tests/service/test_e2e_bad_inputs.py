@@ -48,7 +48,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
             "BANDITREE_MAX_BODY_BYTES": "65536",
             "BANDITREE_MAX_BATCH": "8",
             "BANDITREE_SWEEP_INTERVAL_SECONDS": "0.2",
-        },  # fmt: skip
+        },
         log_path=tmp_path_factory.mktemp("server") / "server.log",
     )
     with live.client(ADMIN) as http:

@@ -39,7 +39,9 @@ def test_progressive_accuracy_over_http_rises_well_above_random(
                 "/v1/models/digits/predict", json={"contexts": ds.X_train[rows].tolist()}
             )
             assert batch.status_code == 200, batch.text
-            for t, i, body in zip(range(start, start + BATCH), rows, batch.json()["decisions"]):
+            for t, i, body in zip(
+                range(start, start + BATCH), rows, batch.json()["decisions"], strict=True
+            ):
                 assert 0.0 < body["probability"] <= 1.0 and body["model_version"] >= 0
                 loss = float(body["action"] != int(ds.y_train[i]))
                 answer = http.post(
