@@ -60,6 +60,24 @@ def bare_app() -> FastAPI:
     return app
 
 
+def bare_act_app() -> FastAPI:
+    """The bare endpoint plus the learner's ``act`` (same model): isolates the service's own cost."""
+    from banditree.learners import build_learner
+
+    learner = build_learner(MODEL)
+    app = FastAPI()
+
+    @app.post("/v1/models/{name}/predict")
+    async def predict(name: str, body: PredictCreate) -> JSONResponse:
+        d = learner.act(body.context or [])
+        return JSONResponse(
+            {"event_id": d.event_id, "model_version": d.model_version, "leaf": d.leaf,
+             "action": d.action, "probability": d.propensity, "greedy_action": d.greedy_action}
+        )  # fmt: skip
+
+    return app
+
+
 def start_server(target: str, env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
     command = [
         sys.executable, "-m", "uvicorn", target, "--factory", "--host", "127.0.0.1",
@@ -98,7 +116,17 @@ def _to_ms(text: str) -> float:
     return float(value) * {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 6e4}[unit]
 
 
-async def run_wrk(url: str, script: Path, seconds: int, connections: int) -> dict[str, float]:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def run_wrk(
+    url: str, script: Path, seconds: int, connections: int, server_pid: int | None = None
+) -> dict[str, float]:
+    """wrk figures; with ``server_pid`` also requests per CPU-second of the server process."""
+    cpu_before = cpu_seconds(server_pid) if server_pid else 0.0
     process = await asyncio.create_subprocess_exec(
         "wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency", "-s", str(script), url,
         stdout=asyncio.subprocess.PIPE,
@@ -109,7 +137,11 @@ async def run_wrk(url: str, script: Path, seconds: int, connections: int) -> dic
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
     p50 = _to_ms(re.search(r"^\s+50%\s+(\S+)", out, re.M).group(1))  # type: ignore[union-attr]
     p99 = _to_ms(re.search(r"^\s+99%\s+(\S+)", out, re.M).group(1))  # type: ignore[union-attr]
-    return {"requests_per_second": rps, "p50_ms": p50, "p99_ms": p99}
+    figures = {"requests_per_second": rps, "p50_ms": p50, "p99_ms": p99}
+    if server_pid:
+        total = int(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
+        figures["requests_per_cpu_second"] = total / max(cpu_seconds(server_pid) - cpu_before, 1e-9)
+    return figures
 
 
 FEEDBACK_LUA = """
@@ -153,6 +185,7 @@ async def http_figures(store: str, args: argparse.Namespace, work: Path) -> dict
         env.update(BANDITREE_REDIS_URL=REDIS_URL, BANDITREE_REDIS_PREFIX=prefix)
     script = wrk_script(work)
     bare = start_server("benchmarks.service_http:bare_app", {}, 18081)
+    bare_act = start_server("benchmarks.service_http:bare_act_app", {}, 18083)
     served = start_server("service.main:create_app_from_env", env, 18082)
     try:
         base = "http://127.0.0.1:18082"
@@ -161,6 +194,7 @@ async def http_figures(store: str, args: argparse.Namespace, work: Path) -> dict
         await run_wrk(base + url, script, 2, args.connections)  # warm-up
         runs: dict[str, list[dict[str, float]]] = {
             "bare": [],
+            "bare_act": [],
             "predict": [],
             "predict_with_feedback": [],
         }
@@ -168,11 +202,20 @@ async def http_figures(store: str, args: argparse.Namespace, work: Path) -> dict
         for _ in range(args.rounds):  # interleaved, so a noisy neighbour hits every variant
             runs["bare"].append(
                 await run_wrk(
-                    f"http://127.0.0.1:18081{url}", script, args.seconds, args.connections
+                    f"http://127.0.0.1:18081{url}", script, args.seconds, args.connections, bare.pid
+                )
+            )
+            runs["bare_act"].append(
+                await run_wrk(
+                    f"http://127.0.0.1:18083{url}",
+                    script,
+                    args.seconds,
+                    args.connections,
+                    bare_act.pid,
                 )
             )
             runs["predict"].append(
-                await run_wrk(base + url, script, args.seconds, args.connections)
+                await run_wrk(base + url, script, args.seconds, args.connections, served.pid)
             )
             stream = asyncio.create_task(
                 run_wrk(base + url, feedback_script(work, args.feedback_rate), args.seconds + 2, 2)
@@ -189,7 +232,7 @@ async def http_figures(store: str, args: argparse.Namespace, work: Path) -> dict
         result["feedback_per_second"] = statistics.median(feedback_rates)
         result["model_version_after"] = httpx.get(f"{base}/v1/models/bench").json()["version"]
     finally:
-        for process in (bare, served):
+        for process in (bare, bare_act, served):
             process.terminate()
             process.wait(timeout=30)
         if store == "redis":
@@ -198,6 +241,12 @@ async def http_figures(store: str, args: argparse.Namespace, work: Path) -> dict
             delete_prefix(prefix)
     result["throughput_ratio"] = (
         result["predict"]["requests_per_second"] / result["bare"]["requests_per_second"]
+    )
+    result["cpu_throughput_ratio"] = (
+        result["predict"]["requests_per_cpu_second"] / result["bare"]["requests_per_cpu_second"]
+    )
+    result["cpu_throughput_ratio_vs_bare_act"] = (
+        result["predict"]["requests_per_cpu_second"] / result["bare_act"]["requests_per_cpu_second"]
     )
     result["p99_ratio_with_feedback"] = (
         result["predict_with_feedback"]["p99_ms"] / result["predict"]["p99_ms"]
@@ -262,12 +311,15 @@ async def main() -> None:
             figures[store] = await http_figures(store, args, Path(tmp))
             f = figures[store]
             print(f"[{store}] bare {f['bare']}")
+            print(f"[{store}] bare + learner.act {f['bare_act']}")
             print(f"[{store}] predict {f['predict']}")
             print(
                 f"[{store}] predict + {f['feedback_per_second']:.0f} feedback/s {f['predict_with_feedback']}"
             )
             print(
-                f"[{store}] throughput ratio {f['throughput_ratio']:.2f} (target >= 0.80); "
+                f"[{store}] throughput ratio {f['throughput_ratio']:.2f} wall-clock, "
+                f"{f['cpu_throughput_ratio']:.2f} per server CPU-second (target >= 0.80), "
+                f"{f['cpu_throughput_ratio_vs_bare_act']:.2f} against bare + act; "
                 f"p99 ratio with feedback {f['p99_ratio_with_feedback']:.2f} (target <= 1.50)"
             )
     figures["checkpoint_h10_redis"] = await checkpoint_figures(repeats=20)
