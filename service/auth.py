@@ -1,0 +1,73 @@
+"""API-key checks as pure ASGI middleware, before routing.
+
+Every ``/v1`` call needs a configured key (``Authorization: Bearer <key>``); creating,
+deleting and rolling back a model need an admin key.  With no key configured the
+service is open (a warning is logged at start).  This runs as middleware rather than
+as a FastAPI dependency because dependency resolution costs more per request than a
+whole decision on the predict path.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import re
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from service.settings import Settings
+
+_ADMIN_ROUTES = (
+    ("PUT", re.compile(r"^/v1/models/[^/]+/?$")),
+    ("DELETE", re.compile(r"^/v1/models/[^/]+/?$")),
+    ("POST", re.compile(r"^/v1/models/[^/]+/rollback/?$")),
+)
+
+
+def _known(key: bytes, keys: list[bytes]) -> bool:
+    found = False
+    for candidate in keys:  # compare against every key: no early exit on a match
+        found |= hmac.compare_digest(key, candidate)
+    return found
+
+
+class ApiKeyAuth:
+    """Answer 401 (missing or unknown key) or 403 (admin route, non-admin key)."""
+
+    def __init__(self, app: ASGIApp, *, settings: Settings) -> None:
+        self.app = app
+        self.admin_keys = [k.encode() for k in settings.admin_keys]
+        self.all_keys = [k.encode() for k in settings.api_keys] + self.admin_keys
+        self.enabled = settings.auth_enabled
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if not self.enabled or scope["type"] != "http" or not scope["path"].startswith("/v1/"):
+            await self.app(scope, receive, send)
+            return
+        refusal = self._refusal(scope)
+        if refusal is None:
+            await self.app(scope, receive, send)
+            return
+        status, detail = refusal
+        body = json.dumps({"detail": detail, "field": "authorization"}).encode()
+        headers = [(b"content-type", b"application/json")]
+        if status == 401:
+            headers.append((b"www-authenticate", b"Bearer"))
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    def _refusal(self, scope: Scope) -> tuple[int, str] | None:
+        header = next((v for k, v in scope["headers"] if k == b"authorization"), None)
+        if header is None:
+            return 401, "missing API key: send 'Authorization: Bearer <key>'"
+        scheme, _, key = header.partition(b" ")
+        key = key.strip()
+        if scheme.lower() != b"bearer" or not key:
+            return 401, "the Authorization header must be 'Bearer <key>'"
+        if not _known(key, self.all_keys):
+            return 401, "unknown API key"
+        method, path = scope["method"], scope["path"]
+        if any(method == m and p.match(path) for m, p in _ADMIN_ROUTES):
+            if not _known(key, self.admin_keys):
+                return 403, "this route needs an admin key"
+        return None

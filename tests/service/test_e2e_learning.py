@@ -1,0 +1,66 @@
+"""A client loop of predict/feedback over HTTP against a live server learns a real stream."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from banditree.datasets import load
+from tests.service.conftest import REDIS_URL
+from tests.service.live_server import LiveServer
+
+pytestmark = pytest.mark.redis
+
+ROUNDS = 2000
+BATCH = 10  # contexts per predict request; feedback is one request per decision
+
+
+def test_progressive_accuracy_over_http_rises_well_above_random(
+    live_servers: Callable[[dict[str, str]], LiveServer], redis_prefix: str
+) -> None:
+    server = live_servers(
+        {"BANDITREE_REDIS_URL": REDIS_URL, "BANDITREE_REDIS_PREFIX": redis_prefix}
+    )
+    ds = load("pendigits")
+    order = np.random.default_rng(0).permutation(len(ds.y_train))[:ROUNDS]
+    correct = np.zeros(ROUNDS)
+    with server.client() as http:
+        created = http.put(
+            "/v1/models/digits",
+            json={"kind": "dgt", "n_features": ds.n_features, "n_actions": ds.n_classes,
+                  "learning_rate": 1e-2},
+        )  # fmt: skip
+        assert created.status_code == 201, created.text
+        for start in range(0, ROUNDS, BATCH):
+            rows = order[start : start + BATCH]
+            batch = http.post(
+                "/v1/models/digits/predict", json={"contexts": ds.X_train[rows].tolist()}
+            )
+            assert batch.status_code == 200, batch.text
+            for t, i, body in zip(
+                range(start, start + BATCH), rows, batch.json()["decisions"], strict=True
+            ):
+                assert 0.0 < body["probability"] <= 1.0 and body["model_version"] >= 0
+                loss = float(body["action"] != int(ds.y_train[i]))
+                answer = http.post(
+                    "/v1/models/digits/feedback", json={"event_id": body["event_id"], "loss": loss}
+                )
+                assert answer.json() == {"status": "accepted", "event_id": body["event_id"]}
+                correct[t] = 1.0 - loss
+        http.post("/v1/models/digits/checkpoints").raise_for_status()  # flushes the writer
+        model = http.get("/v1/models/digits").json()
+        metrics = http.get("/metrics").text
+    accuracy = correct.mean()
+    assert accuracy > 3.5 / ds.n_classes, accuracy  # uniform random plays 1/K
+    assert correct[-ROUNDS // 3 :].mean() > correct[: ROUNDS // 3].mean() + 0.1
+    counters = model["counters"]
+    assert counters["predictions"] == ROUNDS and counters["feedback"] == ROUNDS
+    assert model["version"] == counters["updates"] == ROUNDS // 4  # accumulate = 4
+    assert counters["progressive_mean_loss"] == pytest.approx(1.0 - accuracy)
+    assert f'banditree_predictions_total{{model="digits"}} {float(ROUNDS)}' in metrics
+    assert (
+        f'banditree_feedback_total{{model="digits",outcome="applied"}} {float(ROUNDS)}' in metrics
+    )
+    assert f'banditree_model_version{{model="digits"}} {float(ROUNDS // 4)}' in metrics
