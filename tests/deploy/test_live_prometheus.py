@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -69,8 +70,8 @@ def _dashboard_queries() -> list[tuple[PanelQuery, dict[str, str]]]:
     return queries
 
 
-def _finite_values(result: list[dict[str, object]]) -> list[float]:
-    values = [float(series["value"][1]) for series in result]  # type: ignore[index]
+def _finite_values(result: list[dict[str, Any]]) -> list[float]:
+    values = [float(series["value"][1]) for series in result]
     return [value for value in values if math.isfinite(value)]
 
 
