@@ -1,0 +1,43 @@
+"""``banditree serve``: run the service with uvicorn."""
+
+from __future__ import annotations
+
+import typer
+
+from service.settings import SettingsError, load_settings
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``serve`` command to the ``banditree`` console app."""
+
+    @app.command()
+    def serve(
+        host: str | None = typer.Option(None, help="bind address [BANDITREE_HOST, 127.0.0.1]"),
+        port: int | None = typer.Option(None, help="TCP port [BANDITREE_PORT, 8000]"),
+        workers: int | None = typer.Option(
+            None, help="worker processes; more than 1 needs Redis [BANDITREE_WORKERS, 1]"
+        ),
+    ) -> None:
+        """Serve predict/feedback over HTTP (settings from BANDITREE_* variables)."""
+        import os
+
+        import uvicorn
+
+        overrides = {
+            k: v for k, v in (("host", host), ("port", port), ("workers", workers)) if v is not None
+        }
+        try:
+            settings = load_settings(**overrides)
+        except SettingsError as err:
+            typer.echo(str(err), err=True)
+            raise typer.Exit(2) from None
+        for key, value in overrides.items():  # worker processes read the environment
+            os.environ[f"BANDITREE_{key.upper()}"] = str(value)
+        uvicorn.run(
+            "service.main:create_app_from_env",
+            factory=True,
+            host=settings.host,
+            port=settings.port,
+            workers=settings.workers,
+            log_level=settings.log_level,
+        )

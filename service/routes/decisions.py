@@ -1,0 +1,67 @@
+"""``/v1/models/{name}/predict`` and ``/feedback``: the hot path."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse
+
+from banditree.learners import Decision, Feedback
+from service.deps import ApiKeyDep, RuntimeDep, SettingsDep
+from service.errors import ServiceError
+from service.schemas import (
+    DecisionBatchPublic,
+    DecisionPublic,
+    FeedbackCreate,
+    FeedbackPublic,
+    PredictCreate,
+)
+
+router = APIRouter(prefix="/v1/models", tags=["decisions"], dependencies=[ApiKeyDep])
+
+
+def decision_public(d: Decision) -> dict[str, Any]:
+    """The wire form of a decision (see :class:`~service.schemas.DecisionPublic`)."""
+    out: dict[str, Any] = {"event_id": d.event_id, "model_version": d.model_version, "leaf": d.leaf}
+    if d.action is not None:
+        out.update(action=d.action, probability=d.propensity, greedy_action=d.greedy_action)
+    else:
+        out.update(value=d.value, greedy_value=d.greedy_value)
+        if d.probes is not None:
+            out["probes"] = list(d.probes)
+    return out
+
+
+@router.post(
+    "/{name}/predict",
+    responses={200: {"model": DecisionPublic | DecisionBatchPublic}},
+    response_class=JSONResponse,
+)
+async def predict(body: PredictCreate, runtime: RuntimeDep, settings: SettingsDep) -> JSONResponse:
+    """Decide for one ``context`` (one decision) or a batch of ``contexts`` (``decisions``)."""
+    if body.contexts is not None and len(body.contexts) > settings.max_batch:
+        raise ServiceError(
+            413, f"contexts holds {len(body.contexts)} items, more than max_batch={settings.max_batch}",
+            "contexts",
+        )  # fmt: skip
+    contexts = [body.context] if body.context is not None else body.contexts or []
+    decisions = await runtime.predict(contexts)
+    if body.context is not None:
+        return JSONResponse(decision_public(decisions[0]))
+    return JSONResponse({"decisions": [decision_public(d) for d in decisions]})
+
+
+@router.post("/{name}/feedback")
+async def feedback(body: FeedbackCreate, runtime: RuntimeDep) -> FeedbackPublic:
+    """Report the loss (or reward, or two-point losses) of a pending decision."""
+    if body.losses is not None:
+        fb, field = Feedback(losses=(body.losses[0], body.losses[1])), "losses"
+    elif body.reward is not None:
+        regression = runtime.learner.task == "regression"
+        loss = -body.reward if regression else 1.0 - body.reward
+        fb, field = Feedback(loss=loss), "reward"
+    else:
+        fb, field = Feedback(loss=body.loss), "loss"
+    await runtime.feedback(body.event_id, fb, field=field)
+    return FeedbackPublic(status="accepted", event_id=body.event_id)

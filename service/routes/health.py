@@ -1,0 +1,26 @@
+"""``/healthz`` (process alive) and ``/readyz`` (models loaded, store reachable)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse
+
+from service.deps import RegistryDep
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/healthz")
+async def healthz() -> dict[str, str]:
+    """The process answers."""
+    return {"status": "ok"}
+
+
+@router.get("/readyz")
+async def readyz(registry: RegistryDep) -> JSONResponse:
+    """503 until the models are restored, or while the store cannot be reached."""
+    try:
+        await registry.store.ping()
+    except Exception as err:
+        return JSONResponse({"status": "unavailable", "detail": f"store: {err}"}, status_code=503)
+    return JSONResponse({"status": "ready", "models": len(registry.runtimes)})

@@ -1,0 +1,92 @@
+"""Service settings: one ``BaseSettings`` class, every field from ``BANDITREE_<NAME>``."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+KeyList = Annotated[list[str], NoDecode]
+
+
+class Settings(BaseSettings):
+    """Everything ``banditree serve`` reads from the environment (prefix ``BANDITREE_``).
+
+    A bad value stops the start with a message naming the variable and its bound.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="BANDITREE_", extra="ignore")
+
+    redis_url: str | None = Field(None, description="Redis URL; unset = embedded store")
+    redis_prefix: str = Field("banditree:", min_length=1, max_length=128)
+    data_dir: Path = Field(Path("data"), description="embedded store: checkpoint files")
+    api_keys: KeyList = Field(default_factory=list, description="comma-separated API keys")
+    admin_keys: KeyList = Field(default_factory=list, description="comma-separated admin keys")
+    checkpoint_every_updates: int = Field(1000, ge=1, le=10**9)
+    checkpoint_every_seconds: float = Field(60.0, gt=0.0, le=7 * 86400)
+    checkpoint_keep: int = Field(5, ge=1, le=1000, description="checkpoint versions kept")
+    event_ttl_seconds: float = Field(600.0, gt=0.0, le=7 * 86400, description="reward wait time")
+    default_loss: float | None = Field(None, description="loss applied when an event expires")
+    sweep_interval_seconds: float = Field(1.0, gt=0.0, le=3600)
+    max_body_bytes: int = Field(1_048_576, ge=1024, le=1 << 30)
+    max_batch: int = Field(256, ge=1, le=10_000)
+    host: str = "127.0.0.1"
+    port: int = Field(8000, ge=1, le=65535)
+    workers: int = Field(1, ge=1, le=64)
+    log_level: Literal["critical", "error", "warning", "info", "debug"] = "info"
+
+    @field_validator("api_keys", "admin_keys", mode="before")
+    @classmethod
+    def _split_keys(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [key.strip() for key in value.split(",") if key.strip()]
+        return value
+
+    @field_validator("redis_url")
+    @classmethod
+    def _check_redis_url(cls, value: str | None) -> str | None:
+        if value in (None, ""):
+            return None
+        assert value is not None
+        if not value.startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError("must start with redis://, rediss:// or unix://")
+        return value
+
+    @field_validator("default_loss")
+    @classmethod
+    def _check_default_loss(cls, value: float | None) -> float | None:
+        if value is not None and not math.isfinite(value):
+            raise ValueError("must be a finite number")
+        return value
+
+    @model_validator(mode="after")
+    def _check_workers(self) -> Settings:
+        if self.workers > 1 and self.redis_url is None:
+            raise ValueError(
+                "workers > 1 needs BANDITREE_REDIS_URL: the embedded store is per process"
+            )
+        return self
+
+    @property
+    def auth_enabled(self) -> bool:
+        return bool(self.api_keys or self.admin_keys)
+
+
+class SettingsError(ValueError):
+    """A setting that stops the start; the message names the environment variable."""
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Settings from the environment (and ``overrides``), or :class:`SettingsError`."""
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as err:
+        lines = []
+        for error in err.errors():
+            name = "_".join(str(part) for part in error["loc"]).upper()
+            variable = f"BANDITREE_{name}" if name else "settings"
+            lines.append(f"{variable}: {error['msg']}")
+        raise SettingsError("invalid setting: " + "; ".join(lines)) from None

@@ -1,0 +1,51 @@
+"""Fixtures for the service tests: a unique Redis key prefix per test, cleaned up after."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from service.store import EmbeddedStore, RedisStore, Store
+
+REDIS_URL = "redis://127.0.0.1:6379/0"
+
+
+def delete_prefix(prefix: str) -> None:
+    client = redis.Redis.from_url(REDIS_URL)
+    try:
+        keys = list(client.scan_iter(match=prefix + "*", count=1000))
+        if keys:
+            client.delete(*keys)
+    finally:
+        client.close()
+
+
+@pytest.fixture
+def redis_prefix() -> Iterator[str]:
+    """A key prefix no other test uses; every key under it is deleted afterwards."""
+    prefix = f"banditree-test:{uuid.uuid4().hex}:"
+    yield prefix
+    delete_prefix(prefix)
+
+
+@pytest.fixture(params=["embedded", "redis"])
+async def store(
+    request: pytest.FixtureRequest, tmp_path: Path, redis_prefix: str
+) -> AsyncIterator[Store]:
+    """Each store implementation, for the shared contract tests."""
+    if request.param == "embedded":
+        opened: Store = EmbeddedStore(tmp_path)
+    else:
+        opened = RedisStore.from_url(REDIS_URL, prefix=redis_prefix)
+    await opened.ping()
+    yield opened
+    await opened.close()
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
