@@ -150,7 +150,8 @@ class DGTClassifier(DGTEstimator):
 
     def predict(self, X: ArrayLike) -> np.ndarray:
         """The class of the arg-max leaf logit for each row."""
-        out: np.ndarray = self.classes_[np.argmax(self.leaf_values(X), axis=1)]
+        logits = self.leaf_values(X)
+        out: np.ndarray = self.classes_[np.argmax(logits, axis=1)]
         return out
 
     def score(self, X: ArrayLike, y: ArrayLike) -> float:

@@ -1,0 +1,1 @@
+"""Speed and fidelity benchmarks: each module runs as ``python -m benchmarks.<name>``."""
