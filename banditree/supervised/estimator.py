@@ -38,11 +38,14 @@ class DGTEstimator(ABC):
     ----------
     tree_
         The trained torch form (training inputs standardised, targets scaled).
+    standardizer_
+        Input standardisation fitted on the training inputs.
     loss_history_
         Mean training loss of each epoch.
     """
 
     task: ClassVar[str]
+    standardizer_: FeatureStandardizer
 
     def __init__(self, config: TrainingConfig | None = None, **settings: Any) -> None:
         self.config = replace(config or TrainingConfig(), **settings)
@@ -87,6 +90,7 @@ class DGTEstimator(ABC):
             raise FloatingPointError("training produced non-finite tree parameters")
         self._keep_target_state(target_state)
         self.tree_, self.loss_history_, self._frozen = tree, history, frozen
+        self.standardizer_ = standardizer
         return self
 
     def freeze(self) -> FrozenTree:
