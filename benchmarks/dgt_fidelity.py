@@ -65,6 +65,7 @@ def run_one(name: str, config: TrainingConfig) -> tuple[float, float, float, flo
     """Test score, seconds, and straight-through window shares for one seed."""
     ds = load(name, split=config.seed % 5) if name in ("abalone", "cpu_act") else load(name)
     start = time.perf_counter()
+    model: DGTClassifier | DGTRegressor
     if ds.task == "classification":
         clf = DGTClassifier(config).fit(ds.X_train, ds.y_train)
         score, model = 100.0 * clf.score(ds.X_test, ds.y_test), clf
