@@ -84,6 +84,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--epochs", type=int, help="default: a per-dataset budget")
     parser.add_argument("--hidden", choices=["none", "table12"], default="none")
+    parser.add_argument("--learning-rate", type=float, default=TrainingConfig.learning_rate)
     parser.add_argument("--momentum", type=float, default=0.0)
     parser.add_argument("--rmsprop-eps", type=float, default=TrainingConfig.rmsprop_eps)
     parser.add_argument("--regularization", choices=["l1", "l2"], default="l2")
@@ -100,6 +101,8 @@ def main(argv: list[str] | None = None) -> None:
                 height=height,
                 hidden="table12" if args.hidden == "table12" else (),
                 epochs=args.epochs or paper.epochs,
+                learning_rate=args.learning_rate,
+                min_learning_rate=min(TrainingConfig.min_learning_rate, args.learning_rate),
                 momentum=args.momentum,
                 rmsprop_eps=args.rmsprop_eps,
                 regularization=args.regularization,
@@ -123,7 +126,8 @@ def main(argv: list[str] | None = None) -> None:
         assert best is not None
         rows.append((name, paper, best, args.epochs or paper.epochs))
     print(
-        f"\nL={'3 (Table 12)' if args.hidden == 'table12' else '1'}, momentum {args.momentum}, "
+        f"\nL={'3 (Table 12)' if args.hidden == 'table12' else '1'}, lr {args.learning_rate}, "
+        f"momentum {args.momentum}, "
         f"RMSprop eps {args.rmsprop_eps}, {args.regularization} {args.reg_strength}, "
         f"{args.seeds} seeds"
     )
