@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from banditree.models.tree_ops import FloatArray, IntArray, check_height, route, route_batch
+from banditree.models.tree_ops import FloatArray, IntArray, check_height, route_batch
 
 JSON_FORMAT = "banditree.hard_tree/v1"
 
@@ -24,6 +24,11 @@ class FrozenTree:
 
     weights: FloatArray
     theta: FloatArray
+    # single-example fast path: one contiguous row per node and the biases as floats,
+    # so a decision is ``h`` ndarray.dot calls and no per-call slicing
+    _node_rows: tuple[FloatArray, ...] = field(init=False, repr=False, compare=False)
+    _node_bias: tuple[float, ...] = field(init=False, repr=False, compare=False)
+    _levels: range = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         n_int, d1 = self.weights.shape
@@ -34,6 +39,10 @@ class FrozenTree:
             )
         if d1 < 2:
             raise ValueError("weights need at least one feature column and the bias column")
+        rows = tuple(np.ascontiguousarray(row, dtype=np.float64) for row in self.weights[:, :-1])
+        object.__setattr__(self, "_node_rows", rows)
+        object.__setattr__(self, "_node_bias", tuple(float(b) for b in self.weights[:, -1]))
+        object.__setattr__(self, "_levels", range(height))
 
     @property
     def height(self) -> int:
@@ -48,8 +57,12 @@ class FrozenTree:
         return int(self.theta.shape[1])
 
     def leaf(self, x: FloatArray) -> int:
-        """Leaf index for one example ``(d,)``."""
-        return route(self.weights[:, :-1], x, self.height, self.weights[:, -1])
+        """Leaf index for one example ``(d,)`` (same rule as :func:`~banditree.models.tree_ops.route`)."""
+        rows, bias = self._node_rows, self._node_bias
+        node = 0
+        for _ in self._levels:
+            node = 2 * node + (2 if rows[node].dot(x) + bias[node] > 0.0 else 1)
+        return node - len(rows)
 
     def predict_one(self, x: FloatArray) -> tuple[int, FloatArray]:
         """``(leaf index, leaf row (K,))`` for one example ``(d,)``."""

@@ -1,0 +1,115 @@
+"""The frozen (collapsed, numpy) tree routes exactly like the layered training form."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from torch.overrides import TorchFunctionMode
+
+from banditree.models.dgt import DGTree
+from banditree.models.frozen import FrozenTree
+from banditree.models.tree_ops import leaf_from_activations
+
+
+class TorchCallCounter(TorchFunctionMode):
+    """Counts every torch function called while active."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[str] = []
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        self.calls.append(getattr(func, "__name__", str(func)))
+        return func(*args, **(kwargs or {}))
+
+
+def random_tree(
+    height: int, hidden: tuple[int, ...] | str, seed: int, dtype: torch.dtype
+) -> DGTree:
+    torch.manual_seed(seed)
+    tree = DGTree(7, 3, height, hidden).to(dtype)
+    with torch.no_grad():  # spread activations so both children of every node are used
+        tree.layers[0].mul_(3.0)
+    return tree
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize(
+    "height,hidden",
+    [(1, ()), (3, ()), (6, ()), (3, (11, 9)), (5, (40, 33)), (2, "table12")],
+)
+def test_collapsed_equals_layered(
+    height: int, hidden: tuple[int, ...] | str, dtype: torch.dtype
+) -> None:
+    tree = random_tree(height, hidden, seed=height, dtype=dtype)
+    assert len(tree.layers) == (1 if hidden == () else 3)
+    x = torch.randn(500, 7, generator=torch.Generator().manual_seed(1), dtype=dtype)
+    layered = tree.leaves(x).numpy()
+    walked = leaf_from_activations(tree.activations(x).detach().double().numpy(), height)
+    frozen = tree.freeze()
+    x_np = x.double().numpy()
+    np.testing.assert_array_equal(frozen.leaves(x_np), layered)
+    np.testing.assert_array_equal(walked, layered)
+    assert len(np.unique(layered)) > 1
+    single = np.array([frozen.leaf(row) for row in x_np])
+    np.testing.assert_array_equal(single, layered)
+    with torch.no_grad():
+        out = tree(x).double().numpy()
+    np.testing.assert_allclose(frozen.predict(x_np), out, rtol=1e-6)
+
+
+def test_frozen_form_is_independent_numpy() -> None:
+    tree = random_tree(4, (10, 8), seed=0, dtype=torch.float32)
+    frozen = tree.freeze()
+    assert isinstance(frozen.weights, np.ndarray) and frozen.weights.dtype == np.float64
+    assert isinstance(frozen.theta, np.ndarray) and frozen.theta.dtype == np.float64
+    assert frozen.weights.shape == (15, 8)
+    before = frozen.weights.copy()
+    with torch.no_grad():
+        for w in tree.layers:
+            w.add_(1.0)
+    np.testing.assert_array_equal(frozen.weights, before)
+
+
+def test_frozen_prediction_never_calls_torch() -> None:
+    frozen = random_tree(6, (), seed=3, dtype=torch.float32).freeze()
+    x = np.random.default_rng(0).normal(size=(64, 7))
+    with TorchCallCounter() as counter:
+        leaf, row = frozen.predict_one(x[0])
+        batch = frozen.predict(x)
+        leaves = frozen.leaves(x)
+    assert counter.calls == []
+    assert isinstance(leaf, int) and isinstance(row, np.ndarray)
+    assert isinstance(batch, np.ndarray) and isinstance(leaves, np.ndarray)
+    np.testing.assert_array_equal(batch, frozen.theta[leaves])
+    # the counter itself does see torch calls
+    with TorchCallCounter() as counter:
+        torch.zeros(1)
+    assert counter.calls
+
+
+@pytest.mark.parametrize("hidden", [(), (9, 6)])
+def test_json_round_trip_gives_same_predictions(hidden: tuple[int, ...]) -> None:
+    frozen = random_tree(5, hidden, seed=11, dtype=torch.float32).freeze()
+    text = frozen.dumps()
+    back = FrozenTree.from_json(text)
+    np.testing.assert_array_equal(back.weights, frozen.weights)
+    np.testing.assert_array_equal(back.theta, frozen.theta)
+    x = np.random.default_rng(2).normal(size=(300, 7))
+    np.testing.assert_array_equal(back.leaves(x), frozen.leaves(x))
+    np.testing.assert_array_equal(back.predict(x), frozen.predict(x))
+    doc = frozen.to_json()
+    assert len(doc["nodes"]) == 31 and len(doc["leaves"]) == 32
+    assert doc["nodes"][0]["left"] == 1 and doc["nodes"][0]["right"] == 2
+    restored = DGTree.from_frozen(back).double()
+    np.testing.assert_array_equal(restored.leaves(torch.from_numpy(x)).numpy(), frozen.leaves(x))
+
+
+def test_json_with_wrong_format_is_refused() -> None:
+    doc = random_tree(2, (), seed=0, dtype=torch.float32).freeze().to_json()
+    doc["format"] = "something/else"
+    with pytest.raises(ValueError, match="format"):
+        FrozenTree.from_json(doc)
