@@ -25,22 +25,24 @@ def check_gamma(gamma: float) -> float:
 def smooth_step(t: Tensor, gamma: float) -> Tensor:
     """``S(t)``: probability of routing LEFT, differentiable by ordinary autograd.
 
-    The cubic is evaluated on ``t`` clamped to ``[-gamma/2, gamma/2]``; there it
-    equals exactly 0 and 1 at the ends and its derivative vanishes, so the clamp
-    gives the right values and gradients everywhere.
+    Outside the fractional region the result is exactly 0 or 1 (the cubic at the
+    ends can round to ``1 - 1e-16``, which would make every node "fractional").  The
+    cubic is evaluated on ``t`` clamped to ``[-gamma/2, gamma/2]`` so that its unused
+    branch stays finite; its derivative vanishes at the ends, so gradients are exact.
 
     Shape: any; output has the shape of ``t``.
     """
     half = 0.5 * gamma
     tc = t.clamp(-half, half)
-    return tc * (1.5 / gamma - (2.0 / gamma**3) * tc * tc) + 0.5
+    cubic = tc * (1.5 / gamma - (2.0 / gamma**3) * tc * tc) + 0.5
+    return torch.where(t >= half, 1.0, torch.where(t <= -half, 0.0, cubic))
 
 
 def smooth_step_derivative(t: Tensor, gamma: float) -> Tensor:
     """``S'(t)``: ``3/(2 gamma) - 6/gamma**3 t**2`` inside the fractional region, 0 outside."""
     half = 0.5 * gamma
-    tc = t.clamp(-half, half)
-    return 1.5 / gamma - (6.0 / gamma**3) * tc * tc
+    inside = 1.5 / gamma - (6.0 / gamma**3) * t * t
+    return torch.where(t.abs() < half, inside, 0.0)
 
 
 def logistic(t: Tensor, alpha: float = 1.0) -> Tensor:

@@ -52,6 +52,15 @@ class Routing:
     level_starts: tuple[int, ...]  # (d + 1,)
 
 
+def _accumulate(target: Tensor, index: Tensor, source: Tensor) -> None:
+    """``target[index[j]] += source[j]`` in place (duplicates add up).
+
+    ``index_put_`` with ``accumulate`` rather than ``index_add_``: on CPU the latter
+    parallelises even tiny scatters, which stalls when the cores are busy.
+    """
+    target.index_put_((index,), source, accumulate=True)
+
+
 def depth_of(node_weights: Tensor) -> int:
     """Tree depth from node weights ``(m, 2**d - 1, p)``."""
     n_internal = node_weights.shape[1]
@@ -118,7 +127,7 @@ def output_conditional(routing: Routing, leaf_weights: Tensor, batch: int) -> Te
     n_trees, n_leaves, k = leaf_weights.shape
     rows = leaf_weights.reshape(n_trees * n_leaves, k).index_select(0, routing.leaf_row)
     out = leaf_weights.new_zeros(batch * n_trees, k)
-    out.index_add_(0, routing.leaf_column, routing.leaf_prob[:, None] * rows)
+    _accumulate(out, routing.leaf_column, routing.leaf_prob[:, None] * rows)
     return out.reshape(batch, n_trees, k)
 
 
@@ -140,28 +149,27 @@ def backward_conditional(
     g_rows = grad_out.reshape(-1, k).index_select(0, routing.leaf_column)  # (U, k) dL/dT
     o_rows = leaf_weights.reshape(-1, k).index_select(0, routing.leaf_row)  # (U, k)
     grad_leaf = leaf_weights.new_zeros(n_trees * n_leaves, k)
-    grad_leaf.index_add_(0, routing.leaf_row, routing.leaf_prob[:, None] * g_rows)
+    _accumulate(grad_leaf, routing.leaf_row, routing.leaf_prob[:, None] * g_rows)
     g_leaf = routing.leaf_prob * (g_rows * o_rows).sum(1)  # (U,) g(l)
     starts = routing.level_starts
     n_frac = starts[-1]
     # sum_g of the left / right child of every fractional node; the last slot is "none"
     sums = x.new_zeros(2 * n_frac + 1)
-    sums.index_add_(0, routing.leaf_link, g_leaf)
+    _accumulate(sums, routing.leaf_link, g_leaf)
     pairs = sums[: 2 * n_frac].view(n_frac, 2)
     for level in range(len(starts) - 2, -1, -1):  # post-order: deepest fractional nodes first
         lo, hi = starts[level], starts[level + 1]
         if hi > lo:
-            sums.index_add_(0, routing.frac_link[lo:hi], pairs[lo:hi].sum(1))
+            _accumulate(sums, routing.frac_link[lo:hi], pairs[lo:hi].sum(1))
     s_left = smooth_step(routing.frac_z, gamma)
     ds = smooth_step_derivative(routing.frac_z, gamma)
     coef = ds * (pairs[:, 0] / s_left - pairs[:, 1] / (1 - s_left))  # (F,) mu1 a - mu2 b
     w_flat = node_weights.reshape(n_trees * n_internal, p)
     grad_x = torch.zeros_like(x)
-    grad_x.index_add_(
-        0, routing.frac_sample, coef[:, None] * w_flat.index_select(0, routing.frac_row)
+    _accumulate(grad_x, routing.frac_sample, coef[:, None] * w_flat.index_select(0, routing.frac_row)
     )
     grad_w = node_weights.new_zeros(n_trees * n_internal, p)
-    grad_w.index_add_(0, routing.frac_row, coef[:, None] * x.index_select(0, routing.frac_sample))
+    _accumulate(grad_w, routing.frac_row, coef[:, None] * x.index_select(0, routing.frac_sample))
     return (
         grad_x,
         grad_w.reshape(n_trees, n_internal, p),
