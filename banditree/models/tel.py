@@ -94,7 +94,9 @@ class TEL(nn.Module):
         self.node_weights = nn.Parameter(
             torch.empty(n_trees, (1 << depth) - 1, in_features, dtype=dtype)
         )
-        self.leaf_weights = nn.Parameter(torch.empty(n_trees, 1 << depth, out_features, dtype=dtype))
+        self.leaf_weights = nn.Parameter(
+            torch.empty(n_trees, 1 << depth, out_features, dtype=dtype)
+        )
         self.mean_reachable_leaves = float("nan")
         self.reset_parameters()
 

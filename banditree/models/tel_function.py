@@ -79,10 +79,10 @@ def route_conditional(x: Tensor, node_weights: Tensor, gamma: float) -> Routing:
     depth = depth_of(node_weights)
     batch = x.shape[0]
     w_flat = node_weights.reshape(n_trees * n_internal, p)
-    long = dict(dtype=torch.long, device=x.device)
+    dev = x.device
     # one row per reachable triple: (sample, tree, node, link); link -1 = none yet
-    sample = torch.arange(batch, **long).repeat_interleave(n_trees)
-    tree = torch.arange(n_trees, **long).repeat(batch)
+    sample = torch.arange(batch, device=dev).repeat_interleave(n_trees)
+    tree = torch.arange(n_trees, device=dev).repeat(batch)
     state = torch.stack((sample, tree, torch.zeros_like(sample), torch.full_like(sample, -1)), 1)
     prob = x.new_ones(batch * n_trees)
     frac_parts: list[tuple[Tensor, Tensor, Tensor, Tensor]] = []
@@ -96,7 +96,7 @@ def route_conditional(x: Tensor, node_weights: Tensor, gamma: float) -> Routing:
         first = level_starts[-1]
         frac_parts.append((state[frac, 0], row[frac], z[frac], state[frac, 3]))
         level_starts.append(first + frac.numel())
-        ids = torch.arange(first, level_starts[-1], **long)
+        ids = torch.arange(first, level_starts[-1], device=dev)
         left, right = state.clone(), state.clone()
         left[:, 2] = 2 * state[:, 2] + 1
         right[:, 2] = 2 * state[:, 2] + 2
@@ -106,7 +106,9 @@ def route_conditional(x: Tensor, node_weights: Tensor, gamma: float) -> Routing:
         state = torch.cat((left, right)).index_select(0, keep)
         prob = torch.cat((prob * s_left, prob * (1 - s_left))).index_select(0, keep)
     n_frac = level_starts[-1]
-    frac_sample, frac_row, frac_z, frac_link = (torch.cat(parts) for parts in zip(*frac_parts))
+    frac_sample, frac_row, frac_z, frac_link = (
+        torch.cat(parts) for parts in zip(*frac_parts, strict=True)
+    )
     none = 2 * n_frac
     return Routing(
         leaf_sample=state[:, 0],
@@ -166,7 +168,8 @@ def backward_conditional(
     coef = ds * (pairs[:, 0] / s_left - pairs[:, 1] / (1 - s_left))  # (F,) mu1 a - mu2 b
     w_flat = node_weights.reshape(n_trees * n_internal, p)
     grad_x = torch.zeros_like(x)
-    _accumulate(grad_x, routing.frac_sample, coef[:, None] * w_flat.index_select(0, routing.frac_row)
+    _accumulate(
+        grad_x, routing.frac_sample, coef[:, None] * w_flat.index_select(0, routing.frac_row)
     )
     grad_w = node_weights.new_zeros(n_trees * n_internal, p)
     _accumulate(grad_w, routing.frac_row, coef[:, None] * x.index_select(0, routing.frac_sample))

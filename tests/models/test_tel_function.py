@@ -104,6 +104,7 @@ def test_gradcheck_every_node_fractional(depth: int, n_trees: int) -> None:
     assert float(z.abs().max()) < gamma / 2 - 1e-3
     out, counts = tree_ensemble(x, w, o, gamma)
     assert counts.tolist() == [n_trees << depth] * x.shape[0]
+    torch.testing.assert_close(out, dense_smooth_step_ensemble(x, w, o, gamma), rtol=0, atol=1e-12)
     inputs = (x.requires_grad_(), w.requires_grad_(), o.requires_grad_())
     assert torch.autograd.gradcheck(lambda a, b, c: tree_ensemble(a, b, c, gamma)[0], inputs)
 
@@ -112,9 +113,10 @@ def test_gradcheck_every_node_fractional(depth: int, n_trees: int) -> None:
 def test_gradcheck_hard_routed_everywhere(depth: int, n_trees: int, gamma: float) -> None:
     """No fractional node: one leaf per tree, zero gradient for inputs and node weights."""
     x, w, o = random_case(20 + depth, 4, 3, 2, n_trees, depth, 1.0)
-    assert fractional_margin(x, w, gamma) > 1e-4 and float(
-        torch.einsum("bp,mip->bmi", x, w).abs().min()
-    ) > gamma / 2
+    assert (
+        fractional_margin(x, w, gamma) > 1e-4
+        and float(torch.einsum("bp,mip->bmi", x, w).abs().min()) > gamma / 2
+    )
     out, counts = tree_ensemble(x, w, o, gamma)
     assert counts.tolist() == [n_trees] * x.shape[0]
     inputs = (x.requires_grad_(), w.requires_grad_(), o.requires_grad_())
@@ -146,7 +148,11 @@ def test_conditional_matches_dense(depth: int, n_trees: int, gamma: float, w_sca
     grad_out = torch.randn(32, n_trees, 4, generator=torch.Generator().manual_seed(1), dtype=F64)
     results = []
     for conditional in (True, False):
-        inputs = (x.clone().requires_grad_(), w.clone().requires_grad_(), o.clone().requires_grad_())
+        inputs = (
+            x.clone().requires_grad_(),
+            w.clone().requires_grad_(),
+            o.clone().requires_grad_(),
+        )
         if conditional:
             out = tree_ensemble(*inputs, gamma)[0]
         else:
@@ -161,7 +167,7 @@ def test_conditional_matches_dense(depth: int, n_trees: int, gamma: float, w_sca
 
 def test_reachable_counts_and_fractional_tree_size() -> None:
     """|F| = U - 1 per (sample, tree): the fractional tree is a full binary tree."""
-    x, w, o = random_case(7, 40, 5, 2, 3, 7, 1.0)
+    x, w, _ = random_case(7, 40, 5, 2, 3, 7, 1.0)
     gamma = 0.8
     routing = route_conditional(x, w, gamma)
     leaves = torch.bincount(routing.leaf_column, minlength=40 * 3)
