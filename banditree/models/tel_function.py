@@ -1,0 +1,244 @@
+"""Conditional forward and backward passes of the Tree Ensemble Layer (seed 003, section 3).
+
+Four layers, as in ``torch.nn``: pure tensor helpers (:func:`route_conditional`,
+:func:`backward_conditional`), an ``autograd.Function`` (:class:`TreeEnsembleFunction`)
+and a functional wrapper (:func:`tree_ensemble`); the module is
+:class:`~banditree.models.tel.TEL`.
+
+Layout: ``m`` perfect trees of depth ``d``; internal nodes in breadth-first order
+(children of node ``i`` are ``2i+1`` LEFT and ``2i+2`` RIGHT), leaves numbered left
+to right.  Node ``i`` sends ``x`` LEFT with probability ``S(<w_i, x>)``.
+
+Both passes run on the whole batch at once, one level at a time, over the list of
+(sample, tree, node) triples that are *reachable* (Algorithm 1).  A node whose
+activation is fractional (``0 < S < 1``) gets an id in the *fractional tree*
+(Definition 1); each reachable triple carries a ``link``, the slot ``2 f + side`` of
+its closest fractional ancestor ``f``.  The backward pass (Algorithm 2) scatters the
+leaf terms ``g(l)`` into those slots and folds the fractional nodes bottom-up, level
+by level, which is the post-order traversal of the fractional tree done for all
+samples at once; only fractional nodes do ``O(p)`` work.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from banditree.models.smooth_step import smooth_step, smooth_step_derivative
+
+
+@dataclass(frozen=True)
+class Routing:
+    """What the conditional forward pass keeps for the backward pass.
+
+    ``U`` reachable (sample, tree, leaf) triples and ``F`` fractional (sample, tree,
+    node) triples; fractional ids ``0 .. F-1`` are in level order, level ``l`` holding
+    ids ``level_starts[l] .. level_starts[l + 1] - 1``.  Link slot ``2 F`` means "no
+    fractional ancestor".
+    """
+
+    leaf_sample: Tensor  # (U,) sample index
+    leaf_column: Tensor  # (U,) sample * m + tree: row of the per-tree output
+    leaf_row: Tensor  # (U,) tree * 2**d + leaf: row of the flattened leaf weights
+    leaf_prob: Tensor  # (U,) P(x -> l) > 0
+    leaf_link: Tensor  # (U,) slot of the closest fractional ancestor
+    frac_sample: Tensor  # (F,)
+    frac_row: Tensor  # (F,) tree * (2**d - 1) + node: row of the flattened node weights
+    frac_z: Tensor  # (F,) <w_i, x>, inside the fractional region
+    frac_link: Tensor  # (F,) slot of the closest fractional ancestor
+    level_starts: tuple[int, ...]  # (d + 1,)
+
+
+def _accumulate(target: Tensor, index: Tensor, source: Tensor) -> None:
+    """``target[index[j]] += source[j]`` in place (duplicates add up).
+
+    ``index_put_`` with ``accumulate`` rather than ``index_add_``: on CPU the latter
+    parallelises even tiny scatters, which stalls when the cores are busy.
+    """
+    target.index_put_((index,), source, accumulate=True)
+
+
+def depth_of(node_weights: Tensor) -> int:
+    """Tree depth from node weights ``(m, 2**d - 1, p)``."""
+    n_internal = node_weights.shape[1]
+    depth = (n_internal + 1).bit_length() - 1
+    if (1 << depth) - 1 != n_internal or depth < 1:
+        raise ValueError(f"node_weights must have 2**d - 1 rows per tree, got {n_internal}")
+    return depth
+
+
+def route_conditional(x: Tensor, node_weights: Tensor, gamma: float) -> Routing:
+    """Algorithm 1 for a batch: visit only reachable nodes, level by level.
+
+    Shape: ``x`` ``(B, p)``, ``node_weights`` ``(m, 2**d - 1, p)``.
+    """
+    n_trees, n_internal, p = node_weights.shape
+    depth = depth_of(node_weights)
+    batch = x.shape[0]
+    w_flat = node_weights.reshape(n_trees * n_internal, p)
+    dev = x.device
+    # one row per reachable triple: (sample, tree, node, link); link -1 = none yet
+    sample = torch.arange(batch, device=dev).repeat_interleave(n_trees)
+    tree = torch.arange(n_trees, device=dev).repeat(batch)
+    state = torch.stack((sample, tree, torch.zeros_like(sample), torch.full_like(sample, -1)), 1)
+    prob = x.new_ones(batch * n_trees)
+    frac_parts: list[tuple[Tensor, Tensor, Tensor, Tensor]] = []
+    level_starts = [0]
+    for _ in range(depth):
+        row = state[:, 1] * n_internal + state[:, 2]
+        z = (x.index_select(0, state[:, 0]) * w_flat.index_select(0, row)).sum(1)  # (E,)
+        s_left = smooth_step(z, gamma)
+        go_left, go_right = s_left > 0, s_left < 1
+        frac = torch.nonzero(go_left & go_right).squeeze(1)
+        first = level_starts[-1]
+        frac_parts.append((state[frac, 0], row[frac], z[frac], state[frac, 3]))
+        level_starts.append(first + frac.numel())
+        ids = torch.arange(first, level_starts[-1], device=dev)
+        left, right = state.clone(), state.clone()
+        left[:, 2] = 2 * state[:, 2] + 1
+        right[:, 2] = 2 * state[:, 2] + 2
+        left[frac, 3] = 2 * ids
+        right[frac, 3] = 2 * ids + 1
+        keep = torch.nonzero(torch.cat((go_left, go_right))).squeeze(1)
+        state = torch.cat((left, right)).index_select(0, keep)
+        prob = torch.cat((prob * s_left, prob * (1 - s_left))).index_select(0, keep)
+    n_frac = level_starts[-1]
+    frac_sample, frac_row, frac_z, frac_link = (
+        torch.cat(parts) for parts in zip(*frac_parts, strict=True)
+    )
+    none = 2 * n_frac
+    return Routing(
+        leaf_sample=state[:, 0],
+        leaf_column=state[:, 0] * n_trees + state[:, 1],
+        leaf_row=state[:, 1] * (1 << depth) + state[:, 2] - n_internal,
+        leaf_prob=prob,
+        leaf_link=torch.where(state[:, 3] < 0, none, state[:, 3]),
+        frac_sample=frac_sample,
+        frac_row=frac_row,
+        frac_z=frac_z,
+        frac_link=torch.where(frac_link < 0, none, frac_link),
+        level_starts=tuple(level_starts),
+    )
+
+
+def output_conditional(routing: Routing, leaf_weights: Tensor, batch: int) -> Tensor:
+    """Per-tree outputs ``sum_{l reachable} P(x -> l) o_l``: ``(B, m, k)``."""
+    n_trees, n_leaves, k = leaf_weights.shape
+    rows = leaf_weights.reshape(n_trees * n_leaves, k).index_select(0, routing.leaf_row)
+    out = leaf_weights.new_zeros(batch * n_trees, k)
+    _accumulate(out, routing.leaf_column, routing.leaf_prob[:, None] * rows)
+    return out.reshape(batch, n_trees, k)
+
+
+def backward_conditional(
+    routing: Routing,
+    grad_out: Tensor,
+    x: Tensor,
+    node_weights: Tensor,
+    leaf_weights: Tensor,
+    gamma: float,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """Algorithm 2 (Theorem 1) for a batch: gradients for ``x``, node and leaf weights.
+
+    Shape: ``grad_out`` ``(B, m, k)``; returns ``(B, p)``, ``(m, 2**d - 1, p)``,
+    ``(m, 2**d, k)``.
+    """
+    n_trees, n_internal, p = node_weights.shape
+    n_leaves, k = leaf_weights.shape[1:]
+    g_rows = grad_out.reshape(-1, k).index_select(0, routing.leaf_column)  # (U, k) dL/dT
+    o_rows = leaf_weights.reshape(-1, k).index_select(0, routing.leaf_row)  # (U, k)
+    grad_leaf = leaf_weights.new_zeros(n_trees * n_leaves, k)
+    _accumulate(grad_leaf, routing.leaf_row, routing.leaf_prob[:, None] * g_rows)
+    g_leaf = routing.leaf_prob * (g_rows * o_rows).sum(1)  # (U,) g(l)
+    starts = routing.level_starts
+    n_frac = starts[-1]
+    # sum_g of the left / right child of every fractional node; the last slot is "none"
+    sums = x.new_zeros(2 * n_frac + 1)
+    _accumulate(sums, routing.leaf_link, g_leaf)
+    pairs = sums[: 2 * n_frac].view(n_frac, 2)
+    for level in range(len(starts) - 2, -1, -1):  # post-order: deepest fractional nodes first
+        lo, hi = starts[level], starts[level + 1]
+        if hi > lo:
+            _accumulate(sums, routing.frac_link[lo:hi], pairs[lo:hi].sum(1))
+    s_left = smooth_step(routing.frac_z, gamma)
+    ds = smooth_step_derivative(routing.frac_z, gamma)
+    coef = ds * (pairs[:, 0] / s_left - pairs[:, 1] / (1 - s_left))  # (F,) mu1 a - mu2 b
+    w_flat = node_weights.reshape(n_trees * n_internal, p)
+    grad_x = torch.zeros_like(x)
+    _accumulate(
+        grad_x, routing.frac_sample, coef[:, None] * w_flat.index_select(0, routing.frac_row)
+    )
+    grad_w = node_weights.new_zeros(n_trees * n_internal, p)
+    _accumulate(grad_w, routing.frac_row, coef[:, None] * x.index_select(0, routing.frac_sample))
+    return (
+        grad_x,
+        grad_w.reshape(n_trees, n_internal, p),
+        grad_leaf.reshape(n_trees, n_leaves, k),
+    )
+
+
+def reachable_leaf_counts(routing: Routing, batch: int) -> Tensor:
+    """Reachable leaves per sample, summed over the trees: ``(B,)`` integers."""
+    return torch.bincount(routing.leaf_sample, minlength=batch)
+
+
+class TreeEnsembleFunction(torch.autograd.Function):
+    """Conditional forward (Algorithm 1) and backward (Algorithm 2) of ``m`` soft trees."""
+
+    @staticmethod
+    def forward(
+        ctx: Any, x: Tensor, node_weights: Tensor, leaf_weights: Tensor, gamma: float
+    ) -> tuple[Tensor, Tensor]:
+        routing = route_conditional(x, node_weights, gamma)
+        out = output_conditional(routing, leaf_weights, x.shape[0])
+        counts = reachable_leaf_counts(routing, x.shape[0])
+        ctx.mark_non_differentiable(counts)
+        ctx.save_for_backward(x, node_weights, leaf_weights)
+        ctx.routing = routing
+        ctx.gamma = gamma
+        return out, counts
+
+    @staticmethod
+    def backward(
+        ctx: Any, grad_out: Tensor, _grad_counts: Tensor | None
+    ) -> tuple[Tensor | None, Tensor | None, Tensor | None, None]:
+        x, node_weights, leaf_weights = ctx.saved_tensors
+        grad_x, grad_w, grad_o = backward_conditional(
+            ctx.routing, grad_out.contiguous(), x, node_weights, leaf_weights, ctx.gamma
+        )
+        needs = ctx.needs_input_grad
+        return (
+            grad_x if needs[0] else None,
+            grad_w if needs[1] else None,
+            grad_o if needs[2] else None,
+            None,
+        )
+
+
+def tree_ensemble(
+    x: Tensor, node_weights: Tensor, leaf_weights: Tensor, gamma: float
+) -> tuple[Tensor, Tensor]:
+    """Per-tree outputs and reachable-leaf counts, with conditional computation.
+
+    Parameters
+    ----------
+    x
+        Inputs ``(B, p)``.
+    node_weights
+        ``(m, 2**d - 1, p)``: hyperplane ``w_i`` of every internal node (no bias).
+    leaf_weights
+        ``(m, 2**d, k)``: output vector ``o_l`` of every leaf.
+    gamma
+        Smooth-step width (``> 0``).
+
+    Returns
+    -------
+    outputs, counts
+        ``(B, m, k)`` tree outputs and ``(B,)`` reachable leaves per sample summed
+        over the trees (an integer tensor, not differentiable).
+    """
+    out, counts = TreeEnsembleFunction.apply(x, node_weights, leaf_weights, gamma)
+    return out, counts

@@ -1,0 +1,153 @@
+"""TEL as a bandit model family (kind ``"tel"``): numpy parameters, conditional passes.
+
+The learner (:class:`~banditree.learners.gradient_bandit.GradientBandit`) standardises
+contexts online in front of the layer (a batch-norm needs a batch), explores on
+``sigmoid(output)`` and runs RMSprop on the numpy parameters.  Forward and gradient
+passes wrap those arrays with ``torch.from_numpy`` (float64) and run the conditional
+Algorithms 1 and 2 of :mod:`banditree.models.tel_function`.
+
+Learner options (``LearnerConfig.options``): ``gamma``, the smooth-step width,
+default :data:`DEFAULT_GAMMA` = 1.0 (the paper's worst-case setting for speed and the
+reference layer's default); ``height`` is the tree depth and ``n_trees`` the ensemble size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from banditree.learners.config import LearnerConfig
+from banditree.learners.factory import register_model
+from banditree.models.smooth_step import check_gamma
+from banditree.models.spec import ModelOutput, ModelSpec, Params, UpstreamFn
+from banditree.models.tel import INIT_BOUND, check_depth
+from banditree.models.tel_function import tree_ensemble
+from banditree.models.tree_ops import FloatArray
+
+DEFAULT_GAMMA = 1.0
+OPTIONS = ("gamma",)
+
+
+@dataclass(frozen=True)
+class FrozenTEL:
+    """One parameter version as float64 tensors (sharing memory with the numpy arrays)."""
+
+    node_weights: torch.Tensor  # (m, 2**d - 1, p)
+    leaf_weights: torch.Tensor  # (m, 2**d, k)
+
+
+class TELSpec(ModelSpec):
+    """``n_trees`` smooth-step soft trees of depth ``depth``, outputs summed.
+
+    Parameters ``W`` ``(m, 2**d - 1, p)`` (node hyperplanes, no bias; L1/L2 apply)
+    and ``O`` ``(m, 2**d, k)`` (leaf outputs).  Leaves start at
+    ``U(-0.01, 0.01) + output_bias / m`` so the summed output starts at the prior.
+
+    :meth:`forward` reports ``extras["reachable_leaves"]``: leaves the context
+    reached, averaged over the trees (1.0 = hard routing in every tree), and
+    ``extras["reachable_leaves_total"]``, the sum over the trees.
+    """
+
+    kind = "tel"
+    regularised = ("W",)
+
+    def __init__(
+        self,
+        n_features: int,
+        n_outputs: int,
+        depth: int = 6,
+        n_trees: int = 10,
+        gamma: float = DEFAULT_GAMMA,
+    ) -> None:
+        super().__init__(n_features, n_outputs)
+        self.depth = check_depth(depth)
+        if isinstance(n_trees, bool) or not isinstance(n_trees, int) or not 1 <= n_trees <= 256:
+            raise ValueError(f"n_trees must be an integer in [1, 256], got {n_trees!r}")
+        self.n_trees = n_trees
+        self.gamma = check_gamma(gamma)
+
+    def init_params(self, rng: np.random.Generator) -> Params:
+        m, n_int, n_leaves = self.n_trees, (1 << self.depth) - 1, 1 << self.depth
+        w = rng.uniform(-INIT_BOUND, INIT_BOUND, size=(m, n_int, self.n_features))
+        o = rng.uniform(-INIT_BOUND, INIT_BOUND, size=(m, n_leaves, self.n_outputs))
+        return {"W": w, "O": o + self.output_bias / m}
+
+    def freeze(self, params: Mapping[str, FloatArray]) -> FrozenTEL:
+        return FrozenTEL(
+            torch.from_numpy(np.ascontiguousarray(params["W"], dtype=np.float64)),
+            torch.from_numpy(np.ascontiguousarray(params["O"], dtype=np.float64)),
+        )
+
+    def _run(self, frozen: FrozenTEL, x: FloatArray) -> tuple[FloatArray, FloatArray]:
+        with torch.no_grad():
+            xt = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float64))
+            out, counts = tree_ensemble(xt, frozen.node_weights, frozen.leaf_weights, self.gamma)
+        return out.sum(dim=1).numpy(), counts.numpy()
+
+    def forward(self, frozen: FrozenTEL, x: FloatArray) -> ModelOutput:
+        out, counts = self._run(frozen, x[None, :])
+        total = float(counts[0])
+        return ModelOutput(
+            output=out[0],
+            extras={
+                "reachable_leaves": total / self.n_trees,
+                "reachable_leaves_total": total,
+            },
+        )
+
+    def forward_batch(self, frozen: FrozenTEL, x: FloatArray) -> FloatArray:
+        return self._run(frozen, x)[0]
+
+    def gradients(
+        self,
+        params: Mapping[str, FloatArray],
+        x: FloatArray,
+        upstream: UpstreamFn,
+        rng: np.random.Generator,
+    ) -> Params:
+        w = torch.from_numpy(np.array(params["W"], dtype=np.float64)).requires_grad_()
+        o = torch.from_numpy(np.array(params["O"], dtype=np.float64)).requires_grad_()
+        xt = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float64))[None, :]
+        out, _ = tree_ensemble(xt, w, o, self.gamma)
+        total = out.sum(dim=1)[0]  # (k,)
+        g = torch.from_numpy(np.asarray(upstream(total.detach().numpy()), dtype=np.float64))
+        grad_w, grad_o = torch.autograd.grad(total, (w, o), g)
+        return {"W": grad_w.numpy(), "O": grad_o.numpy()}
+
+    def export(self, frozen: FrozenTEL) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "n_trees": self.n_trees,
+            "depth": self.depth,
+            "gamma": self.gamma,
+            "node_weights": frozen.node_weights.tolist(),
+            "leaf_weights": frozen.leaf_weights.tolist(),
+        }
+
+    def to_config(self) -> dict[str, Any]:
+        return {
+            **super().to_config(),
+            "depth": self.depth,
+            "n_trees": self.n_trees,
+            "gamma": self.gamma,
+        }
+
+
+@register_model("tel")
+def build_tel(c: LearnerConfig) -> ModelSpec:
+    """TEL from a learner config: ``height`` is the depth, ``options["gamma"]`` the width."""
+    unknown = sorted(set(c.options) - set(OPTIONS))
+    if unknown:
+        raise ValueError(f"options: unknown key(s) {unknown} for kind tel; known: {list(OPTIONS)}")
+    gamma = c.options.get("gamma", DEFAULT_GAMMA)
+    if isinstance(gamma, bool) or not isinstance(gamma, int | float):
+        raise ValueError(f"options.gamma must be a number, got {gamma!r}")
+    try:
+        gamma = check_gamma(gamma)
+    except ValueError as err:
+        raise ValueError(f"options.{err}") from None
+    return TELSpec(c.n_features, c.n_outputs, c.resolved_height, c.n_trees, gamma)
