@@ -90,7 +90,7 @@ def _read_csv(path: Path, label: str | None) -> tuple[np.ndarray, np.ndarray]:
             f"--label {label!r} is not a column of {path.name} (columns: {list(frame.columns)[:8]}...)"
         )
     features = frame.drop(columns=[label])
-    non_numeric = [c for c in features.columns if not np.issubdtype(features[c].dtype, np.number)]
+    non_numeric = [c for c in features.columns if not pd.api.types.is_numeric_dtype(features[c])]
     if non_numeric:
         raise ValueError(f"{path.name}: feature columns must be numeric, not {non_numeric[:5]}")
     return features.to_numpy(dtype=np.float64), frame[label].to_numpy()

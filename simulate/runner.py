@@ -99,7 +99,7 @@ def run_stream(
     seed: int,
     concurrency: int = 1,
     log_decisions: bool = False,
-    on_rounds: Callable[[int], None] | None = None,
+    on_rounds: Callable[[int], object] | None = None,
 ) -> SeedTrace:
     """Replay ``order`` through ``agent``; with ``concurrency > 1`` rounds between two
     evaluation points run on that many threads (for agents behind HTTP)."""
