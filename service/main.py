@@ -107,5 +107,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
 
 def create_app_from_env() -> FastAPI:
-    """Factory for ``uvicorn --factory`` (settings from the environment)."""
+    """Factory for ``uvicorn --factory`` (settings from the environment).
+
+    A serving process answers many small requests concurrently, so torch's intra-op
+    thread pool only adds contention (a TEL round took ~100x longer with two threads on
+    a busy 2-core machine): each worker process uses one torch thread.
+    """
+    import torch
+
+    torch.set_num_threads(1)
     return create_app()
