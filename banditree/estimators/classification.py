@@ -1,9 +1,15 @@
-"""Eq. 8: importance-weighted gradient of the squared error of the sigmoid reward."""
+"""Eq. 8: importance-weighted gradient of the squared error of the sigmoid reward.
+
+With ``max_importance_weight`` set, the weight ``1 / p(y)`` is truncated at that value
+(truncated importance sampling): biased, but the rare explored actions of a large
+action set (``p = epsilon / K``, a weight of 87 for Letter's 26 classes) no longer
+swamp RMSprop's running second moment.  ``None`` is the paper's exact eq. 8.
+"""
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -15,24 +21,56 @@ if TYPE_CHECKING:  # records import the learners package, which imports estimato
 
 
 def classification_gradient(
-    logits: FloatArray, action: int, propensity: float, loss: float
+    logits: FloatArray,
+    action: int,
+    propensity: float,
+    loss: float,
+    max_importance_weight: float | None = None,
 ) -> FloatArray:
-    """``g = 2/p(y) (loss - (1 - s)) s (1 - s) e_y`` with ``s = sigmoid(logits[y])``.
+    """``g = 2 w (loss - (1 - s)) s (1 - s) e_y`` with ``s = sigmoid(logits[y])``.
 
-    This is the gradient of ``(s - reward)^2 / p(y)`` with ``reward = 1 - loss``.
+    ``w = 1 / p(y)`` (eq. 8: the gradient of ``(s - reward)^2 / p(y)`` with
+    ``reward = 1 - loss``), or ``min(1 / p(y), max_importance_weight)`` when a cap is given.
     """
+    weight = 1.0 / propensity
+    if max_importance_weight is not None:
+        weight = min(weight, max_importance_weight)
     s = 1.0 / (1.0 + math.exp(-float(logits[action])))
     g = np.zeros(logits.shape)
-    g[action] = 2.0 / propensity * (loss - (1.0 - s)) * s * (1.0 - s)
+    g[action] = 2.0 * weight * (loss - (1.0 - s)) * s * (1.0 - s)
     return g
 
 
 class ClassificationEstimator(Estimator):
-    """Bandit classification, eq. 8 (losses in ``[0, 1]``, reward = 1 - loss)."""
+    """Bandit classification, eq. 8 (losses in ``[0, 1]``, reward = 1 - loss).
+
+    Parameters
+    ----------
+    max_importance_weight
+        Truncate the importance weight ``1 / p(y)`` at this value (>= 1); ``None`` (the
+        default here) is the exact, unbiased eq. 8.  Learners built from a
+        :class:`~banditree.learners.LearnerConfig` use 3 by default.
+    """
 
     name = "classification"
     task = "classification"
 
+    def __init__(self, max_importance_weight: float | None = None) -> None:
+        if max_importance_weight is not None and not (
+            math.isfinite(max_importance_weight) and max_importance_weight >= 1.0
+        ):
+            raise ValueError(f"max_importance_weight must be >= 1, got {max_importance_weight}")
+        self.max_importance_weight = max_importance_weight
+
     def upstream(self, output: FloatArray, decision: Decision, feedback: Feedback) -> FloatArray:
         assert decision.action is not None and feedback.loss is not None
-        return classification_gradient(output, decision.action, decision.propensity, feedback.loss)
+        return classification_gradient(
+            output,
+            decision.action,
+            decision.propensity,
+            feedback.loss,
+            self.max_importance_weight,
+        )
+
+    def to_config(self) -> dict[str, Any]:
+        return {"estimator": self.name, "max_importance_weight": self.max_importance_weight}

@@ -48,6 +48,15 @@ class LearnerConfig(BaseModel):
     )
     delta: float = Field(0.5, gt=0.0, le=1e6, description="perturbation of one/two-point feedback")
     regression_loss: Literal["squared", "huber"] = "squared"
+    max_importance_weight: float | None = Field(
+        3.0,
+        ge=1.0,
+        le=1e6,
+        description=(
+            "classification: cap on eq. 8's importance weight 1/p (truncated importance "
+            "sampling); null = the paper's exact eq. 8"
+        ),
+    )
     learning_rate: float = Field(
         1e-2, gt=0.0, le=10.0, description="RMSprop step; 1e-2 beat the paper's 1e-3 in one pass"
     )

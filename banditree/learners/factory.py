@@ -74,7 +74,7 @@ def make_estimator(c: LearnerConfig) -> Estimator:
     if c.estimator == "full":
         return FullInformationEstimator(c.task, c.regression_loss)
     if c.task == "classification":
-        return ClassificationEstimator()
+        return ClassificationEstimator(c.max_importance_weight)
     if c.estimator == "two_point":
         return TwoPointEstimator(c.delta)
     return OnePointEstimator(c.delta)

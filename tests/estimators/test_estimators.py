@@ -163,3 +163,38 @@ def test_full_information_regression_matches_autograd(loss: str) -> None:
 def test_bad_delta_is_refused_with_the_bound(make: type, delta: float) -> None:
     with pytest.raises(ValueError, match="delta must be > 0"):
         make(delta)
+
+
+def test_truncated_importance_weight_caps_only_rare_actions() -> None:
+    """With a cap, eq. 8 uses min(1/p, cap): unchanged for likely actions, capped for rare ones."""
+    logits = np.array([0.4, -0.7, 1.1])
+    capped = ClassificationEstimator(max_importance_weight=3.0)
+    for propensity, weight in ((0.8, 1.0 / 0.8), (0.5, 2.0), (0.1, 3.0), (0.01, 3.0)):
+        d = Decision("e", (0.0,), 0, action=1, propensity=propensity)
+        got = capped.upstream(logits, d, Feedback(loss=1.0))
+        # the same gradient as eq. 8 played at propensity 1 / weight
+        want = classification_gradient(logits, 1, 1.0 / weight, 1.0)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
+    exact = ClassificationEstimator()
+    d = Decision("e", (0.0,), 0, action=1, propensity=0.01)
+    np.testing.assert_allclose(
+        exact.upstream(logits, d, Feedback(loss=1.0)),
+        classification_gradient(logits, 1, 0.01, 1.0),
+        rtol=1e-12,
+    )
+
+
+@pytest.mark.parametrize("cap", [0.5, 0.0, -1.0, float("nan"), float("inf")])
+def test_importance_weight_cap_below_one_is_refused(cap: float) -> None:
+    with pytest.raises(ValueError, match="max_importance_weight must be >= 1"):
+        ClassificationEstimator(max_importance_weight=cap)
+
+
+def test_learner_config_passes_the_cap_and_null_gives_exact_eq8() -> None:
+    from banditree.learners import build_learner
+
+    base = {"kind": "dgt", "n_features": 3, "n_actions": 4}
+    default = build_learner(base)
+    exact = build_learner({**base, "max_importance_weight": None})
+    assert default.estimator.max_importance_weight == 3.0  # type: ignore[attr-defined]
+    assert exact.estimator.max_importance_weight is None  # type: ignore[attr-defined]
