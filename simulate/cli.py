@@ -155,9 +155,9 @@ def simulate_command(
         typer.echo(f"notice: {notice}", err=True)
     figure = "test_accuracy" if report["task"] == "classification" else "test_rmse"
     for name, entry in report["learners"].items():
-        low, high = entry[f"{figure}_ci95"]
+        ci = ", ".join("n/a" if b is None else f"{b:.4f}" for b in entry[f"{figure}_ci95"])
         typer.echo(
-            f"{name:28s} {figure} {entry[figure]:.4f}  95% CI [{low}, {high}]  regret {entry['regret']:.4f}"
+            f"{name:28s} {figure} {entry[figure]:.4f}  95% CI [{ci}]  regret {entry['regret']:.4f}"
         )
     typer.echo(f"report: {Path(out) / 'report.json'}")
 

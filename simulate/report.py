@@ -35,10 +35,23 @@ def metric_names(task: str) -> tuple[str, str]:
     return "progressive_rmse", "test_rmse"
 
 
+#: the range each figure can take; a t-interval is clipped to it (an accuracy band
+#: never leaves [0, 1], an RMSE band never goes below 0)
+FIGURE_BOUNDS: dict[str, tuple[float, float]] = {
+    "progressive_accuracy": (0.0, 1.0),
+    "test_accuracy": (0.0, 1.0),
+    "progressive_rmse": (0.0, math.inf),
+    "test_rmse": (0.0, math.inf),
+    "progressive_mean_loss": (0.0, math.inf),
+    "rounds_per_second": (0.0, math.inf),
+}
+
+
 def _figure(out: dict[str, Any], name: str, per_seed: list[float]) -> None:
     mean, ci = summarise(per_seed)
+    lo, hi = FIGURE_BOUNDS.get(name, (-math.inf, math.inf))
     out[name] = mean
-    out[f"{name}_ci95"] = ci
+    out[f"{name}_ci95"] = [None if b is None else min(max(b, lo), hi) for b in ci]
 
 
 def _progressive(task: str, trace: SeedTrace) -> float:

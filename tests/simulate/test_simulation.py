@@ -160,3 +160,17 @@ def test_bad_options_name_the_option(
         setattr(options, key, value)
     with pytest.raises(ValueError, match=message):
         simulate(options)
+
+
+def test_intervals_are_clipped_to_the_figures_range() -> None:
+    """Few seeds give wide t-intervals; an accuracy band must still stay in [0, 1]."""
+    from simulate.report import _figure
+
+    out: dict[str, object] = {}
+    _figure(out, "test_accuracy", [0.2, 0.99])
+    assert out["test_accuracy_ci95"] == [0.0, 1.0]
+    _figure(out, "test_rmse", [0.1, 5.0])
+    low, high = out["test_rmse_ci95"]  # type: ignore[misc]
+    assert low == 0.0 and high > 5.0
+    _figure(out, "regret", [-0.5, 0.5])  # regret may be negative: not clipped
+    assert out["regret_ci95"][0] < -0.5  # type: ignore[index]
