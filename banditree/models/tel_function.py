@@ -104,20 +104,22 @@ def route_conditional(x: Tensor, node_weights: Tensor, gamma: float) -> Routing:
         z = sampled_dot(sample, column, x, w_level)  # (E,)
         s_left = smooth_step(z, gamma)
         go_left, go_right = s_left > 0, s_left < 1
-        frac = torch.nonzero(go_left & go_right).squeeze(1)
+        is_frac = go_left & go_right
+        frac = torch.nonzero(is_frac).squeeze(1)
         first = level_starts[-1]
         frac_column = column[frac]
         frac_row = (frac_column >> level) * n_internal + level_first + (frac_column & level_first)
         frac_parts.append((sample[frac], frac_row, frac_column, z[frac], link[frac]))
         level_starts.append(first + frac.numel())
-        ids = 2 * torch.arange(first, level_starts[-1], device=dev)
-        left_link, right_link = link.index_put((frac,), ids), link.index_put((frac,), ids + 1)
+        # a fractional node's children link to its slots 2 id (LEFT) and 2 id + 1 (RIGHT)
+        own_slot = torch.where(is_frac, 2 * (first - 1 + torch.cumsum(is_frac, 0)), link)
         keep = torch.nonzero(_interleave(go_left, go_right)).squeeze(1)
         parent, side = keep >> 1, keep & 1
         sample = sample[parent]
         column = 2 * column[parent] + side
-        link = _interleave(left_link, right_link)[keep]
-        prob = _interleave(prob * s_left, prob * (1 - s_left))[keep]
+        link = torch.where(is_frac[parent], own_slot[parent] + side, link[parent])
+        s_parent = s_left[parent]
+        prob = prob[parent] * torch.where(side.bool(), 1 - s_parent, s_parent)
     n_frac = level_starts[-1]
     frac_sample, frac_row, frac_level_column, frac_z, frac_link = (
         torch.cat(parts) for parts in zip(*frac_parts, strict=True)
