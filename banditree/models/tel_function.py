@@ -28,6 +28,7 @@ import torch
 from torch import Tensor
 
 from banditree.models.smooth_step import smooth_step, smooth_step_derivative
+from banditree.models.tel_sparse import pair_matmul, pair_matmul_transposed, sampled_dot
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,8 @@ class Routing:
     ``U`` reachable (sample, tree, leaf) triples and ``F`` fractional (sample, tree,
     node) triples; fractional ids ``0 .. F-1`` are in level order, level ``l`` holding
     ids ``level_starts[l] .. level_starts[l + 1] - 1``.  Link slot ``2 F`` means "no
-    fractional ancestor".
+    fractional ancestor".  Both lists are sample-major (sorted by sample, then tree,
+    then node), which the sparse kernels of :mod:`~banditree.models.tel_sparse` need.
     """
 
     leaf_sample: Tensor  # (U,) sample index
@@ -47,6 +49,7 @@ class Routing:
     leaf_link: Tensor  # (U,) slot of the closest fractional ancestor
     frac_sample: Tensor  # (F,)
     frac_row: Tensor  # (F,) tree * (2**d - 1) + node: row of the flattened node weights
+    frac_level_column: Tensor  # (F,) tree * 2**l + (node - 2**l + 1): row within its level
     frac_z: Tensor  # (F,) <w_i, x>, inside the fractional region
     frac_link: Tensor  # (F,) slot of the closest fractional ancestor
     level_starts: tuple[int, ...]  # (d + 1,)
@@ -70,54 +73,67 @@ def depth_of(node_weights: Tensor) -> int:
     return depth
 
 
+def _interleave(left: Tensor, right: Tensor) -> Tensor:
+    """``[left[0], right[0], left[1], right[1], ...]``: children stay sample-major."""
+    return torch.stack((left, right), 1).reshape(-1)
+
+
 def route_conditional(x: Tensor, node_weights: Tensor, gamma: float) -> Routing:
     """Algorithm 1 for a batch: visit only reachable nodes, level by level.
+
+    The reachable triples of a level are a sample-major list of (sample, column)
+    pairs, column ``tree * 2**l + position in the level``; their ``<w_i, x>`` is one
+    sampled product (:func:`~banditree.models.tel_sparse.sampled_dot`), and the
+    children of column ``c`` are columns ``2c`` (LEFT) and ``2c + 1`` (RIGHT).
 
     Shape: ``x`` ``(B, p)``, ``node_weights`` ``(m, 2**d - 1, p)``.
     """
     n_trees, n_internal, p = node_weights.shape
     depth = depth_of(node_weights)
     batch = x.shape[0]
-    w_flat = node_weights.reshape(n_trees * n_internal, p)
     dev = x.device
-    # one row per reachable triple: (sample, tree, node, link); link -1 = none yet
     sample = torch.arange(batch, device=dev).repeat_interleave(n_trees)
-    tree = torch.arange(n_trees, device=dev).repeat(batch)
-    state = torch.stack((sample, tree, torch.zeros_like(sample), torch.full_like(sample, -1)), 1)
+    column = torch.arange(n_trees, device=dev).repeat(batch)
+    link = torch.full_like(sample, -1)  # closest fractional ancestor's slot; -1 = none yet
     prob = x.new_ones(batch * n_trees)
-    frac_parts: list[tuple[Tensor, Tensor, Tensor, Tensor]] = []
+    frac_parts: list[tuple[Tensor, Tensor, Tensor, Tensor, Tensor]] = []
     level_starts = [0]
-    for _ in range(depth):
-        row = state[:, 1] * n_internal + state[:, 2]
-        z = (x.index_select(0, state[:, 0]) * w_flat.index_select(0, row)).sum(1)  # (E,)
+    for level in range(depth):
+        level_first = (1 << level) - 1
+        w_level = node_weights[:, level_first : 2 * level_first + 1].reshape(-1, p)
+        z = sampled_dot(sample, column, x, w_level)  # (E,)
         s_left = smooth_step(z, gamma)
         go_left, go_right = s_left > 0, s_left < 1
-        frac = torch.nonzero(go_left & go_right).squeeze(1)
+        is_frac = go_left & go_right
+        frac = torch.nonzero(is_frac).squeeze(1)
         first = level_starts[-1]
-        frac_parts.append((state[frac, 0], row[frac], z[frac], state[frac, 3]))
+        frac_column = column[frac]
+        frac_row = (frac_column >> level) * n_internal + level_first + (frac_column & level_first)
+        frac_parts.append((sample[frac], frac_row, frac_column, z[frac], link[frac]))
         level_starts.append(first + frac.numel())
-        ids = torch.arange(first, level_starts[-1], device=dev)
-        left, right = state.clone(), state.clone()
-        left[:, 2] = 2 * state[:, 2] + 1
-        right[:, 2] = 2 * state[:, 2] + 2
-        left[frac, 3] = 2 * ids
-        right[frac, 3] = 2 * ids + 1
-        keep = torch.nonzero(torch.cat((go_left, go_right))).squeeze(1)
-        state = torch.cat((left, right)).index_select(0, keep)
-        prob = torch.cat((prob * s_left, prob * (1 - s_left))).index_select(0, keep)
+        # a fractional node's children link to its slots 2 id (LEFT) and 2 id + 1 (RIGHT)
+        own_slot = torch.where(is_frac, 2 * (first - 1 + torch.cumsum(is_frac, 0)), link)
+        keep = torch.nonzero(_interleave(go_left, go_right)).squeeze(1)
+        parent, side = keep >> 1, keep & 1
+        sample = sample[parent]
+        column = 2 * column[parent] + side
+        link = torch.where(is_frac[parent], own_slot[parent] + side, link[parent])
+        s_parent = s_left[parent]
+        prob = prob[parent] * torch.where(side.bool(), 1 - s_parent, s_parent)
     n_frac = level_starts[-1]
-    frac_sample, frac_row, frac_z, frac_link = (
+    frac_sample, frac_row, frac_level_column, frac_z, frac_link = (
         torch.cat(parts) for parts in zip(*frac_parts, strict=True)
     )
     none = 2 * n_frac
     return Routing(
-        leaf_sample=state[:, 0],
-        leaf_column=state[:, 0] * n_trees + state[:, 1],
-        leaf_row=state[:, 1] * (1 << depth) + state[:, 2] - n_internal,
+        leaf_sample=sample,
+        leaf_column=sample * n_trees + (column >> depth),
+        leaf_row=column,
         leaf_prob=prob,
-        leaf_link=torch.where(state[:, 3] < 0, none, state[:, 3]),
+        leaf_link=torch.where(link < 0, none, link),
         frac_sample=frac_sample,
         frac_row=frac_row,
+        frac_level_column=frac_level_column,
         frac_z=frac_z,
         frac_link=torch.where(frac_link < 0, none, frac_link),
         level_starts=tuple(level_starts),
@@ -127,9 +143,13 @@ def route_conditional(x: Tensor, node_weights: Tensor, gamma: float) -> Routing:
 def output_conditional(routing: Routing, leaf_weights: Tensor, batch: int) -> Tensor:
     """Per-tree outputs ``sum_{l reachable} P(x -> l) o_l``: ``(B, m, k)``."""
     n_trees, n_leaves, k = leaf_weights.shape
-    rows = leaf_weights.reshape(n_trees * n_leaves, k).index_select(0, routing.leaf_row)
-    out = leaf_weights.new_zeros(batch * n_trees, k)
-    _accumulate(out, routing.leaf_column, routing.leaf_prob[:, None] * rows)
+    out = pair_matmul(
+        routing.leaf_column,
+        routing.leaf_row,
+        routing.leaf_prob,
+        leaf_weights.reshape(n_trees * n_leaves, k),
+        batch * n_trees,
+    )
     return out.reshape(batch, n_trees, k)
 
 
@@ -148,11 +168,13 @@ def backward_conditional(
     """
     n_trees, n_internal, p = node_weights.shape
     n_leaves, k = leaf_weights.shape[1:]
-    g_rows = grad_out.reshape(-1, k).index_select(0, routing.leaf_column)  # (U, k) dL/dT
-    o_rows = leaf_weights.reshape(-1, k).index_select(0, routing.leaf_row)  # (U, k)
-    grad_leaf = leaf_weights.new_zeros(n_trees * n_leaves, k)
-    _accumulate(grad_leaf, routing.leaf_row, routing.leaf_prob[:, None] * g_rows)
-    g_leaf = routing.leaf_prob * (g_rows * o_rows).sum(1)  # (U,) g(l)
+    g_flat = grad_out.reshape(-1, k)  # (B * m, k) dL/dT
+    o_flat = leaf_weights.reshape(-1, k)
+    grad_leaf = pair_matmul_transposed(
+        routing.leaf_column, routing.leaf_row, routing.leaf_prob, g_flat, n_trees * n_leaves
+    )
+    # g(l) = P(x -> l) <dL/dT, o_l>
+    g_leaf = routing.leaf_prob * sampled_dot(routing.leaf_column, routing.leaf_row, g_flat, o_flat)
     starts = routing.level_starts
     n_frac = starts[-1]
     # sum_g of the left / right child of every fractional node; the last slot is "none"
@@ -166,13 +188,20 @@ def backward_conditional(
     s_left = smooth_step(routing.frac_z, gamma)
     ds = smooth_step_derivative(routing.frac_z, gamma)
     coef = ds * (pairs[:, 0] / s_left - pairs[:, 1] / (1 - s_left))  # (F,) mu1 a - mu2 b
-    w_flat = node_weights.reshape(n_trees * n_internal, p)
     grad_x = torch.zeros_like(x)
-    _accumulate(
-        grad_x, routing.frac_sample, coef[:, None] * w_flat.index_select(0, routing.frac_row)
+    for level in range(len(starts) - 1):  # per level: fractional triples are sample-major
+        lo, hi = starts[level], starts[level + 1]
+        w_level = node_weights[:, (1 << level) - 1 : (2 << level) - 1].reshape(-1, p)
+        grad_x += pair_matmul(
+            routing.frac_sample[lo:hi],
+            routing.frac_level_column[lo:hi],
+            coef[lo:hi],
+            w_level,
+            x.shape[0],
+        )
+    grad_w = pair_matmul_transposed(
+        routing.frac_sample, routing.frac_row, coef, x, n_trees * n_internal
     )
-    grad_w = node_weights.new_zeros(n_trees * n_internal, p)
-    _accumulate(grad_w, routing.frac_row, coef[:, None] * x.index_select(0, routing.frac_sample))
     return (
         grad_x,
         grad_w.reshape(n_trees, n_internal, p),
