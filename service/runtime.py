@@ -11,13 +11,14 @@ accepted before it was asked for.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+import orjson
 
 from banditree.learners import Decision, Feedback, InvalidInput, Learner
 from banditree.persistence import CorruptCheckpoint, dumps, loads
@@ -66,6 +67,16 @@ def _json_default(value: Any) -> Any:
     if hasattr(value, "item"):
         return value.item()
     raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
+#: numpy scalars (a leaf index, TEL extras) serialise as plain JSON numbers
+_DUMPS_OPTIONS = orjson.OPT_SERIALIZE_NUMPY
+
+
+def pending_payload(uid: str, decision: Decision) -> str:
+    """The stored form of a pending decision (compact JSON; read back by ``_decision``)."""
+    data = {"uid": uid, "decision": vars(decision)}
+    return orjson.dumps(data, default=_json_default, option=_DUMPS_OPTIONS).decode()
 
 
 class ModelRuntime:
@@ -160,13 +171,7 @@ class ModelRuntime:
         """Decide for every context and store the decisions as pending events."""
         started = time.perf_counter()
         decisions = [self.learner.act(c, event_id=secrets.token_hex(12)) for c in contexts]
-        events = [
-            (
-                d.event_id,
-                json.dumps({"uid": self.uid, "decision": vars(d)}, default=_json_default),
-            )
-            for d in decisions
-        ]
+        events = [(d.event_id, pending_payload(self.uid, d)) for d in decisions]
         try:
             await self.store.put_events(
                 self.name, events, now=time.time(), ttl_seconds=self.policy.event_ttl_seconds
@@ -194,7 +199,7 @@ class ModelRuntime:
         return ServiceError(status, f"event_id {event_id!r} {text}", "event_id")
 
     def _decision(self, payload: str | None) -> Decision | None:
-        data = json.loads(payload or "{}")
+        data = orjson.loads(payload or "{}")
         if data.get("uid") != self.uid:
             return None  # an event of a deleted model of the same name
         return Decision.from_dict(data["decision"])

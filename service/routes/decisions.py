@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 
 from banditree.learners import Decision, Feedback
 from service.deps import ModelName
@@ -40,7 +41,7 @@ def decision_public(d: Decision) -> dict[str, Any]:
     responses={200: {"model": DecisionPublic | DecisionBatchPublic}},
     response_class=JSONResponse,
 )
-async def predict(name: ModelName, body: PredictCreate, request: Request) -> JSONResponse:
+async def predict(name: ModelName, body: PredictCreate, request: Request) -> Response:
     """Decide for one ``context`` (one decision) or a batch of ``contexts`` (``decisions``)."""
     settings: Settings = request.app.state.settings
     registry: ModelRegistry = request.app.state.registry
@@ -53,8 +54,11 @@ async def predict(name: ModelName, body: PredictCreate, request: Request) -> JSO
     contexts = [body.context] if body.context is not None else body.contexts or []
     decisions = await runtime.predict(contexts)
     if body.context is not None:
-        return JSONResponse(decision_public(decisions[0]))
-    return JSONResponse({"decisions": [decision_public(d) for d in decisions]})
+        content = decision_public(decisions[0])
+    else:
+        content = {"decisions": [decision_public(d) for d in decisions]}
+    # the same compact JSON as JSONResponse, encoded by orjson (a fraction of the time)
+    return Response(orjson.dumps(content), media_type="application/json")
 
 
 @router.post("/{name}/feedback")

@@ -7,8 +7,10 @@ by every server, so expiry needs no keyspace notifications), ``ckpt:<name>`` (ha
 sequence -> safetensors bytes), ``ckpts:<name>`` (sorted set of checkpoint infos by
 sequence), ``ckptseq:<name>`` (sequence counter).
 
-A claim is one Lua script (read, delete, tombstone), so an event is taken exactly
-once even when several servers share the Redis.  A checkpoint save and its
+Storing a batch of events is one Lua script (the values and their deadlines, one
+command and one reply per predict: a MULTI/EXEC pipeline costs the client several
+times the CPU).  A claim is one Lua script (read, delete, tombstone), so an event is
+taken exactly once even when several servers share the Redis.  A checkpoint save and its
 retention trim are one MULTI/EXEC transaction guarded by WATCH.
 """
 
@@ -21,6 +23,15 @@ from redis.asyncio import Redis
 from redis.exceptions import WatchError
 
 from service.store.base import CheckpointInfo, EventLookup, Store, tombstone_seconds
+
+_PUT = """
+local n = #KEYS - 1
+for i = 1, n do
+  redis.call('SET', KEYS[i + 1], ARGV[i + 2], 'PX', ARGV[2])
+  redis.call('ZADD', KEYS[1], ARGV[1], ARGV[n + i + 2])
+end
+return n
+"""
 
 _CLAIM = """
 local v = redis.call('GET', KEYS[1])
@@ -69,6 +80,7 @@ class RedisStore(Store):
         self.client = client
         self.prefix = prefix
         self._claim = client.register_script(_CLAIM)
+        self._put = client.register_script(_PUT)
 
     @classmethod
     def from_url(cls, url: str, *, prefix: str = "banditree:") -> RedisStore:
@@ -113,12 +125,15 @@ class RedisStore(Store):
         deadline = now + ttl_seconds
         keep_until = deadline + tombstone_seconds(ttl_seconds)
         expire_ms = int((keep_until - now) * 1000)
-        async with self.client.pipeline(transaction=True) as pipe:
-            for event_id, payload in events:
-                value = f"{deadline!r}|{keep_until!r}|{payload}"
-                pipe.set(self._key("ev", name, event_id), value.encode(), px=expire_ms)
-            pipe.zadd(self._key("due", name), {event_id: deadline for event_id, _ in events})
-            await pipe.execute()
+        if not events:
+            return
+        head = f"{deadline!r}|{keep_until!r}|"
+        keys = [self._key("due", name)]
+        keys.extend(self._key("ev", name, event_id) for event_id, _ in events)
+        args: list[str | int] = [repr(deadline), expire_ms]
+        args.extend(head + payload for _, payload in events)
+        args.extend(event_id for event_id, _ in events)
+        await self._put(keys=keys, args=args)
 
     async def peek_event(self, name: str, event_id: str, *, now: float) -> EventLookup:
         async with self.client.pipeline(transaction=False) as pipe:
