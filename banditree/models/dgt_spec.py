@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -14,22 +13,6 @@ from banditree.models.dgt import effective_weights_np
 from banditree.models.frozen import FrozenTree
 from banditree.models.spec import ModelOutput, ModelSpec, Params, UpstreamFn
 from banditree.models.tree_ops import FloatArray, check_height, path_scores
-
-
-@dataclass(frozen=True)
-class ServingTree(FrozenTree):
-    """A :class:`FrozenTree` that also keeps its node weights and biases contiguous.
-
-    Routing one example is then a single contiguous mat-vec (the decision hot path).
-    """
-
-    node_weights: FloatArray = field(init=False, repr=False, compare=False)
-    node_bias: FloatArray = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        object.__setattr__(self, "node_weights", np.ascontiguousarray(self.weights[:, :-1]))
-        object.__setattr__(self, "node_bias", np.ascontiguousarray(self.weights[:, -1]))
 
 
 class DGTSpec(ModelSpec):
@@ -65,21 +48,12 @@ class DGTSpec(ModelSpec):
     def layers(self, params: Mapping[str, FloatArray]) -> list[FloatArray]:
         return [params[name] for name in self._layer_names]
 
-    def freeze(self, params: Mapping[str, FloatArray]) -> ServingTree:
-        return ServingTree(weights=effective_weights_np(self.layers(params)), theta=params["theta"])
+    def freeze(self, params: Mapping[str, FloatArray]) -> FrozenTree:
+        return FrozenTree(weights=effective_weights_np(self.layers(params)), theta=params["theta"])
 
     def forward(self, frozen: FrozenTree, x: FloatArray) -> ModelOutput:
-        # one (2**h - 1) x d mat-vec and a walk over h Python floats: faster than h
-        # separate dot products on the hot path, and the same tie rule (right iff a > 0)
-        if isinstance(frozen, ServingTree):
-            a = (frozen.node_weights @ x + frozen.node_bias).tolist()
-        else:
-            a = (frozen.weights[:, :-1] @ x + frozen.weights[:, -1]).tolist()
-        node = 0
-        for _ in range(self.height):
-            node = 2 * node + (2 if a[node] > 0.0 else 1)
-        leaf = node - len(a)
-        return ModelOutput(output=frozen.theta[leaf], leaf=leaf)
+        leaf, row = frozen.predict_one(x)
+        return ModelOutput(output=row, leaf=leaf)
 
     def forward_batch(self, frozen: FrozenTree, x: FloatArray) -> FloatArray:
         return frozen.predict(x)

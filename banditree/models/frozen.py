@@ -57,7 +57,7 @@ class FrozenTree:
         return int(self.theta.shape[1])
 
     def leaf(self, x: FloatArray) -> int:
-        """Leaf index for one example ``(d,)`` (same rule as :func:`~banditree.models.tree_ops.route`)."""
+        """Leaf index for one example ``(d,)``: ``h`` dot products, RIGHT when ``> 0``."""
         rows, bias = self._node_rows, self._node_bias
         node = 0
         for _ in self._levels:

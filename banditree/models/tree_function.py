@@ -23,7 +23,10 @@ def path_scores_t(sign: Tensor, height: int) -> Tensor:
 
 
 def path_scores_adjoint_t(dq: Tensor, height: int) -> Tensor:
-    """Torch twin of :func:`banditree.models.tree_ops.path_scores_adjoint`."""
+    """Adjoint of :func:`path_scores_t`: ``d loss / d sign`` from ``d loss / d q``.
+
+    Shape: ``(..., 2**h)`` -> ``(..., 2**h - 1)``.
+    """
     lead = dq.shape[:-1]
     parts = []
     acc = dq

@@ -10,9 +10,9 @@ Conventions (``docs``: algorithms section 1), used everywhere in the project:
   ancestor, ``-1`` when in the left one.
 
 The path score of leaf ``l`` is ``q_l = sum_i sign(a_{I(i,l)}) S(i,l)``; the reached
-leaf is the unique leaf with ``q_l = h``.  Path scores and their adjoints are
-computed level by level in ``O(2**h)`` per example, without materialising the
-``2**h x (2**h - 1)`` path matrix.
+leaf is the unique leaf with ``q_l = h``.  :func:`path_scores` computes them level
+by level in ``O(2**h)`` per example; the bandit gradients build the dense path
+matrix from it once per height (:func:`banditree.models.dgt_spec.path_matrix`).
 """
 
 from __future__ import annotations
@@ -51,33 +51,6 @@ def path_scores(sign: FloatArray, height: int) -> FloatArray:
     return q
 
 
-def path_scores_adjoint(dq: FloatArray, height: int) -> FloatArray:
-    """Adjoint of :func:`path_scores`: ``d loss / d sign`` from ``d loss / d q``.
-
-    Shape: ``(..., 2**h)`` -> ``(..., 2**h - 1)``.
-    """
-    lead = dq.shape[:-1]
-    out = np.empty((*lead, (1 << height) - 1))
-    acc = dq
-    for depth in range(height - 1, -1, -1):
-        pairs = acc.reshape(*lead, 1 << depth, 2)
-        out[..., (1 << depth) - 1 : (1 << (depth + 1)) - 1] = pairs[..., 1] - pairs[..., 0]
-        acc = pairs.sum(axis=-1)
-    return out
-
-
-def route(weights: FloatArray, x: FloatArray, height: int, bias: FloatArray) -> int:
-    """Leaf reached by one example ``(d,)`` with ``h`` dot products.
-
-    ``weights`` ``(2**h - 1, d)`` and ``bias`` ``(2**h - 1,)`` are the effective node
-    parameters.
-    """
-    node = 0
-    for _ in range(height):
-        node = 2 * node + (2 if float(weights[node] @ x) + float(bias[node]) > 0.0 else 1)
-    return node - ((1 << height) - 1)
-
-
 def route_batch(weights: FloatArray, x: FloatArray, height: int, bias: FloatArray) -> IntArray:
     """Leaves reached by a batch ``(B, d)``: one gathered dot product per level."""
     node = np.zeros(x.shape[0], dtype=np.int64)
@@ -95,23 +68,3 @@ def leaf_from_activations(a: FloatArray, height: int) -> IntArray:
         go_right = np.take_along_axis(a, node[..., None], axis=-1)[..., 0] > 0.0
         node = 2 * node + np.where(go_right, 2, 1)
     return node - ((1 << height) - 1)
-
-
-def activation_gradient(
-    a: FloatArray, theta: FloatArray, upstream: FloatArray, height: int
-) -> FloatArray:
-    """``d loss / d a`` of the soft surrogate of Algorithm 2 (lines 7-13).
-
-    ``f_soft = sum_l softmax(q)_l theta_l`` with the straight-through estimator
-    ``d sign(a) / d a = 1{|a| <= 1}``.
-
-    Shape: ``a`` ``(..., n_int)``, ``theta`` ``(n_leaves, K)``, ``upstream`` ``(..., K)``
-    (``d loss / d f``) -> ``(..., n_int)``.
-    """
-    q = path_scores(quantised_sign(a), height)
-    q = q - q.max(axis=-1, keepdims=True)
-    p = np.exp(q)
-    p /= p.sum(axis=-1, keepdims=True)  # softmax over leaves
-    u = upstream @ theta.T  # (..., n_leaves): theta_l . g
-    dq = p * (u - (p * u).sum(axis=-1, keepdims=True))
-    return path_scores_adjoint(dq, height) * (np.abs(a) <= 1.0)
