@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from banditree.models.dgt_spec import DGTSpec, dgt_gradients, dgt_gradients_batch
+from banditree.models.dgt_spec import DGTSpec, dgt_gradients_batch
 from banditree.models.frozen import FrozenTree
 from banditree.models.spec import ModelOutput, ModelSpec, Params, UpstreamFn
 from banditree.models.tree_ops import FloatArray
@@ -84,13 +84,7 @@ class DGTForestSpec(ModelSpec):
         upstream: UpstreamFn,
         rng: np.random.Generator,
     ) -> Params:
-        weights = rng.poisson(1.0, size=self.n_trees)
-        grads: Params = {}
-        for i in np.flatnonzero(weights):
-            tree = self._tree_params(params, int(i))
-            g = dgt_gradients(self.tree.layers(tree), tree["theta"], x, upstream, self.tree.height)
-            grads.update({f"t{i}.{k}": float(weights[i]) * v for k, v in g.items()})
-        return grads
+        return self.gradients_batch(params, x[None, :], [upstream], rng)
 
     def gradients_batch(
         self,

@@ -42,9 +42,7 @@ class LinearSpec(ModelSpec):
         upstream: UpstreamFn,
         rng: np.random.Generator,
     ) -> Params:
-        x1 = np.append(x, 1.0)
-        g = upstream(params["W"] @ x1)
-        return {"W": np.outer(g, x1)}
+        return self.gradients_batch(params, x[None, :], [upstream], rng)
 
     def gradients_batch(
         self,
