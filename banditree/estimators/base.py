@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from banditree.models.tree_ops import FloatArray
 
@@ -30,6 +30,3 @@ class Estimator(ABC):
         """Raise ``ValueError`` when the feedback does not fit this estimator."""
         if feedback.loss is None:
             raise ValueError(f"{self.name} feedback needs a single 'loss'")
-
-    def to_config(self) -> dict[str, Any]:
-        return {"estimator": self.name}

@@ -9,7 +9,7 @@ swamp RMSprop's running second moment.  ``None`` is the paper's exact eq. 8.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -71,6 +71,3 @@ class ClassificationEstimator(Estimator):
             feedback.loss,
             self.max_importance_weight,
         )
-
-    def to_config(self) -> dict[str, Any]:
-        return {"estimator": self.name, "max_importance_weight": self.max_importance_weight}

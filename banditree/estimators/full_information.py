@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -51,6 +51,3 @@ class FullInformationEstimator(Estimator):
         if self.loss == "squared":
             return np.array([2.0 * r])
         return np.array([float(np.clip(r, -self.huber_delta, self.huber_delta))])
-
-    def to_config(self) -> dict[str, Any]:
-        return {"estimator": self.name, "loss": self.loss, "huber_delta": self.huber_delta}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -32,6 +32,3 @@ class OnePointEstimator(Estimator):
     def upstream(self, output: FloatArray, decision: Decision, feedback: Feedback) -> FloatArray:
         assert feedback.loss is not None
         return np.array([feedback.loss * decision.perturbation / self.delta])
-
-    def to_config(self) -> dict[str, Any]:
-        return {"estimator": self.name, "delta": self.delta}

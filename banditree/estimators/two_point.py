@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -35,6 +35,3 @@ class TwoPointEstimator(Estimator):
         assert feedback.losses is not None
         l_plus, l_minus = feedback.losses
         return np.array([(l_plus - l_minus) / (2.0 * self.delta)])
-
-    def to_config(self) -> dict[str, Any]:
-        return {"estimator": self.name, "delta": self.delta}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from itertools import accumulate
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from banditree.models.tree_ops import FloatArray
 
@@ -24,8 +24,6 @@ class Explorer(Protocol):
     def min_probability_factor(self) -> float:
         """``c`` such that every action gets at least ``c / K`` (0 when nothing is promised)."""
         ...
-
-    def to_config(self) -> dict[str, Any]: ...
 
 
 def event_uniforms(seed: int, event_id: str) -> tuple[float, float]:

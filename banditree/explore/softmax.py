@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -43,6 +42,3 @@ class Softmax:
     @property
     def min_probability_factor(self) -> float:
         return 0.0
-
-    def to_config(self) -> dict[str, Any]:
-        return {"explorer": self.name, "parameter": self.temperature}

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -45,6 +44,3 @@ class SquareCB:
     @property
     def min_probability_factor(self) -> float:
         return 0.0
-
-    def to_config(self) -> dict[str, Any]:
-        return {"explorer": self.name, "parameter": self.gamma}

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 
@@ -71,14 +70,4 @@ class RMSprop:
         prefix = "square_avg."
         self._square_avg = {
             k[len(prefix) :]: np.array(v) for k, v in tensors.items() if k.startswith(prefix)
-        }
-
-    def to_config(self) -> dict[str, Any]:
-        return {
-            "optimizer": "rmsprop",
-            "learning_rate": self.lr,
-            "alpha": self.alpha,
-            "eps": self.eps,
-            "l1": self.l1,
-            "l2": self.l2,
         }
