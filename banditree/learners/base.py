@@ -25,6 +25,12 @@ class Learner(ABC):
     task: str
     n_features: int
     n_actions: int
+    seed: int
+    _config: dict[str, Any]
+    #: bookkeeping shared by every learner (see :meth:`_count_feedback`, :attr:`counters`)
+    _n_decisions: int = 0
+    _n_learned: int = 0
+    _loss_sum: float = 0.0
 
     @abstractmethod
     def act(self, context: Sequence[float] | FloatArray, event_id: str | None = None) -> Decision:
@@ -52,10 +58,6 @@ class Learner(ABC):
         """Number of parameter updates applied so far."""
 
     @abstractmethod
-    def config(self) -> dict[str, Any]:
-        """The JSON-ready configuration :func:`banditree.learners.build_learner` rebuilds from."""
-
-    @abstractmethod
     def state(self) -> tuple[Tensors, dict[str, Any]]:
         """Tensors and JSON metadata that restore this learner exactly."""
 
@@ -67,6 +69,44 @@ class Learner(ABC):
         """The served model as JSON (the hard tree for tree models)."""
         return {"kind": "none"}
 
+    def config(self) -> dict[str, Any]:
+        """The JSON-ready configuration :func:`banditree.learners.build_learner` rebuilds from."""
+        return dict(self._config)
+
+    # -- bookkeeping shared by every learner ----------------------------------------
+    def _next_event_id(self, event_id: str | None) -> str:
+        """``event_id``, or a deterministic one from the seed and the decision count."""
+        if event_id is None:
+            event_id = f"{self.seed:x}-{self._n_decisions:x}"
+        self._n_decisions += 1
+        return event_id
+
+    def _count_feedback(self, feedback: Feedback) -> None:
+        """Count learned feedback and its loss (the mean of a two-point pair)."""
+        self._n_learned += 1
+        if feedback.loss is not None:
+            self._loss_sum += feedback.loss
+        elif feedback.losses is not None:
+            self._loss_sum += 0.5 * (feedback.losses[0] + feedback.losses[1])
+
     @property
     def counters(self) -> dict[str, float]:
-        return {}
+        n = self._n_learned
+        return {
+            "decisions": self._n_decisions,
+            "feedback": n,
+            "updates": self.version,
+            "progressive_mean_loss": self._loss_sum / n if n else float("nan"),
+        }
+
+    def _counter_state(self) -> dict[str, Any]:
+        return {
+            "n_decisions": self._n_decisions,
+            "n_learned": self._n_learned,
+            "loss_sum": self._loss_sum,
+        }
+
+    def _load_counter_state(self, meta: dict[str, Any]) -> None:
+        self._n_decisions = int(meta["n_decisions"])
+        self._n_learned = int(meta["n_learned"])
+        self._loss_sum = float(meta["loss_sum"])

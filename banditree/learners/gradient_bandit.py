@@ -117,10 +117,6 @@ class GradientBandit(Learner):
         self._accum_finite = True
         self._buffer: list[tuple[FloatArray, Decision, Feedback]] = []
         self._pending = 0
-        self._version = 0
-        self._n_decisions = 0
-        self._n_learned = 0
-        self._loss_sum = 0.0
         self._snapshot = self._make_snapshot(0)
 
     # -- serving ---------------------------------------------------------------------
@@ -140,16 +136,11 @@ class GradientBandit(Learner):
     def version(self) -> int:
         return self._snapshot.version
 
-    def _next_event_id(self) -> str:
-        return f"{self.seed:x}-{self._n_decisions:x}"
-
     def act(self, context: Sequence[float] | FloatArray, event_id: str | None = None) -> Decision:
         x = as_context(context, self.n_features)
         snap = self._snapshot
         out = self.model.forward(snap.frozen, (x - snap.mean) * snap.inv_scale)
-        if event_id is None:
-            event_id = self._next_event_id()
-        self._n_decisions += 1
+        event_id = self._next_event_id(event_id)
         u_action, u_sign = event_uniforms(self.seed, event_id)
         if self.task == "classification":
             assert self.explorer is not None
@@ -245,11 +236,7 @@ class GradientBandit(Learner):
             self._standardizer.update(x)
         self._buffer.append((x, decision, feedback))
         self._pending += 1
-        self._n_learned += 1
-        if feedback.loss is not None:
-            self._loss_sum += feedback.loss
-        elif feedback.losses is not None:
-            self._loss_sum += 0.5 * (feedback.losses[0] + feedback.losses[1])
+        self._count_feedback(feedback)
         if self._pending < self.accumulate:
             if len(self._buffer) >= _MAX_BUFFERED:
                 self._flush()
@@ -289,25 +276,12 @@ class GradientBandit(Learner):
                 acc += g
 
     # -- introspection and state -----------------------------------------------------
-    @property
-    def counters(self) -> dict[str, float]:
-        n = self._n_learned
-        return {
-            "decisions": self._n_decisions,
-            "feedback": n,
-            "updates": self._snapshot.version,
-            "progressive_mean_loss": self._loss_sum / n if n else float("nan"),
-        }
-
     def parameters(self) -> Params:
         """A copy of the current parameters."""
         return {k: v.copy() for k, v in self._params.items()}
 
     def export_model(self) -> dict[str, Any]:
         return self.model.export(self._snapshot.frozen)
-
-    def config(self) -> dict[str, Any]:
-        return dict(self._config)
 
     def state(self) -> tuple[Tensors, dict[str, Any]]:
         tensors: Tensors = {f"param.{k}": v for k, v in self._params.items()}
@@ -322,9 +296,7 @@ class GradientBandit(Learner):
             "config": self.config(),
             "version": self._snapshot.version,
             "pending": self._pending,
-            "n_decisions": self._n_decisions,
-            "n_learned": self._n_learned,
-            "loss_sum": self._loss_sum,
+            **self._counter_state(),
             "std_count": self._standardizer.count,
             "rng": self._rng.bit_generator.state,
             "accum_finite": self._accum_finite,
@@ -358,9 +330,7 @@ class GradientBandit(Learner):
         self._standardizer.m2 = np.array(tensors["std.m2"], dtype=np.float64)
         self._standardizer.count = int(meta["std_count"])
         self._pending = int(meta["pending"])
-        self._n_decisions = int(meta["n_decisions"])
-        self._n_learned = int(meta["n_learned"])
-        self._loss_sum = float(meta["loss_sum"])
+        self._load_counter_state(meta)
         self._rng.bit_generator.state = meta["rng"]
         self._accum_finite = bool(meta["accum_finite"])
         self._buffer = []
@@ -368,10 +338,10 @@ class GradientBandit(Learner):
             decision = Decision.from_dict(item["decision"])
             feedback = Feedback.from_dict(item["feedback"])
             self._buffer.append((as_context(decision.context, self.n_features), decision, feedback))
-        snap = self._make_snapshot(int(meta["version"]))
+        # decisions read the statistics saved with the snapshot, not the running ones
         self._snapshot = _Snapshot(
-            snap.version,
-            snap.frozen,
+            int(meta["version"]),
+            self.model.freeze(params),
             np.array(tensors["snapshot.mean"], dtype=np.float64),
             np.array(tensors["snapshot.inv_scale"], dtype=np.float64),
         )

@@ -33,9 +33,6 @@ class UniformRandom(Learner):
             )
         self.n_features, self.n_actions, self.seed = n_features, n_actions, seed
         self._config = dict(config or {})
-        self._n_decisions = 0
-        self._n_learned = 0
-        self._loss_sum = 0.0
 
     @property
     def version(self) -> int:
@@ -43,8 +40,7 @@ class UniformRandom(Learner):
 
     def act(self, context: Sequence[float] | FloatArray, event_id: str | None = None) -> Decision:
         x = as_context(context, self.n_features)
-        event_id = event_id if event_id is not None else f"{self.seed:x}-{self._n_decisions:x}"
-        self._n_decisions += 1
+        event_id = self._next_event_id(event_id)
         u, _ = event_uniforms(self.seed, event_id)
         action = min(int(u * self.n_actions), self.n_actions - 1)
         return Decision(
@@ -67,9 +63,7 @@ class UniformRandom(Learner):
 
     def learn(self, decision: Decision, feedback: Feedback) -> bool:
         self.check(decision, feedback)
-        assert feedback.loss is not None
-        self._n_learned += 1
-        self._loss_sum += feedback.loss
+        self._count_feedback(feedback)
         return False
 
     def predict(self, contexts: FloatArray) -> FloatArray:
@@ -77,29 +71,8 @@ class UniformRandom(Learner):
         rng = np.random.default_rng([self.seed, self._n_decisions])
         return np.asarray(rng.integers(0, self.n_actions, size=n), dtype=np.float64)
 
-    @property
-    def counters(self) -> dict[str, float]:
-        n = self._n_learned
-        return {
-            "decisions": self._n_decisions,
-            "feedback": n,
-            "updates": 0,
-            "progressive_mean_loss": self._loss_sum / n if n else float("nan"),
-        }
-
-    def config(self) -> dict[str, Any]:
-        return dict(self._config)
-
     def state(self) -> tuple[Tensors, dict[str, Any]]:
-        return {}, {
-            "config": self.config(),
-            "version": 0,
-            "n_decisions": self._n_decisions,
-            "n_learned": self._n_learned,
-            "loss_sum": self._loss_sum,
-        }
+        return {}, {"config": self.config(), "version": 0, **self._counter_state()}
 
     def load_state(self, tensors: Tensors, meta: dict[str, Any]) -> None:
-        self._n_decisions = int(meta["n_decisions"])
-        self._n_learned = int(meta["n_learned"])
-        self._loss_sum = float(meta["loss_sum"])
+        self._load_counter_state(meta)
