@@ -116,13 +116,6 @@ class DGTree(nn.Module):
             z = z @ w.T
         return z
 
-    def effective_weights(self) -> Tensor:
-        """The collapsed ``W~ = W^(L) ... W^(1)`` of shape ``(2**h - 1, d + 1)``."""
-        w = self.layers[0]
-        for layer in list(self.layers)[1:]:
-            w = layer @ w
-        return w
-
     def forward(self, x: Tensor) -> Tensor:
         return hard_tree(self.activations(x), self.theta, self.height)
 
@@ -134,11 +127,9 @@ class DGTree(nn.Module):
     @torch.no_grad()
     def freeze(self) -> FrozenTree:
         """The inference form: one effective float64 weight matrix, numpy only."""
-        weights = self.layers[0].detach().double()
-        for layer in list(self.layers)[1:]:
-            weights = layer.detach().double() @ weights
+        layers = [w.detach().double().cpu().numpy() for w in self.layers]
         return FrozenTree(
-            weights=weights.cpu().numpy().copy(),
+            weights=np.array(effective_weights_np(layers)),  # a copy: never a view of the live W
             theta=self.theta.detach().double().cpu().numpy().copy(),
         )
 
