@@ -21,7 +21,8 @@ from typing import Any
 import orjson
 
 from banditree.learners import Decision, Feedback, InvalidInput, Learner
-from banditree.persistence import CorruptCheckpoint, dumps, loads
+from banditree.persistence import dumps
+from service.checkpoint_restore import newest_valid_checkpoint
 from service.errors import ServiceError
 from service.metrics import ModelMetrics
 from service.store import CheckpointInfo, EventLookup, Store
@@ -289,26 +290,20 @@ class ModelRuntime:
 
         async def run() -> CheckpointInfo:
             stored = await self.store.list_checkpoints(self.name)
-            for info in stored:
-                if info.version != version:
-                    continue
-                blob = await self.store.load_checkpoint(self.name, info.sequence)
-                try:
-                    learner = loads(blob or b"")
-                except CorruptCheckpoint as err:
-                    self.metrics.checkpoint_corrupt.inc()
-                    log.error(
-                        "checkpoint %s of model %s is corrupt: %s", info.sequence, self.name, err
-                    )
-                    continue
-                self.learner = learner
-                self.metrics.version.set(learner.version)
-                return await self._checkpoint_now()
-            versions = sorted({i.version for i in stored})
-            raise ServiceError(
-                404, f"no valid checkpoint of version {version}; stored versions: {versions}",
-                "version",
+            found = await newest_valid_checkpoint(
+                self.store, self.name, [i for i in stored if i.version == version],
+                expected_config=self.learner.config(),
+                corrupt_total=self.metrics.checkpoint_corrupt,
             )  # fmt: skip
+            if found is None:
+                versions = sorted({i.version for i in stored})
+                raise ServiceError(
+                    404, f"no valid checkpoint of version {version}; stored versions: {versions}",
+                    "version",
+                )  # fmt: skip
+            self.learner = found[0]
+            self.metrics.version.set(self.learner.version)
+            return await self._checkpoint_now()
 
         info: CheckpointInfo = await self._through_writer(run)
         return info
