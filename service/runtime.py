@@ -29,10 +29,11 @@ from service.store import CheckpointInfo, EventLookup, Store
 
 log = logging.getLogger("banditree.service")
 
+#: store status (also the ``outcome`` label) -> HTTP status and message
 _REFUSALS = {
-    "unknown": (404, "unknown", "is not a pending decision of this model"),
-    "duplicate": (409, "duplicate", "has already received its feedback"),
-    "expired": (410, "expired", "expired before its feedback arrived"),
+    "unknown": (404, "is not a pending decision of this model"),
+    "duplicate": (409, "has already received its feedback"),
+    "expired": (410, "expired before its feedback arrived"),
 }
 
 
@@ -96,7 +97,6 @@ class ModelRuntime:
     ) -> None:
         self.name, self.uid, self.learner = name, uid, learner
         self.policy, self.store, self.metrics = policy, store, metrics
-        self.last_checkpoint = last_checkpoint
         self._last_checkpoint_time = last_checkpoint.created_at if last_checkpoint else time.time()
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
@@ -195,7 +195,8 @@ class ModelRuntime:
 
     # -- feedback --------------------------------------------------------------------
     def _refuse(self, found: EventLookup, event_id: str) -> ServiceError:
-        status, outcome, text = _REFUSALS.get(found.status, _REFUSALS["unknown"])
+        outcome = found.status if found.status in _REFUSALS else "unknown"
+        status, text = _REFUSALS[outcome]
         self.metrics.feedback[outcome].inc()
         return ServiceError(status, f"event_id {event_id!r} {text}", "event_id")
 
@@ -280,7 +281,7 @@ class ModelRuntime:
             log.error("checkpoint of model %s failed: %s", self.name, err)
             raise ServiceError(503, f"checkpoint failed: {err}") from None
         self.metrics.checkpoint_duration.observe(time.perf_counter() - started)
-        self.last_checkpoint, self._last_checkpoint_time = info, time.time()
+        self._last_checkpoint_time = time.time()
         self._dirty, self._updates_since_checkpoint = False, 0
         self.metrics.checkpoint_age.set(0.0)
         return info

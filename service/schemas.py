@@ -135,8 +135,3 @@ class RollbackCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     version: int = Field(..., ge=0)
-
-
-class ErrorPublic(BaseModel):
-    detail: str
-    field: str | None = None
