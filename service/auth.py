@@ -10,11 +10,11 @@ whole decision on the predict path.
 from __future__ import annotations
 
 import hmac
-import json
 import re
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from service.http_middleware import send_json_error
 from service.settings import Settings
 
 _ADMIN_ROUTES = (
@@ -49,12 +49,8 @@ class ApiKeyAuth:
             await self.app(scope, receive, send)
             return
         status, detail = refusal
-        body = json.dumps({"detail": detail, "field": "authorization"}).encode()
-        headers = [(b"content-type", b"application/json")]
-        if status == 401:
-            headers.append((b"www-authenticate", b"Bearer"))
-        await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+        headers = [(b"www-authenticate", b"Bearer")] if status == 401 else []
+        await send_json_error(send, status, detail, "authorization", headers)
 
     def _refusal(self, scope: Scope) -> tuple[int, str] | None:
         header = next((v for k, v in scope["headers"] if k == b"authorization"), None)

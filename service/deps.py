@@ -14,15 +14,9 @@ from fastapi import Depends, Path, Request
 from service.metrics import ServiceMetrics
 from service.registry import ModelRegistry
 from service.runtime import ModelRuntime
-from service.settings import Settings
 
 #: Model names: letters, digits, ``_ . -``; at most 64 characters.
 MODEL_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
-
-
-async def get_settings(request: Request) -> Settings:
-    settings: Settings = request.app.state.settings
-    return settings
 
 
 async def get_registry(request: Request) -> ModelRegistry:
@@ -35,7 +29,6 @@ async def get_metrics(request: Request) -> ServiceMetrics:
     return metrics
 
 
-SettingsDep = Annotated[Settings, Depends(get_settings)]
 RegistryDep = Annotated[ModelRegistry, Depends(get_registry)]
 MetricsDep = Annotated[ServiceMetrics, Depends(get_metrics)]
 ModelName = Annotated[str, Path(pattern=MODEL_NAME_PATTERN, description="model name")]

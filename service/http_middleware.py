@@ -1,15 +1,26 @@
-"""Pure ASGI middleware: request body size limit and HTTP request metrics."""
+"""Pure ASGI middleware: request body size limit, HTTP request metrics, JSON error answers."""
 
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.metrics import ServiceMetrics
+
+
+async def send_json_error(
+    send: Send, status: int, detail: str, field: str, headers: Sequence[tuple[bytes, bytes]] = ()
+) -> None:
+    """Answer ``{"detail", "field"}`` with ``status`` from middleware, before routing."""
+    body = json.dumps({"detail": detail, "field": field}).encode()
+    all_headers = [(b"content-type", b"application/json"), *headers]
+    await send({"type": "http.response.start", "status": status, "headers": all_headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 class BodyLimit:
@@ -29,15 +40,7 @@ class BodyLimit:
         for key, value in scope["headers"]:
             if key == b"content-length":
                 if not value.isdigit() or int(value) > self.max_body_bytes:
-                    body = json.dumps({"detail": self._message(value.decode()), "field": "body"})
-                    await send(
-                        {
-                            "type": "http.response.start",
-                            "status": 413,
-                            "headers": [(b"content-type", b"application/json")],
-                        }
-                    )
-                    await send({"type": "http.response.body", "body": body.encode()})
+                    await send_json_error(send, 413, self._message(value.decode()), "body")
                     return
                 break
         received = 0

@@ -34,10 +34,7 @@ async def _maintain(registry: ModelRegistry, interval_seconds: float) -> None:
 
 def _service_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ServiceError)
-    headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
-    return JSONResponse(
-        {"detail": exc.detail, "field": exc.field}, status_code=exc.status, headers=headers
-    )
+    return JSONResponse({"detail": exc.detail, "field": exc.field}, status_code=exc.status)
 
 
 def _invalid_input(request: Request, exc: Exception) -> JSONResponse:

@@ -5,7 +5,8 @@ The metric names are part of the service contract; dashboards query them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import contextlib
+from dataclasses import dataclass, fields
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -36,6 +37,10 @@ class ModelMetrics:
     pending: Any
     expired: Any
     reachable_leaves: Any
+
+
+#: ServiceMetrics attributes labelled by ``model`` alone; ModelMetrics binds each by the same name
+_MODEL_LABELLED = tuple(f.name for f in fields(ModelMetrics) if f.name != "feedback")
 
 
 class ServiceMetrics:
@@ -103,38 +108,15 @@ class ServiceMetrics:
 
     def for_model(self, name: str) -> ModelMetrics:
         """Bind every per-model metric to ``name`` (and create its series at zero)."""
-        return ModelMetrics(
-            predictions=self.predictions.labels(name),
-            explored=self.explored.labels(name),
-            feedback={o: self.feedback.labels(name, o) for o in FEEDBACK_OUTCOMES},
-            updates=self.updates.labels(name),
-            version=self.version.labels(name),
-            mean_loss=self.mean_loss.labels(name),
-            update_latency=self.update_latency.labels(name),
-            predict_latency=self.predict_latency.labels(name),
-            checkpoint_duration=self.checkpoint_duration.labels(name),
-            checkpoint_age=self.checkpoint_age.labels(name),
-            checkpoint_failures=self.checkpoint_failures.labels(name),
-            checkpoint_corrupt=self.checkpoint_corrupt.labels(name),
-            pending=self.pending.labels(name),
-            expired=self.expired.labels(name),
-            reachable_leaves=self.reachable_leaves.labels(name),
-        )
+        feedback = {o: self.feedback.labels(name, o) for o in FEEDBACK_OUTCOMES}
+        bound = {attr: getattr(self, attr).labels(name) for attr in _MODEL_LABELLED}
+        return ModelMetrics(feedback=feedback, **bound)
 
     def forget_model(self, name: str) -> None:
         """Drop the series of a deleted model."""
-        for metric in (
-            self.predictions, self.explored, self.updates, self.version, self.mean_loss,
-            self.update_latency, self.predict_latency, self.checkpoint_duration,
-            self.checkpoint_age, self.checkpoint_failures, self.checkpoint_corrupt,
-            self.pending, self.expired, self.reachable_leaves,
-        ):  # fmt: skip
-            try:
-                metric.remove(name)
-            except KeyError:
-                pass
+        for attr in _MODEL_LABELLED:
+            with contextlib.suppress(KeyError):
+                getattr(self, attr).remove(name)
         for outcome in FEEDBACK_OUTCOMES:
-            try:
+            with contextlib.suppress(KeyError):
                 self.feedback.remove(name, outcome)
-            except KeyError:
-                pass

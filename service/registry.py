@@ -9,15 +9,15 @@ import time
 import uuid
 from typing import Any
 
-from banditree.learners import Learner, LearnerConfig, build_learner
+from banditree.learners import LearnerConfig, build_learner
 from banditree.learners.validation import InvalidInput, check_loss
-from banditree.persistence import CorruptCheckpoint, loads
+from service.checkpoint_restore import newest_valid_checkpoint
 from service.errors import ServiceError, model_not_found
 from service.metrics import ServiceMetrics
 from service.runtime import ModelRuntime, Policy
 from service.schemas import ModelCreate, ModelPolicy
 from service.settings import Settings
-from service.store import CheckpointInfo, Store
+from service.store import Store
 
 log = logging.getLogger("banditree.service")
 
@@ -51,40 +51,25 @@ class ModelRegistry:
         self.metrics.models_loaded.set(len(self.runtimes))
 
     # -- restore ---------------------------------------------------------------------
-    async def _newest_valid(
-        self, name: str, config: LearnerConfig
-    ) -> tuple[Learner | None, CheckpointInfo | None]:
-        expected = config.model_dump(mode="json")
-        for info in await self.store.list_checkpoints(name):
-            blob = await self.store.load_checkpoint(name, info.sequence)
-            try:
-                learner = loads(blob or b"")
-                if learner.config() != expected:
-                    raise CorruptCheckpoint("its config differs from the model record")
-            except CorruptCheckpoint as err:
-                self.metrics.checkpoint_corrupt.labels(name).inc()
-                log.error(
-                    "skipping corrupt checkpoint %d (version %d) of model %s: %s",
-                    info.sequence, info.version, name, err,
-                )  # fmt: skip
-                continue
-            return learner, info
-        return None, None
-
     async def _restore(self, name: str, record_json: str) -> ModelRuntime:
         record = json.loads(record_json)
         config = LearnerConfig.model_validate(record["config"])
-        learner, info = await self._newest_valid(name, config)
-        if learner is None:
-            learner = build_learner(config)
+        uid, policy = record["uid"], self._policy(ModelPolicy.model_validate(record["policy"]))
+        metrics = self.metrics.for_model(name)
+        found = await newest_valid_checkpoint(
+            self.store, name, await self.store.list_checkpoints(name),
+            expected_config=config.model_dump(mode="json"),
+            corrupt_total=metrics.checkpoint_corrupt,
+        )  # fmt: skip
+        learner, info = found if found is not None else (build_learner(config), None)
         log.info("model %s restored at version %d", name, learner.version)
         return ModelRuntime(
             name=name,
-            uid=record["uid"],
+            uid=uid,
             learner=learner,
-            policy=self._policy(ModelPolicy.model_validate(record["policy"])),
+            policy=policy,
             store=self.store,
-            metrics=self.metrics.for_model(name),
+            metrics=metrics,
             last_checkpoint=info,
         )
 

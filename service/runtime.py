@@ -21,17 +21,19 @@ from typing import Any
 import orjson
 
 from banditree.learners import Decision, Feedback, InvalidInput, Learner
-from banditree.persistence import CorruptCheckpoint, dumps, loads
+from banditree.persistence import dumps
+from service.checkpoint_restore import newest_valid_checkpoint
 from service.errors import ServiceError
 from service.metrics import ModelMetrics
 from service.store import CheckpointInfo, EventLookup, Store
 
 log = logging.getLogger("banditree.service")
 
+#: store status (also the ``outcome`` label) -> HTTP status and message
 _REFUSALS = {
-    "unknown": (404, "unknown", "is not a pending decision of this model"),
-    "duplicate": (409, "duplicate", "has already received its feedback"),
-    "expired": (410, "expired", "expired before its feedback arrived"),
+    "unknown": (404, "is not a pending decision of this model"),
+    "duplicate": (409, "has already received its feedback"),
+    "expired": (410, "expired before its feedback arrived"),
 }
 
 
@@ -95,7 +97,6 @@ class ModelRuntime:
     ) -> None:
         self.name, self.uid, self.learner = name, uid, learner
         self.policy, self.store, self.metrics = policy, store, metrics
-        self.last_checkpoint = last_checkpoint
         self._last_checkpoint_time = last_checkpoint.created_at if last_checkpoint else time.time()
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
@@ -194,7 +195,8 @@ class ModelRuntime:
 
     # -- feedback --------------------------------------------------------------------
     def _refuse(self, found: EventLookup, event_id: str) -> ServiceError:
-        status, outcome, text = _REFUSALS.get(found.status, _REFUSALS["unknown"])
+        outcome = found.status if found.status in _REFUSALS else "unknown"
+        status, text = _REFUSALS[outcome]
         self.metrics.feedback[outcome].inc()
         return ServiceError(status, f"event_id {event_id!r} {text}", "event_id")
 
@@ -279,7 +281,7 @@ class ModelRuntime:
             log.error("checkpoint of model %s failed: %s", self.name, err)
             raise ServiceError(503, f"checkpoint failed: {err}") from None
         self.metrics.checkpoint_duration.observe(time.perf_counter() - started)
-        self.last_checkpoint, self._last_checkpoint_time = info, time.time()
+        self._last_checkpoint_time = time.time()
         self._dirty, self._updates_since_checkpoint = False, 0
         self.metrics.checkpoint_age.set(0.0)
         return info
@@ -289,26 +291,20 @@ class ModelRuntime:
 
         async def run() -> CheckpointInfo:
             stored = await self.store.list_checkpoints(self.name)
-            for info in stored:
-                if info.version != version:
-                    continue
-                blob = await self.store.load_checkpoint(self.name, info.sequence)
-                try:
-                    learner = loads(blob or b"")
-                except CorruptCheckpoint as err:
-                    self.metrics.checkpoint_corrupt.inc()
-                    log.error(
-                        "checkpoint %s of model %s is corrupt: %s", info.sequence, self.name, err
-                    )
-                    continue
-                self.learner = learner
-                self.metrics.version.set(learner.version)
-                return await self._checkpoint_now()
-            versions = sorted({i.version for i in stored})
-            raise ServiceError(
-                404, f"no valid checkpoint of version {version}; stored versions: {versions}",
-                "version",
+            found = await newest_valid_checkpoint(
+                self.store, self.name, [i for i in stored if i.version == version],
+                expected_config=self.learner.config(),
+                corrupt_total=self.metrics.checkpoint_corrupt,
             )  # fmt: skip
+            if found is None:
+                versions = sorted({i.version for i in stored})
+                raise ServiceError(
+                    404, f"no valid checkpoint of version {version}; stored versions: {versions}",
+                    "version",
+                )  # fmt: skip
+            self.learner = found[0]
+            self.metrics.version.set(self.learner.version)
+            return await self._checkpoint_now()
 
         info: CheckpointInfo = await self._through_writer(run)
         return info

@@ -28,13 +28,8 @@ class ModelPolicy(BaseModel):
     default_loss: FiniteNumber | None = None
 
 
-class ModelCreate(LearnerConfig):
+class ModelCreate(ModelPolicy, LearnerConfig):
     """Body of ``PUT /v1/models/{name}``: the learner config plus the service policy."""
-
-    checkpoint_every_updates: int | None = Field(None, ge=1, le=10**9)
-    checkpoint_every_seconds: float | None = Field(None, gt=0.0, le=7 * 86400)
-    event_ttl_seconds: float | None = Field(None, gt=0.0, le=7 * 86400)
-    default_loss: FiniteNumber | None = None
 
     def split(self) -> tuple[LearnerConfig, ModelPolicy]:
         """The learner config and the service policy."""
@@ -135,8 +130,3 @@ class RollbackCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     version: int = Field(..., ge=0)
-
-
-class ErrorPublic(BaseModel):
-    detail: str
-    field: str | None = None

@@ -42,6 +42,16 @@ def tombstone_seconds(ttl_seconds: float) -> float:
     return max(ttl_seconds, 300.0)
 
 
+def event_deadlines(now: float, ttl_seconds: float) -> tuple[float, float]:
+    """``(deadline, keep_until)`` of events stored at ``now`` (both stores use these).
+
+    An event is pending until ``deadline``; it (or its tombstone) is remembered until
+    ``keep_until``.
+    """
+    deadline = now + ttl_seconds
+    return deadline, deadline + tombstone_seconds(ttl_seconds)
+
+
 class Store(ABC):
     """Async storage for one service; names are validated model names."""
 

@@ -16,7 +16,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from service.store.base import CheckpointInfo, EventLookup, Store, tombstone_seconds
+from service.store.base import CheckpointInfo, EventLookup, Store, event_deadlines
 
 _CHECKPOINT_NAME = re.compile(r"^(\d{10})-v(\d+)\.safetensors$")
 
@@ -101,8 +101,7 @@ class EmbeddedStore(Store):
         self, name: str, events: list[tuple[str, str]], *, now: float, ttl_seconds: float
     ) -> None:
         model = self._events.setdefault(name, _ModelEvents())
-        deadline = now + ttl_seconds
-        keep_until = deadline + tombstone_seconds(ttl_seconds)
+        deadline, keep_until = event_deadlines(now, ttl_seconds)
         for event_id, payload in events:
             model.pending[event_id] = (deadline, keep_until, payload)
             heapq.heappush(model.deadlines, (deadline, event_id))

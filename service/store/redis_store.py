@@ -22,7 +22,7 @@ from typing import Any
 from redis.asyncio import Redis
 from redis.exceptions import WatchError
 
-from service.store.base import CheckpointInfo, EventLookup, Store, tombstone_seconds
+from service.store.base import CheckpointInfo, EventLookup, Store, event_deadlines
 
 _PUT = """
 local n = #KEYS - 1
@@ -122,11 +122,10 @@ class RedisStore(Store):
     async def put_events(
         self, name: str, events: list[tuple[str, str]], *, now: float, ttl_seconds: float
     ) -> None:
-        deadline = now + ttl_seconds
-        keep_until = deadline + tombstone_seconds(ttl_seconds)
-        expire_ms = int((keep_until - now) * 1000)
         if not events:
             return
+        deadline, keep_until = event_deadlines(now, ttl_seconds)
+        expire_ms = int((keep_until - now) * 1000)
         head = f"{deadline!r}|{keep_until!r}|"
         keys = [self._key("due", name)]
         keys.extend(self._key("ev", name, event_id) for event_id, _ in events)
@@ -205,4 +204,4 @@ class RedisStore(Store):
 
     async def load_checkpoint(self, name: str, sequence: int) -> bytes | None:
         value = await self.client.hget(self._key("ckpt", name), str(sequence))
-        return None if value is None else bytes(value) if isinstance(value, bytes) else None
+        return value if isinstance(value, bytes) else None  # decode_responses=False: bytes
