@@ -85,8 +85,8 @@ def supervised(epochs: int, seed: int) -> None:
         )
     torch.manual_seed(seed)
     dgt = DGTree(ds.n_features, ds.n_classes, height=10)
-    opt = torch.optim.RMSprop(dgt.parameters(), lr=0.01)
-    final, best, sec = train_supervised(dgt, opt, data, epochs, 128, seed)
+    dgt_opt = torch.optim.RMSprop(dgt.parameters(), lr=0.01)
+    final, best, sec = train_supervised(dgt, dgt_opt, data, epochs, 128, seed)
     print(
         f"{'DGT':>13} depth 10: test error final {100 * final:.2f}% best {100 * best:.2f}% "
         f"(DGT paper Table 2: {100 - 86.13:.2f}%), {sec:.1f} s/epoch"
