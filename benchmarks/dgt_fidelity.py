@@ -27,7 +27,6 @@ import numpy as np
 import torch
 
 from banditree.datasets import load
-from banditree.models.dgt import DGTree
 from banditree.supervised import DGTClassifier, DGTRegressor, TrainingConfig
 
 
@@ -57,10 +56,7 @@ def straight_through_fraction(
     """Share of node activations with ``|a| <= 1`` at initialisation and after training."""
     assert model.tree_ is not None
     z = torch.as_tensor(model.standardizer_.transform(x), dtype=torch.float32)
-    cfg = model.config
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(cfg.seed)
-        initial = DGTree(x.shape[1], model.tree_.n_outputs, cfg.height, cfg.hidden)
+    initial = model.initial_tree(x.shape[1], model.tree_.n_outputs)
     with torch.no_grad():
         before = float((initial.activations(z).abs() <= 1).float().mean())
         after = float((model.tree_.activations(z).abs() <= 1).float().mean())

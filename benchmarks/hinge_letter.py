@@ -6,6 +6,7 @@ features, online standardisation in front of the thresholds, a linear layer to t
 error, best over model states), beside a depth-10 DGT tree trained with RMSprop and
 cross entropy on the same split.  Bandit: one pass over the training set with the
 eq. 8 estimator and epsilon-greedy, hinge against DGT-Bandit, with act+learn rates.
+TEL on Letter: ``python -m benchmarks.tel_accuracy --datasets letter``.
 
 Run: ``python -m benchmarks.hinge_letter [--epochs 30] [--bandit-rounds 0]``.
 """
@@ -23,6 +24,7 @@ from banditree.datasets import load
 from banditree.learners import Feedback, build_learner
 from banditree.models import DGTree
 from banditree.models.hinge import PooledHingeForest
+from banditree.supervised import FeatureStandardizer
 
 
 def test_error(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
@@ -60,11 +62,11 @@ def train_supervised(
 
 def supervised(epochs: int, seed: int) -> None:
     ds = load("letter")
-    mean, std = ds.X_train.mean(0), ds.X_train.std(0) + 1e-12
+    scaler = FeatureStandardizer.fit(ds.X_train)
     data = (
-        torch.tensor((ds.X_train - mean) / std, dtype=torch.float32),
+        torch.tensor(scaler.transform(ds.X_train), dtype=torch.float32),
         torch.tensor(ds.y_train, dtype=torch.long),
-        torch.tensor((ds.X_test - mean) / std, dtype=torch.float32),
+        torch.tensor(scaler.transform(ds.X_test), dtype=torch.float32),
         torch.tensor(ds.y_test, dtype=torch.long),
     )
     print(f"letter: {len(ds.y_train)} train / {len(ds.y_test)} test, {epochs} epochs")
@@ -83,13 +85,12 @@ def supervised(epochs: int, seed: int) -> None:
         )
     torch.manual_seed(seed)
     dgt = DGTree(ds.n_features, ds.n_classes, height=10)
-    opt = torch.optim.RMSprop(dgt.parameters(), lr=0.01)
-    final, best, sec = train_supervised(dgt, opt, data, epochs, 128, seed)
+    dgt_opt = torch.optim.RMSprop(dgt.parameters(), lr=0.01)
+    final, best, sec = train_supervised(dgt, dgt_opt, data, epochs, 128, seed)
     print(
         f"{'DGT':>13} depth 10: test error final {100 * final:.2f}% best {100 * best:.2f}% "
         f"(DGT paper Table 2: {100 - 86.13:.2f}%), {sec:.1f} s/epoch"
     )
-    print(f"{'TEL':>13} not measured: no TEL model in this branch")
 
 
 def bandit(rounds: int, seed: int) -> None:

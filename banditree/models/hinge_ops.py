@@ -128,13 +128,13 @@ def hinge_traverse_one(
 
 
 def hinge_tree_outputs(weights: FloatArray, leaf: IntArray, margin: FloatArray) -> FloatArray:
-    """Per-tree outputs ``w[m, leaf] * |r*|``: ``(B, T)`` -> ``(B, T, K)``."""
+    """Per-tree outputs ``w[m, leaf] * |r*|``: ``(..., T)`` -> ``(..., T, K)``."""
     trees = np.arange(weights.shape[0])
     out: FloatArray = weights[trees, leaf] * np.abs(margin)[..., None]
     return out
 
 
-def hinge_gradients_one(
+def hinge_gradients(
     weights: FloatArray,
     features: IntArray,
     leaf: NDArray[np.int64],
@@ -143,17 +143,30 @@ def hinge_gradients_one(
     grad_tree_out: FloatArray,
     n_inputs: int,
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
-    """Eqs. 11-12 for one example: two non-zero entries per tree, plus the input gradient.
+    """Eqs. 11-12 for a batch: two non-zero entries per example and tree, plus input gradients.
 
-    ``leaf``, ``margin``, ``node`` ``(T,)`` come from :func:`hinge_traverse`;
-    ``grad_tree_out`` ``(T, K)`` is ``d loss / d (tree output)``.  Returns the gradients
-    of ``weights`` ``(T, 2**D, K)``, of the thresholds ``(T, N)`` and of the input ``(F,)``.
+    ``leaf``, ``margin``, ``node`` ``(B, T)`` come from :func:`hinge_traverse`;
+    ``grad_tree_out`` ``(B, T, K)`` is ``d loss / d (tree output)``.  Returns the
+    gradients of ``weights`` ``(T, 2**D, K)`` and of the thresholds ``(T, N)``, summed
+    over the batch, and of the inputs ``(B, F)``.
     """
-    trees = np.arange(weights.shape[0])
-    grad_w = np.zeros_like(weights)
-    grad_w[trees, leaf] = np.abs(margin)[:, None] * grad_tree_out
-    signed = np.sign(margin) * np.einsum("tk,tk->t", weights[trees, leaf], grad_tree_out)  # (T,)
-    grad_t = np.zeros(features.shape)
-    grad_t[trees, node] = -signed  # one decision per tree: no collisions
-    grad_z = np.bincount(features[trees, node], weights=signed, minlength=n_inputs)
-    return grad_w, grad_t, grad_z.astype(np.float64)
+    n_trees, n_leaves, k = weights.shape
+    n_examples = leaf.shape[0]
+    trees = np.arange(n_trees)
+    grad_w: FloatArray = np.zeros((n_trees * n_leaves, k))
+    np.add.at(grad_w, trees * n_leaves + leaf, np.abs(margin)[..., None] * grad_tree_out)
+    signed = np.sign(margin) * np.einsum("btk,btk->bt", weights[trees, leaf], grad_tree_out)
+    grad_t = np.bincount(
+        (trees * features.shape[1] + node).ravel(), weights=-signed.ravel(), minlength=features.size
+    ).astype(np.float64, copy=False)  # float already (weighted): the cast is for the type
+    rows = np.arange(n_examples)[:, None] * n_inputs
+    grad_z = np.bincount(
+        (rows + features[trees, node]).ravel(),
+        weights=signed.ravel(),
+        minlength=n_examples * n_inputs,
+    ).astype(np.float64, copy=False)
+    return (
+        grad_w.reshape(weights.shape),
+        grad_t.reshape(features.shape),
+        grad_z.reshape(n_examples, n_inputs),
+    )

@@ -29,7 +29,7 @@ pool help on harder data (Letter) at some cost in speed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,9 +39,10 @@ from banditree.learners.config import MAX_PARAMETERS, LearnerConfig
 from banditree.learners.factory import register_model
 from banditree.models.hinge_ops import (
     check_depth,
-    hinge_gradients_one,
+    hinge_gradients,
     hinge_traverse,
     hinge_traverse_one,
+    hinge_tree_outputs,
     init_forest,
 )
 from banditree.models.spec import ModelOutput, ModelSpec, Params, UpstreamFn
@@ -145,37 +146,29 @@ class HingeSpec(ModelSpec):
         )
 
     def _reduce(self, tree_out: FloatArray) -> FloatArray:
-        # tree_out: (B, T, K) -> (B, K)
-        out: FloatArray = tree_out.mean(axis=1) if self.reduction == "mean" else tree_out.sum(1)
+        # tree_out: (..., T, K) -> (..., K)
+        out: FloatArray = (
+            tree_out.mean(axis=-2) if self.reduction == "mean" else tree_out.sum(axis=-2)
+        )
         return out
 
-    def _outputs(self, frozen: FrozenHingeForest, x: FloatArray) -> tuple[FloatArray, IntArray]:
+    def forward(self, frozen: FrozenHingeForest, x: FloatArray) -> ModelOutput:
+        z = x if frozen.pool is None else frozen.pool @ x  # (F,)
+        leaf, margin, _ = hinge_traverse_one(
+            z, frozen.features, frozen.thresholds, self.depth, self.ferns
+        )
+        out = frozen.bias + self._reduce(hinge_tree_outputs(frozen.weights, leaf, margin))
+        return ModelOutput(output=out, leaf=int(leaf[0]) if self.n_trees == 1 else None)
+
+    def forward_batch(self, frozen: FrozenHingeForest, x: FloatArray) -> FloatArray:
         z = x if frozen.pool is None else x @ frozen.pool.T  # (B, F)
         leaf, margin, _ = hinge_traverse(
             z, frozen.features, frozen.thresholds, self.depth, self.ferns
         )
-        trees = np.arange(self.n_trees)
-        tree_out = frozen.weights[trees, leaf] * np.abs(margin)[..., None]  # (B, T, K)
-        return frozen.bias + self._reduce(tree_out), leaf
-
-    def _one(
-        self, frozen: FrozenHingeForest, x: FloatArray
-    ) -> tuple[FloatArray, IntArray, FloatArray, IntArray, FloatArray]:
-        """Output ``(K,)``, leaf, margin, decision ``(T,)`` and per-tree outputs ``(T, K)``."""
-        z = x if frozen.pool is None else frozen.pool @ x  # (F,)
-        leaf, margin, node = hinge_traverse_one(
-            z, frozen.features, frozen.thresholds, self.depth, self.ferns
+        out: FloatArray = frozen.bias + self._reduce(
+            hinge_tree_outputs(frozen.weights, leaf, margin)
         )
-        tree_out = frozen.weights[np.arange(self.n_trees), leaf] * np.abs(margin)[:, None]
-        reduced = tree_out.mean(axis=0) if self.reduction == "mean" else tree_out.sum(axis=0)
-        return frozen.bias + reduced, leaf, margin, node, tree_out
-
-    def forward(self, frozen: FrozenHingeForest, x: FloatArray) -> ModelOutput:
-        out, leaf = self._one(frozen, x)[:2]
-        return ModelOutput(output=out, leaf=int(leaf[0]) if self.n_trees == 1 else None)
-
-    def forward_batch(self, frozen: FrozenHingeForest, x: FloatArray) -> FloatArray:
-        return self._outputs(frozen, x)[0]
+        return out
 
     def gradients(
         self,
@@ -184,22 +177,36 @@ class HingeSpec(ModelSpec):
         upstream: UpstreamFn,
         rng: np.random.Generator,
     ) -> Params:
+        return self.gradients_batch(params, x[None, :], [upstream], rng)
+
+    def gradients_batch(
+        self,
+        params: Mapping[str, FloatArray],
+        x: FloatArray,
+        upstreams: Sequence[UpstreamFn],
+        rng: np.random.Generator,
+    ) -> Params:
+        """One traversal of the batch ``(B, d)``; the summed sparse eqs. 11-12."""
         frozen = self.freeze(params)
-        out, leaf, margin, node, tree_out = self._one(frozen, x)
-        g = upstream(out)  # (K,)
+        z = x if frozen.pool is None else x @ frozen.pool.T  # (B, F)
+        leaf, margin, node = hinge_traverse(
+            z, frozen.features, frozen.thresholds, self.depth, self.ferns
+        )
+        out = frozen.bias + self._reduce(hinge_tree_outputs(frozen.weights, leaf, margin))
+        g = np.stack([up(row) for up, row in zip(upstreams, out, strict=True)])  # (B, K)
         per_tree = g / self.n_trees if self.reduction == "mean" else g
-        grad_w, grad_t, grad_z = hinge_gradients_one(
+        grad_w, grad_t, grad_z = hinge_gradients(
             frozen.weights,
             frozen.features,
             leaf,
             margin,
             node,
-            np.broadcast_to(per_tree, tree_out.shape),
+            np.broadcast_to(per_tree[:, None, :], (*leaf.shape, self.n_outputs)),
             self.n_inputs,
         )
-        grads: Params = {"thresholds": grad_t, "leaf_weights": grad_w, "bias": g.copy()}
+        grads: Params = {"thresholds": grad_t, "leaf_weights": grad_w, "bias": g.sum(axis=0)}
         if frozen.pool is not None:
-            grads["pool"] = np.outer(grad_z, x)
+            grads["pool"] = grad_z.T @ x
         return grads
 
     def export(self, frozen: FrozenHingeForest) -> dict[str, Any]:

@@ -4,7 +4,8 @@ The learner (:class:`~banditree.learners.gradient_bandit.GradientBandit`) standa
 contexts online in front of the layer (a batch-norm needs a batch), explores on
 ``sigmoid(output)`` and runs RMSprop on the numpy parameters.  Forward and gradient
 passes wrap those arrays with ``torch.from_numpy`` (float64) and run the conditional
-Algorithms 1 and 2 of :mod:`banditree.models.tel_function`.
+Algorithms 1 and 2 of :mod:`banditree.models.tel_function`; the gradients of the
+examples buffered for one update come from one batched pass.
 
 Learner options (``LearnerConfig.options``): ``gamma``, the smooth-step width,
 default :data:`DEFAULT_GAMMA` = 1.0 (the paper's worst-case setting for speed and the
@@ -13,7 +14,7 @@ reference layer's default); ``height`` is the tree depth and ``n_trees`` the ens
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -109,13 +110,25 @@ class TELSpec(ModelSpec):
         upstream: UpstreamFn,
         rng: np.random.Generator,
     ) -> Params:
-        w = torch.from_numpy(np.array(params["W"], dtype=np.float64)).requires_grad_()
-        o = torch.from_numpy(np.array(params["O"], dtype=np.float64)).requires_grad_()
-        xt = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float64))[None, :]
+        return self.gradients_batch(params, x[None, :], [upstream], rng)
+
+    def gradients_batch(
+        self,
+        params: Mapping[str, FloatArray],
+        x: FloatArray,
+        upstreams: Sequence[UpstreamFn],
+        rng: np.random.Generator,
+    ) -> Params:
+        """One conditional forward and backward pass over the whole batch ``(B, p)``."""
+        frozen = self.freeze(params)
+        w = frozen.node_weights.requires_grad_()
+        o = frozen.leaf_weights.requires_grad_()
+        xt = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float64))
         out, _ = tree_ensemble(xt, w, o, self.gamma)
-        total = out.sum(dim=1)[0]  # (k,)
-        g = torch.from_numpy(np.asarray(upstream(total.detach().numpy()), dtype=np.float64))
-        grad_w, grad_o = torch.autograd.grad(total, (w, o), g)
+        total = out.sum(dim=1)  # (B, k)
+        rows = total.detach().numpy()
+        g = np.stack([up(row) for up, row in zip(upstreams, rows, strict=True)])
+        grad_w, grad_o = torch.autograd.grad(total, (w, o), torch.from_numpy(g.astype(np.float64)))
         return {"W": grad_w.numpy(), "O": grad_o.numpy()}
 
     def export(self, frozen: FrozenTEL) -> dict[str, Any]:

@@ -78,9 +78,7 @@ class DGTEstimator(ABC):
         targets, n_outputs, target_state = self._encode_targets(y, x.shape[0])
         standardizer = FeatureStandardizer.fit(x)
         cfg = self.config
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(cfg.seed)
-            tree = DGTree(x.shape[1], n_outputs, cfg.height, cfg.hidden)
+        tree = self.initial_tree(x.shape[1], n_outputs)
         generator = torch.Generator().manual_seed(cfg.seed)
         inputs = torch.as_tensor(standardizer.transform(x), dtype=torch.float32)
         history = train_tree(tree, inputs, targets, self._loss, cfg, generator)
@@ -92,6 +90,13 @@ class DGTEstimator(ABC):
         self.tree_, self.loss_history_, self._frozen = tree, history, frozen
         self.standardizer_ = standardizer
         return self
+
+    def initial_tree(self, n_features: int, n_outputs: int) -> DGTree:
+        """The untrained tree :meth:`fit` starts from (seeded by ``config.seed``)."""
+        cfg = self.config
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(cfg.seed)
+            return DGTree(n_features, n_outputs, cfg.height, cfg.hidden)
 
     def freeze(self) -> FrozenTree:
         """The fitted tree as a numpy :class:`FrozenTree` on raw inputs.

@@ -78,6 +78,22 @@ def test_spec_forward_and_gradients_match_torch(options: dict) -> None:
             np.testing.assert_allclose(g, leaves[name].grad.numpy(), atol=1e-12)  # type: ignore[union-attr]
 
 
+@pytest.mark.parametrize("options", SPECS)
+def test_batched_gradients_equal_the_per_example_sum(options: dict) -> None:
+    spec = HingeSpec(5, 3, n_trees=4, depth=3, **options)
+    rng = np.random.default_rng(2)
+    params = spec.init_params(rng)
+    params["leaf_weights"] = rng.normal(size=params["leaf_weights"].shape)
+    x = rng.normal(size=(9, 5))
+    targets = rng.normal(size=(9, 3))
+    upstreams = [lambda out, t=t: 2.0 * (out - t) for t in targets]
+    batch = spec.gradients_batch(params, x, upstreams, rng)
+    singles = [spec.gradients(params, row, up, rng) for row, up in zip(x, upstreams, strict=True)]
+    assert set(batch) == set(singles[0])
+    for name, g in batch.items():
+        np.testing.assert_allclose(g, sum(s[name] for s in singles), atol=1e-12)
+
+
 def config(**overrides: object) -> dict:
     base: dict = {
         "kind": "hinge",

@@ -10,7 +10,7 @@ import torch
 
 from banditree.datasets import load
 from banditree.learners import Feedback, build_learner
-from banditree.models.spec import reward_prior_logit
+from banditree.models.spec import UpstreamFn, reward_prior_logit
 from banditree.models.tel_dense import dense_smooth_step_ensemble
 from banditree.models.tel_spec import DEFAULT_GAMMA, TELSpec
 from banditree.persistence import dumps, loads
@@ -65,6 +65,35 @@ def test_gradients_match_dense_autograd() -> None:
     o = torch.tensor(params["O"], requires_grad=True)
     out = dense_smooth_step_ensemble(torch.tensor(x)[None], w, o, 0.6).sum(dim=1)[0]
     (0.5 * (out - torch.tensor(target)).square().sum()).backward()
+    assert w.grad is not None and o.grad is not None
+    np.testing.assert_allclose(grads["W"], w.grad.numpy(), rtol=0, atol=1e-10)
+    np.testing.assert_allclose(grads["O"], o.grad.numpy(), rtol=0, atol=1e-10)
+    assert np.abs(grads["W"]).sum() > 0
+
+
+def test_batched_gradients_match_dense_autograd_and_see_each_output() -> None:
+    """One conditional pass over the buffered examples: the sum of their gradients."""
+    spec = TELSpec(5, 3, depth=4, n_trees=3, gamma=0.8)
+    params = spec.init_params(np.random.default_rng(4))
+    params["W"] = params["W"] * 60.0
+    xs = np.random.default_rng(5).normal(size=(7, 5))
+    targets = np.random.default_rng(6).normal(size=(7, 3))
+    seen: list[np.ndarray] = []
+
+    def upstream(row: int) -> UpstreamFn:
+        def d_loss(out: np.ndarray) -> np.ndarray:
+            seen.append(out.copy())
+            return out - targets[row]
+
+        return d_loss
+
+    upstreams = [upstream(b) for b in range(7)]
+    grads = spec.gradients_batch(params, xs, upstreams, np.random.default_rng(0))
+    np.testing.assert_allclose(np.stack(seen), spec.forward_batch(spec.freeze(params), xs))
+    w = torch.tensor(params["W"], requires_grad=True)
+    o = torch.tensor(params["O"], requires_grad=True)
+    out = dense_smooth_step_ensemble(torch.tensor(xs), w, o, 0.8).sum(dim=1)
+    (0.5 * (out - torch.tensor(targets)).square().sum()).backward()
     assert w.grad is not None and o.grad is not None
     np.testing.assert_allclose(grads["W"], w.grad.numpy(), rtol=0, atol=1e-10)
     np.testing.assert_allclose(grads["O"], o.grad.numpy(), rtol=0, atol=1e-10)
