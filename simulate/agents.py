@@ -1,6 +1,6 @@
 """The competitors of a run: the model under test, its full-information twin, baselines.
 
-* the model: ``build_learner`` with the run's model kind and feedback;
+* the model: ``build_learner(learner_config(...))`` with the run's model kind and feedback;
 * ``<model>_full_information``: the same model on the same stream, told the label
   and playing greedily (the supervised upper bound that ``regret`` is measured to);
 * ``random``: uniform random actions (classification);
@@ -17,9 +17,8 @@ from typing import Any
 import numpy as np
 
 from banditree.datasets import Dataset
-from banditree.estimators import Estimator, FullInformationEstimator
 from banditree.explore import event_uniforms, sample_action
-from banditree.learners import Decision, Feedback, GradientBandit, Learner, build_learner
+from banditree.learners import Decision, Feedback
 from simulate.environments import ClassificationEnvironment, Environment, RegressionEnvironment
 
 
@@ -41,6 +40,8 @@ def learner_config(
     Regression targets: ``target_offset = min(y_train)`` and ``target_scale =
     max(y_train) - min(y_train)`` (the DGT paper's min-max scaling), so the model's
     output 0..1 spans the training range and values are played in the data's units.
+    The full-information estimator gets ``env``'s loss: its Huber threshold
+    (``huber_delta``) and, when not 0/1, its loss matrix.
     """
     config: dict[str, Any] = {
         "kind": kind,
@@ -57,9 +58,12 @@ def learner_config(
     if n_trees is not None:
         config["n_trees"] = n_trees
     if dataset.task == "classification":
+        assert isinstance(env, ClassificationEnvironment)
         config["n_actions"] = dataset.n_classes
         config["estimator"] = "full" if env.mode == "full" else "bandit"
         config["explorer_parameter"] = 0.0 if env.mode == "full" else explore
+        if env.mode == "full" and not np.array_equal(env.loss_matrix, 1.0 - np.eye(env.n_classes)):
+            config["loss_matrix"] = env.loss_matrix.tolist()
     else:
         low, high = float(dataset.y_train.min()), float(dataset.y_train.max())
         config["estimator"] = env.mode
@@ -67,49 +71,11 @@ def learner_config(
         config["target_scale"] = high - low if high > low else 1.0
         assert isinstance(env, RegressionEnvironment)
         config["regression_loss"] = env.loss_name
+        if env.loss_name == "huber":
+            config["huber_delta"] = env.huber_xi
         if delta is not None:
             config["delta"] = delta
     return {k: v for k, v in config.items() if v is not None}
-
-
-class LossMatrixFullInformation(Estimator):
-    """Full information under a loss matrix: reward of action ``k`` is ``1 - M[label, k]``.
-
-    The gradient is that of ``sum_k (sigmoid(theta_k) - reward_k)^2``; with the 0/1
-    matrix it equals :class:`~banditree.estimators.FullInformationEstimator`.
-    """
-
-    name = "full"
-    task = "classification"
-
-    def __init__(self, loss_matrix: np.ndarray) -> None:
-        self.loss_matrix = np.asarray(loss_matrix, dtype=np.float64)
-
-    def check_feedback(self, decision: Decision, feedback: Feedback) -> None:
-        if feedback.label is None:
-            raise ValueError("full-information feedback needs the 'label'")
-
-    def upstream(self, output: np.ndarray, decision: Decision, feedback: Feedback) -> np.ndarray:
-        assert feedback.label is not None
-        reward = 1.0 - self.loss_matrix[int(feedback.label)]
-        s = 1.0 / (1.0 + np.exp(-output))
-        g: np.ndarray = 2.0 * (s - reward) * s * (1.0 - s)
-        return g
-
-
-def build_agent(config: dict[str, Any], env: Environment) -> Learner:
-    """``build_learner(config)``, with a full-information estimator that matches ``env``.
-
-    The factory's full-information estimator knows the 0/1 loss and Huber with
-    threshold 1 only; a custom loss matrix or another Huber ``xi`` is set here.
-    """
-    learner = build_learner(config)
-    if env.mode == "full" and isinstance(learner, GradientBandit):
-        if isinstance(env, ClassificationEnvironment):
-            learner.estimator = LossMatrixFullInformation(env.loss_matrix)
-        elif isinstance(env, RegressionEnvironment):
-            learner.estimator = FullInformationEstimator("regression", env.loss_name, env.huber_xi)
-    return learner
 
 
 def full_information_twin(env: Environment) -> Environment:

@@ -12,9 +12,9 @@ import numpy as np
 
 from banditree import __version__
 from banditree.datasets import Dataset
+from banditree.learners import build_learner
 from simulate.agents import (
     VowpalWabbitAgent,
-    build_agent,
     full_information_twin,
     learner_config,
     vowpalwabbit_available,
@@ -123,7 +123,7 @@ def _competitors(
 
     def local(kind: str, environment: Environment) -> Competitor:
         cfg = config_for(kind, environment)
-        return Competitor(kind, kind, environment, lambda s: build_agent(cfg(s), environment), cfg)
+        return Competitor(kind, kind, environment, lambda s: build_learner(cfg(s)), cfg)
 
     def remote(name: str, kind: str) -> Competitor:
         from simulate.http_agent import HttpAgent
