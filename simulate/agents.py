@@ -6,19 +6,16 @@
 * ``random``: uniform random actions (classification);
 * ``linear``: a linear model with the same exploration and feedback;
 * ``vw``: Vowpal Wabbit ``--cb_explore K --epsilon e`` (linear epsilon-greedy),
-  when ``vowpalwabbit`` is installed.
+  when ``vowpalwabbit`` is installed (:mod:`simulate.vw`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from banditree.datasets import Dataset
-from banditree.explore import event_uniforms, sample_action
-from banditree.learners import Decision, Feedback
 from simulate.environments import ClassificationEnvironment, Environment, RegressionEnvironment
 
 
@@ -84,75 +81,3 @@ def full_information_twin(env: Environment) -> Environment:
         return ClassificationEnvironment(env.n_classes, mode="full", loss_matrix=env.loss_matrix)
     assert isinstance(env, RegressionEnvironment)
     return RegressionEnvironment(mode="full", loss=env.loss_name, huber_xi=env.huber_xi)
-
-
-def vowpalwabbit_available() -> bool:
-    """True when the optional ``vowpalwabbit`` package imports."""
-    try:
-        import vowpalwabbit  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-class VowpalWabbitAgent:
-    """Vowpal Wabbit linear epsilon-greedy: ``--cb_explore K --epsilon e``.
-
-    The action is sampled from VW's pmf with the uniform fixed by ``(seed, event_id)``
-    and learned with the label ``action:cost:probability`` (cost = loss).  The
-    greedy action (for held-out scoring) is the pmf's argmax.
-    """
-
-    def __init__(
-        self, n_actions: int, *, epsilon: float, seed: int, learning_rate: float | None = None
-    ) -> None:
-        import vowpalwabbit
-
-        args = self.arguments_for(n_actions, epsilon, seed, learning_rate)
-        self.arguments = args
-        self.n_actions = n_actions
-        self.seed = seed
-        self._vw = vowpalwabbit.Workspace(args)
-
-    @staticmethod
-    def arguments_for(
-        n_actions: int, epsilon: float, seed: int, learning_rate: float | None = None
-    ) -> str:
-        """The VW command line of this baseline."""
-        args = f"--cb_explore {n_actions} --epsilon {epsilon} --random_seed {seed} --quiet"
-        return args if learning_rate is None else f"{args} -l {learning_rate}"
-
-    @staticmethod
-    def _features(x: Sequence[float] | np.ndarray) -> str:
-        return "| " + " ".join(f"f{j}:{float(v):.8g}" for j, v in enumerate(x) if v != 0)
-
-    def _pmf(self, x: Sequence[float] | np.ndarray) -> np.ndarray:
-        return np.asarray(self._vw.predict(self._features(x)), dtype=np.float64)
-
-    def act(self, context: Sequence[float] | np.ndarray, event_id: str | None = None) -> Decision:
-        pmf = self._pmf(context)
-        u, _ = event_uniforms(self.seed, event_id or "")
-        action = sample_action(pmf, u)
-        greedy = int(np.argmax(pmf))
-        return Decision(
-            event_id=event_id or "",
-            context=tuple(float(v) for v in context),
-            model_version=0,
-            action=action,
-            propensity=float(pmf[action] / pmf.sum()),
-            greedy_action=greedy,
-            explored=action != greedy,
-        )
-
-    def learn(self, decision: Decision, feedback: Feedback) -> bool:
-        if decision.action is None or feedback.loss is None:
-            raise ValueError("the VW baseline learns from an action and a single loss")
-        label = f"{decision.action + 1}:{feedback.loss}:{decision.propensity}"
-        self._vw.learn(f"{label} {self._features(decision.context)}")
-        return True
-
-    def predict(self, contexts: np.ndarray) -> np.ndarray:
-        return np.array([int(np.argmax(self._pmf(x))) for x in contexts], dtype=np.float64)
-
-    def close(self) -> None:
-        self._vw.finish()

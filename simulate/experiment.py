@@ -13,12 +13,7 @@ import numpy as np
 from banditree import __version__
 from banditree.datasets import Dataset
 from banditree.learners import build_learner
-from simulate.agents import (
-    VowpalWabbitAgent,
-    full_information_twin,
-    learner_config,
-    vowpalwabbit_available,
-)
+from simulate.agents import full_information_twin, learner_config
 from simulate.data import TaskChoice, load_source
 from simulate.environments import (
     ClassificationEnvironment,
@@ -29,6 +24,7 @@ from simulate.environments import (
 from simulate.plots import write_plots
 from simulate.report import LearnerRun, build_report, write_curves_csv, write_report
 from simulate.runner import Agent, SeedTrace, evaluation_rounds, run_stream, stream_order
+from simulate.vw import VowpalWabbitAgent, vowpalwabbit_available, vw_arguments
 
 BASELINES = ("random", "linear", "vw")
 
@@ -175,7 +171,7 @@ def _vw_competitor(dataset: Dataset, env: Environment, options: SimulationOption
         "vw",
         env,
         lambda s: VowpalWabbitAgent(k, epsilon=epsilon, seed=s, learning_rate=lr),
-        lambda s: {"arguments": VowpalWabbitAgent.arguments_for(k, epsilon, s, lr)},
+        lambda s: {"arguments": vw_arguments(k, epsilon, s, lr)},
     )
 
 
