@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -22,7 +21,13 @@ from simulate.environments import (
     RegressionEnvironment,
 )
 from simulate.plots import write_plots
-from simulate.report import LearnerRun, build_report, write_curves_csv, write_report
+from simulate.report import (
+    LearnerRun,
+    build_report,
+    write_curves_csv,
+    write_decisions_csv,
+    write_report,
+)
 from simulate.runner import Agent, SeedTrace, evaluation_rounds, run_stream, stream_order
 from simulate.vw import VowpalWabbitAgent, vowpalwabbit_available, vw_arguments
 
@@ -175,27 +180,6 @@ def _vw_competitor(dataset: Dataset, env: Environment, options: SimulationOption
     )
 
 
-def _decision_rows(trace: SeedTrace, X: np.ndarray) -> list[list[Any]]:
-    rows = []
-    for item in trace.decisions:
-        d = item["decision"]
-        rows.append(
-            [
-                trace.seed,
-                item["round"],
-                d.event_id,
-                d.model_version,
-                d.action,
-                d.propensity,
-                d.greedy_action,
-                d.value,
-                item["loss"],
-                *X[item["row"]].tolist(),
-            ]
-        )
-    return rows
-
-
 def simulate(options: SimulationOptions) -> dict[str, Any]:
     """Run the simulation described by ``options``; write its files under ``options.out``."""
     from tqdm import tqdm
@@ -274,31 +258,9 @@ def simulate(options: SimulationOptions) -> dict[str, Any]:
     )
     out = Path(options.out)
     out.mkdir(parents=True, exist_ok=True)
-    files = [
-        write_report(report, out),
-        write_curves_csv(report, dataset.task, out),
-        *write_plots(report, out),
-    ]
+    files = [write_curves_csv(report, dataset.task, out), *write_plots(report, out)]
     if options.log_decisions:
-        files.append(out / "decisions.csv")
-        with files[-1].open("w", newline="") as fh:
-            writer = csv.writer(fh)
-            writer.writerow(
-                [
-                    "seed",
-                    "round",
-                    "event_id",
-                    "model_version",
-                    "action",
-                    "propensity",
-                    "greedy_action",
-                    "value",
-                    "loss",
-                    *[f"x{j}" for j in range(dataset.n_features)],
-                ]
-            )
-            for trace in traces[competitors[0].name]:
-                writer.writerows(_decision_rows(trace, dataset.X_train))
-    report["files"] = [f.name for f in files]
+        files.append(write_decisions_csv(traces[competitors[0].name], dataset.X_train, out))
+    report["files"] = ["report.json", *(f.name for f in files)]
     write_report(report, out)
     return report
