@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 
 QUICK = ("dgt_latency", "bandit_throughput")
-HELPERS = ("vw_baseline",)
 
 
 def available() -> dict[str, str]:
@@ -22,7 +21,7 @@ def available() -> dict[str, str]:
     here = Path(__file__).parent
     out = {}
     for info in pkgutil.iter_modules([str(here)]):
-        if info.name.startswith("_") or info.name in HELPERS:
+        if info.name.startswith("_"):
             continue
         doc = importlib.import_module(f"benchmarks.{info.name}").__doc__ or ""
         out[info.name] = doc.strip().splitlines()[0] if doc.strip() else ""

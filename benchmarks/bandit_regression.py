@@ -25,7 +25,8 @@ from typing import Any
 import numpy as np
 
 from banditree.datasets import Dataset, load
-from banditree.learners import Feedback, Learner, build_learner
+from banditree.learners import Learner, build_learner
+from simulate.environments import FeedbackMode, RegressionEnvironment, RegressionLoss
 
 #: paper figures: Table 6 (DGT-Bandit two-point) and Table 1 (supervised DGT), RMSE
 PAPER = {
@@ -36,23 +37,14 @@ PAPER = {
 }
 
 
-def loss_value(kind: str, value: float, target: float) -> float:
-    r = abs(value - target)
-    if kind == "squared":
-        return r * r
-    return 0.5 * r * r if r <= 1.0 else r - 0.5
-
-
-def feedback(estimator: str, loss: str, d: Any, target: float) -> Feedback:
-    if estimator == "full":
-        return Feedback(label=target)
-    if estimator == "two_point":
-        hi, lo = d.probes
-        return Feedback(losses=(loss_value(loss, hi, target), loss_value(loss, lo, target)))
-    return Feedback(loss=loss_value(loss, d.value, target))
-
-
-def train(ds: Dataset, estimator: str, loss: str, passes: int, seed: int, **extra: Any) -> Learner:
+def train(
+    ds: Dataset,
+    estimator: FeedbackMode,
+    loss: RegressionLoss,
+    passes: int,
+    seed: int,
+    **extra: Any,
+) -> Learner:
     config = {
         "kind": "dgt",
         "task": "regression",
@@ -65,11 +57,12 @@ def train(ds: Dataset, estimator: str, loss: str, passes: int, seed: int, **extr
         **extra,
     }
     learner = build_learner(config)
+    env = RegressionEnvironment(mode=estimator, loss=loss)  # Huber threshold 1
     rng = np.random.default_rng(seed)
     for _ in range(passes):
         for i in rng.permutation(len(ds.y_train)).tolist():
             d = learner.act(ds.X_train[i])
-            learner.learn(d, feedback(estimator, loss, d, float(ds.y_train[i])))
+            learner.learn(d, env.feedback(d, float(ds.y_train[i])))
     return learner
 
 
@@ -92,8 +85,9 @@ def main(argv: list[str] | None = None) -> None:
         f" {'2pt/full':>8s} {'paper 2pt':>9s} {'paper sup':>9s}"
     )
     for name in args.datasets:
-        for loss in ("squared", "huber"):
-            scores: dict[str, list[float]] = {"one_point": [], "two_point": [], "full": []}
+        losses: tuple[RegressionLoss, ...] = ("squared", "huber")
+        for loss in losses:
+            scores: dict[FeedbackMode, list[float]] = {"one_point": [], "two_point": [], "full": []}
             for split in args.splits:
                 ds = load(name, split=split)
                 for estimator, values in scores.items():

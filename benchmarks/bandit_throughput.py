@@ -24,7 +24,7 @@ import numpy as np
 from banditree.datasets import load
 from banditree.learners import Feedback, build_learner
 from banditree.models.tree_ops import FloatArray
-from benchmarks.vw_baseline import VWBandit, vw_line
+from simulate.vw import VWBandit, vw_line
 
 
 def covertype_shaped_stream(n: int, seed: int = 0) -> tuple[FloatArray, np.ndarray]:
@@ -61,7 +61,7 @@ def time_vw(x: FloatArray, y: np.ndarray, k: int, preformatted: bool) -> float:
     start = time.process_time()
     for i, label in enumerate(labels):
         features = lines[i] if lines is not None else vw_line(rows[i])
-        action, p = vw.act(features, uniforms[i])
+        action, p, _ = vw.act(features, uniforms[i])
         vw.learn(features, action, p, 0.0 if action == label else 1.0)
     rate = len(labels) / (time.process_time() - start)
     vw.close()

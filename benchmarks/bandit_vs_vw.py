@@ -29,7 +29,7 @@ import numpy as np
 from banditree.datasets import load
 from banditree.learners import Feedback, build_learner
 from banditree.models.tree_ops import FloatArray
-from benchmarks.vw_baseline import VWBandit, vw_line
+from simulate.vw import VWBandit, vw_line
 
 #: DGT-Bandit as benchmarked (h = 6); see LearnerConfig for the defaults
 DGT: dict[str, Any] = {"kind": "dgt", "height": 6}
@@ -51,13 +51,15 @@ def run_ours(config: dict[str, Any], x: FloatArray, y: np.ndarray, greedy: bool 
     return losses / len(y)
 
 
-def run_vw(k: int, x: FloatArray, y: np.ndarray, seed: int, epsilon: float, extra: str) -> float:
-    vw = VWBandit(k, epsilon=epsilon, seed=seed, extra=extra)
+def run_vw(
+    k: int, x: FloatArray, y: np.ndarray, seed: int, epsilon: float, lr: float | None
+) -> float:
+    vw = VWBandit(k, epsilon=epsilon, seed=seed, learning_rate=lr)
     uniforms = np.random.default_rng(seed + 1000).random(len(y)).tolist()
     losses = 0.0
     for row, label, u in zip(x.tolist(), y.tolist(), uniforms, strict=True):
         features = vw_line(row)
-        action, p = vw.act(features, u)
+        action, p, _ = vw.act(features, u)
         loss = float(action != label)
         losses += loss
         vw.learn(features, action, p, loss)
@@ -83,8 +85,8 @@ def main(argv: list[str] | None = None) -> None:
             "linear eps-greedy": lambda x, y, s, b=base: run_ours(
                 {**b, "kind": "linear", "seed": s}, x, y
             ),
-            "VW cb_explore e=0.3": lambda x, y, s, k=k: run_vw(k, x, y, s, 0.3, ""),
-            "VW paper l=0.01 e=0.5": lambda x, y, s, k=k: run_vw(k, x, y, s, 0.5, "-l 0.01"),
+            "VW cb_explore e=0.3": lambda x, y, s, k=k: run_vw(k, x, y, s, 0.3, None),
+            "VW paper l=0.01 e=0.5": lambda x, y, s, k=k: run_vw(k, x, y, s, 0.5, 0.01),
         }
         losses: dict[str, list[float]] = {n: [] for n in ["full", *learners]}
         for seed in range(args.seeds):

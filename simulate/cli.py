@@ -60,7 +60,7 @@ def simulate_command(
         None, "--delta", help="One/two-point perturbation, target units (default 0.5)."
     ),
     learning_rate: float | None = typer.Option(
-        None, "--learning-rate", help="RMSprop step size (default 1e-3)."
+        None, "--learning-rate", help="RMSprop step size (default 1e-2)."
     ),
     accumulate: int | None = typer.Option(
         None, "--accumulate", help="Rounds per update (default 4)."

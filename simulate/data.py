@@ -18,7 +18,7 @@ from banditree.datasets import Dataset, encode_labels, read_tsv_gz, stratified_s
 TaskChoice = Literal["auto", "classification", "regression"]
 
 #: scikit-learn's bundled (offline) sets and their task.
-SKLEARN_SETS = {
+SKLEARN_SETS: dict[str, TaskChoice] = {
     "digits": "classification",
     "wine": "classification",
     "breast_cancer": "classification",
@@ -79,12 +79,11 @@ def from_arrays(
     )
 
 
-def _read_csv(path: Path, label: str | None) -> tuple[np.ndarray, np.ndarray]:
+def _read_table(path: Path, label: str, sep: str) -> tuple[np.ndarray, np.ndarray]:
+    """Numeric features and the ``label`` column of a CSV / TSV with a header row."""
     import pandas as pd
 
-    if label is None:
-        raise ValueError(f"{path.name}: a CSV needs --label naming its label column")
-    frame = pd.read_csv(path)
+    frame = pd.read_csv(path, sep=sep)
     if label not in frame.columns:
         raise ValueError(
             f"--label {label!r} is not a column of {path.name} (columns: {list(frame.columns)[:8]}...)"
@@ -104,6 +103,36 @@ def _read_npz(path: Path) -> dict[str, np.ndarray]:
     if {"X", "y"} <= set(arrays):
         return {"X_train": arrays["X"], "y_train": arrays["y"]}
     raise ValueError(f"{path.name}: needs arrays X_train, y_train (and X_test, y_test) or X, y")
+
+
+def _load_file(path: Path, label: str | None, task: TaskChoice, seed: int) -> Dataset:
+    """One data file as a dataset (the file part of :func:`load_source`)."""
+    if not path.exists():
+        raise ValueError(f"data file {str(path)!r} does not exist")
+    name = path.name.split(".")[0]
+    if path.name.endswith(".tsv.gz"):
+        X, y = read_tsv_gz(path, label or "target")
+    elif path.suffix == ".tsv":
+        X, y = _read_table(path, label or "target", "\t")
+    elif path.suffix == ".csv":
+        if label is None:
+            raise ValueError(f"{path.name}: a CSV needs --label naming its label column")
+        X, y = _read_table(path, label, ",")
+    elif path.suffix == ".npz":
+        z = _read_npz(path)
+        y_test = np.ravel(z["y_test"]) if "y_test" in z else None
+        return from_arrays(
+            name,
+            z["X_train"],
+            np.ravel(z["y_train"]),
+            task=task,
+            seed=seed,
+            X_test=z.get("X_test"),
+            y_test=y_test,
+        )
+    else:
+        raise ValueError(f"unsupported data file {path.name}: use .tsv.gz, .tsv, .csv or .npz")
+    return from_arrays(name, X, y, task=task, seed=seed)
 
 
 def load_source(
@@ -131,49 +160,12 @@ def load_source(
     """
     path = Path(source)
     if path.suffix in (".gz", ".tsv", ".csv", ".npz") or path.exists():
-        if not path.exists():
-            raise ValueError(f"data file {source!r} does not exist")
-        name = path.name.split(".")[0]
-        if path.name.endswith((".tsv.gz", ".tsv")):
-            if path.name.endswith(".tsv"):
-                import pandas as pd
-
-                frame = pd.read_csv(path, sep="\t")
-                column = label or "target"
-                if column not in frame.columns:
-                    raise ValueError(f"label column {column!r} not in {path.name}")
-                return from_arrays(
-                    name,
-                    frame.drop(columns=[column]).to_numpy(np.float64),
-                    frame[column].to_numpy(),
-                    task=task,
-                    seed=seed,
-                )
-            X, y = read_tsv_gz(path, label or "target")
-            return from_arrays(name, X, y, task=task, seed=seed)
-        if path.suffix == ".csv":
-            X, y = _read_csv(path, label)
-            return from_arrays(name, X, y, task=task, seed=seed)
-        if path.suffix == ".npz":
-            z = _read_npz(path)
-            return from_arrays(
-                name,
-                z["X_train"],
-                np.ravel(z["y_train"]),
-                task=task,
-                seed=seed,
-                X_test=z.get("X_test"),
-                y_test=np.ravel(z["y_test"]) if "y_test" in z else None,
-            )
-        raise ValueError(f"unsupported data file {path.name}: use .tsv.gz, .tsv, .csv or .npz")
+        return _load_file(path, label, task, seed)
     if source in datasets.CLASSIFICATION or source in datasets.REGRESSION:
         return datasets.load(source, split=split, seed=seed)
     if source in SKLEARN_SETS:
         import sklearn.datasets
 
         bunch = getattr(sklearn.datasets, f"load_{source}")()
-        resolved: TaskChoice = (
-            "classification" if SKLEARN_SETS[source] == "classification" else "regression"
-        )
-        return from_arrays(source, bunch.data, bunch.target, task=resolved, seed=seed)
+        return from_arrays(source, bunch.data, bunch.target, task=SKLEARN_SETS[source], seed=seed)
     raise ValueError(f"unknown data source {source!r}: give a file path or one of {known_names()}")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -12,13 +11,8 @@ import numpy as np
 
 from banditree import __version__
 from banditree.datasets import Dataset
-from simulate.agents import (
-    VowpalWabbitAgent,
-    build_agent,
-    full_information_twin,
-    learner_config,
-    vowpalwabbit_available,
-)
+from banditree.learners import build_learner
+from simulate.agents import full_information_twin, learner_config
 from simulate.data import TaskChoice, load_source
 from simulate.environments import (
     ClassificationEnvironment,
@@ -27,8 +21,15 @@ from simulate.environments import (
     RegressionEnvironment,
 )
 from simulate.plots import write_plots
-from simulate.report import LearnerRun, build_report, write_curves_csv, write_report
+from simulate.report import (
+    LearnerRun,
+    build_report,
+    write_curves_csv,
+    write_decisions_csv,
+    write_report,
+)
 from simulate.runner import Agent, SeedTrace, evaluation_rounds, run_stream, stream_order
+from simulate.vw import VowpalWabbitAgent, vowpalwabbit_available, vw_arguments
 
 BASELINES = ("random", "linear", "vw")
 
@@ -123,7 +124,7 @@ def _competitors(
 
     def local(kind: str, environment: Environment) -> Competitor:
         cfg = config_for(kind, environment)
-        return Competitor(kind, kind, environment, lambda s: build_agent(cfg(s), environment), cfg)
+        return Competitor(kind, kind, environment, lambda s: build_learner(cfg(s)), cfg)
 
     def remote(name: str, kind: str) -> Competitor:
         from simulate.http_agent import HttpAgent
@@ -175,29 +176,8 @@ def _vw_competitor(dataset: Dataset, env: Environment, options: SimulationOption
         "vw",
         env,
         lambda s: VowpalWabbitAgent(k, epsilon=epsilon, seed=s, learning_rate=lr),
-        lambda s: {"arguments": VowpalWabbitAgent.arguments_for(k, epsilon, s, lr)},
+        lambda s: {"arguments": vw_arguments(k, epsilon, s, lr)},
     )
-
-
-def _decision_rows(trace: SeedTrace, X: np.ndarray) -> list[list[Any]]:
-    rows = []
-    for item in trace.decisions:
-        d = item["decision"]
-        rows.append(
-            [
-                trace.seed,
-                item["round"],
-                d.event_id,
-                d.model_version,
-                d.action,
-                d.propensity,
-                d.greedy_action,
-                d.value,
-                item["loss"],
-                *X[item["row"]].tolist(),
-            ]
-        )
-    return rows
 
 
 def simulate(options: SimulationOptions) -> dict[str, Any]:
@@ -278,31 +258,9 @@ def simulate(options: SimulationOptions) -> dict[str, Any]:
     )
     out = Path(options.out)
     out.mkdir(parents=True, exist_ok=True)
-    files = [
-        write_report(report, out),
-        write_curves_csv(report, dataset.task, out),
-        *write_plots(report, out),
-    ]
+    files = [write_curves_csv(report, dataset.task, out), *write_plots(report, out)]
     if options.log_decisions:
-        files.append(out / "decisions.csv")
-        with files[-1].open("w", newline="") as fh:
-            writer = csv.writer(fh)
-            writer.writerow(
-                [
-                    "seed",
-                    "round",
-                    "event_id",
-                    "model_version",
-                    "action",
-                    "propensity",
-                    "greedy_action",
-                    "value",
-                    "loss",
-                    *[f"x{j}" for j in range(dataset.n_features)],
-                ]
-            )
-            for trace in traces[competitors[0].name]:
-                writer.writerows(_decision_rows(trace, dataset.X_train))
-    report["files"] = [f.name for f in files]
+        files.append(write_decisions_csv(traces[competitors[0].name], dataset.X_train, out))
+    report["files"] = ["report.json", *(f.name for f in files)]
     write_report(report, out)
     return report

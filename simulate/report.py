@@ -1,4 +1,4 @@
-"""From per-seed traces to ``report.json`` and ``curves.csv`` (fields: README, "Simulator")."""
+"""Per-seed traces to ``report.json``, ``curves.csv``, ``decisions.csv`` (README, "Simulator")."""
 
 from __future__ import annotations
 
@@ -154,4 +154,43 @@ def write_curves_csv(report: dict[str, Any], task: str, out_dir: Path) -> Path:
                 for point in entry[key]:
                     low, high = point[f"{metric}_ci95"]
                     writer.writerow([name, point["queries"], metric, point[metric], low, high])
+    return path
+
+
+def write_decisions_csv(traces: list[SeedTrace], X: np.ndarray, out_dir: Path) -> Path:
+    """``decisions.csv``: every logged decision of ``traces`` with its loss and context."""
+    path = out_dir / "decisions.csv"
+    with path.open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(
+            [
+                "seed",
+                "round",
+                "event_id",
+                "model_version",
+                "action",
+                "propensity",
+                "greedy_action",
+                "value",
+                "loss",
+                *[f"x{j}" for j in range(X.shape[1])],
+            ]
+        )
+        for trace in traces:
+            for item in trace.decisions:
+                d = item["decision"]
+                writer.writerow(
+                    [
+                        trace.seed,
+                        item["round"],
+                        d.event_id,
+                        d.model_version,
+                        d.action,
+                        d.propensity,
+                        d.greedy_action,
+                        d.value,
+                        item["loss"],
+                        *X[item["row"]].tolist(),
+                    ]
+                )
     return path

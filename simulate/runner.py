@@ -58,7 +58,7 @@ def stream_order(n_train: int, *, passes: int, rounds: int | None, seed: int) ->
         raise ValueError(f"rounds must be >= 1, got {rounds}")
     rng = np.random.default_rng([seed, 0x5EED])
     if rounds is not None:
-        passes = max(passes, -(-rounds // n_train)) if rounds > passes * n_train else passes
+        passes = max(passes, -(-rounds // n_train))  # enough passes for the rounds
     order = np.concatenate([rng.permutation(n_train) for _ in range(passes)])
     return order if rounds is None else order[:rounds]
 

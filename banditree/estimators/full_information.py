@@ -18,15 +18,22 @@ REGRESSION_LOSSES = ("squared", "huber")
 class FullInformationEstimator(Estimator):
     """Exact gradients for the supervised upper bound.
 
-    Classification: every action's reward is known (1 for the label, 0 otherwise) and
-    the gradient is that of ``sum_k (sigmoid(theta_k) - reward_k)^2`` (eq. 8 with
-    ``p = 1`` on all actions).  Regression: derivative of the squared or Huber loss
-    (threshold ``huber_delta``) at the greedy prediction.
+    Classification: every action's reward is known, ``1 - loss_matrix[label, k]``
+    (the 0/1 loss by default: 1 for the label, 0 otherwise), and the gradient is that
+    of ``sum_k (sigmoid(theta_k) - reward_k)^2`` (eq. 8 with ``p = 1`` on all actions).
+    Regression: derivative of the squared or Huber loss (threshold ``huber_delta``) at
+    the greedy prediction.
     """
 
     name = "full"
 
-    def __init__(self, task: str, loss: str = "squared", huber_delta: float = 1.0) -> None:
+    def __init__(
+        self,
+        task: str,
+        loss: str = "squared",
+        huber_delta: float = 1.0,
+        loss_matrix: FloatArray | None = None,
+    ) -> None:
         if task not in ("classification", "regression"):
             raise ValueError(f"task must be classification or regression, got {task!r}")
         if loss not in REGRESSION_LOSSES:
@@ -34,6 +41,7 @@ class FullInformationEstimator(Estimator):
         self.task = task
         self.loss = loss
         self.huber_delta = float(huber_delta)
+        self.loss_matrix = None if loss_matrix is None else np.asarray(loss_matrix, np.float64)
 
     def check_feedback(self, decision: Decision, feedback: Feedback) -> None:
         if feedback.label is None:
@@ -42,8 +50,11 @@ class FullInformationEstimator(Estimator):
     def upstream(self, output: FloatArray, decision: Decision, feedback: Feedback) -> FloatArray:
         assert feedback.label is not None
         if self.task == "classification":
-            reward = np.zeros_like(output)
-            reward[int(feedback.label)] = 1.0
+            if self.loss_matrix is None:
+                reward = np.zeros_like(output)
+                reward[int(feedback.label)] = 1.0
+            else:
+                reward = 1.0 - self.loss_matrix[int(feedback.label)]
             s = 1.0 / (1.0 + np.exp(-output))
             g: FloatArray = 2.0 * (s - reward) * s * (1.0 - s)
             return g

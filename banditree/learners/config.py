@@ -48,6 +48,15 @@ class LearnerConfig(BaseModel):
     )
     delta: float = Field(0.5, gt=0.0, le=1e6, description="perturbation of one/two-point feedback")
     regression_loss: Literal["squared", "huber"] = "squared"
+    huber_delta: float = Field(
+        1.0, gt=0.0, le=1e6, description="Huber threshold of the full estimator, target units"
+    )
+    loss_matrix: list[list[float]] | None = Field(
+        None,
+        description=(
+            "classification, full estimator: K x K losses in [0, 1], row = label (default 0/1 loss)"
+        ),
+    )
     max_importance_weight: float | None = Field(
         3.0,
         ge=1.0,
@@ -82,8 +91,16 @@ class LearnerConfig(BaseModel):
                 raise ValueError("estimator one_point/two_point is for regression")
             if self.explorer == "epsilon_greedy" and (self.explorer_parameter or 0.0) > 1.0:
                 raise ValueError("explorer_parameter (epsilon) must be in [0, 1]")
+            if self.loss_matrix is not None:
+                k = self.n_actions
+                if len(self.loss_matrix) != k or any(len(row) != k for row in self.loss_matrix):
+                    raise ValueError(f"loss_matrix must be n_actions x n_actions ({k} x {k})")
+                if not all(0.0 <= v <= 1.0 for row in self.loss_matrix for v in row):
+                    raise ValueError("loss_matrix values must lie in [0, 1]")
         elif self.estimator == "bandit":
             raise ValueError("estimator bandit is for classification; use one_point or two_point")
+        elif self.loss_matrix is not None:
+            raise ValueError("loss_matrix is for classification")
         if (self.loss_min is None) != (self.loss_max is None):
             raise ValueError("give both loss_min and loss_max, or neither")
         if (

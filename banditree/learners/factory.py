@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from banditree.estimators import (
     ClassificationEstimator,
     Estimator,
@@ -72,7 +74,8 @@ def _load_plugins() -> None:
 
 def make_estimator(c: LearnerConfig) -> Estimator:
     if c.estimator == "full":
-        return FullInformationEstimator(c.task, c.regression_loss)
+        matrix = None if c.loss_matrix is None else np.asarray(c.loss_matrix, dtype=np.float64)
+        return FullInformationEstimator(c.task, c.regression_loss, c.huber_delta, matrix)
     if c.task == "classification":
         return ClassificationEstimator(c.max_importance_weight)
     if c.estimator == "two_point":

@@ -35,13 +35,6 @@ class LoggedRounds:
     def n_rounds(self) -> int:
         return int(self.reward.shape[0])
 
-    def subset(self, rows: np.ndarray) -> LoggedRounds:
-        """The rounds ``rows`` (with repetition: a bootstrap resample)."""
-        est = None if self.estimated_rewards is None else self.estimated_rewards[rows]
-        return LoggedRounds(
-            self.reward[rows], self.action[rows], self.propensity[rows], self.action_dist[rows], est
-        )
-
     def importance_weights(self) -> FloatArray:
         """``pi_e(a_i | x_i) / p_i`` for the logged action of every round."""
         n = self.n_rounds

@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-from banditree.models.tree_ops import FloatArray
-from banditree.ope.base import LoggedRounds, OffPolicyEstimator
+from banditree.ope.ips import InverseProbabilityWeighting
 
 
-class SelfNormalizedInverseProbabilityWeighting(OffPolicyEstimator):
+class SelfNormalizedInverseProbabilityWeighting(InverseProbabilityWeighting):
     """SNIPS: ``sum_i w_i r_i / sum_i w_i``; slightly biased, far less variance than IPS.
 
+    IPS's per-round terms ``w_i r_i``, divided by the summed weights instead of ``n``.
     When no logged action has a positive weight the estimate is 0.
     """
 
     name = "snips"
     self_normalized = True
-
-    def _round_rewards(self, log: LoggedRounds) -> FloatArray:
-        out: FloatArray = log.importance_weights() * log.reward
-        return out

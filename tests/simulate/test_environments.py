@@ -86,3 +86,26 @@ def test_best_constant_value_squared_and_huber() -> None:
 def test_bad_settings_are_refused(make: object, message: str) -> None:
     with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
         make()  # type: ignore[operator]
+
+
+def test_full_information_twin_learns_the_environments_loss() -> None:
+    """The twin's estimator takes the run's loss matrix / Huber xi, also after a checkpoint."""
+    from banditree.learners import Feedback, GradientBandit, build_learner
+    from banditree.persistence import dumps, loads
+    from simulate.agents import full_information_twin, learner_config
+    from simulate.data import load_source
+
+    matrix = np.array([[0.0, 0.2, 0.9], [0.5, 0.0, 0.1], [1.0, 0.3, 0.0]])
+    wine = load_source("wine")
+    twin = full_information_twin(ClassificationEnvironment(3, loss_matrix=matrix))
+    learner = loads(dumps(build_learner(learner_config(kind="dgt", dataset=wine, env=twin))))
+    assert isinstance(learner, GradientBandit)
+    g = learner.estimator.upstream(np.zeros(3), _decision(action=0), Feedback(label=1.0))
+    np.testing.assert_allclose(g, 2.0 * (0.5 - (1.0 - matrix[1])) * 0.25)
+
+    diabetes = load_source("diabetes")
+    twin = full_information_twin(RegressionEnvironment(loss="huber", huber_xi=2.0))
+    learner = loads(dumps(build_learner(learner_config(kind="dgt", dataset=diabetes, env=twin))))
+    assert isinstance(learner, GradientBandit)
+    g = learner.estimator.upstream(np.array([5.0]), _decision(value=5.0), Feedback(label=0.0))
+    np.testing.assert_allclose(g, [2.0])  # d/dv of xi |v - y| - xi^2 / 2 beyond xi

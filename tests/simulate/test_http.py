@@ -9,6 +9,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -67,21 +68,24 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         log.close()
 
 
-def test_http_mode_gives_the_same_kind_of_report(live_server: str, tmp_path: Path) -> None:
-    report = simulate(
+def _simulate_over_http(server: str, out: Path, **options: Any) -> dict[str, Any]:
+    """A short two-seed run of ``dgt`` against ``server``."""
+    return simulate(
         SimulationOptions(
-            data="wine",
-            model="dgt",
-            out=tmp_path / "run",
-            rounds=150,
-            seeds=2,
-            baselines=["random", "linear"],
-            learning_rate=1e-2,
-            eval_points=3,
-            server=live_server,
-            concurrency=4,
-            progress=False,
+            model="dgt", out=out, seeds=2, eval_points=3, server=server, progress=False, **options
         )
+    )
+
+
+def test_http_mode_gives_the_same_kind_of_report(live_server: str, tmp_path: Path) -> None:
+    report = _simulate_over_http(
+        live_server,
+        tmp_path / "run",
+        data="wine",
+        rounds=150,
+        baselines=["random", "linear"],
+        learning_rate=1e-2,
+        concurrency=4,
     )
     check_report(
         tmp_path / "run",
@@ -94,21 +98,15 @@ def test_http_mode_gives_the_same_kind_of_report(live_server: str, tmp_path: Pat
 
 
 def test_http_mode_two_point_regression(live_server: str, tmp_path: Path) -> None:
-    report = simulate(
-        SimulationOptions(
-            data="diabetes",
-            model="dgt",
-            out=tmp_path / "run",
-            rounds=100,
-            seeds=2,
-            baselines=[],
-            feedback="two_point",
-            delta=5.0,
-            eval_points=3,
-            server=live_server,
-            concurrency=2,
-            progress=False,
-        )
+    report = _simulate_over_http(
+        live_server,
+        tmp_path / "run",
+        data="diabetes",
+        rounds=100,
+        baselines=[],
+        feedback="two_point",
+        delta=5.0,
+        concurrency=2,
     )
     check_report(
         tmp_path / "run", task="regression", learners={"dgt", "dgt_full_information"}, n_seeds=2

@@ -11,7 +11,7 @@ import pytest
 from banditree.datasets import load
 from banditree.learners import build_learner
 from simulate import SimulationOptions, simulate
-from simulate.agents import vowpalwabbit_available
+from simulate.vw import vowpalwabbit_available
 from tests.simulate.conftest import check_report
 
 

@@ -1,0 +1,124 @@
+"""Vowpal Wabbit ``--cb_explore K --epsilon e`` (linear epsilon-greedy) as a baseline.
+
+:class:`VWBandit` drives VW one example at a time on VW's text input (the benchmarks
+use it directly, so that they can time the text formatting apart);
+:class:`VowpalWabbitAgent` is the simulator's agent on numeric contexts around it.
+``vowpalwabbit`` is optional (the ``vw`` / ``bench`` extras).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from banditree.explore import event_uniforms, sample_action
+from banditree.learners import Decision, Feedback
+
+
+def vowpalwabbit_available() -> bool:
+    """True when the optional ``vowpalwabbit`` package imports."""
+    try:
+        import vowpalwabbit  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def vw_line(row: Sequence[float]) -> str:
+    """VW text features of one numeric context: ``| f0:x0 f1:x1 ...`` (zeros omitted).
+
+    The names must not be bare integers: VW reads those as raw weight indices, which
+    collide across the per-action weights of ``--cb_explore`` and stop it learning.
+    """
+    return "| " + " ".join([f"f{j}:{v!r}" for j, v in enumerate(row) if v != 0.0])
+
+
+def vw_arguments(
+    n_actions: int, epsilon: float, seed: int, learning_rate: float | None = None
+) -> str:
+    """The VW command line of this baseline."""
+    args = f"--cb_explore {n_actions} --epsilon {epsilon} --random_seed {seed} --quiet"
+    return args if learning_rate is None else f"{args} -l {learning_rate}"
+
+
+class VWBandit:
+    """``vw --cb_explore K --epsilon eps`` driven one example at a time through pyvw.
+
+    The caller's uniform numbers sample the action from VW's pmf, so VW and our
+    learners can share the exploration randomness of a stream.
+    """
+
+    def __init__(
+        self,
+        n_actions: int,
+        epsilon: float = 0.3,
+        seed: int = 0,
+        learning_rate: float | None = None,
+    ) -> None:
+        import vowpalwabbit
+
+        self.n_actions = n_actions
+        self.arguments = vw_arguments(n_actions, epsilon, seed, learning_rate)
+        self.vw = vowpalwabbit.Workspace(self.arguments)
+
+    def act(self, features: str, u: float) -> tuple[int, float, int]:
+        """``(action, propensity, greedy action)`` for one context in VW text form."""
+        pmf = np.asarray(self.vw.predict(features), dtype=np.float64)
+        action = sample_action(pmf, u)
+        return action, float(pmf[action] / pmf.sum()), int(np.argmax(pmf))
+
+    def learn(self, features: str, action: int, propensity: float, loss: float) -> None:
+        """Learn ``action:loss:propensity`` (VW's 1-based action) on ``features``."""
+        self.vw.learn(f"{action + 1}:{loss!r}:{propensity!r} {features}")
+
+    def greedy(self, features: str) -> int:
+        """The action of largest probability (VW's exploit choice)."""
+        return int(np.argmax(self.vw.predict(features)))
+
+    def close(self) -> None:
+        self.vw.finish()
+
+
+class VowpalWabbitAgent:
+    """The simulator's agent around :class:`VWBandit`.
+
+    The action is sampled from VW's pmf with the uniform fixed by ``(seed, event_id)``
+    and learned with the label ``action:cost:probability`` (cost = loss).  The
+    greedy action (for held-out scoring) is the pmf's argmax.
+    """
+
+    def __init__(
+        self, n_actions: int, *, epsilon: float, seed: int, learning_rate: float | None = None
+    ) -> None:
+        self.bandit = VWBandit(n_actions, epsilon, seed, learning_rate)
+        self.seed = seed
+
+    def act(self, context: Sequence[float] | np.ndarray, event_id: str | None = None) -> Decision:
+        x = tuple(float(v) for v in context)
+        u, _ = event_uniforms(self.seed, event_id or "")
+        action, propensity, greedy = self.bandit.act(vw_line(x), u)
+        return Decision(
+            event_id=event_id or "",
+            context=x,
+            model_version=0,
+            action=action,
+            propensity=propensity,
+            greedy_action=greedy,
+            explored=action != greedy,
+        )
+
+    def learn(self, decision: Decision, feedback: Feedback) -> bool:
+        if decision.action is None or feedback.loss is None:
+            raise ValueError("the VW baseline learns from an action and a single loss")
+        self.bandit.learn(
+            vw_line(decision.context), decision.action, decision.propensity, feedback.loss
+        )
+        return True
+
+    def predict(self, contexts: np.ndarray) -> np.ndarray:
+        rows = np.asarray(contexts, dtype=np.float64).tolist()
+        return np.array([self.bandit.greedy(vw_line(x)) for x in rows], dtype=np.float64)
+
+    def close(self) -> None:
+        self.bandit.close()
