@@ -23,7 +23,7 @@ import numpy as np
 
 from banditree.datasets import load
 from banditree.learners import Feedback, build_learner
-from banditree.models.tree_ops import FloatArray
+from banditree.models.dgt.tree_ops import FloatArray
 from simulate.vw import VWBandit, vw_line
 
 

@@ -28,7 +28,7 @@ import numpy as np
 
 from banditree.datasets import load
 from banditree.learners import Feedback, build_learner
-from banditree.models.tree_ops import FloatArray
+from banditree.models.dgt.tree_ops import FloatArray
 from simulate.vw import VWBandit, vw_line
 
 #: DGT-Bandit as benchmarked (h = 6); see LearnerConfig for the defaults

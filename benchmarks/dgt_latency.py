@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from threadpoolctl import threadpool_limits
 
-from banditree.models.dgt import DGTree
+from banditree.models.dgt.tree import DGTree
 
 TARGET_SINGLE_MICROSECONDS = 15.0
 

@@ -23,7 +23,7 @@ from torch import nn
 from banditree.datasets import load
 from banditree.learners import Feedback, build_learner
 from banditree.models import DGTree
-from banditree.models.hinge import PooledHingeForest
+from banditree.models.hinge.modules import PooledHingeForest
 from banditree.supervised import FeatureStandardizer
 
 

@@ -28,7 +28,7 @@ from torch import Tensor, nn
 
 from banditree.datasets import Dataset, load
 from banditree.learners import Feedback, build_learner
-from banditree.models.tel import TEL
+from banditree.models.tel.layer import TEL
 from banditree.supervised import DGTClassifier, FeatureStandardizer, TrainingConfig
 
 #: Test AUC of TEL in the paper's Table 3 (seed 003), for the bundled datasets it lists.

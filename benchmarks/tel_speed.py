@@ -22,9 +22,9 @@ import torch
 from torch import Tensor, nn
 
 from banditree.datasets import load
-from banditree.models.smooth_step import logistic
-from banditree.models.tel import INIT_BOUND, TEL
-from banditree.models.tel_dense import dense_tree_ensemble
+from banditree.models.tel.dense import dense_tree_ensemble
+from banditree.models.tel.layer import INIT_BOUND, TEL
+from banditree.models.tel.smooth_step import logistic
 
 LOGISTIC_ALPHA = 1.0 / 6.0
 

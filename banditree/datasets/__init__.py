@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from banditree.models.tree_ops import FloatArray
+from banditree.models.dgt.tree_ops import FloatArray
 
 CLASSIFICATION = ("letter", "pendigits", "satimage", "segmentation", "shuttle", "optdigits")
 REGRESSION = ("abalone", "cpu_act")

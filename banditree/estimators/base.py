@@ -5,7 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING
 
-from banditree.models.tree_ops import FloatArray
+from banditree.models.dgt.tree_ops import FloatArray
 
 if TYPE_CHECKING:  # records import the learners package, which imports estimators
     from banditree.learners.records import Decision, Feedback

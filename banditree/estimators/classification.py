@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from banditree.estimators.base import Estimator
-from banditree.models.tree_ops import FloatArray
+from banditree.models.dgt.tree_ops import FloatArray
 
 if TYPE_CHECKING:  # records import the learners package, which imports estimators
     from banditree.learners.records import Decision, Feedback

@@ -6,7 +6,7 @@ import hashlib
 from itertools import accumulate
 from typing import Protocol, runtime_checkable
 
-from banditree.models.tree_ops import FloatArray
+from banditree.models.dgt.tree_ops import FloatArray
 
 _TWO_64 = float(1 << 64)
 

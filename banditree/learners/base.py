@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from banditree.learners.records import Decision, Feedback
-from banditree.models.tree_ops import FloatArray
+from banditree.models.dgt.tree_ops import FloatArray
 
 Tensors = dict[str, np.ndarray]
 

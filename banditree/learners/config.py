@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from banditree.models.tree_ops import MAX_HEIGHT
+from banditree.models.dgt.tree_ops import MAX_HEIGHT
 
 #: Largest number of parameters one learner may hold.
 MAX_PARAMETERS = 20_000_000

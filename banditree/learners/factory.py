@@ -19,8 +19,8 @@ from banditree.learners.base import Learner, Tensors
 from banditree.learners.config import LearnerConfig
 from banditree.learners.gradient_bandit import GradientBandit
 from banditree.learners.uniform import UniformRandom
-from banditree.models.dgt_spec import DGTSpec
-from banditree.models.forest_spec import DGTForestSpec
+from banditree.models.dgt.forest_spec import DGTForestSpec
+from banditree.models.dgt.spec import DGTSpec
 from banditree.models.linear import LinearSpec
 from banditree.models.spec import ModelSpec, reward_prior_logit
 
@@ -64,7 +64,7 @@ def _load_plugins() -> None:
     """Import the optional model families so that they register themselves."""
     import importlib
 
-    for module in ("banditree.models.tel_spec", "banditree.models.hinge_spec"):
+    for module in ("banditree.models.tel.spec", "banditree.models.hinge.spec"):
         try:
             importlib.import_module(module)
         except ModuleNotFoundError as err:

@@ -20,8 +20,8 @@ from banditree.learners.optim import RMSprop
 from banditree.learners.records import Decision, Feedback
 from banditree.learners.standardize import RunningStandardizer
 from banditree.learners.validation import InvalidInput, as_context, check_loss
+from banditree.models.dgt.tree_ops import FloatArray
 from banditree.models.spec import ModelSpec, Params
-from banditree.models.tree_ops import FloatArray
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from banditree.models.dgt.tree_ops import FloatArray
 from banditree.models.spec import Params
-from banditree.models.tree_ops import FloatArray
 
 
 class RMSprop:

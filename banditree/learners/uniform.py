@@ -11,7 +11,7 @@ from banditree.explore import event_uniforms
 from banditree.learners.base import Learner, Tensors
 from banditree.learners.records import Decision, Feedback
 from banditree.learners.validation import InvalidInput, as_context, check_loss
-from banditree.models.tree_ops import FloatArray
+from banditree.models.dgt.tree_ops import FloatArray
 
 
 class UniformRandom(Learner):

@@ -1,10 +1,10 @@
 """Model families: DGT hard trees (and forests), linear scorer; TEL and hinge forests."""
 
-from banditree.models.dgt import TABLE12_HIDDEN, DGTree, table12_hidden
-from banditree.models.dgt_spec import DGTSpec
-from banditree.models.forest_spec import DGTForestSpec
-from banditree.models.frozen import FrozenTree
-from banditree.models.hinge import HingeForest, OnlineStandardize, PooledHingeForest
+from banditree.models.dgt.forest_spec import DGTForestSpec
+from banditree.models.dgt.frozen import FrozenTree
+from banditree.models.dgt.spec import DGTSpec
+from banditree.models.dgt.tree import TABLE12_HIDDEN, DGTree, table12_hidden
+from banditree.models.hinge.modules import HingeForest, OnlineStandardize, PooledHingeForest
 from banditree.models.linear import LinearSpec
 from banditree.models.spec import ModelOutput, ModelSpec
 

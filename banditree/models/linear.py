@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from banditree.models.dgt.tree_ops import FloatArray
 from banditree.models.spec import ModelOutput, ModelSpec, Params, UpstreamFn
-from banditree.models.tree_ops import FloatArray
 
 
 class LinearSpec(ModelSpec):

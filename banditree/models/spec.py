@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from banditree.models.tree_ops import FloatArray
+from banditree.models.dgt.tree_ops import FloatArray
 
 Params = dict[str, FloatArray]
 #: Maps a model output ``(K,)`` to ``d loss / d output`` ``(K,)``.

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from banditree.models.tree_ops import check_height
+from banditree.models.dgt.tree_ops import check_height
 
 Regularization = Literal["l1", "l2"]
 

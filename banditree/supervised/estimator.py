@@ -12,9 +12,9 @@ from numpy.typing import ArrayLike
 from torch import Tensor
 from torch.nn import functional
 
-from banditree.models.dgt import DGTree
-from banditree.models.frozen import FrozenTree
-from banditree.models.tree_ops import FloatArray, IntArray
+from banditree.models.dgt.frozen import FrozenTree
+from banditree.models.dgt.tree import DGTree
+from banditree.models.dgt.tree_ops import FloatArray, IntArray
 from banditree.supervised.config import TrainingConfig
 from banditree.supervised.inputs import check_features, check_regression_targets, check_targets
 from banditree.supervised.scaling import FeatureStandardizer, TargetMinMax, fold_scalers

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from banditree.models.frozen import FrozenTree
-from banditree.models.tree_ops import FloatArray
+from banditree.models.dgt.frozen import FrozenTree
+from banditree.models.dgt.tree_ops import FloatArray
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from banditree.models.dgt import DGTree
+from banditree.models.dgt.tree import DGTree
 from banditree.supervised.config import TrainingConfig
 
 LossFunction = Callable[[Tensor, Tensor], Tensor]

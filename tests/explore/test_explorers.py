@@ -20,7 +20,7 @@ from banditree.explore import (
     sample_action,
 )
 from banditree.learners import Feedback, LearnerConfig, build_learner
-from banditree.models.frozen import FrozenTree
+from banditree.models.dgt.frozen import FrozenTree
 
 EXPLORERS: list[Explorer] = [
     EpsilonGreedy(0.0),

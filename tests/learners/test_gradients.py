@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from banditree.models.dgt import DGTree
-from banditree.models.dgt_spec import DGTSpec, dgt_gradients, dgt_gradients_batch
-from banditree.models.forest_spec import DGTForestSpec
+from banditree.models.dgt.forest_spec import DGTForestSpec
+from banditree.models.dgt.spec import DGTSpec, dgt_gradients, dgt_gradients_batch
+from banditree.models.dgt.tree import DGTree
 from banditree.models.linear import LinearSpec
 
 N_FEATURES, N_OUTPUTS, HEIGHT, BATCH = 6, 4, 4, 9

@@ -9,9 +9,9 @@ import pytest
 import torch
 from torch.overrides import TorchFunctionMode
 
-from banditree.models.dgt import DGTree
-from banditree.models.frozen import FrozenTree
-from banditree.models.tree_ops import leaf_from_activations
+from banditree.models.dgt.frozen import FrozenTree
+from banditree.models.dgt.tree import DGTree
+from banditree.models.dgt.tree_ops import leaf_from_activations
 
 
 class TorchCallCounter(TorchFunctionMode):

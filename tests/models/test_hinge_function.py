@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from banditree.models.hinge_function import hinge_forest, hinge_traverse_t
-from banditree.models.hinge_ops import (
+from banditree.models.hinge.function import hinge_forest, hinge_traverse_t
+from banditree.models.hinge.ops import (
     hinge_gradients,
     hinge_traverse,
     hinge_traverse_one,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from banditree.models.hinge import HingeForest, OnlineStandardize, PooledHingeForest
+from banditree.models.hinge.modules import HingeForest, OnlineStandardize, PooledHingeForest
 
 
 def test_online_standardize_same_computation_in_training_and_evaluation() -> None:

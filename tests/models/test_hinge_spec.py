@@ -11,8 +11,8 @@ import torch
 from banditree.datasets import load
 from banditree.learners import Feedback, InvalidInput, build_learner, known_kinds
 from banditree.learners.gradient_bandit import GradientBandit
-from banditree.models.hinge_function import hinge_forest
-from banditree.models.hinge_spec import HingeSpec
+from banditree.models.hinge.function import hinge_forest
+from banditree.models.hinge.spec import HingeSpec
 from banditree.persistence import dumps, loads
 
 SPECS = [

@@ -7,13 +7,13 @@ from collections.abc import Iterator
 import pytest
 import torch
 
-from banditree.models.smooth_step import check_gamma, smooth_step, smooth_step_derivative
-from banditree.models.tel_dense import (
+from banditree.models.tel.dense import (
     dense_reachable_leaf_counts,
     dense_smooth_step_ensemble,
     leaf_probabilities,
 )
-from banditree.models.tel_function import route_conditional, tree_ensemble
+from banditree.models.tel.function import route_conditional, tree_ensemble
+from banditree.models.tel.smooth_step import check_gamma, smooth_step, smooth_step_derivative
 
 F64 = torch.float64
 

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from banditree.datasets import load
-from banditree.models.tel import TEL
+from banditree.models.tel.layer import TEL
 
 F64 = torch.float64
 

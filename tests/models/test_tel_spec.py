@@ -11,8 +11,8 @@ import torch
 from banditree.datasets import load
 from banditree.learners import Feedback, build_learner
 from banditree.models.spec import UpstreamFn, reward_prior_logit
-from banditree.models.tel_dense import dense_smooth_step_ensemble
-from banditree.models.tel_spec import DEFAULT_GAMMA, TELSpec
+from banditree.models.tel.dense import dense_smooth_step_ensemble
+from banditree.models.tel.spec import DEFAULT_GAMMA, TELSpec
 from banditree.persistence import dumps, loads
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from banditree.models.dgt_spec import DGTSpec, dgt_gradients
-from banditree.models.tree_ops import leaf_from_activations, path_scores, quantised_sign
+from banditree.models.dgt.spec import DGTSpec, dgt_gradients
+from banditree.models.dgt.tree_ops import leaf_from_activations, path_scores, quantised_sign
 
 
 def naive_walk(a: np.ndarray, height: int) -> int:

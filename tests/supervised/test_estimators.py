@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from banditree.datasets import load
-from banditree.models.frozen import FrozenTree
+from banditree.models.dgt.frozen import FrozenTree
 from banditree.supervised import DGTClassifier, DGTRegressor, NotFittedError
 
 

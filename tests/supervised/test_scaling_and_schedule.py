@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from banditree.models.dgt import DGTree
-from banditree.models.frozen import FrozenTree
+from banditree.models.dgt.frozen import FrozenTree
+from banditree.models.dgt.tree import DGTree
 from banditree.supervised import FeatureStandardizer, TargetMinMax, TrainingConfig, fold_scalers
 from banditree.supervised.trainer import make_scheduler, weight_penalty
 

@@ -12,7 +12,7 @@ Conventions (``docs``: algorithms section 1), used everywhere in the project:
 The path score of leaf ``l`` is ``q_l = sum_i sign(a_{I(i,l)}) S(i,l)``; the reached
 leaf is the unique leaf with ``q_l = h``.  :func:`path_scores` computes them level
 by level in ``O(2**h)`` per example; the bandit gradients build the dense path
-matrix from it once per height (:func:`banditree.models.dgt_spec.path_matrix`).
+matrix from it once per height (:func:`banditree.models.dgt.spec.path_matrix`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Sparse products over the reachable (row, column) pairs of the conditional TEL passes.
 
-The conditional passes (:mod:`banditree.models.tel_function`) keep lists of reachable
+The conditional passes (:mod:`banditree.models.tel.function`) keep lists of reachable
 pairs, e.g. (sample, node) or (sample * m + tree, leaf).  Every product they need is
 one of three sparse kernels over such a list, so the work is proportional to the
 number of pairs and no unreachable pair is ever touched:

@@ -13,7 +13,7 @@ Design choices (see also ``docs``: algorithms section 4):
   read ``pool`` learnable inner-product features ``P x`` whose rows start as random
   unit vectors, so they begin at about unit scale on standardised contexts (a bandit
   has no batches to standardise them with; the torch module
-  :class:`~banditree.models.hinge.PooledHingeForest` keeps running statistics instead).
+  :class:`~banditree.models.hinge.modules.PooledHingeForest` keeps running statistics instead).
 * **Fixed feature indices** are stored with the parameters (``feature_index``, never
   given a gradient) so that checkpoints round-trip them with everything else.
 
@@ -37,7 +37,8 @@ import numpy as np
 
 from banditree.learners.config import MAX_PARAMETERS, LearnerConfig
 from banditree.learners.factory import register_model
-from banditree.models.hinge_ops import (
+from banditree.models.dgt.tree_ops import FloatArray, IntArray
+from banditree.models.hinge.ops import (
     check_depth,
     hinge_gradients,
     hinge_traverse,
@@ -46,7 +47,6 @@ from banditree.models.hinge_ops import (
     init_forest,
 )
 from banditree.models.spec import ModelOutput, ModelSpec, Params, UpstreamFn
-from banditree.models.tree_ops import FloatArray, IntArray
 
 HINGE_OPTIONS = ("ferns", "pool", "reduction")
 MAX_POOL = 4096

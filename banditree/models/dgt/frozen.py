@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from banditree.models.tree_ops import FloatArray, IntArray, check_height, route_batch
+from banditree.models.dgt.tree_ops import FloatArray, IntArray, check_height, route_batch
 
 JSON_FORMAT = "banditree.hard_tree/v1"
 

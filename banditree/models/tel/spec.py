@@ -4,7 +4,7 @@ The learner (:class:`~banditree.learners.gradient_bandit.GradientBandit`) standa
 contexts online in front of the layer (a batch-norm needs a batch), explores on
 ``sigmoid(output)`` and runs RMSprop on the numpy parameters.  Forward and gradient
 passes wrap those arrays with ``torch.from_numpy`` (float64) and run the conditional
-Algorithms 1 and 2 of :mod:`banditree.models.tel_function`; the gradients of the
+Algorithms 1 and 2 of :mod:`banditree.models.tel.function`; the gradients of the
 examples buffered for one update come from one batched pass.
 
 Learner options (``LearnerConfig.options``): ``gamma``, the smooth-step width,
@@ -23,11 +23,11 @@ import torch
 
 from banditree.learners.config import LearnerConfig
 from banditree.learners.factory import register_model
-from banditree.models.smooth_step import check_gamma
+from banditree.models.dgt.tree_ops import FloatArray
 from banditree.models.spec import ModelOutput, ModelSpec, Params, UpstreamFn
-from banditree.models.tel import INIT_BOUND, check_depth
-from banditree.models.tel_function import tree_ensemble
-from banditree.models.tree_ops import FloatArray
+from banditree.models.tel.function import tree_ensemble
+from banditree.models.tel.layer import INIT_BOUND, check_depth
+from banditree.models.tel.smooth_step import check_gamma
 
 DEFAULT_GAMMA = 1.0
 OPTIONS = ("gamma",)

@@ -1,6 +1,6 @@
 """Pure numpy helpers for random hinge trees and ferns (seed 001, algorithm 3; the hot path).
 
-Conventions shared with the torch form (:mod:`banditree.models.hinge_function`):
+Conventions shared with the torch form (:mod:`banditree.models.hinge.function`):
 
 * a forest of ``T`` trees of depth ``D`` holds ``features`` and ``thresholds`` of
   shape ``(T, N)``: ``N = 2**D - 1`` decision nodes per tree in breadth-first order
@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from banditree.models.tree_ops import FloatArray, IntArray
+from banditree.models.dgt.tree_ops import FloatArray, IntArray
 
 #: Largest tree or fern depth (``2**D`` leaves per tree).
 MAX_DEPTH = 12

@@ -7,10 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from banditree.models.dgt_spec import DGTSpec, dgt_gradients_batch
-from banditree.models.frozen import FrozenTree
+from banditree.models.dgt.frozen import FrozenTree
+from banditree.models.dgt.spec import DGTSpec, dgt_gradients_batch
+from banditree.models.dgt.tree_ops import FloatArray
 from banditree.models.spec import ModelOutput, ModelSpec, Params, UpstreamFn
-from banditree.models.tree_ops import FloatArray
 
 AGGREGATES = ("vote", "average")
 

@@ -9,9 +9,9 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from banditree.models.frozen import FrozenTree
-from banditree.models.tree_function import hard_tree, reached_leaves_t
-from banditree.models.tree_ops import check_height
+from banditree.models.dgt.frozen import FrozenTree
+from banditree.models.dgt.tree_function import hard_tree, reached_leaves_t
+from banditree.models.dgt.tree_ops import check_height
 
 #: Hidden widths of the linear overparameterization for L = 3 (paper Table 12): (d1, d2).
 TABLE12_HIDDEN: dict[int, tuple[int, int]] = {

@@ -1,7 +1,7 @@
 """Torch autograd form of the DGT tree layer (Algorithm 2) for supervised training.
 
 Four layers, as in ``torch.nn``: pure tensor helpers, an ``autograd.Function``, a
-functional wrapper (:func:`hard_tree`), and the module (:class:`~banditree.models.dgt.DGTree`).
+functional wrapper (:func:`hard_tree`), and the module (:class:`~banditree.models.dgt.tree.DGTree`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from torch import Tensor
 
 
 def path_scores_t(sign: Tensor, height: int) -> Tensor:
-    """Torch twin of :func:`banditree.models.tree_ops.path_scores`."""
+    """Torch twin of :func:`banditree.models.dgt.tree_ops.path_scores`."""
     lead = sign.shape[:-1]
     q = sign.new_zeros((*lead, 1))
     for depth in range(height):

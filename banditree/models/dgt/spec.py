@@ -9,10 +9,10 @@ from typing import Any
 
 import numpy as np
 
-from banditree.models.dgt import effective_weights_np
-from banditree.models.frozen import FrozenTree
+from banditree.models.dgt.frozen import FrozenTree
+from banditree.models.dgt.tree import effective_weights_np
+from banditree.models.dgt.tree_ops import FloatArray, check_height, path_scores
 from banditree.models.spec import ModelOutput, ModelSpec, Params, UpstreamFn
-from banditree.models.tree_ops import FloatArray, check_height, path_scores
 
 
 class DGTSpec(ModelSpec):

@@ -13,8 +13,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from banditree.models.hinge_function import REDUCTIONS, hinge_forest, hinge_traverse_t
-from banditree.models.hinge_ops import check_depth, n_decisions
+from banditree.models.hinge.function import REDUCTIONS, hinge_forest, hinge_traverse_t
+from banditree.models.hinge.ops import check_depth, n_decisions
 
 
 class OnlineStandardize(nn.Module):

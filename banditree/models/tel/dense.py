@@ -12,8 +12,8 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from banditree.models.smooth_step import smooth_step
-from banditree.models.tel_function import depth_of
+from banditree.models.tel.function import depth_of
+from banditree.models.tel.smooth_step import smooth_step
 
 Activation = Callable[[Tensor], Tensor]
 

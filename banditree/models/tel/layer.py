@@ -5,9 +5,9 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from banditree.models.smooth_step import check_gamma
-from banditree.models.tel_dense import dense_smooth_step_ensemble
-from banditree.models.tel_function import tree_ensemble
+from banditree.models.tel.dense import dense_smooth_step_ensemble
+from banditree.models.tel.function import tree_ensemble
+from banditree.models.tel.smooth_step import check_gamma
 
 #: Deepest tree the layer builds (``2**12`` leaves per tree).
 MAX_DEPTH = 12

@@ -2,9 +2,9 @@
 
 Four layers, as in ``torch.nn``: a pure tensor helper (:func:`hinge_traverse_t`), an
 ``autograd.Function`` (:class:`HingeForestFunction`), a functional wrapper
-(:func:`hinge_forest`) and the modules in :mod:`banditree.models.hinge`.
+(:func:`hinge_forest`) and the modules in :mod:`banditree.models.hinge.modules`.
 Conventions (node order, ties, leaf numbering) are those of
-:mod:`banditree.models.hinge_ops`.
+:mod:`banditree.models.hinge.ops`.
 """
 
 from __future__ import annotations

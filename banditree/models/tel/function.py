@@ -3,7 +3,7 @@
 Four layers, as in ``torch.nn``: pure tensor helpers (:func:`route_conditional`,
 :func:`backward_conditional`), an ``autograd.Function`` (:class:`TreeEnsembleFunction`)
 and a functional wrapper (:func:`tree_ensemble`); the module is
-:class:`~banditree.models.tel.TEL`.
+:class:`~banditree.models.tel.layer.TEL`.
 
 Layout: ``m`` perfect trees of depth ``d``; internal nodes in breadth-first order
 (children of node ``i`` are ``2i+1`` LEFT and ``2i+2`` RIGHT), leaves numbered left
@@ -27,8 +27,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from banditree.models.smooth_step import smooth_step, smooth_step_derivative
-from banditree.models.tel_sparse import pair_matmul, pair_matmul_transposed, sampled_dot
+from banditree.models.tel.smooth_step import smooth_step, smooth_step_derivative
+from banditree.models.tel.sparse import pair_matmul, pair_matmul_transposed, sampled_dot
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ class Routing:
     node) triples; fractional ids ``0 .. F-1`` are in level order, level ``l`` holding
     ids ``level_starts[l] .. level_starts[l + 1] - 1``.  Link slot ``2 F`` means "no
     fractional ancestor".  Both lists are sample-major (sorted by sample, then tree,
-    then node), which the sparse kernels of :mod:`~banditree.models.tel_sparse` need.
+    then node), which the sparse kernels of :mod:`~banditree.models.tel.sparse` need.
     """
 
     leaf_sample: Tensor  # (U,) sample index
@@ -83,7 +83,7 @@ def route_conditional(x: Tensor, node_weights: Tensor, gamma: float) -> Routing:
 
     The reachable triples of a level are a sample-major list of (sample, column)
     pairs, column ``tree * 2**l + position in the level``; their ``<w_i, x>`` is one
-    sampled product (:func:`~banditree.models.tel_sparse.sampled_dot`), and the
+    sampled product (:func:`~banditree.models.tel.sparse.sampled_dot`), and the
     children of column ``c`` are columns ``2c`` (LEFT) and ``2c + 1`` (RIGHT).
 
     Shape: ``x`` ``(B, p)``, ``node_weights`` ``(m, 2**d - 1, p)``.

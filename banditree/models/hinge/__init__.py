@@ -1,0 +1,1 @@
+"""Random hinge trees and ferns."""

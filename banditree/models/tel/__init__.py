@@ -1,0 +1,1 @@
+"""Tree Ensemble Layer: soft trees with smooth-step routing and conditional computation."""
