@@ -11,8 +11,27 @@ import numpy as np
 
 from banditree.models.dgt.tree_ops import FloatArray
 
-CLASSIFICATION = ("letter", "pendigits", "satimage", "segmentation", "shuttle", "optdigits")
-REGRESSION = ("abalone", "cpu_act")
+CLASSIFICATION = (
+    "letter",
+    "pendigits",
+    "satimage",
+    "segmentation",
+    "shuttle",
+    "optdigits",
+    "krkopt",
+    "nursery",
+    "spambase",
+    "fars",
+    "waveform_40",
+    "texture",
+    "coil2000",
+    "page_blocks",
+)
+#: regression sets with the DGT paper's own five splits (``.npz``)
+REGRESSION_SPLITS = ("abalone", "cpu_act")
+#: regression sets without a fixed split (PMLB ``.tsv.gz``: seeded 80/20 split)
+REGRESSION_TSV = ("pol", "house_16H")
+REGRESSION = REGRESSION_SPLITS + REGRESSION_TSV
 
 
 @dataclass(frozen=True)
@@ -76,13 +95,23 @@ def stratified_split(
 
 
 def load(name: str, *, split: int = 0, seed: int = 0, test_fraction: float = 0.2) -> Dataset:
-    """A bundled dataset by name: PMLB sets get a seeded 80/20 split, npz sets their ``split``."""
+    """A bundled dataset by name: PMLB sets get a seeded 80/20 split, npz sets their ``split``.
+
+    The split of a PMLB classification set is stratified; that of ``pol`` and
+    ``house_16H`` is a plain seeded permutation.
+    """
     if name in CLASSIFICATION:
         X, raw = read_tsv_gz(data_path(f"{name}.tsv.gz"))
         y = encode_labels(raw)
         tr, te = stratified_split(y, test_fraction, seed)
         return Dataset(name, "classification", X[tr], y[tr], X[te], y[te])
-    if name in REGRESSION:
+    if name in REGRESSION_TSV:
+        X, y = read_tsv_gz(data_path(f"{name}.tsv.gz"))
+        order = np.random.default_rng(seed).permutation(len(y))
+        n_test = round(len(y) * test_fraction)
+        te, tr = order[:n_test], order[n_test:]
+        return Dataset(name, "regression", X[tr], y[tr], X[te], y[te])
+    if name in REGRESSION_SPLITS:
         if not 0 <= split <= 4:
             raise ValueError(f"split must be in 0..4, got {split}")
         with np.load(data_path(f"{name}{split}.npz")) as z:
