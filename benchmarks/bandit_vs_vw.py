@@ -1,113 +1,202 @@
-"""One pass of bandit classification: DGT-Bandit vs linear epsilon-greedy vs Vowpal Wabbit.
+"""Bandit classification: banditree's default learner against Vowpal Wabbit's best.
 
 Usage::
 
-    python -m benchmarks.bandit_vs_vw [--datasets letter pendigits satimage] [--seeds 3]
+    python -m benchmarks.bandit_vs_vw [--datasets letter nursery] [--seeds 3]
+        [--max-rounds 50000] [--variants default ...] [--out runs/bandit_vs_vw]
 
-Every learner sees the same stream (the training split in a seeded order) once, plays
-an action per example and receives only its 0/1 loss (one-point bandit feedback).
+Every bundled classification set (default: all 14), one pass over the training split in
+a seeded order (at most ``--max-rounds`` rounds).  Each round a learner plays an action
+and is told only its 0/1 loss.  Every competitor of a seed sees the same stream and the
+same uniform numbers for sampling its action from its pmf.
 
-* progressive accuracy: mean reward of the actions actually played (exploration
-  included), the online bandit score;
-* regret: the learner's mean per-round loss minus that of the full-information DGT
-  (same tree, told the label every round, scored by its greedy action before
-  learning) on the same stream; the full-information learner is the practical
-  best-in-hindsight reference (its own mean loss is printed as ``full``).
+Competitors: banditree's default (the :class:`~banditree.learners.LearnerConfig`
+defaults) and the named variants of :data:`VARIANTS`; Vowpal Wabbit's contextual-bandit
+algorithms (:data:`simulate.vw.VW_ALGORITHMS`), each run on the raw features and on
+features z-scored with the training split's statistics, the better of the two reported;
+the best constant action in hindsight.
 
-VW runs as ``--cb_explore K --epsilon 0.3`` (the same exploration as DGT-Bandit) and
-with the paper's setting ``-l 0.01 --epsilon 0.5``.
+Reported per dataset (means over seeds): progressive mean loss (exploration included),
+held-out accuracy of the greedy policy after the pass, act+learn examples per second
+(VW's text is formatted outside the timing), the ratio default / best VW and its
+geometric mean.  Writes ``results.jsonl`` (one line per run), ``report.md`` and
+``ratio.png`` in ``--out``; ``--report-only`` re-renders them from ``results.jsonl``.
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+import json
+import time
+from concurrent.futures import ProcessPoolExecutor
+from itertools import zip_longest
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+from tqdm import tqdm
 
-from banditree.datasets import load
+from banditree.datasets import CLASSIFICATION, Dataset, load
+from banditree.explore import event_uniforms
 from banditree.learners import Feedback, build_learner
-from banditree.models.dgt.tree_ops import FloatArray
-from simulate.vw import VWBandit, vw_line
+from benchmarks.bandit_vs_vw_report import write_report
+from simulate.vw import VW_ALGORITHMS, VWPolicy
 
-#: DGT-Bandit as benchmarked (h = 6); see LearnerConfig for the defaults
-DGT: dict[str, Any] = {"kind": "dgt", "height": 6}
+#: banditree variants (overrides of the LearnerConfig defaults); ``default`` is none
+VARIANTS: dict[str, dict[str, Any]] = {
+    "default": {},
+    "linear": {"kind": "linear"},
+    "eps0.05": {"explorer": "epsilon_greedy", "explorer_parameter": 0.05},
+    "forest": {"kind": "dgt_forest", "n_trees": 5},
+}
+#: rounds after which the progressive loss is also recorded
+CHECKPOINT_ROUNDS = (1000, 2000, 5000, 10000, 20000, 50000)
 
 
-def run_ours(config: dict[str, Any], x: FloatArray, y: np.ndarray, greedy: bool = False) -> float:
-    """Mean per-round 0/1 loss of played (or, for ``greedy``, greedy) actions."""
+def stream(ds: Dataset, seed: int, max_rounds: int) -> tuple[np.ndarray, np.ndarray, list[float]]:
+    """The seed's stream (contexts, labels) and its action uniforms.
+
+    The uniforms are those a banditree learner of that seed draws for its default
+    event ids, so every competitor samples its pmf with the same numbers.
+    """
+    order = np.random.default_rng(seed).permutation(len(ds.y_train))[:max_rounds]
+    uniforms = [event_uniforms(seed, f"{seed:x}-{i:x}")[0] for i in range(len(order))]
+    return ds.X_train[order], ds.y_train[order], uniforms
+
+
+def _summary(losses: list[float], seconds: float, test_accuracy: float) -> dict[str, Any]:
+    cumulative = np.cumsum(losses)
+    n = len(losses)
+    return {
+        "rounds": n,
+        "progressive_loss": float(cumulative[-1] / n),
+        "prefix_loss": {str(c): float(cumulative[c - 1] / c) for c in CHECKPOINT_ROUNDS if c <= n},
+        "test_accuracy": test_accuracy,
+        "examples_per_second": n / seconds,
+    }
+
+
+def run_banditree(
+    ds: Dataset, overrides: dict[str, Any], seed: int, max_rounds: int
+) -> dict[str, Any]:
+    """One pass of a banditree learner; ``act`` + ``learn`` timed together."""
+    x, y, _ = stream(ds, seed, max_rounds)
+    config = {"n_features": ds.n_features, "n_actions": ds.n_classes, **overrides, "seed": seed}
     learner = build_learner(config)
-    losses = 0.0
+    losses: list[float] = []
+    clock = time.perf_counter
+    seconds = 0.0
     for row, label in zip(x, y.tolist(), strict=True):
-        d = learner.act(row)
-        if greedy:
-            losses += float(d.greedy_action != label)
-            learner.learn(d, Feedback(label=label))
-        else:
-            loss = float(d.action != label)
-            losses += loss
-            learner.learn(d, Feedback(loss=loss))
-    return losses / len(y)
+        start = clock()
+        decision = learner.act(row)
+        loss = float(decision.action != label)
+        learner.learn(decision, Feedback(loss=loss))
+        seconds += clock() - start
+        losses.append(loss)
+    accuracy = float(np.mean(learner.predict(ds.X_test) == ds.y_test))
+    return _summary(losses, seconds, accuracy)
 
 
 def run_vw(
-    k: int, x: FloatArray, y: np.ndarray, seed: int, epsilon: float, lr: float | None
-) -> float:
-    vw = VWBandit(k, epsilon=epsilon, seed=seed, learning_rate=lr)
-    uniforms = np.random.default_rng(seed + 1000).random(len(y)).tolist()
-    losses = 0.0
-    for row, label, u in zip(x.tolist(), y.tolist(), uniforms, strict=True):
-        features = vw_line(row)
-        action, p, _ = vw.act(features, u)
+    ds: Dataset, algorithm: str, standardized: bool, seed: int, max_rounds: int
+) -> dict[str, Any]:
+    """One pass of a VW algorithm on raw or z-scored features; predict + learn timed."""
+    x, y, uniforms = stream(ds, seed, max_rounds)
+    x_test = ds.X_test
+    if standardized:
+        mean, sd = ds.X_train.mean(axis=0), ds.X_train.std(axis=0)
+        sd[sd == 0.0] = 1.0
+        x, x_test = (x - mean) / sd, (x_test - mean) / sd
+    policy = VWPolicy(ds.n_classes, algorithm, seed)
+    examples = [policy.example(row) for row in x.tolist()]
+    losses: list[float] = []
+    clock = time.perf_counter
+    seconds = 0.0
+    for example, label, u in zip(examples, y.tolist(), uniforms, strict=True):
+        start = clock()
+        pmf = policy.pmf(example)
+        action = int(np.searchsorted(np.cumsum(pmf), u * pmf.sum(), side="right"))
+        action = min(action, len(pmf) - 1)
         loss = float(action != label)
-        losses += loss
-        vw.learn(features, action, p, loss)
-    vw.close()
-    return losses / len(y)
+        policy.learn(example, action, float(pmf[action]), loss)
+        seconds += clock() - start
+        losses.append(loss)
+    greedy = [int(np.argmax(policy.pmf(policy.example(row)))) for row in x_test.tolist()]
+    policy.close()
+    return _summary(losses, seconds, float(np.mean(np.array(greedy) == ds.y_test)))
+
+
+def best_constant(ds: Dataset, seed: int, max_rounds: int) -> dict[str, Any]:
+    """The best single action in hindsight on the stream (and on each prefix)."""
+    _, y, _ = stream(ds, seed, max_rounds)
+    counts = np.bincount(y, minlength=ds.n_classes)
+    best = int(counts.argmax())
+    result = _summary([float(v != best) for v in y.tolist()], 1.0, 0.0)
+    result["prefix_loss"] = {
+        str(c): 1.0 - float(np.bincount(y[:c]).max()) / c for c in CHECKPOINT_ROUNDS if c <= len(y)
+    }
+    result["test_accuracy"] = float(np.mean(ds.y_test == best))
+    result["examples_per_second"] = None
+    return result
+
+
+def run_task(task: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every competitor on one (dataset, seed): a list of result records."""
+    name, seed, max_rounds = task["dataset"], task["seed"], task["max_rounds"]
+    ds = load(name)
+    head = {"dataset": name, "seed": seed, "n_actions": ds.n_classes}
+    records = [{**head, "learner": "best_constant", **best_constant(ds, seed, max_rounds)}]
+    ours = [("banditree", variant) for variant in task["variants"]]
+    theirs = [(algorithm, form) for algorithm in task["vw"] for form in ("raw", "z")]
+    # interleaved, so that changing load on the machine hits both alike
+    for job in [j for pair in zip_longest(ours, theirs) for j in pair if j is not None]:
+        if job[0] == "banditree":
+            result = run_banditree(ds, VARIANTS[job[1]], seed, max_rounds)
+            records.append({**head, "learner": job[1], "family": "banditree", **result})
+        else:
+            result = run_vw(ds, VW_ALGORITHMS[job[0]], job[1] == "z", seed, max_rounds)
+            records.append({**head, "learner": job[0], "family": "vw", "form": job[1], **result})
+    return records
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--datasets", nargs="+", default=["letter", "pendigits", "satimage"])
+    parser.add_argument("--datasets", nargs="+", default=list(CLASSIFICATION))
     parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--limit", type=int, default=0, help="cap the stream length (0 = all)")
+    parser.add_argument("--max-rounds", type=int, default=50_000)
+    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+    parser.add_argument("--vw", nargs="*", default=list(VW_ALGORITHMS), choices=list(VW_ALGORITHMS))
+    parser.add_argument("--jobs", type=int, default=1, help="worker processes")
+    parser.add_argument("--out", type=Path, default=Path("runs/bandit_vs_vw"))
+    parser.add_argument("--report-only", action="store_true", help="re-render from results")
+    parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
-    print("mean over seeds of progressive accuracy (acc) and regret (mean loss - full-info DGT's)")
-    header = f"{'dataset':10s} {'learner':22s} {'acc':>7s} {'regret':>7s} {'vs VW e0.3':>10s}"
-    print(header)
-    for name in args.datasets:
-        ds = load(name)
-        k = ds.n_classes
-        base = {"n_features": ds.n_features, "n_actions": k}
-        learners: dict[str, Callable[[FloatArray, np.ndarray, int], float]] = {
-            "DGT-Bandit h=6": lambda x, y, s, b=base: run_ours({**b, **DGT, "seed": s}, x, y),
-            "linear eps-greedy": lambda x, y, s, b=base: run_ours(
-                {**b, "kind": "linear", "seed": s}, x, y
-            ),
-            "VW cb_explore e=0.3": lambda x, y, s, k=k: run_vw(k, x, y, s, 0.3, None),
-            "VW paper l=0.01 e=0.5": lambda x, y, s, k=k: run_vw(k, x, y, s, 0.5, 0.01),
-        }
-        losses: dict[str, list[float]] = {n: [] for n in ["full", *learners]}
-        for seed in range(args.seeds):
-            order = np.random.default_rng(seed).permutation(len(ds.y_train))
-            if args.limit:
-                order = order[: args.limit]
-            x, y = ds.X_train[order], ds.y_train[order]
-            full = {**base, **DGT, "estimator": "full", "seed": seed}
-            losses["full"].append(run_ours(full, x, y, greedy=True))
-            for learner_name, run in learners.items():
-                losses[learner_name].append(run(x, y, seed))
-        full_loss = np.array(losses["full"])
-        vw_regret = float(np.mean(np.array(losses["VW cb_explore e=0.3"]) - full_loss))
-        print(f"{name:10s} {'full-information DGT':22s} {1 - full_loss.mean():7.4f} {0.0:7.4f}")
-        for learner_name in learners:
-            loss = np.array(losses[learner_name])
-            regret = float(np.mean(loss - full_loss))
-            print(
-                f"{name:10s} {learner_name:22s} {1 - loss.mean():7.4f} {regret:7.4f}"
-                f" {regret / vw_regret:10.2f}"
-            )
+    if "default" not in args.variants:
+        parser.error("--variants must include default")
+    args.out.mkdir(parents=True, exist_ok=True)
+    results_path = args.out / "results.jsonl"
+    if not args.report_only:
+        tasks = [
+            {
+                "dataset": d,
+                "seed": s,
+                "max_rounds": args.max_rounds,
+                "variants": ["default", *[v for v in args.variants if v != "default"]],
+                "vw": args.vw,
+            }
+            for d in args.datasets
+            for s in range(args.seeds)
+        ]
+        results_path.write_text("")
+        bar = tqdm(total=len(tasks), desc="dataset x seed", disable=args.no_progress)
+        with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+            for records in pool.map(run_task, tasks):
+                with results_path.open("a") as fh:
+                    fh.writelines(json.dumps(r) + "\n" for r in records)
+                bar.update()
+        bar.close()
+    records = [json.loads(line) for line in results_path.read_text().splitlines() if line]
+    print(write_report(records, args.out))
 
 
 if __name__ == "__main__":

@@ -122,3 +122,58 @@ class VowpalWabbitAgent:
 
     def close(self) -> None:
         self.bandit.close()
+
+
+#: Vowpal Wabbit's contextual-bandit algorithms that the benchmark compares against
+#: (``{k}``: the number of actions; ``_adf`` ones read the context in namespace ``s``
+#: and the action id in namespace ``a``, crossed by ``-q sa``)
+VW_ALGORITHMS: dict[str, str] = {
+    "vw_adf_squarecb": "--cb_explore_adf --squarecb -q sa",
+    "vw_bag5": "--cb_explore {k} --bag 5",
+    "vw_eps0.05": "--cb_explore {k} --epsilon 0.05",
+    "vw_adf_eps0.05": "--cb_explore_adf --epsilon 0.05 -q sa",
+    "vw_cover4": "--cb_explore {k} --cover 4",
+}
+
+VWExample = str | list[str]
+
+
+class VWPolicy:
+    """Any ``--cb_explore`` / ``--cb_explore_adf`` algorithm of VW, one example at a time.
+
+    :meth:`example` formats a numeric context once (outside any timing);
+    :meth:`pmf` and :meth:`learn` are the act and learn calls.
+    """
+
+    def __init__(self, n_actions: int, algorithm: str, seed: int = 0) -> None:
+        import vowpalwabbit
+
+        self.n_actions = n_actions
+        self.adf = "--cb_explore_adf" in algorithm
+        self.arguments = f"{algorithm.format(k=n_actions)} --random_seed {seed} --quiet"
+        self.vw = vowpalwabbit.Workspace(self.arguments)
+        self._action_lines = [f"|a a{k}" for k in range(n_actions)]
+
+    def example(self, row: Sequence[float]) -> VWExample:
+        """VW text of one context (a shared line plus one line per action for ``adf``)."""
+        if not self.adf:
+            return vw_line(row)
+        shared = "shared |s " + " ".join([f"f{j}:{v!r}" for j, v in enumerate(row) if v != 0.0])
+        return [shared, *self._action_lines]
+
+    def pmf(self, example: VWExample) -> np.ndarray:
+        """VW's probability of each action (action order)."""
+        pmf = np.asarray(self.vw.predict(example), dtype=np.float64)
+        return pmf / pmf.sum()
+
+    def learn(self, example: VWExample, action: int, propensity: float, loss: float) -> None:
+        """Learn the loss of ``action`` played with ``propensity``."""
+        if self.adf:
+            lines = list(example)
+            lines[action + 1] = f"0:{loss!r}:{propensity!r} {lines[action + 1]}"
+            self.vw.learn(lines)
+        else:
+            self.vw.learn(f"{action + 1}:{loss!r}:{propensity!r} {example}")
+
+    def close(self) -> None:
+        self.vw.finish()
