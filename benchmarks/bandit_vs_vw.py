@@ -48,6 +48,44 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "linear": {"kind": "linear"},
     "eps0.05": {"explorer": "epsilon_greedy", "explorer_parameter": 0.05},
     "forest": {"kind": "dgt_forest", "n_trees": 5},
+    "squarecb": {"explorer": "squarecb"},
+    "squarecb_identity": {"explorer": "squarecb", "reward_link": "identity"},
+    "squarecb_identity_nobias": {
+        "explorer": "squarecb",
+        "reward_link": "identity",
+        "shared_bias": False,
+    },
+    "squarecb_identity_g30": {
+        "explorer": "squarecb",
+        "explorer_parameter": 30.0,
+        "reward_link": "identity",
+    },
+    "squarecb_identity_lr3e-2": {
+        "explorer": "squarecb",
+        "reward_link": "identity",
+        "learning_rate": 3e-2,
+    },
+    "squarecb_identity_lr3e-3": {
+        "explorer": "squarecb",
+        "reward_link": "identity",
+        "learning_rate": 3e-3,
+    },
+    "squarecb_identity_nocap": {
+        "explorer": "squarecb",
+        "reward_link": "identity",
+        "max_importance_weight": None,
+    },
+    "squarecb_identity_acc1": {
+        "explorer": "squarecb",
+        "reward_link": "identity",
+        "accumulate": 1,
+    },
+    "eps_decay": {"explorer_parameter": 1.0, "explorer_exponent": 1 / 3},
+    "eps_decay_identity": {
+        "explorer_parameter": 1.0,
+        "explorer_exponent": 1 / 3,
+        "reward_link": "identity",
+    },
 }
 #: rounds after which the progressive loss is also recorded
 CHECKPOINT_ROUNDS = (1000, 2000, 5000, 10000, 20000, 50000)

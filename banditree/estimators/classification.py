@@ -20,24 +20,34 @@ if TYPE_CHECKING:  # records import the learners package, which imports estimato
     from banditree.learners.records import Decision, Feedback
 
 
+REWARD_LINKS = ("sigmoid", "identity")
+
+
 def classification_gradient(
     logits: FloatArray,
     action: int,
     propensity: float,
     loss: float,
     max_importance_weight: float | None = None,
+    link: str = "sigmoid",
 ) -> FloatArray:
-    """``g = 2 w (loss - (1 - s)) s (1 - s) e_y`` with ``s = sigmoid(logits[y])``.
+    """``g = 2 w (s - reward) s' e_y``: eq. 8 with ``reward = 1 - loss``.
 
-    ``w = 1 / p(y)`` (eq. 8: the gradient of ``(s - reward)^2 / p(y)`` with
-    ``reward = 1 - loss``), or ``min(1 / p(y), max_importance_weight)`` when a cap is given.
+    ``s`` is the predicted reward of the played action ``y``: ``sigmoid(logits[y])``
+    (``s' = s (1 - s)``, the paper) or, with ``link="identity"``, ``logits[y]`` itself
+    (``s' = 1``: plain least squares on the reward, Vowpal Wabbit's regression).
+    ``w = 1 / p(y)``, or ``min(1 / p(y), max_importance_weight)`` when a cap is given.
     """
     weight = 1.0 / propensity
     if max_importance_weight is not None:
         weight = min(weight, max_importance_weight)
-    s = 1.0 / (1.0 + math.exp(-float(logits[action])))
+    o = float(logits[action])
     g = np.zeros(logits.shape)
-    g[action] = 2.0 * weight * (loss - (1.0 - s)) * s * (1.0 - s)
+    if link == "identity":
+        g[action] = 2.0 * weight * (o - (1.0 - loss))
+    else:
+        s = 1.0 / (1.0 + math.exp(-o))
+        g[action] = 2.0 * weight * (loss - (1.0 - s)) * s * (1.0 - s)
     return g
 
 
@@ -46,6 +56,9 @@ class ClassificationEstimator(Estimator):
 
     Parameters
     ----------
+    link
+        ``sigmoid`` (the paper: predicted reward ``sigmoid(output)``) or ``identity``
+        (the output is the predicted reward).
     max_importance_weight
         Truncate the importance weight ``1 / p(y)`` at this value (>= 1); ``None`` (the
         default here) is the exact, unbiased eq. 8.  Learners built from a
@@ -55,7 +68,10 @@ class ClassificationEstimator(Estimator):
     name = "classification"
     task = "classification"
 
-    def __init__(self, max_importance_weight: float | None = None) -> None:
+    def __init__(self, max_importance_weight: float | None = None, link: str = "sigmoid") -> None:
+        if link not in REWARD_LINKS:
+            raise ValueError(f"link must be one of {REWARD_LINKS}, got {link!r}")
+        self.link = link
         if max_importance_weight is not None and not (
             math.isfinite(max_importance_weight) and max_importance_weight >= 1.0
         ):
@@ -70,4 +86,5 @@ class ClassificationEstimator(Estimator):
             decision.propensity,
             feedback.loss,
             self.max_importance_weight,
+            self.link,
         )

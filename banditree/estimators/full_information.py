@@ -22,7 +22,7 @@ class FullInformationEstimator(Estimator):
     (the 0/1 loss by default: 1 for the label, 0 otherwise), and the gradient is that
     of ``sum_k (sigmoid(theta_k) - reward_k)^2`` (eq. 8 with ``p = 1`` on all actions).
     Regression: derivative of the squared or Huber loss (threshold ``huber_delta``) at
-    the greedy prediction.
+    the greedy prediction.  ``link``: as :class:`ClassificationEstimator`'s.
     """
 
     name = "full"
@@ -33,11 +33,15 @@ class FullInformationEstimator(Estimator):
         loss: str = "squared",
         huber_delta: float = 1.0,
         loss_matrix: FloatArray | None = None,
+        link: str = "sigmoid",
     ) -> None:
         if task not in ("classification", "regression"):
             raise ValueError(f"task must be classification or regression, got {task!r}")
         if loss not in REGRESSION_LOSSES:
             raise ValueError(f"loss must be one of {REGRESSION_LOSSES}, got {loss!r}")
+        if link not in ("sigmoid", "identity"):
+            raise ValueError(f"link must be sigmoid or identity, got {link!r}")
+        self.link = link
         self.task = task
         self.loss = loss
         self.huber_delta = float(huber_delta)
@@ -55,8 +59,11 @@ class FullInformationEstimator(Estimator):
                 reward[int(feedback.label)] = 1.0
             else:
                 reward = 1.0 - self.loss_matrix[int(feedback.label)]
+            if self.link == "identity":
+                g: FloatArray = 2.0 * (output - reward)
+                return g
             s = 1.0 / (1.0 + np.exp(-output))
-            g: FloatArray = 2.0 * (s - reward) * s * (1.0 - s)
+            g = 2.0 * (s - reward) * s * (1.0 - s)
             return g
         r = float(output[0]) - feedback.label
         if self.loss == "squared":

@@ -7,12 +7,19 @@ are predicted rewards (higher is better).  Sampling is separate
 the event id so that one event always gets the same decision.
 """
 
-from banditree.explore.base import Explorer, event_uniforms, make_explorer, sample_action
+from banditree.explore.base import (
+    EXPLORER_DEFAULTS,
+    Explorer,
+    event_uniforms,
+    make_explorer,
+    sample_action,
+)
 from banditree.explore.epsilon_greedy import EpsilonGreedy, epsilon_greedy
 from banditree.explore.softmax import Softmax, softmax
 from banditree.explore.squarecb import SquareCB, squarecb
 
 __all__ = [
+    "EXPLORER_DEFAULTS",
     "EpsilonGreedy",
     "Explorer",
     "Softmax",

@@ -13,16 +13,22 @@ _TWO_64 = float(1 << 64)
 
 @runtime_checkable
 class Explorer(Protocol):
-    """Maps predicted rewards ``(K,)`` to a probability mass ``(K,)`` summing to 1."""
+    """Maps predicted rewards ``(K,)`` to a probability mass ``(K,)`` summing to 1.
+
+    ``t`` is the number of rounds learned so far: explorers with a schedule (a
+    decaying epsilon or temperature, a growing SquareCB gamma) read it.
+    """
 
     @property
     def name(self) -> str: ...
 
-    def __call__(self, scores: FloatArray) -> FloatArray: ...
+    def __call__(self, scores: FloatArray, t: int = 0) -> FloatArray: ...
 
-    @property
-    def min_probability_factor(self) -> float:
-        """``c`` such that every action gets at least ``c / K`` (0 when nothing is promised)."""
+    def min_probability(self, n_actions: int, t: int = 0) -> float:
+        """A lower bound on every action's probability at round ``t`` (0: none promised).
+
+        For scores in ``[0, 1]``.
+        """
         ...
 
 
@@ -52,16 +58,33 @@ def sample_action(pmf: FloatArray, u: float) -> int:
     return len(cumulative) - 1
 
 
-def make_explorer(name: str, parameter: float | None = None) -> Explorer:
-    """Build an explorer by name: ``epsilon_greedy`` (epsilon), ``softmax`` (temperature), ``squarecb`` (gamma)."""
+#: explorer name -> (meaning of its parameter, default parameter, default exponent)
+EXPLORER_DEFAULTS: dict[str, tuple[str, float, float]] = {
+    "epsilon_greedy": ("epsilon", 0.3, 0.0),
+    "softmax": ("temperature", 0.1, 0.0),
+    "squarecb": ("gamma_scale", 10.0, 0.5),
+}
+
+
+def make_explorer(
+    name: str, parameter: float | None = None, exponent: float | None = None
+) -> Explorer:
+    """Build an explorer by name; ``None`` takes the default of :data:`EXPLORER_DEFAULTS`.
+
+    ``epsilon_greedy`` (epsilon, decaying as ``(1 + t)^-exponent``), ``softmax``
+    (temperature, likewise) and ``squarecb`` (gamma scale, ``gamma_t = scale t^exponent``).
+    """
     from banditree.explore.epsilon_greedy import EpsilonGreedy
     from banditree.explore.softmax import Softmax
     from banditree.explore.squarecb import SquareCB
 
+    if name not in EXPLORER_DEFAULTS:
+        raise ValueError(f"explorer must be one of {', '.join(EXPLORER_DEFAULTS)}; got {name!r}")
+    _, default_parameter, default_exponent = EXPLORER_DEFAULTS[name]
+    p = default_parameter if parameter is None else parameter
+    e = default_exponent if exponent is None else exponent
     if name == "epsilon_greedy":
-        return EpsilonGreedy(0.3 if parameter is None else parameter)
+        return EpsilonGreedy(p, e)
     if name == "softmax":
-        return Softmax(0.1 if parameter is None else parameter)
-    if name == "squarecb":
-        return SquareCB(100.0 if parameter is None else parameter)
-    raise ValueError(f"explorer must be one of epsilon_greedy, softmax, squarecb; got {name!r}")
+        return Softmax(p, e)
+    return SquareCB(p, e)

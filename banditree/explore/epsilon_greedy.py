@@ -1,4 +1,4 @@
-"""Epsilon-greedy exploration, eq. 7 of the DGT paper."""
+"""Epsilon-greedy exploration, eq. 7 of the DGT paper, with an optional decay schedule."""
 
 from __future__ import annotations
 
@@ -20,25 +20,36 @@ def epsilon_greedy(scores: FloatArray, epsilon: float) -> FloatArray:
 
 @dataclass(frozen=True)
 class EpsilonGreedy:
-    """Epsilon-greedy explorer: every action has probability at least ``epsilon / K``.
+    """Epsilon-greedy: ``epsilon_t = epsilon (1 + t)^(-exponent)`` after ``t`` learned rounds.
+
+    ``exponent`` 0 (the default) keeps epsilon constant; 1/3 is the classic schedule
+    of epsilon-greedy's regret bound.  Every action gets at least ``epsilon_t / K``.
 
     Examples
     --------
     >>> import numpy as np
     >>> EpsilonGreedy(0.3)(np.array([0.1, 0.9, 0.2])).round(3).tolist()
     [0.1, 0.8, 0.1]
+    >>> EpsilonGreedy(1.0, exponent=0.5).epsilon_at(99)
+    0.1
     """
 
     epsilon: float = 0.3
+    exponent: float = 0.0
     name: str = "epsilon_greedy"
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.epsilon) and 0.0 <= self.epsilon <= 1.0):
             raise ValueError(f"epsilon must be in [0, 1], got {self.epsilon}")
+        if not (math.isfinite(self.exponent) and 0.0 <= self.exponent <= 2.0):
+            raise ValueError(f"exponent must be in [0, 2], got {self.exponent}")
 
-    def __call__(self, scores: FloatArray) -> FloatArray:
-        return epsilon_greedy(scores, self.epsilon)
+    def epsilon_at(self, t: int) -> float:
+        """Epsilon after ``t`` learned rounds."""
+        return self.epsilon if not self.exponent else self.epsilon * (1.0 + t) ** -self.exponent
 
-    @property
-    def min_probability_factor(self) -> float:
-        return self.epsilon
+    def __call__(self, scores: FloatArray, t: int = 0) -> FloatArray:
+        return epsilon_greedy(scores, self.epsilon_at(t))
+
+    def min_probability(self, n_actions: int, t: int = 0) -> float:
+        return self.epsilon_at(t) / n_actions

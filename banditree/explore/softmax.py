@@ -1,4 +1,4 @@
-"""Softmax (Boltzmann) exploration."""
+"""Softmax (Boltzmann) exploration with an optional cooling schedule."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def softmax(scores: FloatArray, temperature: float) -> FloatArray:
 
 @dataclass(frozen=True)
 class Softmax:
-    """Boltzmann explorer with a positive temperature (in units of the scores).
+    """Boltzmann explorer: ``temperature_t = temperature (1 + t)^(-exponent)`` (score units).
 
     Examples
     --------
@@ -30,15 +30,25 @@ class Softmax:
     """
 
     temperature: float = 0.1
+    exponent: float = 0.0
     name: str = "softmax"
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.temperature) and self.temperature > 0.0):
             raise ValueError(f"temperature must be > 0, got {self.temperature}")
+        if not (math.isfinite(self.exponent) and 0.0 <= self.exponent <= 2.0):
+            raise ValueError(f"exponent must be in [0, 2], got {self.exponent}")
 
-    def __call__(self, scores: FloatArray) -> FloatArray:
-        return softmax(scores, self.temperature)
+    def temperature_at(self, t: int) -> float:
+        """Temperature after ``t`` learned rounds."""
+        return (
+            self.temperature
+            if not self.exponent
+            else self.temperature * (1.0 + t) ** -self.exponent
+        )
 
-    @property
-    def min_probability_factor(self) -> float:
+    def __call__(self, scores: FloatArray, t: int = 0) -> FloatArray:
+        return softmax(scores, self.temperature_at(t))
+
+    def min_probability(self, n_actions: int, t: int = 0) -> float:
         return 0.0

@@ -1,4 +1,4 @@
-"""SquareCB: inverse-gap weighting of Foster and Rakhlin (2020)."""
+"""SquareCB: inverse-gap weighting of Foster and Rakhlin (2020), gamma growing with rounds."""
 
 from __future__ import annotations
 
@@ -22,25 +22,39 @@ def squarecb(scores: FloatArray, gamma: float) -> FloatArray:
 
 @dataclass(frozen=True)
 class SquareCB:
-    """Inverse-gap weighting with learning rate ``gamma`` >= 0 (0 = uniform).
+    """Inverse-gap weighting with ``gamma_t = gamma_scale * t^exponent`` after ``t`` rounds.
+
+    As Vowpal Wabbit's ``--squarecb`` (``gamma_scale`` 10, exponent 1/2): uniform at
+    first (``t = 0``), greedier as the reward estimates improve.  ``exponent`` 0 is a
+    constant ``gamma = gamma_scale``.  Scores are predicted rewards; an action whose
+    score is ``g`` below the best gets ``1 / (K + gamma_t g)``.
 
     Examples
     --------
     >>> import numpy as np
     >>> SquareCB(0.0)(np.array([0.2, 0.9])).tolist()
     [0.5, 0.5]
+    >>> SquareCB(10.0, 0.5).gamma_at(100)
+    100.0
     """
 
-    gamma: float = 100.0
+    gamma_scale: float = 10.0
+    exponent: float = 0.5
     name: str = "squarecb"
 
     def __post_init__(self) -> None:
-        if not (math.isfinite(self.gamma) and self.gamma >= 0.0):
-            raise ValueError(f"gamma must be >= 0, got {self.gamma}")
+        if not (math.isfinite(self.gamma_scale) and self.gamma_scale >= 0.0):
+            raise ValueError(f"gamma must be >= 0, got {self.gamma_scale}")
+        if not (math.isfinite(self.exponent) and 0.0 <= self.exponent <= 2.0):
+            raise ValueError(f"exponent must be in [0, 2], got {self.exponent}")
 
-    def __call__(self, scores: FloatArray) -> FloatArray:
-        return squarecb(scores, self.gamma)
+    def gamma_at(self, t: int) -> float:
+        """Gamma after ``t`` learned rounds."""
+        return self.gamma_scale * float(t) ** self.exponent if self.exponent else self.gamma_scale
 
-    @property
-    def min_probability_factor(self) -> float:
-        return 0.0
+    def __call__(self, scores: FloatArray, t: int = 0) -> FloatArray:
+        return squarecb(scores, self.gamma_at(t))
+
+    def min_probability(self, n_actions: int, t: int = 0) -> float:
+        """A floor for scores in ``[0, 1]`` (gaps at most 1)."""
+        return 1.0 / (n_actions + self.gamma_at(t))

@@ -36,11 +36,31 @@ class LearnerConfig(BaseModel):
     hidden: list[int] = Field(
         default_factory=list, max_length=4, description="linear overparameterization widths"
     )
+    shared_bias: bool = Field(
+        True,
+        description="dgt, dgt_forest: a per-action output bias shared by all leaves of a tree",
+    )
     n_trees: int = Field(10, ge=1, le=256, description="forests and ensembles")
     aggregate: Literal["vote", "average"] = "vote"
     explorer: Literal["epsilon_greedy", "softmax", "squarecb"] = "epsilon_greedy"
     explorer_parameter: float | None = Field(
-        None, ge=0.0, le=1e6, description="epsilon / temperature / gamma"
+        None,
+        ge=0.0,
+        le=1e6,
+        description="epsilon / temperature / gamma scale (null: 0.3 / 0.1 / 10)",
+    )
+    explorer_exponent: float | None = Field(
+        None,
+        ge=0.0,
+        le=2.0,
+        description=(
+            "schedule: epsilon and temperature decay as (1 + t)^-exponent, squarecb's gamma "
+            "grows as t^exponent, t = rounds learned (null: 0 / 0 / 0.5)"
+        ),
+    )
+    reward_link: Literal["sigmoid", "identity"] = Field(
+        "sigmoid",
+        description="classification: predicted reward = sigmoid(output) (the paper) or the output",
     )
     estimator: Literal["bandit", "one_point", "two_point", "full"] | None = Field(
         None,

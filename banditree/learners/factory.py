@@ -40,13 +40,19 @@ def register_model(kind: str) -> Callable[[ModelBuilder], ModelBuilder]:
 
 @register_model("dgt")
 def _dgt(c: LearnerConfig) -> ModelSpec:
-    return DGTSpec(c.n_features, c.n_outputs, c.resolved_height, c.hidden)
+    return DGTSpec(c.n_features, c.n_outputs, c.resolved_height, c.hidden, c.shared_bias)
 
 
 @register_model("dgt_forest")
 def _dgt_forest(c: LearnerConfig) -> ModelSpec:
     return DGTForestSpec(
-        c.n_features, c.n_outputs, c.resolved_height, c.n_trees, c.aggregate, c.hidden
+        c.n_features,
+        c.n_outputs,
+        c.resolved_height,
+        c.n_trees,
+        c.aggregate,
+        c.hidden,
+        c.shared_bias,
     )
 
 
@@ -75,9 +81,11 @@ def _load_plugins() -> None:
 def make_estimator(c: LearnerConfig) -> Estimator:
     if c.estimator == "full":
         matrix = None if c.loss_matrix is None else np.asarray(c.loss_matrix, dtype=np.float64)
-        return FullInformationEstimator(c.task, c.regression_loss, c.huber_delta, matrix)
+        return FullInformationEstimator(
+            c.task, c.regression_loss, c.huber_delta, matrix, c.reward_link
+        )
     if c.task == "classification":
-        return ClassificationEstimator(c.max_importance_weight)
+        return ClassificationEstimator(c.max_importance_weight, c.reward_link)
     if c.estimator == "two_point":
         return TwoPointEstimator(c.delta)
     return OnePointEstimator(c.delta)
@@ -96,14 +104,17 @@ def build_learner(config: LearnerConfig | dict[str, Any]) -> Learner:
         raise ValueError(f"kind must be one of {known_kinds()}, got {c.kind!r}")
     model = MODEL_BUILDERS[c.kind](c)
     if c.task == "classification":
-        model.output_bias = reward_prior_logit(c.n_outputs)
+        model.output_bias = (
+            1.0 / c.n_outputs if c.reward_link == "identity" else reward_prior_logit(c.n_outputs)
+        )
     bounds = (c.loss_min, c.loss_max) if c.loss_min is not None and c.loss_max is not None else None
     return GradientBandit(
         model,
         make_estimator(c),
-        explorer=make_explorer(c.explorer, c.explorer_parameter)
+        explorer=make_explorer(c.explorer, c.explorer_parameter, c.explorer_exponent)
         if c.task == "classification"
         else None,
+        reward_link=c.reward_link,
         learning_rate=c.learning_rate,
         accumulate=c.accumulate,
         l1=c.l1,

@@ -54,7 +54,9 @@ class GradientBandit(Learner):
     estimator
         Classification (eq. 8), one-point (eq. 9), two-point (eq. 10) or full information.
     explorer
-        Classification only: scores (predicted rewards ``sigmoid(output)``) -> pmf.
+        Classification only: scores (predicted rewards) and rounds learned -> pmf.
+    reward_link
+        Classification: predicted reward ``sigmoid(output)`` or the output itself.
     learning_rate, accumulate, l1, l2
         RMSprop step size; gradients are summed over ``accumulate`` rounds per update.
     standardize
@@ -76,6 +78,7 @@ class GradientBandit(Learner):
         estimator: Estimator,
         *,
         explorer: Explorer | None = None,
+        reward_link: str = "sigmoid",
         learning_rate: float = 1e-2,
         accumulate: int = 4,
         l1: float = 0.0,
@@ -100,6 +103,9 @@ class GradientBandit(Learner):
         self.model = model
         self.estimator = estimator
         self.explorer = explorer
+        if reward_link not in ("sigmoid", "identity"):
+            raise ValueError(f"reward_link must be sigmoid or identity, got {reward_link!r}")
+        self.reward_link = reward_link
         self.accumulate = accumulate
         self.standardize = standardize
         self.loss_bounds = loss_bounds
@@ -144,8 +150,10 @@ class GradientBandit(Learner):
         u_action, u_sign = event_uniforms(self.seed, event_id)
         if self.task == "classification":
             assert self.explorer is not None
-            scores = out.scores if out.scores is not None else _sigmoid(out.output)
-            pmf = self.explorer(scores)
+            scores = out.scores
+            if scores is None:
+                scores = _sigmoid(out.output) if self.reward_link == "sigmoid" else out.output
+            pmf = self.explorer(scores, self._n_learned)
             action = sample_action(pmf, u_action)
             greedy = int(scores.argmax())
             return Decision(
@@ -315,7 +323,7 @@ class GradientBandit(Learner):
                 if k.startswith(prefix)
             }
 
-        params = group("param.")
+        params = self.model.upgrade_params(group("param."))
         expected = self.model.init_params(np.random.default_rng(0))
         if set(params) != set(expected) or any(
             params[k].shape != expected[k].shape for k in expected

@@ -35,15 +35,6 @@ class LinearSpec(ModelSpec):
         out: FloatArray = x @ w.T + b
         return out
 
-    def gradients(
-        self,
-        params: Mapping[str, FloatArray],
-        x: FloatArray,
-        upstream: UpstreamFn,
-        rng: np.random.Generator,
-    ) -> Params:
-        return self.gradients_batch(params, x[None, :], [upstream], rng)
-
     def gradients_batch(
         self,
         params: Mapping[str, FloatArray],

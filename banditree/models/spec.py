@@ -54,6 +54,10 @@ class ModelSpec(ABC):
     @abstractmethod
     def init_params(self, rng: np.random.Generator) -> Params: ...
 
+    def upgrade_params(self, params: Params) -> Params:
+        """Fill parameters that checkpoints of an earlier layout lack (default: none)."""
+        return params
+
     @abstractmethod
     def freeze(self, params: Mapping[str, FloatArray]) -> Any:
         """The inference form used by :meth:`forward` (derived data cached per version)."""
@@ -65,7 +69,6 @@ class ModelSpec(ABC):
     def forward_batch(self, frozen: Any, x: FloatArray) -> FloatArray:
         """Raw outputs for a batch ``(B, d)`` -> ``(B, K)``."""
 
-    @abstractmethod
     def gradients(
         self,
         params: Mapping[str, FloatArray],
@@ -74,7 +77,9 @@ class ModelSpec(ABC):
         rng: np.random.Generator,
     ) -> Params:
         """``d loss / d params`` at ``params`` for one example; ``upstream`` gives ``d loss / d output``."""
+        return self.gradients_batch(params, x[None, :], [upstream], rng)
 
+    @abstractmethod
     def gradients_batch(
         self,
         params: Mapping[str, FloatArray],
@@ -84,15 +89,9 @@ class ModelSpec(ABC):
     ) -> Params:
         """Summed ``d loss / d params`` of a batch ``(B, d)``, example ``b`` with ``upstreams[b]``.
 
-        All examples are differentiated at the same ``params``.  The default sums
-        :meth:`gradients` example by example (in order, so ``rng`` is used as in
-        ``B`` single calls); families override it with one vectorised pass.
+        All examples are differentiated at the same ``params``, in one vectorised pass;
+        a family that draws from ``rng`` (bagging weights) draws in example order.
         """
-        total: Params = {}
-        for row, upstream in zip(x, upstreams, strict=True):
-            for name, g in self.gradients(params, row, upstream, rng).items():
-                total[name] = total[name] + g if name in total else g
-        return total
 
     def export(self, frozen: Any) -> dict[str, Any]:
         """A JSON-ready description of the model for inspection."""

@@ -33,13 +33,14 @@ class DGTForestSpec(ModelSpec):
         n_trees: int = 10,
         aggregate: str = "vote",
         hidden: Sequence[int] = (),
+        shared_bias: bool = True,
     ) -> None:
         super().__init__(n_features, n_outputs)
         if not 1 <= n_trees <= 256:
             raise ValueError(f"n_trees must be in [1, 256], got {n_trees}")
         if aggregate not in AGGREGATES:
             raise ValueError(f"aggregate must be one of {AGGREGATES}, got {aggregate!r}")
-        self.tree = DGTSpec(n_features, n_outputs, height, hidden)
+        self.tree = DGTSpec(n_features, n_outputs, height, hidden, shared_bias)
         self.n_trees = n_trees
         self.aggregate = aggregate
         self.regularised = tuple(f"t{i}.{n}" for i in range(n_trees) for n in self.tree.regularised)
@@ -53,6 +54,13 @@ class DGTForestSpec(ModelSpec):
         params: Params = {}
         for i in range(self.n_trees):
             params.update({f"t{i}.{k}": v for k, v in self.tree.init_params(rng).items()})
+        return params
+
+    def upgrade_params(self, params: Params) -> Params:
+        """Checkpoints written before the shared ``bias`` hold it inside ``theta``."""
+        for i in range(self.n_trees):
+            if self.tree.shared_bias and f"t{i}.bias" not in params and f"t{i}.theta" in params:
+                params[f"t{i}.bias"] = np.zeros(params[f"t{i}.theta"].shape[1])
         return params
 
     def freeze(self, params: Mapping[str, FloatArray]) -> list[FrozenTree]:
@@ -77,15 +85,6 @@ class DGTForestSpec(ModelSpec):
         mean, scores = self._combine(outs)
         return mean if scores is None else scores
 
-    def gradients(
-        self,
-        params: Mapping[str, FloatArray],
-        x: FloatArray,
-        upstream: UpstreamFn,
-        rng: np.random.Generator,
-    ) -> Params:
-        return self.gradients_batch(params, x[None, :], [upstream], rng)
-
     def gradients_batch(
         self,
         params: Mapping[str, FloatArray],
@@ -108,6 +107,7 @@ class DGTForestSpec(ModelSpec):
                 [upstreams[r] for r in rows.tolist()],
                 self.tree.height,
                 weights=weights[rows, i],
+                bias=tree.get("bias"),
             )
             grads.update({f"t{i}.{k}": v for k, v in g.items()})
         return grads

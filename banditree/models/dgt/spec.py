@@ -18,16 +18,26 @@ from banditree.models.spec import ModelOutput, ModelSpec, Params, UpstreamFn
 class DGTSpec(ModelSpec):
     """Hard oblique tree of height ``h`` with optional linear overparameterization.
 
-    Parameters ``W0 .. W{L-1}`` (``W0`` takes ``d + 1`` inputs: the bias is the last)
-    and ``theta`` ``(2**h, K)``.  Serving uses the collapsed :class:`FrozenTree`.
+    Parameters ``W0 .. W{L-1}`` (``W0`` takes ``d + 1`` inputs: the bias is the last),
+    ``theta`` ``(2**h, K)`` and, with ``shared_bias``, ``bias`` ``(K,)``: leaf ``l``
+    outputs ``theta[l] + bias``.
+    The shared per-action ``bias`` learns from every round, so a leaf that has seen
+    few rounds starts from the tree-wide estimate instead of from nothing.  Serving
+    uses the collapsed :class:`FrozenTree` (``bias`` folded into its leaves).
     """
 
     kind = "dgt"
 
     def __init__(
-        self, n_features: int, n_outputs: int, height: int = 6, hidden: Sequence[int] = ()
+        self,
+        n_features: int,
+        n_outputs: int,
+        height: int = 6,
+        hidden: Sequence[int] = (),
+        shared_bias: bool = True,
     ) -> None:
         super().__init__(n_features, n_outputs)
+        self.shared_bias = bool(shared_bias)
         self.height = check_height(height)
         self.hidden = tuple(int(w) for w in hidden)
         self.n_layers = len(self.hidden) + 1
@@ -42,14 +52,27 @@ class DGTSpec(ModelSpec):
             params[f"W{i}"] = rng.uniform(-bound, bound, size=(dims[i + 1], dims[i]))
         bound = 0.1 / math.sqrt(1 << self.height)
         theta = rng.uniform(-bound, bound, size=(1 << self.height, self.n_outputs))
-        params["theta"] = theta + self.output_bias
+        if self.shared_bias:
+            params["theta"] = theta
+            params["bias"] = np.full(self.n_outputs, self.output_bias)
+        else:
+            params["theta"] = theta + self.output_bias
+        return params
+
+    def upgrade_params(self, params: Params) -> Params:
+        """Checkpoints written before the shared ``bias`` hold it inside ``theta``."""
+        if self.shared_bias and "bias" not in params and "theta" in params:
+            params["bias"] = np.zeros(params["theta"].shape[1])
         return params
 
     def layers(self, params: Mapping[str, FloatArray]) -> list[FloatArray]:
         return [params[name] for name in self._layer_names]
 
     def freeze(self, params: Mapping[str, FloatArray]) -> FrozenTree:
-        return FrozenTree(weights=effective_weights_np(self.layers(params)), theta=params["theta"])
+        return FrozenTree(
+            weights=effective_weights_np(self.layers(params)),
+            theta=params["theta"] + params["bias"] if self.shared_bias else params["theta"],
+        )
 
     def forward(self, frozen: FrozenTree, x: FloatArray) -> ModelOutput:
         leaf, row = frozen.predict_one(x)
@@ -58,15 +81,6 @@ class DGTSpec(ModelSpec):
     def forward_batch(self, frozen: FrozenTree, x: FloatArray) -> FloatArray:
         return frozen.predict(x)
 
-    def gradients(
-        self,
-        params: Mapping[str, FloatArray],
-        x: FloatArray,
-        upstream: UpstreamFn,
-        rng: np.random.Generator,
-    ) -> Params:
-        return dgt_gradients(self.layers(params), params["theta"], x, upstream, self.height)
-
     def gradients_batch(
         self,
         params: Mapping[str, FloatArray],
@@ -74,13 +88,20 @@ class DGTSpec(ModelSpec):
         upstreams: Sequence[UpstreamFn],
         rng: np.random.Generator,
     ) -> Params:
-        return dgt_gradients_batch(self.layers(params), params["theta"], x, upstreams, self.height)
+        return dgt_gradients_batch(
+            self.layers(params), params["theta"], x, upstreams, self.height, bias=params.get("bias")
+        )
 
     def export(self, frozen: FrozenTree) -> dict[str, Any]:
         return frozen.to_json()
 
     def to_config(self) -> dict[str, Any]:
-        return {**super().to_config(), "height": self.height, "hidden": list(self.hidden)}
+        return {
+            **super().to_config(),
+            "height": self.height,
+            "hidden": list(self.hidden),
+            "shared_bias": self.shared_bias,
+        }
 
 
 @lru_cache(maxsize=16)
@@ -109,10 +130,13 @@ def dgt_gradients_batch(
     upstreams: Sequence[UpstreamFn],
     height: int,
     weights: FloatArray | None = None,
+    bias: FloatArray | None = None,
 ) -> Params:
     """Algorithm 2 summed over a batch ``(B, d)``, example ``b`` with ``upstreams[b]``.
 
-    ``weights`` ``(B,)`` scale each example's gradient (online bagging).  The path
+    ``weights`` ``(B,)`` scale each example's gradient (online bagging).  With the
+    shared ``bias`` ``(K,)`` leaf ``l`` outputs ``theta[l] + bias`` and the result
+    holds its gradient too.  The path
     algebra uses the dense path matrix ``S`` (``q = sign S^T``, adjoint ``dq S``):
     two small products instead of ``2h`` reshapes.  The reached leaf is the unique
     one with ``q = h``.
@@ -124,15 +148,18 @@ def dgt_gradients_batch(
     a = zs[-1] @ layers[-1].T  # (B, n_int)
     q = np.where(a > 0.0, 1.0, -1.0) @ s.T  # (B, n_leaves): integers in [-h, h]
     leaves = q.argmax(axis=1)
-    g = np.array([up(theta[leaf]) for up, leaf in zip(upstreams, leaves.tolist(), strict=True)])
+    outputs = theta if bias is None else theta + bias
+    g = np.array([up(outputs[leaf]) for up, leaf in zip(upstreams, leaves.tolist(), strict=True)])
     if weights is not None:
         g *= weights[:, None]
     grad_theta = np.zeros(theta.shape)
     np.add.at(grad_theta, leaves, g)
     grads: Params = {"theta": grad_theta}
+    if bias is not None:
+        grads["bias"] = np.add.reduce(g, axis=0)
     p = np.exp(q - float(height))  # softmax over leaves; the maximum q is h
     p /= np.add.reduce(p, axis=1, keepdims=True)
-    u = g @ theta.T  # (B, n_leaves): theta_l . g_b
+    u = g @ outputs.T  # (B, n_leaves): output_l . g_b
     dq = p * (u - np.add.reduce(p * u, axis=1, keepdims=True))
     delta = (dq @ s) * (np.abs(a) <= 1.0)  # (B, n_int): straight-through sign
     for i in range(len(layers) - 1, -1, -1):

@@ -103,15 +103,6 @@ class TELSpec(ModelSpec):
     def forward_batch(self, frozen: FrozenTEL, x: FloatArray) -> FloatArray:
         return self._run(frozen, x)[0]
 
-    def gradients(
-        self,
-        params: Mapping[str, FloatArray],
-        x: FloatArray,
-        upstream: UpstreamFn,
-        rng: np.random.Generator,
-    ) -> Params:
-        return self.gradients_batch(params, x[None, :], [upstream], rng)
-
     def gradients_batch(
         self,
         params: Mapping[str, FloatArray],
