@@ -45,47 +45,30 @@ from simulate.vw import VW_ALGORITHMS, VWPolicy
 #: banditree variants (overrides of the LearnerConfig defaults); ``default`` is none
 VARIANTS: dict[str, dict[str, Any]] = {
     "default": {},
-    "linear": {"kind": "linear"},
-    "eps0.05": {"explorer": "epsilon_greedy", "explorer_parameter": 0.05},
-    "forest": {"kind": "dgt_forest", "n_trees": 5},
-    "squarecb": {"explorer": "squarecb"},
-    "squarecb_identity": {"explorer": "squarecb", "reward_link": "identity"},
-    "squarecb_identity_nobias": {
-        "explorer": "squarecb",
-        "reward_link": "identity",
+    # the defaults before this benchmark: the paper's sigmoid reward, epsilon 0.3, no shared bias
+    "previous_default": {
+        "explorer": "epsilon_greedy",
+        "reward_link": "sigmoid",
         "shared_bias": False,
     },
-    "squarecb_identity_g30": {
-        "explorer": "squarecb",
-        "explorer_parameter": 30.0,
-        "reward_link": "identity",
-    },
-    "squarecb_identity_lr3e-2": {
-        "explorer": "squarecb",
-        "reward_link": "identity",
-        "learning_rate": 3e-2,
-    },
-    "squarecb_identity_lr3e-3": {
-        "explorer": "squarecb",
-        "reward_link": "identity",
-        "learning_rate": 3e-3,
-    },
-    "squarecb_identity_nocap": {
-        "explorer": "squarecb",
-        "reward_link": "identity",
-        "max_importance_weight": None,
-    },
-    "squarecb_identity_acc1": {
-        "explorer": "squarecb",
-        "reward_link": "identity",
-        "accumulate": 1,
-    },
-    "eps_decay": {"explorer_parameter": 1.0, "explorer_exponent": 1 / 3},
-    "eps_decay_identity": {
+    "eps0.05": {"explorer": "epsilon_greedy", "explorer_parameter": 0.05},
+    "eps_decay": {
+        "explorer": "epsilon_greedy",
         "explorer_parameter": 1.0,
         "explorer_exponent": 1 / 3,
-        "reward_link": "identity",
     },
+    "sigmoid": {"reward_link": "sigmoid"},
+    "no_shared_bias": {"shared_bias": False},
+    "importance_aware3": {"importance_aware": True},
+    "importance_aware10": {"importance_aware": True, "max_importance_weight": 10.0},
+    "no_cap": {"max_importance_weight": None},
+    "gamma30": {"explorer_parameter": 30.0},
+    "lr3e-2": {"learning_rate": 3e-2},
+    "lr3e-3": {"learning_rate": 3e-3},
+    "height8": {"height": 8},
+    "height4": {"height": 4},
+    "forest5": {"kind": "dgt_forest", "n_trees": 5},
+    "linear": {"kind": "linear"},
 }
 #: rounds after which the progressive loss is also recorded
 CHECKPOINT_ROUNDS = (1000, 2000, 5000, 10000, 20000, 50000)

@@ -23,6 +23,22 @@ if TYPE_CHECKING:  # records import the learners package, which imports estimato
 REWARD_LINKS = ("sigmoid", "identity")
 
 
+def importance_weight(weight: float, cap: float | None, aware: bool = False) -> float:
+    """The weight eq. 8 applies: ``1 / p``, truncated at ``cap``, or saturating smoothly.
+
+    ``aware``: ``cap (1 - exp(-weight / cap))``, the importance-weight-aware update
+    of Karampatziakis and Langford (2011) for the squared loss of a unit-norm feature
+    at learning rate ``1 / (2 cap)``: the closed form of ``weight`` infinitesimal steps,
+    which moves the prediction towards the target by at most the whole gap (it never
+    overshoots, however large the weight), and equals ``weight`` to first order.
+    """
+    if cap is None:
+        return weight
+    if aware:
+        return cap * -math.expm1(-weight / cap)
+    return min(weight, cap)
+
+
 def classification_gradient(
     logits: FloatArray,
     action: int,
@@ -30,6 +46,7 @@ def classification_gradient(
     loss: float,
     max_importance_weight: float | None = None,
     link: str = "sigmoid",
+    importance_aware: bool = False,
 ) -> FloatArray:
     """``g = 2 w (s - reward) s' e_y``: eq. 8 with ``reward = 1 - loss``.
 
@@ -38,9 +55,7 @@ def classification_gradient(
     (``s' = 1``: plain least squares on the reward, Vowpal Wabbit's regression).
     ``w = 1 / p(y)``, or ``min(1 / p(y), max_importance_weight)`` when a cap is given.
     """
-    weight = 1.0 / propensity
-    if max_importance_weight is not None:
-        weight = min(weight, max_importance_weight)
+    weight = importance_weight(1.0 / propensity, max_importance_weight, importance_aware)
     o = float(logits[action])
     g = np.zeros(logits.shape)
     if link == "identity":
@@ -68,7 +83,13 @@ class ClassificationEstimator(Estimator):
     name = "classification"
     task = "classification"
 
-    def __init__(self, max_importance_weight: float | None = None, link: str = "sigmoid") -> None:
+    def __init__(
+        self,
+        max_importance_weight: float | None = None,
+        link: str = "sigmoid",
+        importance_aware: bool = False,
+    ) -> None:
+        self.importance_aware = bool(importance_aware)
         if link not in REWARD_LINKS:
             raise ValueError(f"link must be one of {REWARD_LINKS}, got {link!r}")
         self.link = link
@@ -87,4 +108,5 @@ class ClassificationEstimator(Estimator):
             feedback.loss,
             self.max_importance_weight,
             self.link,
+            self.importance_aware,
         )

@@ -42,7 +42,10 @@ class LearnerConfig(BaseModel):
     )
     n_trees: int = Field(10, ge=1, le=256, description="forests and ensembles")
     aggregate: Literal["vote", "average"] = "vote"
-    explorer: Literal["epsilon_greedy", "softmax", "squarecb"] = "epsilon_greedy"
+    explorer: Literal["epsilon_greedy", "softmax", "squarecb"] = Field(
+        "squarecb",
+        description="classification: squarecb (inverse-gap weighting), epsilon_greedy or softmax",
+    )
     explorer_parameter: float | None = Field(
         None,
         ge=0.0,
@@ -59,7 +62,7 @@ class LearnerConfig(BaseModel):
         ),
     )
     reward_link: Literal["sigmoid", "identity"] = Field(
-        "sigmoid",
+        "identity",
         description="classification: predicted reward = sigmoid(output) (the paper) or the output",
     )
     estimator: Literal["bandit", "one_point", "two_point", "full"] | None = Field(
@@ -84,6 +87,13 @@ class LearnerConfig(BaseModel):
         description=(
             "classification: cap on eq. 8's importance weight 1/p (truncated importance "
             "sampling); null = the paper's exact eq. 8"
+        ),
+    )
+    importance_aware: bool = Field(
+        False,
+        description=(
+            "classification: weight = cap (1 - exp(-(1/p) / cap)) with cap = "
+            "max_importance_weight (the importance-weight-aware update) instead of min(1/p, cap)"
         ),
     )
     learning_rate: float = Field(

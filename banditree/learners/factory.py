@@ -85,7 +85,7 @@ def make_estimator(c: LearnerConfig) -> Estimator:
             c.task, c.regression_loss, c.huber_delta, matrix, c.reward_link
         )
     if c.task == "classification":
-        return ClassificationEstimator(c.max_importance_weight, c.reward_link)
+        return ClassificationEstimator(c.max_importance_weight, c.reward_link, c.importance_aware)
     if c.estimator == "two_point":
         return TwoPointEstimator(c.delta)
     return OnePointEstimator(c.delta)
