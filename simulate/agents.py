@@ -26,6 +26,9 @@ def learner_config(
     env: Environment,
     height: int | None = None,
     explore: float | None = None,
+    explorer: str | None = None,
+    explorer_parameter: float | None = None,
+    explorer_exponent: float | None = None,
     delta: float | None = None,
     learning_rate: float | None = None,
     accumulate: int | None = None,
@@ -37,7 +40,10 @@ def learner_config(
     Regression targets: ``target_offset = min(y_train)`` and ``target_scale =
     max(y_train) - min(y_train)`` (the DGT paper's min-max scaling), so the model's
     output 0..1 spans the training range and values are played in the data's units.
-    The full-information estimator gets ``env``'s loss: its Huber threshold
+    Classification explores with ``explorer`` (``explorer_parameter``,
+    ``explorer_exponent``; unset: the ``LearnerConfig`` defaults); ``explore`` is the
+    shorthand for epsilon-greedy with that epsilon.  The full-information twin plays
+    greedily.  The full-information estimator gets ``env``'s loss: its Huber threshold
     (``huber_delta``) and, when not 0/1, its loss matrix.
     """
     config: dict[str, Any] = {
@@ -58,7 +64,14 @@ def learner_config(
         assert isinstance(env, ClassificationEnvironment)
         config["n_actions"] = dataset.n_classes
         config["estimator"] = "full" if env.mode == "full" else "bandit"
-        config["explorer_parameter"] = 0.0 if env.mode == "full" else explore
+        if env.mode == "full":
+            config["explorer"], config["explorer_parameter"] = "epsilon_greedy", 0.0
+        elif explore is not None:
+            config["explorer"], config["explorer_parameter"] = "epsilon_greedy", explore
+        else:
+            config["explorer"] = explorer
+            config["explorer_parameter"] = explorer_parameter
+            config["explorer_exponent"] = explorer_exponent
         if env.mode == "full" and not np.array_equal(env.loss_matrix, 1.0 - np.eye(env.n_classes)):
             config["loss_matrix"] = env.loss_matrix.tolist()
     else:

@@ -8,6 +8,7 @@ from typing import Literal, cast
 
 import typer
 
+from banditree.explore import EXPLORER_DEFAULTS
 from simulate.environments import FeedbackMode
 
 MODELS = ("dgt", "dgt_forest", "tel", "hinge", "linear")
@@ -54,7 +55,23 @@ def simulate_command(
         "random,linear,vw", "--baselines", help="Comma list of random, linear, vw ('' for none)."
     ),
     explore: float | None = typer.Option(
-        None, "--explore", help="Exploration epsilon (classification, default 0.3)."
+        None,
+        "--explore",
+        help="Shorthand for --explorer epsilon_greedy --explorer-parameter E (and VW's epsilon).",
+    ),
+    explorer: str | None = typer.Option(
+        None, "--explorer", help="squarecb (default), epsilon_greedy or softmax."
+    ),
+    explorer_parameter: float | None = typer.Option(
+        None,
+        "--explorer-parameter",
+        help="Gamma scale (squarecb, default 10), epsilon (0.3) or temperature (0.1).",
+    ),
+    explorer_exponent: float | None = typer.Option(
+        None,
+        "--explorer-exponent",
+        help="Schedule in rounds t: gamma grows as t^x (default 0.5); epsilon, temperature "
+        "decay as (1+t)^-x (default 0).",
     ),
     delta: float | None = typer.Option(
         None, "--delta", help="One/two-point perturbation, target units (default 0.5)."
@@ -94,6 +111,11 @@ def simulate_command(
     _choice(feedback, ("bandit", "one_point", "two_point", "full"), "--feedback")
     _choice(loss, ("zero_one", "squared", "huber"), "--loss")
     _choice(task, ("auto", "classification", "regression"), "--task")
+    _choice(explorer, tuple(EXPLORER_DEFAULTS), "--explorer")
+    if explore is not None and (explorer is not None or explorer_parameter is not None):
+        raise typer.BadParameter(
+            "give --explore or --explorer/--explorer-parameter, not both", param_hint="--explore"
+        )
     try:
         if logged or data == "obd":
             from simulate.logged import LoggedOptions, evaluate_log
@@ -135,6 +157,9 @@ def simulate_command(
                 seeds=seeds,
                 baselines=[b.strip() for b in baselines.split(",") if b.strip()],
                 explore=explore,
+                explorer=explorer,
+                explorer_parameter=explorer_parameter,
+                explorer_exponent=explorer_exponent,
                 delta=delta,
                 learning_rate=learning_rate,
                 accumulate=accumulate,

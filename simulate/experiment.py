@@ -32,6 +32,8 @@ from simulate.runner import Agent, SeedTrace, evaluation_rounds, run_stream, str
 from simulate.vw import VowpalWabbitAgent, vowpalwabbit_available, vw_arguments
 
 BASELINES = ("random", "linear", "vw")
+#: epsilon of the ``vw`` baseline unless ``--explore`` sets one (what VW users run)
+VW_EPSILON = 0.05
 
 
 @dataclass
@@ -54,6 +56,9 @@ class SimulationOptions:
     seeds: int = 3
     baselines: list[str] = field(default_factory=lambda: list(BASELINES))
     explore: float | None = None
+    explorer: str | None = None
+    explorer_parameter: float | None = None
+    explorer_exponent: float | None = None
     delta: float | None = None
     learning_rate: float | None = None
     accumulate: int | None = None
@@ -113,6 +118,9 @@ def _competitors(
                 env=environment,
                 height=options.height,
                 explore=options.explore,
+                explorer=options.explorer,
+                explorer_parameter=options.explorer_parameter,
+                explorer_exponent=options.explorer_exponent,
                 delta=options.delta,
                 learning_rate=options.learning_rate,
                 accumulate=options.accumulate,
@@ -169,7 +177,7 @@ def _competitors(
 
 
 def _vw_competitor(dataset: Dataset, env: Environment, options: SimulationOptions) -> Competitor:
-    epsilon = 0.3 if options.explore is None else options.explore
+    epsilon = VW_EPSILON if options.explore is None else options.explore
     k, lr = dataset.n_classes, options.vw_learning_rate
     return Competitor(
         "vw",

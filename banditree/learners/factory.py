@@ -22,7 +22,7 @@ from banditree.learners.uniform import UniformRandom
 from banditree.models.dgt.forest_spec import DGTForestSpec
 from banditree.models.dgt.spec import DGTSpec
 from banditree.models.linear import LinearSpec
-from banditree.models.spec import ModelSpec, reward_prior_logit
+from banditree.models.spec import ModelSpec, reward_prior
 
 ModelBuilder = Callable[[LearnerConfig], ModelSpec]
 MODEL_BUILDERS: dict[str, ModelBuilder] = {}
@@ -104,9 +104,7 @@ def build_learner(config: LearnerConfig | dict[str, Any]) -> Learner:
         raise ValueError(f"kind must be one of {known_kinds()}, got {c.kind!r}")
     model = MODEL_BUILDERS[c.kind](c)
     if c.task == "classification":
-        model.output_bias = (
-            1.0 / c.n_outputs if c.reward_link == "identity" else reward_prior_logit(c.n_outputs)
-        )
+        model.output_bias = reward_prior(c.n_outputs, c.reward_link)
     bounds = (c.loss_min, c.loss_max) if c.loss_min is not None and c.loss_max is not None else None
     return GradientBandit(
         model,

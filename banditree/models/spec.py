@@ -108,3 +108,11 @@ def reward_prior_logit(n_actions: int) -> float:
     from spending its first thousands of rounds pushing every played action down.
     """
     return float(np.log(1.0 / max(n_actions - 1, 1)))
+
+
+def reward_prior(n_actions: int, link: str) -> float:
+    """The output whose predicted reward is that of a uniform guess, ``1 / K``.
+
+    ``1 / K`` itself for the identity link, :func:`reward_prior_logit` for the sigmoid.
+    """
+    return 1.0 / n_actions if link == "identity" else reward_prior_logit(n_actions)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -26,11 +27,15 @@ EXPLORERS: list[Explorer] = [
     EpsilonGreedy(0.0),
     EpsilonGreedy(0.3),
     EpsilonGreedy(1.0),
+    EpsilonGreedy(1.0, exponent=1 / 3),
     Softmax(0.05),
     Softmax(10.0),
-    SquareCB(0.0),
-    SquareCB(100.0),
-    SquareCB(1e5),
+    Softmax(1.0, exponent=0.5),
+    SquareCB(0.0, 0.0),
+    SquareCB(100.0, 0.0),
+    SquareCB(1e5, 0.0),
+    SquareCB(10.0, 0.5),
+    SquareCB(10.0, 1.0),
 ]
 scores_strategy = arrays(
     np.float64,
@@ -41,19 +46,64 @@ scores_strategy = arrays(
 
 @pytest.mark.parametrize("explorer", EXPLORERS, ids=lambda e: f"{e.name}")
 @settings(max_examples=60, deadline=None)
-@given(scores=scores_strategy)
+@given(scores=scores_strategy, t=st.integers(0, 10**7))
 def test_pmf_is_a_probability_mass_with_the_promised_floor(
-    explorer: Explorer, scores: np.ndarray
+    explorer: Explorer, scores: np.ndarray, t: int
 ) -> None:
-    pmf = explorer(scores)
+    pmf = explorer(scores, t)
     k = scores.size
     assert pmf.shape == (k,)
     assert (pmf >= 0.0).all()
     assert math.isclose(float(pmf.sum()), 1.0, abs_tol=1e-12)
-    assert (pmf >= explorer.min_probability_factor / k - 1e-15).all()
+    assert (pmf >= explorer.min_probability(k, t) - 1e-15).all()
     assert int(np.argmax(pmf)) == int(np.argmax(scores)) or np.isclose(
         pmf.max(), pmf[int(np.argmax(scores))]
     )
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    scores=scores_strategy,
+    t=st.integers(0, 10**6),
+    later=st.integers(1, 10**6),
+    scale=st.floats(0.1, 100.0),
+    exponent=st.floats(0.05, 1.0),
+)
+def test_schedules_move_probability_to_the_best_action_as_rounds_pass(
+    scores: np.ndarray, t: int, later: int, scale: float, exponent: float
+) -> None:
+    """Decaying epsilon / temperature and growing gamma: the greedy action's probability
+    never falls with t, and the floors follow their formulas."""
+    best = int(np.argmax(scores))
+    for explorer in (
+        EpsilonGreedy(min(scale / 100.0, 1.0), exponent),
+        Softmax(scale / 100.0, exponent),
+        SquareCB(scale, exponent),
+    ):
+        now, then = explorer(scores, t), explorer(scores, t + later)
+        assert then[best] >= now[best] - 1e-12, explorer
+    k = scores.size
+    eps = EpsilonGreedy(1.0, exponent)
+    assert eps.min_probability(k, t) == pytest.approx((1.0 + t) ** -exponent / k)
+    cb = SquareCB(scale, exponent)
+    assert cb.gamma_at(t) == pytest.approx(scale * t**exponent)
+    assert cb.gamma_at(t + later) > cb.gamma_at(t)
+
+
+def test_squarecb_matches_vowpal_wabbits_inverse_gap_weighting() -> None:
+    """gamma_t = 10 sqrt(t); a non-best action gets 1 / (K + gamma_t gap)."""
+    scores = np.array([0.2, 0.7, 0.5])
+    pmf = SquareCB()(scores, 400)  # gamma = 200
+    np.testing.assert_allclose(pmf[[0, 2]], [1 / (3 + 200 * 0.5), 1 / (3 + 200 * 0.2)])
+    assert pmf[1] == pytest.approx(1 - pmf[0] - pmf[2])
+    np.testing.assert_allclose(SquareCB()(scores, 0), [1 / 3] * 3)  # uniform before learning
+
+
+def test_make_explorer_defaults_and_exponents() -> None:
+    assert make_explorer("squarecb") == SquareCB(10.0, 0.5)
+    assert make_explorer("epsilon_greedy") == EpsilonGreedy(0.3, 0.0)
+    assert make_explorer("epsilon_greedy", 0.5, 0.25) == EpsilonGreedy(0.5, 0.25)
+    assert make_explorer("softmax", None, 0.5) == Softmax(0.1, 0.5)
 
 
 def test_epsilon_greedy_is_eq7() -> None:
@@ -71,10 +121,19 @@ def test_sampling_frequencies_match_the_pmf() -> None:
 
 
 @pytest.mark.parametrize(
-    "explorer,parameter", [("epsilon_greedy", 0.3), ("softmax", 0.1), ("squarecb", 50.0)]
+    "explorer,parameter,link",
+    [
+        ("epsilon_greedy", 0.3, "sigmoid"),
+        ("softmax", 0.1, "sigmoid"),
+        ("squarecb", 50.0, "sigmoid"),
+        ("squarecb", 10.0, "identity"),
+    ],
 )
-def test_logged_propensity_is_the_pmf_of_the_played_action(explorer: str, parameter: float) -> None:
-    """Recompute the pmf from the exported tree: the decision's propensity must be its entry."""
+def test_logged_propensity_is_the_pmf_of_the_played_action(
+    explorer: str, parameter: float, link: str
+) -> None:
+    """Recompute the pmf from the exported tree and the rounds learned: the decision's
+    propensity must be its entry."""
     rng = np.random.default_rng(0)
     learner = build_learner(
         LearnerConfig(
@@ -83,6 +142,7 @@ def test_logged_propensity_is_the_pmf_of_the_played_action(explorer: str, parame
             height=3,
             explorer=explorer,
             explorer_parameter=parameter,
+            reward_link=link,
             standardize=False,
             learning_rate=0.05,
             accumulate=1,
@@ -94,7 +154,8 @@ def test_logged_propensity_is_the_pmf_of_the_played_action(explorer: str, parame
         x = rng.normal(size=4)
         tree = FrozenTree.from_json(learner.export_model())
         leaf, logits = tree.predict_one(x)
-        pmf = policy(1.0 / (1.0 + np.exp(-logits)))
+        scores = 1.0 / (1.0 + np.exp(-logits)) if link == "sigmoid" else logits
+        pmf = policy(scores, i)  # i rounds learned so far
         d = learner.act(x)
         assert d.leaf == leaf and d.model_version == learner.version
         assert d.propensity == pytest.approx(float(pmf[d.action]), abs=1e-12)
@@ -105,7 +166,14 @@ def test_logged_propensity_is_the_pmf_of_the_played_action(explorer: str, parame
 
 
 def test_same_event_id_same_decision() -> None:
-    config = LearnerConfig(n_features=3, n_actions=4, height=2, explorer_parameter=0.9, seed=5)
+    config = LearnerConfig(
+        n_features=3,
+        n_actions=4,
+        height=2,
+        explorer="epsilon_greedy",
+        explorer_parameter=0.9,
+        seed=5,
+    )
     a, b = build_learner(config), build_learner(config)
     x = [0.1, -0.4, 2.0]
     first = [a.act(x, event_id=f"user-{i}") for i in range(50)]
@@ -130,10 +198,12 @@ def test_same_event_id_same_decision() -> None:
         (Softmax, float("inf"), "temperature must be > 0"),
         (SquareCB, -1.0, "gamma must be >= 0"),
         (SquareCB, float("nan"), "gamma must be >= 0"),
+        (lambda v: SquareCB(10.0, v), -0.5, r"exponent must be in \[0, 2\]"),
+        (lambda v: EpsilonGreedy(0.1, v), float("inf"), r"exponent must be in \[0, 2\]"),
     ],
 )
 def test_bad_settings_fail_at_construction_with_the_bound(
-    make: type, value: float, bound: str
+    make: Callable[[float], object], value: float, bound: str
 ) -> None:
     with pytest.raises(ValueError, match=bound):
         make(value)
@@ -141,6 +211,8 @@ def test_bad_settings_fail_at_construction_with_the_bound(
 
 def test_bad_settings_fail_in_the_learner_config() -> None:
     with pytest.raises(ValueError, match=r"epsilon\) must be in \[0, 1\]"):
-        LearnerConfig(n_features=2, n_actions=3, explorer_parameter=1.5)
+        LearnerConfig(n_features=2, n_actions=3, explorer="epsilon_greedy", explorer_parameter=1.5)
+    with pytest.raises(ValueError, match="explorer_exponent"):
+        LearnerConfig(n_features=2, n_actions=3, explorer_exponent=3.0)
     with pytest.raises(ValueError, match="explorer must be one of"):
         make_explorer("thompson")

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from banditree.models.dgt.forest_spec import DGTForestSpec
-from banditree.models.dgt.spec import DGTSpec, dgt_gradients, dgt_gradients_batch
+from banditree.models.dgt.spec import DGTSpec
 from banditree.models.dgt.tree import DGTree
 from banditree.models.linear import LinearSpec
 
@@ -17,17 +17,22 @@ N_FEATURES, N_OUTPUTS, HEIGHT, BATCH = 6, 4, 4, 9
 def torch_gradients(
     params: dict[str, np.ndarray], hidden: tuple[int, ...], x: np.ndarray, g: np.ndarray
 ) -> dict[str, np.ndarray]:
-    """Autograd gradients of ``sum_b <tree(x_b), g_b>`` for a float64 DGTree holding ``params``."""
+    """Autograd gradients of ``sum_b <tree(x_b), g_b>`` for a float64 DGTree holding ``params``.
+
+    The shared ``bias`` is added to every leaf, so its gradient is the sum of the
+    leaves' gradients.
+    """
     tree = DGTree(N_FEATURES, N_OUTPUTS, HEIGHT, hidden).double()
     with torch.no_grad():
         for i, layer in enumerate(tree.layers):
             layer.copy_(torch.from_numpy(params[f"W{i}"]))
-        tree.theta.copy_(torch.from_numpy(params["theta"]))
+        tree.theta.copy_(torch.from_numpy(params["theta"] + params["bias"]))
     out = tree(torch.from_numpy(x))
     (out * torch.from_numpy(g)).sum().backward()
     grads = {f"W{i}": layer.grad.numpy() for i, layer in enumerate(tree.layers)}
     assert tree.theta.grad is not None
     grads["theta"] = tree.theta.grad.numpy()
+    grads["bias"] = grads["theta"].sum(axis=0)
     return grads
 
 
@@ -39,6 +44,7 @@ def test_numpy_gradients_equal_autograd(hidden: tuple[int, ...]) -> None:
         params = spec.init_params(rng)
         params["W0"] *= 1.0 + trial  # more and more nodes outside |a| <= 1
         params["theta"] = rng.normal(size=params["theta"].shape)
+        params["bias"] = rng.normal(size=N_OUTPUTS)
         x = rng.normal(size=(BATCH, N_FEATURES))
         g = rng.normal(size=(BATCH, N_OUTPUTS))
         upstreams = [lambda out, row=row: row for row in g]
@@ -48,14 +54,9 @@ def test_numpy_gradients_equal_autograd(hidden: tuple[int, ...]) -> None:
         for name in expected:
             np.testing.assert_allclose(batch[name], expected[name], atol=1e-6, rtol=0)
         # one example at a time, summed, is the same
-        for name, value in dgt_gradients_batch(
-            spec.layers(params), params["theta"], x, upstreams, HEIGHT
-        ).items():
+        for name, value in batch.items():
             single = sum(
-                dgt_gradients(spec.layers(params), params["theta"], x[b], upstreams[b], HEIGHT)[
-                    name
-                ]
-                for b in range(BATCH)
+                spec.gradients(params, x[b], upstreams[b], rng)[name] for b in range(BATCH)
             )
             np.testing.assert_allclose(value, single, atol=1e-12, rtol=0)
 

@@ -10,7 +10,7 @@ import torch
 
 from banditree.datasets import load
 from banditree.learners import Feedback, build_learner
-from banditree.models.spec import UpstreamFn, reward_prior_logit
+from banditree.models.spec import UpstreamFn, reward_prior
 from banditree.models.tel.dense import dense_smooth_step_ensemble
 from banditree.models.tel.spec import DEFAULT_GAMMA, TELSpec
 from banditree.persistence import dumps, loads
@@ -123,7 +123,7 @@ def test_learner_starts_at_reward_prior_and_reports_leaves() -> None:
     assert d.extras["reachable_leaves"] == 16.0
     frozen = learner._snapshot.frozen  # type: ignore[attr-defined]
     out = learner.model.forward(frozen, np.ones(16))  # type: ignore[attr-defined]
-    np.testing.assert_allclose(out.output, reward_prior_logit(10), atol=0.03)
+    np.testing.assert_allclose(out.output, reward_prior(10, "identity"), atol=0.03)
 
 
 def test_seeded_runs_identical_and_different_seeds_differ() -> None:

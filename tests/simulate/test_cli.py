@@ -23,6 +23,9 @@ CONTRACT = [
     "--baselines",
     "--server",
     "--out",
+    "--explorer",
+    "--explorer-parameter",
+    "--explorer-exponent",
 ]
 
 
@@ -38,6 +41,26 @@ def test_bad_choice_names_the_option(tmp_path: Path) -> None:
         app, ["simulate", "wine", "--model", "cart", "--out", str(tmp_path)], terminal_width=200
     )
     assert result.exit_code != 0 and "--model" in result.output
+
+
+def test_explorer_settings_reach_the_learner_config(tmp_path: Path) -> None:
+    args = ["simulate", "wine", "--model", "dgt", "--rounds", "60", "--seeds", "1"]
+    args += ["--baselines", "", "--eval-points", "2", "--no-progress", "--out", str(tmp_path)]
+    bad = CliRunner().invoke(app, [*args, "--explorer", "thompson"], terminal_width=200)
+    assert bad.exit_code != 0 and "--explorer" in bad.output
+    both = CliRunner().invoke(
+        app, [*args, "--explore", "0.1", "--explorer-parameter", "3"], terminal_width=200
+    )
+    assert both.exit_code != 0 and "--explore" in both.output
+    chosen = ["--explorer", "softmax", "--explorer-parameter", "0.2", "--explorer-exponent", "0.5"]
+    result = CliRunner().invoke(app, [*args, *chosen], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    config = json.loads((tmp_path / "report.json").read_text())["learners"]["dgt"]["config"]
+    assert (config["explorer"], config["explorer_parameter"], config["explorer_exponent"]) == (
+        "softmax",
+        0.2,
+        0.5,
+    )
 
 
 def test_python_dash_m_simulate_writes_a_report(tmp_path: Path) -> None:

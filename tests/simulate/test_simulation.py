@@ -76,6 +76,7 @@ def test_logged_propensities_equal_the_learners_probabilities(tmp_path: Path) ->
                 "n_actions": k,
                 "seed": seed,
                 "learning_rate": 1e-2,
+                "explorer": "epsilon_greedy",
                 "explorer_parameter": epsilon,
                 "estimator": "bandit",
             }
