@@ -1,0 +1,63 @@
+"""The bandit benchmarks' report logic and a tiny real run."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks.bandit_vs_vw import main
+from benchmarks.bandit_vs_vw_report import write_report
+
+
+def record(dataset: str, learner: str, loss: float, form: str = "", **extra: Any) -> dict[str, Any]:
+    family = "vw" if learner.startswith("vw") else "banditree"
+    if learner == "best_constant":
+        family = ""
+    return {
+        "dataset": dataset,
+        "seed": 0,
+        "n_actions": 3,
+        "learner": learner,
+        "family": family,
+        "form": form,
+        "rounds": 100,
+        "progressive_loss": loss,
+        "prefix_loss": {},
+        "test_accuracy": 1.0 - loss,
+        "examples_per_second": 1000.0,
+        **extra,
+    }
+
+
+def test_report_takes_vws_better_form_and_the_geometric_mean(tmp_path: Path) -> None:
+    records = []
+    for dataset, ours, vw_raw, vw_z in (("a", 0.2, 0.4, 0.25), ("b", 0.5, 0.45, 0.6)):
+        records += [
+            record(dataset, "best_constant", 0.7),
+            record(dataset, "default", ours),
+            record(dataset, "vw_bag5", vw_raw, "raw"),
+            record(dataset, "vw_bag5", vw_z, "z"),
+        ]
+    markdown = write_report(records, tmp_path)
+    # a: 0.2 / 0.25 (z is better), b: 0.5 / 0.45 (raw is better)
+    assert "0.800 (vw_bag5)" in markdown and "1.111 (vw_bag5)" in markdown
+    assert f"**{math.sqrt(0.8 * 0.5 / 0.45):.3f}**" in markdown
+    assert "0.250 (z)" in markdown and "0.450 (raw)" in markdown
+    assert (tmp_path / "ratio.png").stat().st_size > 0
+
+
+def test_tiny_run_writes_results_report_and_plot(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("vowpalwabbit")
+    args = ["--datasets", "segmentation", "--seeds", "1", "--max-rounds", "150"]
+    args += ["--variants", "default", "--vw", "vw_adf_squarecb", "--no-progress"]
+    main([*args, "--out", str(tmp_path)])
+    lines = (tmp_path / "results.jsonl").read_text().splitlines()
+    assert len(lines) == 4  # best constant, default, VW raw and z-scored
+    out = capsys.readouterr().out
+    assert "| segmentation | 7 | 150 | 1 |" in out and "default / best VW" in out
+    assert (tmp_path / "ratio.png").exists() and (tmp_path / "report.md").exists()
