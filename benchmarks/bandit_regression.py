@@ -80,7 +80,8 @@ def run_learner(
 
 
 def supervised_rmse(ds: Dataset, height: int, epochs: int, seed: int) -> float:
-    model = DGTRegressor(height=height, epochs=epochs, seed=seed).fit(ds.X_train, ds.y_train)
+    model = DGTRegressor(height=height, epochs=epochs, seed=seed, progress=False)
+    model.fit(ds.X_train, ds.y_train)
     return float(np.sqrt(np.mean((model.predict(ds.X_test) - ds.y_test) ** 2)))
 
 

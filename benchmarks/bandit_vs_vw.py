@@ -184,6 +184,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", nargs="+", default=list(CLASSIFICATION))
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--first-seed", type=int, default=0, help="seeds run: first .. first+S-1")
     parser.add_argument("--max-rounds", type=int, default=50_000)
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     parser.add_argument("--vw", nargs="*", default=list(VW_ALGORITHMS), choices=list(VW_ALGORITHMS))
@@ -206,7 +207,7 @@ def main(argv: list[str] | None = None) -> None:
                 "vw": args.vw,
             }
             for d in args.datasets
-            for s in range(args.seeds)
+            for s in range(args.first_seed, args.first_seed + args.seeds)
         ]
         results_path.write_text("")
         bar = tqdm(total=len(tasks), desc="dataset x seed", disable=args.no_progress)
