@@ -42,6 +42,8 @@ class DGTEstimator(ABC):
         Input standardisation fitted on the training inputs.
     loss_history_
         Mean training loss of each epoch.
+    n_rows_
+        Number of training rows.
     """
 
     task: ClassVar[str]
@@ -87,6 +89,7 @@ class DGTEstimator(ABC):
         self._keep_target_state(target_state)
         self.tree_, self.loss_history_, self._frozen = tree, history, frozen
         self.standardizer_ = standardizer
+        self.n_rows_ = int(x.shape[0])
         return self
 
     def initial_tree(self, n_features: int, n_outputs: int) -> DGTree:
