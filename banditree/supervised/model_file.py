@@ -1,6 +1,6 @@
 """The file ``banditree train`` writes: a trained DGT as safetensors (parameters + JSON config).
 
-Tensors: the node layers ``W0 .. W{L-1}`` (training form, on standardised inputs,
+Tensors: the node layers ``W0 .. W{L-1}`` (float32 as trained; training form, on standardised inputs,
 bias column last), the leaves ``theta`` ``(2**h, K)`` (class logits, or regression
 values on the min-max scaled target), and the input standardisation ``input_mean``,
 ``input_std``.  The header metadata ``banditree.trained_dgt`` holds the JSON
@@ -29,7 +29,7 @@ from banditree.supervised.scaling import FeatureStandardizer, TargetMinMax, fold
 
 FORMAT = "banditree.trained_dgt/v1"
 #: Largest model file accepted (bytes), here and by the service's upload.
-MAX_FILE_BYTES = 64 * 1024 * 1024
+MAX_FILE_BYTES = 32 * 1024 * 1024
 
 
 class InvalidModelFile(ValueError):
@@ -135,8 +135,9 @@ class TrainedTree:
 
     # -- bytes ---------------------------------------------------------------------
     def to_bytes(self) -> bytes:
-        tensors = {f"W{i}": np.ascontiguousarray(w) for i, w in enumerate(self.layers)}
-        tensors["theta"] = np.ascontiguousarray(self.theta)
+        # the tree trains in float32: storing its parameters so loses nothing
+        tensors = {f"W{i}": np.ascontiguousarray(w, np.float32) for i, w in enumerate(self.layers)}
+        tensors["theta"] = np.ascontiguousarray(self.theta, np.float32)
         tensors["input_mean"] = np.ascontiguousarray(self.input_mean)
         tensors["input_std"] = np.ascontiguousarray(self.input_std)
         meta = {
