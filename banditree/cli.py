@@ -33,7 +33,12 @@ def _register_subcommands() -> None:
     """Attach the sub-commands (serve, simulate, train) when their packages are present."""
     import importlib
 
-    for module in ("service.cli", "simulate.cli", "banditree.supervised.command"):
+    for module in (
+        "service.cli",
+        "simulate.cli",
+        "banditree.supervised.command",
+        "banditree.import_command",
+    ):
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as err:

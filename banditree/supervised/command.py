@@ -39,8 +39,7 @@ def train_command(
     ),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show progress bars."),
 ) -> None:
-    """Train a DGT on DATA with a validation grid search; write DIR/model.safetensors,
-    DIR/report.json and DIR/loss.png."""
+    """Train a DGT on DATA (grid search on a validation split); write model, report, loss plot."""
     import torch
 
     from banditree.supervised.grid import load_grid

@@ -11,6 +11,8 @@ a file whose checksum does not match is refused whole.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -30,6 +32,11 @@ from banditree.supervised.scaling import FeatureStandardizer, TargetMinMax, fold
 FORMAT = "banditree.trained_dgt/v1"
 #: Largest model file accepted (bytes), here and by the service's upload.
 MAX_FILE_BYTES = 32 * 1024 * 1024
+
+
+def base64_length(n_bytes: int) -> int:
+    """Characters of the base64 text of ``n_bytes`` bytes."""
+    return 4 * ((n_bytes + 2) // 3)
 
 
 class InvalidModelFile(ValueError):
@@ -116,6 +123,21 @@ class TrainedTree:
             return cls(task="classification", classes=classes, **common)
         scaler: TargetMinMax = model.target_scaler_  # type: ignore[attr-defined]
         return cls(task="regression", target_low=scaler.low, target_span=scaler.span, **common)
+
+    def learner_config(self) -> dict[str, Any]:
+        """A DGT bandit ``LearnerConfig`` body this tree warm-starts (hidden layers collapsed)."""
+        config: dict[str, Any] = {
+            "kind": "dgt",
+            "task": self.task,
+            "n_features": self.n_features,
+            "height": self.height,
+        }
+        if self.task == "classification":
+            config["n_actions"] = max(2, max(int(c) for c in self.classes) + 1)
+        else:
+            config["target_offset"] = self.target_low
+            config["target_scale"] = self.target_span
+        return config
 
     def frozen(self) -> FrozenTree:
         """The tree on raw inputs (regression leaves in original units)."""
@@ -228,6 +250,23 @@ class TrainedTree:
             n_rows=int(meta["n_rows"]),
             info=dict(meta.get("info") or {}),
         )
+
+    @classmethod
+    def from_base64(cls, text: str) -> TrainedTree:
+        """Read a model file sent as base64 text (the service's ``initial_model``)."""
+        if len(text) > base64_length(MAX_FILE_BYTES):
+            raise InvalidModelFile(
+                f"{len(text)} base64 characters, more than {base64_length(MAX_FILE_BYTES)} "
+                f"(a {MAX_FILE_BYTES}-byte file)"
+            )
+        try:
+            blob = base64.b64decode(text, validate=True)
+        except (binascii.Error, ValueError) as err:
+            raise InvalidModelFile(f"not base64 ({err})") from None
+        return cls.from_bytes(blob)
+
+    def to_base64(self) -> str:
+        return base64.b64encode(self.to_bytes()).decode("ascii")
 
     @classmethod
     def load(cls, path: str | Path) -> TrainedTree:

@@ -34,11 +34,11 @@ from banditree.supervised.scaling import FeatureStandardizer
 PROBABILITY_FLOOR = 1e-3
 
 
-class ModelMismatch(ValueError):
+class ModelMismatch(InvalidModelFile):
     """A trained model that does not fit the learner's configuration; ``field`` names what differs."""
 
     def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"initial_model: {message}")
+        super().__init__(f"{message} (config field {field!r})")
         self.field = field
 
 
