@@ -37,6 +37,9 @@ def train_command(
     threads: int = typer.Option(
         1, "--threads", help="Torch CPU threads (1 is fastest at batch 128; more helps L = 3)."
     ),
+    jobs: int = typer.Option(
+        1, "--jobs", help="Grid runs trained at once, in threads (use the cores a run leaves idle)."
+    ),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show progress bars."),
 ) -> None:
     """Train a DGT on DATA (grid search on a validation split); write model, report, loss plot."""
@@ -76,6 +79,7 @@ def train_command(
                     device=device,
                     progress=progress,
                     base=base,
+                    jobs=jobs,
                 ),
             )
         finally:
@@ -88,7 +92,14 @@ def train_command(
     plot_losses(result, out / "loss.png")
     report = {
         **result.report,
-        "options": {"data": data, "grid": grid, "threads": threads, "task": task, "split": split},
+        "options": {
+            "data": data,
+            "grid": grid,
+            "threads": threads,
+            "jobs": jobs,
+            "task": task,
+            "split": split,
+        },
         "banditree_version": __version__,
         "files": ["model.safetensors", "report.json", "loss.png"],
     }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
 from dataclasses import replace
 from typing import Any, ClassVar, Self
@@ -19,6 +20,8 @@ from banditree.supervised.config import TrainingConfig
 from banditree.supervised.inputs import check_features, check_regression_targets, check_targets
 from banditree.supervised.scaling import FeatureStandardizer, TargetMinMax, fold_scalers
 from banditree.supervised.trainer import train_tree
+
+_GLOBAL_RNG_LOCK = threading.Lock()
 
 
 class NotFittedError(RuntimeError):
@@ -95,7 +98,8 @@ class DGTEstimator(ABC):
     def initial_tree(self, n_features: int, n_outputs: int) -> DGTree:
         """The untrained tree :meth:`fit` starts from (seeded by ``config.seed``)."""
         cfg = self.config
-        with torch.random.fork_rng(devices=[]):
+        # the global torch RNG is seeded and restored: one fit at a time (fits may run in threads)
+        with _GLOBAL_RNG_LOCK, torch.random.fork_rng(devices=[]):
             torch.manual_seed(cfg.seed)
             return DGTree(n_features, n_outputs, cfg.height, cfg.hidden)
 

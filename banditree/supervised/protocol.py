@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -43,6 +44,7 @@ class ProtocolOptions:
     device: str = "cpu"
     progress: bool = True
     base: dict[str, Any] = field(default_factory=dict)
+    jobs: int = 1
 
 
 @dataclass
@@ -106,16 +108,31 @@ def run_protocol(ds: Dataset, options: ProtocolOptions) -> ProtocolResult:
     runs: list[GridRun] = []
     x_fit, y_fit = ds.X_train[fit_rows], ds.y_train[fit_rows]
     x_val, y_val = ds.X_train[val_rows], ds.y_train[val_rows]
-    bar = tqdm(configs, disable=not options.progress, desc="grid", unit="run")
-    for settings, config in zip(options.grid, bar, strict=True):
-        bar.set_postfix_str(describe(settings))
+
+    def grid_run(settings: dict[str, Any], config: TrainingConfig) -> GridRun:
         t0 = time.perf_counter()
         model = _estimator(ds.task, config).fit(x_fit, y_fit)
-        runs.append(
-            GridRun(
-                settings, _score(model, x_val, y_val), model.loss_history_, time.perf_counter() - t0
-            )
-        )
+        seconds = time.perf_counter() - t0
+        return GridRun(settings, _score(model, x_val, y_val), model.loss_history_, seconds)
+
+    if options.jobs < 1:
+        raise ValueError(f"jobs must be >= 1, got {options.jobs}")
+    bar = tqdm(total=len(configs), disable=not options.progress, desc="grid", unit="run")
+    if options.jobs == 1:
+        for settings, config in zip(options.grid, configs, strict=True):
+            bar.set_postfix_str(describe(settings))
+            runs.append(grid_run(settings, config))
+            bar.update()
+    else:  # torch releases the GIL in its kernels: runs overlap on several cores
+        quiet = [replace(c, progress=False) for c in configs]
+        with ThreadPoolExecutor(max_workers=options.jobs) as pool:
+            futures = [
+                pool.submit(grid_run, s, c) for s, c in zip(options.grid, quiet, strict=True)
+            ]
+            for future in futures:
+                runs.append(future.result())
+                bar.update()
+    bar.close()
     scores = [r.validation_score for r in runs]
     best = int(np.argmax(scores) if higher_is_better else np.argmin(scores))
     t0 = time.perf_counter()

@@ -73,3 +73,20 @@ def test_protocol_picks_best_validation_run_and_retrains_on_all(tmp_path: Path) 
     test_acc = float(np.mean(result.model.predict(ds.X_test) == ds.y_test))
     assert report["test_accuracy"] == pytest.approx(test_acc)
     assert len(result.final_loss_history) == 8
+
+
+def test_grid_runs_in_threads_give_the_same_result() -> None:
+    full = load("segmentation")
+    ds = Dataset("seg", full.task, full.X_train[:400], full.y_train[:400], full.X_test, full.y_test)
+    grid = [{"momentum": 0.0}, {"momentum": 0.3}, {"momentum": 0.8}]
+    reports = [
+        run_protocol(ds, ProtocolOptions(height=3, epochs=3, grid=grid, progress=False, jobs=j))
+        for j in (1, 2)
+    ]
+    assert reports[0].report["grid"][0]["validation_accuracy"] == pytest.approx(
+        reports[1].report["grid"][0]["validation_accuracy"]
+    )
+    for key in ("chosen", "validation_accuracy", "test_accuracy"):
+        assert reports[0].report[key] == reports[1].report[key]
+    with pytest.raises(ValueError, match="jobs must be >= 1"):
+        run_protocol(ds, ProtocolOptions(height=3, epochs=1, grid=grid, progress=False, jobs=0))
