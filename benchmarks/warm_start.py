@@ -1,7 +1,7 @@
 """Warm start against cold start: a DGT bandit started from a tree trained on 10% labelled data.
 
 ``python -m benchmarks.warm_start [--datasets pendigits satimage] [--seeds 3]
-[--labelled 0.1] [--rounds 2000] [--grid paper-l1] [--plot FILE.png]``
+[--labelled 0.1] [--rounds 2000] [--grid paper-l1] [--warm-learning-rate LR] [--plot FILE.png]``
 
 Seed ``s`` shuffles the train split; its first ``--labelled`` share is the labelled
 history: ``banditree train``'s protocol (:func:`~banditree.supervised.protocol.run_protocol`,
@@ -62,8 +62,11 @@ def run_seed(ds: Dataset, seed: int, args: argparse.Namespace) -> dict[str, Any]
         "seed": seed,
     }
     out: dict[str, Any] = {"supervised_test_accuracy": result.report["test_accuracy"]}
-    for name, initial in (("cold", None), ("warm", result.model)):
-        losses, learner = replay(config, initial, ds.X_train[stream], ds.y_train[stream])
+    warm_config = dict(config)
+    if args.warm_learning_rate is not None:
+        warm_config["learning_rate"] = args.warm_learning_rate
+    for name, initial, cfg in (("cold", None, config), ("warm", result.model, warm_config)):
+        losses, learner = replay(cfg, initial, ds.X_train[stream], ds.y_train[stream])
         out[name] = {
             "losses": losses,
             "progressive_mean_loss": float(losses.mean()),
@@ -101,12 +104,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=2000)
     parser.add_argument("--height", type=int, default=6, help="the bandit's default height")
     parser.add_argument("--grid", default="paper-l1")
+    parser.add_argument(
+        "--warm-learning-rate", type=float, help="the warm learner's step (default: the same)"
+    )
     parser.add_argument("--plot", type=Path, help="write the progressive-loss curves here")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     print(
         f"{args.labelled:.0%} labelled, {args.rounds} bandit rounds, height {args.height}, "
-        f"grid {args.grid}, {args.seeds} seeds"
+        f"grid {args.grid}, {args.seeds} seeds, warm learning rate "
+        f"{args.warm_learning_rate or 'as cold (the default)'}"
     )
     print(
         f"{'dataset':<12} {'cold loss':>15} {'warm loss':>15} {'warm/cold':>9} "
