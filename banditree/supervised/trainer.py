@@ -16,7 +16,7 @@ import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from banditree.models.dgt.batch_grad import TreeLoss, path_matrix_t, tree_loss_and_grads
+from banditree.models.dgt.batch_grad import PathAlgebra, TreeLoss, tree_loss_and_grads
 from banditree.models.dgt.tree import DGTree
 from banditree.supervised.autograd_trainer import make_scheduler, weight_penalty
 from banditree.supervised.config import TrainingConfig
@@ -112,7 +112,7 @@ def train_tree(
     steps_total = math.ceil(n / config.batch_size) * config.epochs
     z0 = DGTree.augment(inputs.to(dev, torch.float32))
     targets = targets.to(dev)
-    path = path_matrix_t(tree.height, dev)
+    path = PathAlgebra(tree.height, dev)
     layers = [w.detach().to(dev, torch.float32).clone() for w in tree.layers]
     theta = tree.theta.detach().to(dev, torch.float32).clone()
     params = [*layers, theta]

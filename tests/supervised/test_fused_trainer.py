@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch.nn import functional
 
-from banditree.models.dgt.batch_grad import path_matrix_t, tree_loss_and_grads
+from banditree.models.dgt.batch_grad import PathAlgebra, tree_loss_and_grads
 from banditree.models.dgt.tree import DGTree
 from banditree.supervised import TrainingConfig
 from banditree.supervised.autograd_trainer import make_scheduler, train_tree_autograd
@@ -25,7 +25,8 @@ def _data(n: int, task: str) -> tuple[torch.Tensor, torch.Tensor]:
 
 @pytest.mark.parametrize("loss", ["cross_entropy", "squared"])
 @pytest.mark.parametrize("hidden", [(), (5, 7)])
-def test_gradients_equal_autograd(loss: str, hidden: tuple[int, ...]) -> None:
+@pytest.mark.parametrize("dense", [True, False])
+def test_gradients_equal_autograd(loss: str, hidden: tuple[int, ...], dense: bool) -> None:
     x, y = _data(64, loss)
     torch.manual_seed(0)
     tree = DGTree(6, 3 if loss == "cross_entropy" else 1, 3, hidden)
@@ -35,7 +36,7 @@ def test_gradients_equal_autograd(loss: str, hidden: tuple[int, ...]) -> None:
     reference.backward()
     layers = [w.detach() for w in tree.layers]
     value, grads, grad_theta = tree_loss_and_grads(
-        layers, tree.theta.detach(), DGTree.augment(x), y, loss, path_matrix_t(3)
+        layers, tree.theta.detach(), DGTree.augment(x), y, loss, PathAlgebra(3, dense=dense)
     )
     assert float(value) == pytest.approx(float(reference.detach()), rel=1e-6)
     for w, g in zip(tree.layers, grads, strict=True):
@@ -81,6 +82,16 @@ def test_training_run_matches_autograd_loop(
     for a, b, s in zip(fused.parameters(), reference.parameters(), start, strict=True):
         assert not torch.equal(a, s)  # training moved it
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_level_form_is_used_above_height_8_and_agrees_with_the_dense_form() -> None:
+    assert PathAlgebra(8).matrix is not None and PathAlgebra(9).matrix is None
+    gen = torch.Generator().manual_seed(0)
+    sign = torch.where(torch.randn(16, 511, generator=gen) > 0, 1.0, -1.0)
+    dq = torch.randn(16, 512, generator=gen)
+    dense, levels = PathAlgebra(9, dense=True), PathAlgebra(9)
+    torch.testing.assert_close(levels.scores(sign), dense.scores(sign), rtol=0, atol=0)
+    torch.testing.assert_close(levels.adjoint(dq), dense.adjoint(dq), rtol=1e-5, atol=1e-5)
 
 
 def test_closed_form_schedule_equals_torch_scheduler() -> None:
