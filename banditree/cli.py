@@ -30,10 +30,15 @@ def main(
 
 
 def _register_subcommands() -> None:
-    """Attach the optional sub-commands (serve, simulate) when their packages are present."""
+    """Attach the sub-commands (serve, simulate, train) when their packages are present."""
     import importlib
 
-    for module in ("service.cli", "simulate.cli"):
+    for module in (
+        "service.cli",
+        "simulate.cli",
+        "banditree.supervised.command",
+        "banditree.import_command",
+    ):
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as err:

@@ -9,8 +9,9 @@ import time
 import uuid
 from typing import Any
 
-from banditree.learners import LearnerConfig, build_learner
+from banditree.learners import Learner, LearnerConfig, build_learner
 from banditree.learners.validation import InvalidInput, check_loss
+from banditree.supervised.model_file import InvalidModelFile, TrainedTree
 from service.checkpoint_restore import newest_valid_checkpoint
 from service.errors import ServiceError, model_not_found
 from service.metrics import ServiceMetrics
@@ -20,6 +21,13 @@ from service.settings import Settings
 from service.store import Store
 
 log = logging.getLogger("banditree.service")
+
+
+def _build(config: LearnerConfig, initial_model: str | None) -> Learner:
+    """A fresh learner, warm-started from a base64 ``banditree train`` file when given."""
+    if initial_model is None:
+        return build_learner(config)
+    return build_learner(config, initial_model=TrainedTree.from_base64(initial_model))
 
 
 class ModelRegistry:
@@ -104,7 +112,9 @@ class ModelRegistry:
             if name in self.runtimes or await self.store.load_model(name) is not None:
                 raise ServiceError(409, f"model {name!r} exists; DELETE it first", "name")
             try:
-                learner = build_learner(config)
+                learner = _build(config, body.initial_model)
+            except InvalidModelFile as err:
+                raise ServiceError(422, f"initial_model: {err}", "initial_model") from None
             except ValueError as err:
                 raise ServiceError(422, str(err), "kind") from None
             resolved = self._policy(policy)
@@ -125,6 +135,8 @@ class ModelRegistry:
                 store=self.store, metrics=self.metrics.for_model(name),
             )  # fmt: skip
             self._publish(runtime)
+            if body.initial_model is not None:
+                await runtime.checkpoint()  # a restart resumes from the warm start
             return runtime
 
     async def delete(self, name: str) -> None:

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from banditree.learners import LearnerConfig
+from banditree.supervised.model_file import MAX_FILE_BYTES, base64_length
 
 #: A JSON number that is finite (``NaN``/``Infinity`` and strings are refused).
 FiniteNumber = Annotated[float, Field(strict=True, allow_inf_nan=False)]
@@ -31,10 +32,16 @@ class ModelPolicy(BaseModel):
 class ModelCreate(ModelPolicy, LearnerConfig):
     """Body of ``PUT /v1/models/{name}``: the learner config plus the service policy."""
 
+    initial_model: str | None = Field(
+        None,
+        max_length=base64_length(MAX_FILE_BYTES),
+        description="base64 of a 'banditree train' model.safetensors: the model starts from it",
+    )
+
     def split(self) -> tuple[LearnerConfig, ModelPolicy]:
         """The learner config and the service policy."""
         policy_fields = set(ModelPolicy.model_fields)
-        data = self.model_dump()
+        data = self.model_dump(exclude={"initial_model"})
         policy = ModelPolicy(**{k: data.pop(k) for k in policy_fields})
         return LearnerConfig.model_validate(data), policy
 

@@ -105,6 +105,11 @@ def simulate_command(
         1000, "--n-bootstrap", help="Logged mode: bootstrap resamples."
     ),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
+    warm_start: Path | None = typer.Option(
+        None,
+        "--warm-start",
+        help="A 'banditree train' model.safetensors: adds <model>_warm_start, started from it.",
+    ),
 ) -> None:
     """Replay DATA through a bandit learner and baselines; write DIR/report.json and plots."""
     _choice(model, MODELS, "--model")
@@ -171,6 +176,7 @@ def simulate_command(
                 concurrency=concurrency,
                 api_key=api_key,
                 progress=progress,
+                warm_start=warm_start,
             )
         )
     except ValueError as err:

@@ -70,6 +70,7 @@ class SimulationOptions:
     concurrency: int = 1
     api_key: str | None = None
     progress: bool = True
+    warm_start: Path | None = None
 
 
 @dataclass
@@ -151,6 +152,8 @@ def _competitors(
 
     main = remote(options.model, options.model) if options.server else local(options.model, env)
     runs = [main]
+    if options.warm_start is not None:
+        runs.append(_warm_competitor(options, env, config_for(options.model, env)))
     reference = main.name
     if env.mode != "full":
         twin = local(options.model, full_information_twin(env))
@@ -176,6 +179,20 @@ def _competitors(
     return runs, reference
 
 
+def _warm_competitor(
+    options: SimulationOptions, env: Environment, cfg: Callable[[int], dict[str, Any]]
+) -> Competitor:
+    """``<model>_warm_start``: the model started from a ``banditree train`` file (in process)."""
+    from banditree.supervised.model_file import TrainedTree
+
+    assert options.warm_start is not None
+    trained = TrainedTree.load(options.warm_start)
+    name = f"{options.model}_warm_start"
+    return Competitor(
+        name, options.model, env, lambda s: build_learner(cfg(s), initial_model=trained), cfg
+    )
+
+
 def _vw_competitor(dataset: Dataset, env: Environment, options: SimulationOptions) -> Competitor:
     epsilon = VW_EPSILON if options.explore is None else options.explore
     k, lr = dataset.n_classes, options.vw_learning_rate
@@ -197,6 +214,13 @@ def simulate(options: SimulationOptions) -> dict[str, Any]:
     if options.concurrency < 1:
         raise ValueError(f"--concurrency must be >= 1, got {options.concurrency}")
     dataset = load_source(options.data, label=options.label, task=options.task, split=options.split)
+    if options.warm_start is not None and options.height is None:
+        from dataclasses import replace
+
+        from banditree.supervised.model_file import TrainedTree
+
+        # the cold model grows to the warm start's height, so that the two compare
+        options = replace(options, height=TrainedTree.load(options.warm_start).height)
     env = make_environment(dataset.task, options, dataset.n_classes)
     notices: list[str] = []
     competitors, reference = _competitors(options, dataset, env, notices)

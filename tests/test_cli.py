@@ -10,3 +10,68 @@ def test_version_and_help() -> None:
     assert out.exit_code == 0 and __version__ in out.output
     out = runner.invoke(app, ["--help"])
     assert out.exit_code == 0 and "banditree" in out.output.lower()
+
+
+def test_train_writes_model_report_and_plot(tmp_path) -> None:
+    import json
+
+    import numpy as np
+
+    from banditree.datasets import load
+    from banditree.supervised.model_file import TrainedTree
+
+    grid = tmp_path / "grid.json"
+    grid.write_text(json.dumps({"momentum": [0.0, 0.8]}))
+    out = tmp_path / "run"
+    args = ["train", "segmentation", "--height", "3", "--epochs", "4", "--grid", str(grid)]
+    result = CliRunner().invoke(app, [*args, "--out", str(out), "--no-progress"])
+    assert result.exit_code == 0, result.output
+    report = json.loads((out / "report.json").read_text())
+    assert report["task"] == "classification" and report["dataset"] == "segmentation"
+    assert len(report["grid"]) == 2 and report["chosen"]["momentum"] in (0.0, 0.8)
+    assert 0.3 < report["test_accuracy"] <= 1.0 and report["seconds"] > 0
+    assert (out / "loss.png").read_bytes()[:4] == b"\x89PNG"
+    model = TrainedTree.load(out / "model.safetensors")
+    ds = load("segmentation")
+    accuracy = float(np.mean(model.predict(ds.X_test) == ds.y_test))
+    assert accuracy == report["test_accuracy"]
+
+
+def test_train_refuses_bad_options_clearly(tmp_path) -> None:
+    import torch
+
+    runner = CliRunner()
+    base = ["train", "segmentation", "--out", str(tmp_path / "x"), "--no-progress"]
+    out = runner.invoke(app, [*base, "--grid", "nope"])
+    assert out.exit_code == 2 and "--grid must be one of" in out.output
+    out = runner.invoke(app, [*base, "--height", "13", "--grid", "none"])
+    assert out.exit_code == 2 and "height must be an integer in [1, 12]" in out.output
+    if not torch.cuda.is_available():
+        out = runner.invoke(app, [*base, "--device", "cuda"])
+        assert out.exit_code == 2 and "torch sees no GPU" in out.output
+    assert not (tmp_path / "x").exists()
+
+
+def test_simulate_warm_start_adds_a_warm_competitor(tmp_path) -> None:
+    import json
+
+    runner = CliRunner()
+    model_dir = tmp_path / "model"
+    trained = runner.invoke(
+        app,
+        ["train", "segmentation", "--height", "4", "--epochs", "20", "--grid", "none",
+         "--out", str(model_dir), "--no-progress"],
+    )  # fmt: skip
+    assert trained.exit_code == 0, trained.output
+    out = tmp_path / "sim"
+    result = runner.invoke(
+        app,
+        ["simulate", "segmentation", "--model", "dgt", "--rounds", "300", "--seeds", "1",
+         "--baselines", "random", "--warm-start", str(model_dir / "model.safetensors"),
+         "--eval-points", "3", "--out", str(out), "--no-progress"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    learners = json.loads((out / "report.json").read_text())["learners"]
+    warm, cold = learners["dgt_warm_start"], learners["dgt"]
+    assert warm["config"]["height"] == cold["config"]["height"] == 4
+    assert warm["progressive_mean_loss"] < cold["progressive_mean_loss"]

@@ -91,8 +91,24 @@ def make_estimator(c: LearnerConfig) -> Estimator:
     return OnePointEstimator(c.delta)
 
 
-def build_learner(config: LearnerConfig | dict[str, Any]) -> Learner:
-    """A fresh learner for ``config`` (a :class:`LearnerConfig` or its dict)."""
+def build_learner(
+    config: LearnerConfig | dict[str, Any], initial_model: Any | None = None
+) -> Learner:
+    """A fresh learner for ``config`` (a :class:`LearnerConfig` or its dict).
+
+    ``initial_model`` (a ``banditree train`` model file's bytes or a
+    :class:`~banditree.supervised.model_file.TrainedTree`) warm-starts a ``dgt`` learner
+    from the trained tree (:func:`banditree.supervised.warm_start.warm_start`).
+    """
+    learner = _build_fresh(config)
+    if initial_model is not None:
+        from banditree.supervised.warm_start import warm_start
+
+        warm_start(learner, initial_model)
+    return learner
+
+
+def _build_fresh(config: LearnerConfig | dict[str, Any]) -> Learner:
     c = config if isinstance(config, LearnerConfig) else LearnerConfig.model_validate(config)
     stored = c.model_dump(mode="json")
     if c.kind == "random":

@@ -52,6 +52,8 @@ class TrainingConfig:
         Seed of initialisation and mini-batch order.
     progress
         Show a tqdm bar over epochs.
+    device
+        ``"cpu"``, or ``"cuda"`` when torch sees a GPU.
     """
 
     height: int = 6
@@ -68,6 +70,7 @@ class TrainingConfig:
     reg_strength: float = 0.0
     seed: int = 0
     progress: bool = True
+    device: str = "cpu"
 
     def __post_init__(self) -> None:
         check_height(self.height)
@@ -95,3 +98,5 @@ class TrainingConfig:
         if self.regularization not in ("l1", "l2"):
             raise ValueError(f"regularization must be 'l1' or 'l2', got {self.regularization!r}")
         _check_range("reg_strength", self.reg_strength, 0.0, 1.0)
+        if self.device not in ("cpu", "cuda"):
+            raise ValueError(f"device must be 'cpu' or 'cuda', got {self.device!r}")

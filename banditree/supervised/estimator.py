@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
 from dataclasses import replace
 from typing import Any, ClassVar, Self
@@ -10,8 +11,8 @@ import numpy as np
 import torch
 from numpy.typing import ArrayLike
 from torch import Tensor
-from torch.nn import functional
 
+from banditree.models.dgt.batch_grad import TreeLoss
 from banditree.models.dgt.frozen import FrozenTree
 from banditree.models.dgt.tree import DGTree
 from banditree.models.dgt.tree_ops import FloatArray, IntArray
@@ -19,6 +20,8 @@ from banditree.supervised.config import TrainingConfig
 from banditree.supervised.inputs import check_features, check_regression_targets, check_targets
 from banditree.supervised.scaling import FeatureStandardizer, TargetMinMax, fold_scalers
 from banditree.supervised.trainer import train_tree
+
+_GLOBAL_RNG_LOCK = threading.Lock()
 
 
 class NotFittedError(RuntimeError):
@@ -42,9 +45,13 @@ class DGTEstimator(ABC):
         Input standardisation fitted on the training inputs.
     loss_history_
         Mean training loss of each epoch.
+    n_rows_
+        Number of training rows.
     """
 
     task: ClassVar[str]
+    #: training loss of the tree outputs
+    tree_loss: ClassVar[TreeLoss]
     standardizer_: FeatureStandardizer
 
     def __init__(self, config: TrainingConfig | None = None, **settings: Any) -> None:
@@ -65,10 +72,6 @@ class DGTEstimator(ABC):
     def _keep_target_state(self, state: Any) -> None:
         """Store the target state of a successful fit (classes or target scaler)."""
 
-    @abstractmethod
-    def _loss(self, outputs: Tensor, targets: Tensor) -> Tensor:
-        """Mean mini-batch loss."""
-
     def fit(self, X: ArrayLike, y: ArrayLike) -> Self:
         """Train a fresh tree on ``X`` ``(n, d)`` and ``y`` ``(n,)``; returns ``self``.
 
@@ -81,7 +84,7 @@ class DGTEstimator(ABC):
         tree = self.initial_tree(x.shape[1], n_outputs)
         generator = torch.Generator().manual_seed(cfg.seed)
         inputs = torch.as_tensor(standardizer.transform(x), dtype=torch.float32)
-        history = train_tree(tree, inputs, targets, self._loss, cfg, generator)
+        history = train_tree(tree, inputs, targets, self.tree_loss, cfg, generator, cfg.device)
         scaler = target_state if isinstance(target_state, TargetMinMax) else None
         frozen = fold_scalers(tree.freeze(), standardizer, scaler)
         if not (np.isfinite(frozen.weights).all() and np.isfinite(frozen.theta).all()):
@@ -89,12 +92,14 @@ class DGTEstimator(ABC):
         self._keep_target_state(target_state)
         self.tree_, self.loss_history_, self._frozen = tree, history, frozen
         self.standardizer_ = standardizer
+        self.n_rows_ = int(x.shape[0])
         return self
 
     def initial_tree(self, n_features: int, n_outputs: int) -> DGTree:
         """The untrained tree :meth:`fit` starts from (seeded by ``config.seed``)."""
         cfg = self.config
-        with torch.random.fork_rng(devices=[]):
+        # the global torch RNG is seeded and restored: one fit at a time (fits may run in threads)
+        with _GLOBAL_RNG_LOCK, torch.random.fork_rng(devices=[]):
             torch.manual_seed(cfg.seed)
             return DGTree(n_features, n_outputs, cfg.height, cfg.hidden)
 
@@ -141,6 +146,7 @@ class DGTClassifier(DGTEstimator):
     """
 
     task = "classification"
+    tree_loss = "cross_entropy"
 
     classes_: np.ndarray
 
@@ -153,9 +159,6 @@ class DGTClassifier(DGTEstimator):
 
     def _keep_target_state(self, state: Any) -> None:
         self.classes_ = state
-
-    def _loss(self, outputs: Tensor, targets: Tensor) -> Tensor:
-        return functional.cross_entropy(outputs, targets)
 
     def predict(self, X: ArrayLike) -> np.ndarray:
         """The class of the arg-max leaf logit for each row."""
@@ -173,6 +176,7 @@ class DGTRegressor(DGTEstimator):
     """A DGT trained with squared loss on min-max scaled targets, reported in original units."""
 
     task = "regression"
+    tree_loss = "squared"
 
     target_scaler_: TargetMinMax
 
@@ -184,9 +188,6 @@ class DGTRegressor(DGTEstimator):
 
     def _keep_target_state(self, state: Any) -> None:
         self.target_scaler_ = state
-
-    def _loss(self, outputs: Tensor, targets: Tensor) -> Tensor:
-        return functional.mse_loss(outputs, targets)
 
     def predict(self, X: ArrayLike) -> FloatArray:
         """Predicted values in the original target units."""

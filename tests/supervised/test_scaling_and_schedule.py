@@ -9,7 +9,7 @@ import torch
 from banditree.models.dgt.frozen import FrozenTree
 from banditree.models.dgt.tree import DGTree
 from banditree.supervised import FeatureStandardizer, TargetMinMax, TrainingConfig, fold_scalers
-from banditree.supervised.trainer import make_scheduler, weight_penalty
+from banditree.supervised.autograd_trainer import make_scheduler, weight_penalty
 
 
 def test_folded_tree_on_raw_inputs_matches_tree_on_standardised_inputs() -> None:
