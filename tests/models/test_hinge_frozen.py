@@ -24,8 +24,8 @@ def test_outputs_equal_torch(ferns: bool, reduction: str, n_trees: int, depth: i
         features, thresholds, weights, bias, None, depth, ferns, mean=reduction == "mean"
     )
     z = rng.normal(size=(30, 7))
-    tensors = (torch.from_numpy(a) for a in (z, thresholds, weights, features))
-    expected = bias + hinge_forest(*tensors, depth, ferns, reduction).numpy()
+    zt, tt, wt, ft = (torch.from_numpy(a) for a in (z, thresholds, weights, features))
+    expected = bias + hinge_forest(zt, tt, wt, ft, depth, ferns, reduction).numpy()
     np.testing.assert_allclose(frozen.forward_batch(z), expected, rtol=0, atol=1e-12)
     for row, want in zip(z, expected, strict=True):
         out, leaf = frozen.forward_one(row)
