@@ -99,7 +99,7 @@ def test_hard_routing_skips_most_nodes() -> None:
     computed = sum(c.size for c in visited[:-1])
     assert computed < 0.25 * 10 * 63
     levels = frozen.route(contexts(1))
-    assert [lv.column.size for lv in levels] == [c.size for c in visited]
+    assert [lv.position.size for lv in levels] == [c.size for c in visited]
 
 
 @pytest.mark.parametrize(("depth", "n_trees", "gamma", "scale"), CASES)

@@ -3,15 +3,19 @@
 The serving and learning form of :mod:`banditree.models.tel.function` (same maths,
 same layout: ``m`` perfect trees of depth ``d``, nodes breadth-first, node ``i``
 sends ``x`` LEFT with probability ``S(<w_i, x>)``).  Both passes walk the trees one
-level at a time over the *reachable* nodes only (Algorithm 1 of seed 003): a level
-holds entries ``column = tree * 2**l + position``, the children of column ``c`` are
-``2c`` (LEFT) and ``2c + 1`` (RIGHT), and a child is kept only when its probability
-is above zero, so a node outside the fractional region of the smooth step sends
-the example down one side and the other subtree is never touched.
+level at a time over the *reachable* nodes only (Algorithm 1 of seed 003): a child
+is kept only when its probability is above zero, so a node outside the fractional
+region of the smooth step sends the example down one side and the other subtree is
+never touched.
 
-The node weights are stored per level, divided by ``gamma``, so ``<w, x> / gamma``
-is one product and the smooth step is the cubic ``S = 1/2 + u (3/2 - 2 u**2)`` of
-``u = clip(<w, x> / gamma, -1/2, 1/2)``: exactly 0 or 1 outside the fractional region.
+Storage order: level ``l`` holds its ``E = m 2**l`` nodes in *position* order, chosen
+so that the children of position ``i`` are positions ``i`` (LEFT) and ``i + E``
+(RIGHT) of the next level.  While every node is reachable a level is then one
+product with the whole level matrix (no gather, no index arithmetic); ``orders[l]``
+maps positions back to ``column = tree * 2**l + node within the level``.  The node
+weights are divided by ``gamma``, so ``<w, x> / gamma`` is one product and the smooth
+step is the cubic ``S = 1/2 + u (3/2 - 2 u**2)`` of ``u = clip(<w, x> / gamma, -1/2,
+1/2)``: exactly 0 or 1 outside the fractional region.
 """
 
 from __future__ import annotations
@@ -30,15 +34,16 @@ _SIGNS = np.array([1.0, -1.0])
 class RoutedLevel:
     """The reachable entries of one level for a batch (what the backward pass reads).
 
-    ``parent``/``branch`` are empty at the root level; ``branch`` is the probability
-    of the step from the parent (``S`` or ``1 - S``); ``u`` is the clipped
-    ``<w, x> / gamma`` (empty at the leaf level).
+    ``parent``/``side``/``branch`` are empty at the root level; ``branch`` is the
+    probability of the step from the parent (``S`` or ``1 - S``); ``u`` is the
+    clipped ``<w, x> / gamma`` (empty at the leaf level).
     """
 
     sample: IntArray  # (E,)
-    column: IntArray  # (E,) tree * 2**l + position within the level
+    position: IntArray  # (E,) storage position within the level (see the module notes)
     prob: FloatArray  # (E,) P(x -> node) > 0
     parent: IntArray  # (E,) entry of the parent in the previous level
+    side: IntArray  # (E,) 0 = LEFT child of its parent, 1 = RIGHT
     branch: FloatArray  # (E,) P(parent -> node)
     u: FloatArray  # (E,)
 
@@ -55,8 +60,8 @@ class FrozenTEL:
     leaf_weights: FloatArray
     gamma: float
     _levels: tuple[FloatArray, ...] = field(init=False, repr=False, compare=False)
+    _orders: tuple[IntArray, ...] = field(init=False, repr=False, compare=False)
     _leaves: FloatArray = field(init=False, repr=False, compare=False)
-    _roots: IntArray = field(init=False, repr=False, compare=False)
     _root_prob: FloatArray = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -68,15 +73,22 @@ class FrozenTEL:
                 f"{self.leaf_weights.shape} do not form perfect trees"
             )
         scaled = self.node_weights * (1.0 / self.gamma)
-        levels = tuple(
-            np.ascontiguousarray(scaled[:, (1 << lv) - 1 : (2 << lv) - 1].reshape(-1, p))
-            for lv in range(depth)
-        )
-        object.__setattr__(self, "_levels", levels)
-        leaves = np.ascontiguousarray(self.leaf_weights.reshape(m << depth, -1))
-        object.__setattr__(self, "_leaves", leaves)
-        object.__setattr__(self, "_roots", np.arange(m, dtype=np.int64))
-        object.__setattr__(self, "_root_prob", np.ones(m))
+        order = np.arange(m, dtype=np.int64)  # level 0: column = tree
+        levels, orders = [], []
+        for lv in range(depth):
+            by_column = scaled[:, (1 << lv) - 1 : (2 << lv) - 1].reshape(-1, p)
+            levels.append(by_column.take(order, 0))
+            orders.append(order)
+            order = np.concatenate((2 * order, 2 * order + 1))  # children: i and i + E
+        orders.append(order)
+        leaves = self.leaf_weights.reshape(m << depth, -1).take(order, 0)
+        for name, value in (
+            ("_levels", tuple(levels)),
+            ("_orders", tuple(orders)),
+            ("_leaves", leaves),
+            ("_root_prob", np.ones(m)),
+        ):
+            object.__setattr__(self, name, value)
 
     @property
     def n_trees(self) -> int:
@@ -91,14 +103,16 @@ class FrozenTEL:
     ) -> tuple[FloatArray, int]:
         """Summed output ``(k,)`` for one context ``(p,)`` and the reachable leaves (all trees).
 
-        ``visited``, when given, receives the columns of each level the pass computed
-        ``<w, x>`` for, then the reached leaf rows.
+        ``visited``, when given, receives the columns (``tree * 2**l + node within the
+        level``) of each level the pass computed ``<w, x>`` for, then the reached leaves.
         """
-        column, prob = self._roots, self._root_prob
+        position: IntArray | None = None  # None: every node of the level is reachable
+        prob = self._root_prob
         for level, weights in enumerate(self._levels):
-            z = (weights @ x) if level == 0 else (weights.take(column, 0) @ x)
+            z = (weights @ x) if position is None else (weights.take(position, 0) @ x)
             if visited is not None:
-                visited.append(column)
+                order = self._orders[level]
+                visited.append(order if position is None else order.take(position))
             np.minimum(z, 0.5, out=z)
             np.maximum(z, -0.5, out=z)
             left = z * z
@@ -107,45 +121,46 @@ class FrozenTEL:
             left *= z
             left += 0.5  # S(<w, x>)
             left *= prob  # P(x -> LEFT child)
-            right = prob - left
-            doubled = column + column
-            column = np.concatenate((doubled, doubled + 1))
-            prob = np.concatenate((left, right))
+            prob = np.concatenate((left, prob - left))
+            if position is not None:
+                position = np.concatenate((position, position + weights.shape[0]))
             if np.count_nonzero(prob) != prob.size:  # a hard node: prune the other side
                 keep = prob > 0.0
-                column, prob = column[keep], prob[keep]
+                position = np.flatnonzero(keep) if position is None else position[keep]
+                prob = prob[keep]
         if visited is not None:
-            visited.append(column)
-        out: FloatArray = prob @ self._leaves.take(column, 0)
-        return out, int(column.size)
+            order = self._orders[-1]
+            visited.append(order if position is None else order.take(position))
+        leaves = self._leaves if position is None else self._leaves.take(position, 0)
+        out: FloatArray = prob @ leaves
+        return out, int(prob.size)
 
     def route(self, x: FloatArray) -> list[RoutedLevel]:
         """Algorithm 1 for a batch ``(B, p)``: the reachable entries of every level.
 
-        Entries stay sample-major; the last element is the leaf level (columns are
-        rows of the flattened leaf weights ``tree * 2**d + leaf``).
+        Entries stay sample-major; the last element is the leaf level.
         """
         batch, m = x.shape[0], self.n_trees
         sample = np.repeat(np.arange(batch, dtype=np.int64), m)
-        column = np.tile(self._roots, batch)
+        position = np.tile(np.arange(m, dtype=np.int64), batch)
         prob = np.ones(batch * m)
         none_int, none_float = np.empty(0, dtype=np.int64), np.empty(0)
-        parent, branch = none_int, none_float
+        parent, side, branch = none_int, none_int, none_float
         levels: list[RoutedLevel] = []
         for weights in self._levels:
-            z = np.einsum("ij,ij->i", weights.take(column, 0), x.take(sample, 0))
+            z = np.einsum("ij,ij->i", weights.take(position, 0), x.take(sample, 0))
             u = np.clip(z, -0.5, 0.5)
-            levels.append(RoutedLevel(sample, column, prob, parent, branch, u))
+            levels.append(RoutedLevel(sample, position, prob, parent, side, branch, u))
             step = np.multiply.outer(u * (1.5 - 2.0 * u * u), _SIGNS)
             step += 0.5  # (E, 2): S, 1 - S
             children_prob = (step * prob[:, None]).ravel()
             keep = np.flatnonzero(children_prob > 0.0)
-            parent = keep >> 1
+            parent, side = keep >> 1, keep & 1
             branch = step.ravel()[keep]
             sample = sample[parent]
-            column = 2 * column[parent] + (keep & 1)
+            position = position[parent] + side * weights.shape[0]
             prob = children_prob[keep]
-        levels.append(RoutedLevel(sample, column, prob, parent, branch, none_float))
+        levels.append(RoutedLevel(sample, position, prob, parent, side, branch, none_float))
         return levels
 
     def forward_batch(self, x: FloatArray) -> tuple[FloatArray, IntArray]:
@@ -154,9 +169,9 @@ class FrozenTEL:
         return self.outputs(leaf, x.shape[0]), np.bincount(leaf.sample, minlength=x.shape[0])
 
     def _leaf_matrix(self, leaf: RoutedLevel, batch: int) -> FloatArray:
-        """``P(x_b -> l)`` as a dense ``(B, m 2**d)`` matrix (zero where unreachable)."""
+        """``P(x_b -> l)`` as a dense ``(B, m 2**d)`` matrix, leaves in position order."""
         matrix = np.zeros((batch, self._leaves.shape[0]))
-        matrix[leaf.sample, leaf.column] = leaf.prob
+        matrix[leaf.sample, leaf.position] = leaf.prob
         return matrix
 
     def outputs(self, leaf: RoutedLevel, batch: int) -> FloatArray:
@@ -179,23 +194,23 @@ class FrozenTEL:
         m, n_int, p = self.node_weights.shape
         batch = x.shape[0]
         leaf = levels[-1]
-        grad_leaves = self._leaf_matrix(leaf, batch).T @ grad_out
-        # V(leaf) = <grad_out, o_l>
-        value = np.einsum(
-            "ij,ij->i", self._leaves.take(leaf.column, 0), grad_out.take(leaf.sample, 0)
-        )
+        grad_leaves = np.empty_like(self._leaves)
+        grad_leaves[self._orders[-1]] = self._leaf_matrix(leaf, batch).T @ grad_out
+        leaf_rows = self._leaves.take(leaf.position, 0)
+        value = np.einsum("ij,ij->i", leaf_rows, grad_out.take(leaf.sample, 0))  # V(leaf)
         grad_w = np.empty((m, n_int, p))
         child = leaf
         for level in range(self.depth - 1, -1, -1):
             node = levels[level]
-            n_entries = node.column.size
-            signed = np.where(child.column & 1, -value, value)
+            n_entries = node.position.size
+            signed = np.where(child.side, -value, value)
             diff = np.bincount(child.parent, signed, minlength=n_entries)  # V(L) - V(R)
             value = np.bincount(child.parent, child.branch * value, minlength=n_entries)
             slope = (1.5 - 6.0 * node.u * node.u) * (1.0 / self.gamma)  # S'; 0 when hard
             d_z = np.zeros((batch, m << level))
-            d_z[node.sample, node.column] = node.prob * slope * diff
-            block = d_z.T @ x  # (m 2**l, p)
+            d_z[node.sample, node.position] = node.prob * slope * diff
+            block = np.empty((m << level, p))
+            block[self._orders[level]] = d_z.T @ x  # back to column order
             grad_w[:, (1 << level) - 1 : (2 << level) - 1] = block.reshape(m, 1 << level, p)
             child = node
         return grad_w, grad_leaves.reshape(self.leaf_weights.shape)
