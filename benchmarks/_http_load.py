@@ -1,4 +1,4 @@
-"""Helpers of the HTTP benchmarks: uvicorn servers, ``wrk`` scripts and runs, CPU time."""
+"""Helpers of the HTTP benchmarks: baseline apps, uvicorn servers, ``wrk`` scripts, CPU time."""
 
 from __future__ import annotations
 
@@ -13,8 +13,46 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from fastapi import FastAPI
+from fastapi.responses import JSONResponse
+
+from service.schemas import PredictCreate
 
 ROOT = Path(__file__).resolve().parents[1]
+#: the served DGT model of the benchmarks (d=16, K=10, default height 6)
+MODEL = {"kind": "dgt", "n_features": 16, "n_actions": 10, "learning_rate": 1e-2}
+
+
+def bare_app() -> FastAPI:
+    """A FastAPI app whose ``predict`` parses the same body and answers a constant decision."""
+    app = FastAPI()
+
+    @app.post("/v1/models/{name}/predict")
+    async def predict(name: str, body: PredictCreate) -> JSONResponse:
+        return JSONResponse(
+            {"event_id": "0" * 24, "model_version": 0, "leaf": 0, "action": 0,
+             "probability": 1.0, "greedy_action": 0}
+        )  # fmt: skip
+
+    return app
+
+
+def bare_act_app() -> FastAPI:
+    """The bare endpoint plus the learner's ``act`` (same model): isolates the service's own cost."""
+    from banditree.learners import build_learner
+
+    learner = build_learner(MODEL)
+    app = FastAPI()
+
+    @app.post("/v1/models/{name}/predict")
+    async def predict(name: str, body: PredictCreate) -> JSONResponse:
+        d = learner.act(body.context or [])
+        return JSONResponse(
+            {"event_id": d.event_id, "model_version": d.model_version, "leaf": d.leaf,
+             "action": d.action, "probability": d.propensity, "greedy_action": d.greedy_action}
+        )  # fmt: skip
+
+    return app
 
 
 def start_server(

@@ -39,18 +39,14 @@ from typing import Any
 
 import httpx
 import numpy as np
-from fastapi import FastAPI
-from fastapi.responses import JSONResponse
 
-from benchmarks._http_load import feedback_script, run_wrk, start_server, wrk_script
-from service.schemas import PredictCreate
+from benchmarks._http_load import MODEL, feedback_script, run_wrk, start_server, wrk_script
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 CONTEXT = [float(v) for v in np.linspace(-1.0, 1.0, 16)]
 BATCH = [
     [round(float(v), 6) for v in row] for row in np.random.default_rng(0).normal(size=(256, 16))
 ]
-MODEL = {"kind": "dgt", "n_features": 16, "n_actions": 10, "learning_rate": 1e-2}
 #: served model name -> learner config (all d=16, K=10, depth 6; forests of 10 trees)
 MODELS = {
     "bench": MODEL,
@@ -58,38 +54,6 @@ MODELS = {
     "bench-hinge": {**MODEL, "kind": "hinge", "height": 6, "n_trees": 10},
 }
 BARE_PORT, SERVED_PORT, BARE_ACT_PORT, TWO_WORKER_PORT = 18081, 18082, 18083, 18084
-
-
-def bare_app() -> FastAPI:
-    """A FastAPI app whose ``predict`` parses the same body and answers a constant decision."""
-    app = FastAPI()
-
-    @app.post("/v1/models/{name}/predict")
-    async def predict(name: str, body: PredictCreate) -> JSONResponse:
-        return JSONResponse(
-            {"event_id": "0" * 24, "model_version": 0, "leaf": 0, "action": 0,
-             "probability": 1.0, "greedy_action": 0}
-        )  # fmt: skip
-
-    return app
-
-
-def bare_act_app() -> FastAPI:
-    """The bare endpoint plus the learner's ``act`` (same model): isolates the service's own cost."""
-    from banditree.learners import build_learner
-
-    learner = build_learner(MODEL)
-    app = FastAPI()
-
-    @app.post("/v1/models/{name}/predict")
-    async def predict(name: str, body: PredictCreate) -> JSONResponse:
-        d = learner.act(body.context or [])
-        return JSONResponse(
-            {"event_id": d.event_id, "model_version": d.model_version, "leaf": d.leaf,
-             "action": d.action, "probability": d.propensity, "greedy_action": d.greedy_action}
-        )  # fmt: skip
-
-    return app
 
 
 async def http_figures(store: str, args: argparse.Namespace, work: Path) -> dict[str, Any]:
@@ -101,8 +65,8 @@ async def http_figures(store: str, args: argparse.Namespace, work: Path) -> dict
     single = wrk_script(work, {"context": CONTEXT})
     batch = wrk_script(work, {"contexts": BATCH}, "batch")
     processes = [
-        start_server("benchmarks.service_http:bare_app", {}, BARE_PORT),
-        start_server("benchmarks.service_http:bare_act_app", {}, BARE_ACT_PORT),
+        start_server("benchmarks._http_load:bare_app", {}, BARE_PORT),
+        start_server("benchmarks._http_load:bare_act_app", {}, BARE_ACT_PORT),
         start_server("service.main:create_app_from_env", env, SERVED_PORT),
     ]
     two_workers = store == "redis" and args.two_workers
