@@ -1,8 +1,8 @@
 """The inference form of a random hinge forest or fern ensemble (numpy, no autograd).
 
 Conventions are those of :mod:`banditree.models.hinge.ops`.  A single context walks
-one path per tree, all trees at once: ``D`` steps of a few numpy calls, reading only
-the decisions on the path.  Node and leaf ids are flat: decision ``i`` of tree ``t``
+one path per tree, all trees at once: ``D`` steps of four numpy calls each, reading
+the margins of the decisions on the path.  Node and leaf ids are flat: decision ``i`` of tree ``t``
 is ``t * N + i`` and leaf ``j`` is ``t * 2**D + j``; a lookup table gives each
 decision's LEFT child (the RIGHT child is the next id), so a step is
 ``child = left[node] + (r > 0)``.
@@ -74,12 +74,14 @@ class FrozenHingeForest:
             rows = leaf + np.arange(self.n_trees) * (1 << self.depth)
             out: FloatArray = self.bias + np.abs(margin) @ self._leaf_rows.take(rows, 0)
             return out, int(leaf[0]) if self.n_trees == 1 else None
-        features, thresholds, left = self._flat_features, self._flat_thresholds, self._left
-        node = self._roots
+        # every decision's margin in two gathers (T * N values, cheaper than three
+        # gathers per level); only the D margins on each path are read below
+        all_margins = z.take(self._flat_features)
+        all_margins -= self._flat_thresholds
+        left, node = self._left, self._roots
         margins = []
         for _ in range(self.depth):
-            r = z.take(features.take(node))
-            r -= thresholds.take(node)
+            r = all_margins.take(node)
             margins.append(r)
             node = left.take(node)
             node += r > 0.0
