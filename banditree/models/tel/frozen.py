@@ -124,10 +124,10 @@ class FrozenTEL:
             prob = np.concatenate((left, prob - left))
             if position is not None:
                 position = np.concatenate((position, position + weights.shape[0]))
-            if np.count_nonzero(prob) != prob.size:  # a hard node: prune the other side
-                keep = prob > 0.0
-                position = np.flatnonzero(keep) if position is None else position[keep]
-                prob = prob[keep]
+            keep = np.flatnonzero(prob)
+            if keep.size != prob.size:  # a hard node: prune its other side
+                position = keep if position is None else position.take(keep)
+                prob = prob.take(keep)
         if visited is not None:
             order = self._orders[-1]
             visited.append(order if position is None else order.take(position))
