@@ -13,7 +13,12 @@ labelling (so that routing hardens as the models learn), it times:
   sample, event id), on a fresh learner and again after the act+learn pass;
 * ``forward_us``: the model's own forward pass for one context (after learning);
 * ``act_learn_rounds_per_second``: act + learn rounds per second from a fresh learner;
-* ``batch_us_per_context``: ``learner.predict`` of 256 contexts, per context.
+* ``batch_us_per_context``: ``learner.predict`` of 256 contexts, per context;
+* TEL only, ``dense_forward_us``: a baseline that computes EVERY node of every tree for
+  one context (one product, the smooth step, the leaf probabilities as products along
+  precomputed paths), the same numbers as the conditional pass: at this size numpy's
+  per-call cost, not arithmetic, sets the time, so the baseline shows what skipping
+  unreachable nodes costs or saves here.
 
 Families are interleaved within each repeat and every figure is the best of
 ``--repeats`` (the machine is shared: the best pass is the least disturbed one).
@@ -30,6 +35,33 @@ from typing import Any
 import numpy as np
 
 from banditree.learners import Feedback, build_learner
+from banditree.models.tel.frozen import FrozenTEL
+
+
+class DenseTEL:
+    """Baseline: all ``m (2**d - 1)`` nodes for one context, leaf probabilities by paths."""
+
+    def __init__(self, frozen: FrozenTEL) -> None:
+        m, n_int, p = frozen.node_weights.shape
+        depth = frozen.depth
+        self.weights = frozen.node_weights.reshape(-1, p) / frozen.gamma
+        self.leaves = frozen.leaf_weights.reshape(m << depth, -1)
+        paths = np.empty((m << depth, depth), dtype=np.int64)
+        for leaf in range(1 << depth):
+            node = 0
+            for level in range(depth):
+                right = (leaf >> (depth - 1 - level)) & 1
+                paths[leaf :: 1 << depth, level] = node + right * m * n_int
+                node = 2 * node + 1 + right
+        # row (tree, leaf), column level: index into [S of every node, 1 - S of every node]
+        self.paths = paths + (np.arange(m) * n_int).repeat(1 << depth)[:, None]
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        u = np.clip(self.weights @ x, -0.5, 0.5)
+        left = 0.5 + u * (1.5 - 2.0 * u * u)
+        steps = np.concatenate((left, 1.0 - left))
+        out: np.ndarray = steps.take(self.paths).prod(axis=1) @ self.leaves
+        return out
 
 
 def config(kind: str, depth: int, n_trees: int) -> dict[str, Any]:
@@ -73,6 +105,13 @@ def time_family(
         "batch_us_per_context": batch * 1e6,
     }
     out = model.forward(frozen, probe[0])
+    if isinstance(frozen, FrozenTEL):
+        dense = DenseTEL(frozen)
+        np.testing.assert_allclose(dense.forward(probe[0]), out.output, rtol=0, atol=1e-9)
+        started = time.perf_counter()
+        for x in probe:
+            dense.forward(x)
+        figures["dense_forward_us"] = (time.perf_counter() - started) / len(probe) * 1e6
     if "reachable_leaves" in out.extras:
         figures["reachable_leaves_per_tree"] = float(
             np.mean([model.forward(frozen, x).extras["reachable_leaves"] for x in probe])
@@ -108,7 +147,8 @@ def main() -> None:
     print(
         f"TEL decision {tel['act_us']:.1f} us (goal <= 30; DGT {dgt['act_us']:.1f} us in the "
         f"same run, ratio {tel['act_us'] / dgt['act_us']:.2f}); TEL forward alone "
-        f"{tel['forward_us']:.1f} us"
+        f"{tel['forward_us']:.1f} us, dense numpy baseline (every node) "
+        f"{tel['dense_forward_us']:.1f} us"
     )
     print(
         f"TEL act+learn {tel['act_learn_rounds_per_second']:,.0f} rounds/s (goal >= 2,000); "
