@@ -148,10 +148,11 @@ class FrozenTEL:
         parent, side, branch = none_int, none_int, none_float
         levels: list[RoutedLevel] = []
         for weights in self._levels:
-            z = np.einsum("ij,ij->i", weights.take(position, 0), x.take(sample, 0))
-            u = np.clip(z, -0.5, 0.5)
+            u = np.einsum("ij,ij->i", weights.take(position, 0), x.take(sample, 0))
+            np.minimum(u, 0.5, out=u)
+            np.maximum(u, -0.5, out=u)
             levels.append(RoutedLevel(sample, position, prob, parent, side, branch, u))
-            step = np.multiply.outer(u * (1.5 - 2.0 * u * u), _SIGNS)
+            step = (u * (1.5 - 2.0 * u * u))[:, None] * _SIGNS
             step += 0.5  # (E, 2): S, 1 - S
             children_prob = (step * prob[:, None]).ravel()
             keep = np.flatnonzero(children_prob > 0.0)
