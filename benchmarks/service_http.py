@@ -1,18 +1,26 @@
-"""HTTP throughput and latency of ``predict``, against a bare FastAPI endpoint, plus checkpoints.
+"""HTTP throughput and latency of ``predict`` against a bare FastAPI endpoint, per model family.
 
 One command::
 
-    python -m benchmarks.service_http [--seconds 5] [--rounds 3] [--connections 8] [--feedback-rate 200]
+    python -m benchmarks.service_http [--seconds 5] [--rounds 3] [--connections 8]
+        [--feedback-rate 200] [--stores embedded,redis] [--no-two-workers] [--out FILE]
 
-Needs ``wrk`` (Debian package ``wrk``) and, for the Redis figures, Redis on 127.0.0.1:6379.
-For each store (embedded, Redis) it starts one uvicorn worker of the service and one of a
-bare FastAPI app whose endpoint parses the same body (the same ``PredictCreate`` schema)
-and answers a constant decision, and runs in the same session:
+Needs ``wrk`` (Debian package ``wrk``) and, for the Redis figures, Redis on 127.0.0.1:6379
+(keys under a fresh unique prefix, deleted afterwards).  For each store it starts one
+uvicorn worker of the service, one of a bare FastAPI app whose endpoint parses the same
+body (the same ``PredictCreate`` schema) and answers a constant decision, and one of the
+bare app plus ``learner.act``; then, interleaved round by round in the same session:
 
-1. ``wrk`` on the bare endpoint, 2. ``wrk`` on ``predict``, 3. ``wrk`` on ``predict`` while
-a client streams predict + feedback pairs at ``--feedback-rate`` pairs per second.
+* ``bare``, ``bare_act``: the two baselines;
+* ``predict`` (DGT, h=6), ``predict_tel`` (TEL, depth 6, 10 trees), ``predict_hinge``
+  (hinge forest, depth 6, 10 trees): one context per request, d=16, K=10;
+* ``batch_256``: 256 contexts per request (DGT), in decisions per second;
+* ``predict_with_feedback``, ``tel_with_feedback``: predict under a stream of predict +
+  feedback pairs offered at ``--feedback-rate`` pairs per second;
+* ``two_workers`` (Redis only): ``predict`` on a two-worker server.
 
-Targets: predict >= 80% of the bare throughput; p99 with feedback <= 1.5x p99 without.
+Targets (printed as ratios measured in the same run): predict >= 0.85x bare req/s and
+p99 <= 1.5x bare's p99; TEL and hinge >= 0.8x DGT's req/s; batch >= 50,000 decisions/s.
 Then the checkpoint save and restore time of a trained h=10 tree with the Redis store.
 """
 
@@ -21,12 +29,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import re
 import shutil
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -35,223 +39,166 @@ from typing import Any
 
 import httpx
 import numpy as np
-from fastapi import FastAPI
-from fastapi.responses import JSONResponse
 
-from service.schemas import PredictCreate
+from benchmarks._http_load import MODEL, feedback_script, run_wrk, start_server, wrk_script
 
-ROOT = Path(__file__).resolve().parents[1]
 REDIS_URL = "redis://127.0.0.1:6379/0"
 CONTEXT = [float(v) for v in np.linspace(-1.0, 1.0, 16)]
-MODEL = {"kind": "dgt", "n_features": 16, "n_actions": 10, "learning_rate": 1e-2}
-
-
-def bare_app() -> FastAPI:
-    """A FastAPI app whose ``predict`` parses the same body and answers a constant decision."""
-    app = FastAPI()
-
-    @app.post("/v1/models/{name}/predict")
-    async def predict(name: str, body: PredictCreate) -> JSONResponse:
-        return JSONResponse(
-            {"event_id": "0" * 24, "model_version": 0, "leaf": 0, "action": 0,
-             "probability": 1.0, "greedy_action": 0}
-        )  # fmt: skip
-
-    return app
-
-
-def bare_act_app() -> FastAPI:
-    """The bare endpoint plus the learner's ``act`` (same model): isolates the service's own cost."""
-    from banditree.learners import build_learner
-
-    learner = build_learner(MODEL)
-    app = FastAPI()
-
-    @app.post("/v1/models/{name}/predict")
-    async def predict(name: str, body: PredictCreate) -> JSONResponse:
-        d = learner.act(body.context or [])
-        return JSONResponse(
-            {"event_id": d.event_id, "model_version": d.model_version, "leaf": d.leaf,
-             "action": d.action, "probability": d.propensity, "greedy_action": d.greedy_action}
-        )  # fmt: skip
-
-    return app
-
-
-def start_server(target: str, env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
-    command = [
-        sys.executable, "-m", "uvicorn", target, "--factory", "--host", "127.0.0.1",
-        "--port", str(port), "--workers", "1", "--log-level", "warning", "--no-access-log",
-    ]  # fmt: skip
-    process = subprocess.Popen(
-        command, env={**os.environ, **env, "PYTHONPATH": str(ROOT)}, cwd=ROOT
-    )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            httpx.get(f"http://127.0.0.1:{port}/docs", timeout=1.0)
-            return process
-        except httpx.TransportError:
-            time.sleep(0.2)
-    process.kill()
-    raise RuntimeError(f"{target} did not start")
-
-
-def wrk_script(path: Path) -> Path:
-    script = path / "predict.lua"
-    body = json.dumps({"context": CONTEXT})
-    script.write_text(
-        'wrk.method = "POST"\n'
-        f"wrk.body = '{body}'\n"
-        'wrk.headers["Content-Type"] = "application/json"\n'
-    )
-    return script
-
-
-def _to_ms(text: str) -> float:
-    found = re.match(r"([\d.]+)(us|ms|s|m)$", text)
-    if found is None:
-        raise ValueError(f"unreadable wrk latency {text!r}")
-    value, unit = found.groups()
-    return float(value) * {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 6e4}[unit]
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process (Linux ``/proc``)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-async def run_wrk(
-    url: str, script: Path, seconds: int, connections: int, server_pid: int | None = None
-) -> dict[str, float]:
-    """wrk figures; with ``server_pid`` also requests per CPU-second of the server process."""
-    cpu_before = cpu_seconds(server_pid) if server_pid else 0.0
-    process = await asyncio.create_subprocess_exec(
-        "wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency", "-s", str(script), url,
-        stdout=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    out = (await process.communicate())[0].decode()
-    if "Requests/sec" not in out or "Non-2xx" in out:
-        raise RuntimeError(f"wrk failed:\n{out}")
-    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
-    p50 = _to_ms(re.search(r"^\s+50%\s+(\S+)", out, re.M).group(1))  # type: ignore[union-attr]
-    p99 = _to_ms(re.search(r"^\s+99%\s+(\S+)", out, re.M).group(1))  # type: ignore[union-attr]
-    figures = {"requests_per_second": rps, "p50_ms": p50, "p99_ms": p99}
-    if server_pid:
-        total = int(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
-        figures["requests_per_cpu_second"] = total / max(cpu_seconds(server_pid) - cpu_before, 1e-9)
-    return figures
-
-
-FEEDBACK_LUA = """
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-local predict_body = '%s'
-local event = nil
-local loss = 1
-request = function()
-  if event then
-    local body = '{"event_id":"' .. event .. '","loss":' .. loss .. '}'
-    event = nil
-    return wrk.format("POST", "/v1/models/bench/feedback", nil, body)
-  end
-  return wrk.format("POST", "/v1/models/bench/predict", nil, predict_body)
-end
-response = function(status, headers, body)
-  if string.find(body, '"action"', 1, true) then
-    event = string.match(body, '"event_id":"(%%x+)"')
-    loss = (string.match(body, '"action":(%%d+)') == "3") and 0 or 1
-  end
-end
-delay = function()
-  return %f
-end
-"""
-
-
-def feedback_script(path: Path, rate_per_second: float) -> Path:
-    """A wrk script sending predict + feedback pairs, about ``rate_per_second`` pairs a second."""
-    script = path / "feedback.lua"
-    body = json.dumps({"context": CONTEXT})
-    script.write_text(FEEDBACK_LUA % (body, 1000.0 / (2.0 * rate_per_second)))
-    return script
+BATCH = [
+    [round(float(v), 6) for v in row] for row in np.random.default_rng(0).normal(size=(256, 16))
+]
+#: served model name -> learner config (all d=16, K=10, depth 6; forests of 10 trees)
+MODELS = {
+    "bench": MODEL,
+    "bench-tel": {**MODEL, "kind": "tel", "height": 6, "n_trees": 10},
+    "bench-hinge": {**MODEL, "kind": "hinge", "height": 6, "n_trees": 10},
+}
+BARE_PORT, SERVED_PORT, BARE_ACT_PORT, TWO_WORKER_PORT = 18081, 18082, 18083, 18084
 
 
 async def http_figures(store: str, args: argparse.Namespace, work: Path) -> dict[str, Any]:
     env = {"BANDITREE_DATA_DIR": str(work / f"data-{store}"), "BANDITREE_LOG_LEVEL": "warning"}
     prefix = f"banditree-bench:{uuid.uuid4().hex}:"
+    prefixes = [prefix]
     if store == "redis":
         env.update(BANDITREE_REDIS_URL=REDIS_URL, BANDITREE_REDIS_PREFIX=prefix)
-    script = wrk_script(work)
-    bare = start_server("benchmarks.service_http:bare_app", {}, 18081)
-    bare_act = start_server("benchmarks.service_http:bare_act_app", {}, 18083)
-    served = start_server("service.main:create_app_from_env", env, 18082)
+    single = wrk_script(work, {"context": CONTEXT})
+    batch = wrk_script(work, {"contexts": BATCH}, "batch")
+    processes = [
+        start_server("benchmarks._http_load:bare_app", {}, BARE_PORT),
+        start_server("benchmarks._http_load:bare_act_app", {}, BARE_ACT_PORT),
+        start_server("service.main:create_app_from_env", env, SERVED_PORT),
+    ]
+    two_workers = store == "redis" and args.two_workers
+    if two_workers:
+        prefixes.append(f"banditree-bench:{uuid.uuid4().hex}:")
+        env2 = {**env, "BANDITREE_REDIS_PREFIX": prefixes[-1]}
+        processes.append(
+            start_server("service.main:create_app_from_env", env2, TWO_WORKER_PORT, workers=2)
+        )
+    bare, bare_act, served = processes[:3]
+    base = f"http://127.0.0.1:{SERVED_PORT}"
+    path = "/v1/models/{}/predict"
+    seconds, conns = args.seconds, args.connections
     try:
-        base = "http://127.0.0.1:18082"
-        httpx.put(f"{base}/v1/models/bench", json=MODEL).raise_for_status()
-        url = "/v1/models/bench/predict"
-        await run_wrk(base + url, script, 2, args.connections)  # warm-up
-        runs: dict[str, list[dict[str, float]]] = {
-            "bare": [],
-            "bare_act": [],
-            "predict": [],
-            "predict_with_feedback": [],
-        }
-        feedback_rates = []
-        for _ in range(args.rounds):  # interleaved, so a noisy neighbour hits every variant
-            runs["bare"].append(
-                await run_wrk(
-                    f"http://127.0.0.1:18081{url}", script, args.seconds, args.connections, bare.pid
-                )
-            )
-            runs["bare_act"].append(
-                await run_wrk(
-                    f"http://127.0.0.1:18083{url}",
-                    script,
-                    args.seconds,
-                    args.connections,
-                    bare_act.pid,
-                )
-            )
-            runs["predict"].append(
-                await run_wrk(base + url, script, args.seconds, args.connections, served.pid)
-            )
+        for name, config in MODELS.items():
+            httpx.put(f"{base}/v1/models/{name}", json=config).raise_for_status()
+        if two_workers:
+            two = f"http://127.0.0.1:{TWO_WORKER_PORT}"
+            httpx.put(f"{two}/v1/models/bench", json=MODEL).raise_for_status()
+        await run_wrk(base + path.format("bench"), single, 2, conns)  # warm-up
+        runs: dict[str, list[dict[str, float]]] = {}
+
+        def add(name: str, figures: dict[str, float]) -> None:
+            runs.setdefault(name, []).append(figures)
+
+        async def with_feedback(model: str) -> tuple[dict[str, float], float]:
+            stream_script = feedback_script(work, args.feedback_rate, CONTEXT, model)
             stream = asyncio.create_task(
-                run_wrk(base + url, feedback_script(work, args.feedback_rate), args.seconds + 2, 2)
+                run_wrk(base + path.format(model), stream_script, seconds + 2, 2)
             )
             await asyncio.sleep(1.0)
-            runs["predict_with_feedback"].append(
-                await run_wrk(base + url, script, args.seconds, args.connections)
-            )
-            feedback_rates.append((await stream)["requests_per_second"] / 2)
+            figures = await run_wrk(base + path.format(model), single, seconds, conns)
+            return figures, (await stream)["requests_per_second"] / 2
+
+        for _ in range(args.rounds):  # interleaved, so a noisy neighbour hits every variant
+            bare_url = f"http://127.0.0.1:{BARE_PORT}" + path.format("bench")
+            add("bare", await run_wrk(bare_url, single, seconds, conns, bare.pid))
+            act_url = f"http://127.0.0.1:{BARE_ACT_PORT}" + path.format("bench")
+            add("bare_act", await run_wrk(act_url, single, seconds, conns, bare_act.pid))
+            for row, model in (("predict", "bench"), ("predict_tel", "bench-tel"),
+                               ("predict_hinge", "bench-hinge")):  # fmt: skip
+                url = base + path.format(model)
+                add(row, await run_wrk(url, single, seconds, conns, served.pid))
+            figures = await run_wrk(base + path.format("bench"), batch, seconds, conns, served.pid)
+            figures["decisions_per_second"] = figures["requests_per_second"] * len(BATCH)
+            add("batch_256", figures)
+            for row, model in (
+                ("predict_with_feedback", "bench"),
+                ("tel_with_feedback", "bench-tel"),
+            ):
+                figures, absorbed = await with_feedback(model)
+                figures["feedback_per_second"] = absorbed
+                add(row, figures)
+            if two_workers:
+                two_url = f"http://127.0.0.1:{TWO_WORKER_PORT}" + path.format("bench")
+                add("two_workers", await run_wrk(two_url, single, seconds, 2 * conns))
         result: dict[str, Any] = {
             name: {k: statistics.median(r[k] for r in rs) for k in rs[0]}
             for name, rs in runs.items()
         }
-        result["feedback_per_second"] = statistics.median(feedback_rates)
-        result["model_version_after"] = httpx.get(f"{base}/v1/models/bench").json()["version"]
+        versions = {m: httpx.get(f"{base}/v1/models/{m}").json()["version"] for m in MODELS}
+        result["model_versions_after"] = versions
     finally:
-        for process in (bare, bare_act, served):
+        for process in processes:
             process.terminate()
             process.wait(timeout=30)
         if store == "redis":
             from tests.service.conftest import delete_prefix
 
-            delete_prefix(prefix)
-    result["throughput_ratio"] = (
-        result["predict"]["requests_per_second"] / result["bare"]["requests_per_second"]
-    )
-    result["cpu_throughput_ratio"] = (
-        result["predict"]["requests_per_cpu_second"] / result["bare"]["requests_per_cpu_second"]
-    )
-    result["cpu_throughput_ratio_vs_bare_act"] = (
-        result["predict"]["requests_per_cpu_second"] / result["bare_act"]["requests_per_cpu_second"]
-    )
-    result["p99_ratio_with_feedback"] = (
-        result["predict_with_feedback"]["p99_ms"] / result["predict"]["p99_ms"]
-    )
+            for used in prefixes:
+                delete_prefix(used)
+    return add_ratios(result)
+
+
+def add_ratios(result: dict[str, Any]) -> dict[str, Any]:
+    """The goal ratios, all between figures of the same run."""
+
+    def rps(row: str) -> float:
+        return float(result[row]["requests_per_second"])
+
+    def cpu(row: str) -> float:
+        return float(result[row]["requests_per_cpu_second"])
+
+    result["ratios"] = ratios = {
+        "predict_vs_bare": rps("predict") / rps("bare"),
+        "predict_vs_bare_per_cpu": result["predict"]["requests_per_cpu_second"]
+        / result["bare"]["requests_per_cpu_second"],
+        "predict_vs_bare_act_per_cpu": result["predict"]["requests_per_cpu_second"]
+        / result["bare_act"]["requests_per_cpu_second"],
+        "p99_vs_bare": result["predict"]["p99_ms"] / result["bare"]["p99_ms"],
+        "p99_with_feedback_vs_bare": result["predict_with_feedback"]["p99_ms"]
+        / result["bare"]["p99_ms"],
+        "tel_vs_dgt": rps("predict_tel") / rps("predict"),
+        "hinge_vs_dgt": rps("predict_hinge") / rps("predict"),
+        "tel_vs_dgt_per_cpu": cpu("predict_tel") / cpu("predict"),
+        "hinge_vs_dgt_per_cpu": cpu("predict_hinge") / cpu("predict"),
+        "batch_256_decisions_per_second": result["batch_256"]["decisions_per_second"],
+    }
+    if "two_workers" in result:
+        ratios["two_workers_vs_one"] = rps("two_workers") / rps("predict")
+        ratios["two_workers_vs_bare"] = rps("two_workers") / rps("bare")
     return result
+
+
+def report(store: str, f: dict[str, Any]) -> None:
+    """Print one store's rows and its ratios against the goals."""
+    for row in ("bare", "bare_act", "predict", "predict_tel", "predict_hinge", "batch_256",
+                "predict_with_feedback", "tel_with_feedback", "two_workers"):  # fmt: skip
+        if row in f:
+            cells = ", ".join(f"{k} {v:,.1f}" for k, v in f[row].items())
+            print(f"[{store}] {row:22s} {cells}")
+    r = f["ratios"]
+    print(
+        f"[{store}] predict / bare {r['predict_vs_bare']:.2f} wall-clock, "
+        f"{r['predict_vs_bare_per_cpu']:.2f} per server CPU-second (goal >= 0.85), "
+        f"{r['predict_vs_bare_act_per_cpu']:.2f} against bare + act per CPU-second"
+    )
+    print(
+        f"[{store}] p99 / bare's p99 {r['p99_vs_bare']:.2f}, with feedback "
+        f"{r['p99_with_feedback_vs_bare']:.2f} (goal <= 1.50)"
+    )
+    print(
+        f"[{store}] TEL / DGT {r['tel_vs_dgt']:.2f} wall-clock, "
+        f"{r['tel_vs_dgt_per_cpu']:.2f} per CPU-second; hinge / DGT {r['hinge_vs_dgt']:.2f}, "
+        f"{r['hinge_vs_dgt_per_cpu']:.2f} (goal >= 0.80); batch of 256: "
+        f"{r['batch_256_decisions_per_second']:,.0f} decisions/s (goal >= 50,000)"
+    )
+    if "two_workers_vs_one" in r:
+        print(
+            f"[{store}] two workers / one {r['two_workers_vs_one']:.2f}, "
+            f"/ bare (one worker) {r['two_workers_vs_bare']:.2f}"
+        )
 
 
 async def checkpoint_figures(repeats: int) -> dict[str, float]:
@@ -301,6 +248,11 @@ async def main() -> None:
     parser.add_argument("--connections", type=int, default=8)
     parser.add_argument("--feedback-rate", type=float, default=200.0, help="pairs per second")
     parser.add_argument("--stores", default="embedded,redis")
+    parser.add_argument(
+        "--no-two-workers", dest="two_workers", action="store_false",
+        help="skip the two-worker row (Redis store)",
+    )  # fmt: skip
+    parser.add_argument("--no-checkpoint", dest="checkpoint", action="store_false")
     parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON")
     args = parser.parse_args()
     if shutil.which("wrk") is None:
@@ -309,21 +261,10 @@ async def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for store in args.stores.split(","):
             figures[store] = await http_figures(store, args, Path(tmp))
-            f = figures[store]
-            print(f"[{store}] bare {f['bare']}")
-            print(f"[{store}] bare + learner.act {f['bare_act']}")
-            print(f"[{store}] predict {f['predict']}")
-            print(
-                f"[{store}] predict + {f['feedback_per_second']:.0f} feedback/s {f['predict_with_feedback']}"
-            )
-            print(
-                f"[{store}] throughput ratio {f['throughput_ratio']:.2f} wall-clock, "
-                f"{f['cpu_throughput_ratio']:.2f} per server CPU-second (target >= 0.80), "
-                f"{f['cpu_throughput_ratio_vs_bare_act']:.2f} against bare + act; "
-                f"p99 ratio with feedback {f['p99_ratio_with_feedback']:.2f} (target <= 1.50)"
-            )
-    figures["checkpoint_h10_redis"] = await checkpoint_figures(repeats=20)
-    print(f"[redis] h=10 checkpoint {figures['checkpoint_h10_redis']}")
+            report(store, figures[store])
+    if args.checkpoint and "redis" in args.stores.split(","):
+        figures["checkpoint_h10_redis"] = await checkpoint_figures(repeats=20)
+        print(f"[redis] h=10 checkpoint {figures['checkpoint_h10_redis']}")
     if args.out is not None:
         args.out.write_text(json.dumps(figures, indent=2))
 

@@ -1,10 +1,11 @@
-"""API-key checks as pure ASGI middleware, before routing.
+"""API-key checks, run by the service's one ASGI middleware before routing.
 
 Every ``/v1`` call needs a configured key (``Authorization: Bearer <key>``); creating,
 deleting and rolling back a model need an admin key.  With no key configured the
-service is open (a warning is logged at start).  This runs as middleware rather than
-as a FastAPI dependency because dependency resolution costs more per request than a
-whole decision on the predict path.
+service is open (a warning is logged at start).  This runs in middleware
+(:class:`service.http_middleware.ServiceHttp`) rather than as a FastAPI dependency
+because dependency resolution costs more per request than a whole decision on the
+predict path.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import hmac
 import re
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Scope, Send
 
 from service.http_middleware import send_json_error
 from service.settings import Settings
@@ -32,25 +33,24 @@ def _known(key: bytes, keys: list[bytes]) -> bool:
 
 
 class ApiKeyAuth:
-    """Answer 401 (missing or unknown key) or 403 (admin route, non-admin key)."""
+    """Refuse with 401 (missing or unknown key) or 403 (admin route, non-admin key)."""
 
-    def __init__(self, app: ASGIApp, *, settings: Settings) -> None:
-        self.app = app
+    def __init__(self, settings: Settings) -> None:
         self.admin_keys = [k.encode() for k in settings.admin_keys]
         self.all_keys = [k.encode() for k in settings.api_keys] + self.admin_keys
         self.enabled = settings.auth_enabled
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if not self.enabled or scope["type"] != "http" or not scope["path"].startswith("/v1/"):
-            await self.app(scope, receive, send)
-            return
+    async def refused(self, scope: Scope, send: Send) -> bool:
+        """Answer the refusal of an HTTP request that may not pass, returning True; else False."""
+        if not self.enabled or not scope["path"].startswith("/v1/"):
+            return False
         refusal = self._refusal(scope)
         if refusal is None:
-            await self.app(scope, receive, send)
-            return
+            return False
         status, detail = refusal
         headers = [(b"www-authenticate", b"Bearer")] if status == 401 else []
         await send_json_error(send, status, detail, "authorization", headers)
+        return True
 
     def _refusal(self, scope: Scope) -> tuple[int, str] | None:
         header = next((v for k, v in scope["headers"] if k == b"authorization"), None)

@@ -40,4 +40,10 @@ def register(app: typer.Typer) -> None:
             port=settings.port,
             workers=settings.workers,
             log_level=settings.log_level,
+            # uvloop and httptools when installed (uvicorn[standard]), else asyncio and h11
+            loop="auto",
+            http="auto",
+            # uvicorn's text access log stays off: BANDITREE_ACCESS_LOG turns on the
+            # service's own JSON lines (one per request)
+            access_log=False,
         )

@@ -1,16 +1,24 @@
-"""Pure ASGI middleware: request body size limit, HTTP request metrics, JSON error answers."""
+"""Pure ASGI middleware: API keys, body size limit, HTTP metrics, access log, JSON errors."""
 
 from __future__ import annotations
 
 import json
+import logging
+import sys
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.metrics import ServiceMetrics
+
+if TYPE_CHECKING:
+    from service.auth import ApiKeyAuth
+
+#: the access log (``BANDITREE_ACCESS_LOG``): one JSON line per request
+access_log = logging.getLogger("banditree.access")
 
 
 async def send_json_error(
@@ -23,45 +31,32 @@ async def send_json_error(
     await send({"type": "http.response.body", "body": body})
 
 
-class BodyLimit:
-    """Answer 413 when a request body exceeds ``max_body_bytes`` (declared or streamed)."""
+class ServiceHttp:
+    """The service's one ASGI middleware: API keys, body size limit, metrics, access log.
 
-    def __init__(self, app: ASGIApp, *, max_body_bytes: int) -> None:
+    One layer instead of one per concern: each layer is a coroutine frame and often a
+    wrapped ``send``/``receive`` per request.  In order: requests are timed and counted
+    by route template, method and status; ``/v1`` calls are checked for API keys
+    (:class:`~service.auth.ApiKeyAuth`); a body declared larger than
+    ``max_body_bytes`` is answered 413 before routing, and a body without a declared
+    length is counted as it streams in.  With ``access_log`` each request is logged
+    as one JSON line on the ``banditree.access`` logger.
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        auth: ApiKeyAuth,
+        metrics: ServiceMetrics,
+        max_body_bytes: int,
+        access_log: bool = False,
+    ) -> None:
         self.app = app
-        self.max_body_bytes = max_body_bytes
-
-    def _message(self, size: str) -> str:
-        return f"request body of {size} bytes exceeds max_body_bytes={self.max_body_bytes}"
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        for key, value in scope["headers"]:
-            if key == b"content-length":
-                if not value.isdigit() or int(value) > self.max_body_bytes:
-                    await send_json_error(send, 413, self._message(value.decode()), "body")
-                    return
-                break
-        received = 0
-
-        async def limited_receive() -> Message:
-            nonlocal received
-            message = await receive()
-            received += len(message.get("body", b""))
-            if received > self.max_body_bytes:
-                raise HTTPException(413, self._message(f"more than {self.max_body_bytes}"))
-            return message
-
-        await self.app(scope, limited_receive, send)
-
-
-class HttpMetrics:
-    """Count requests and time them by route template, method and status."""
-
-    def __init__(self, app: ASGIApp, *, metrics: ServiceMetrics) -> None:
-        self.app = app
+        self.auth = auth
         self.metrics = metrics
+        self.max_body_bytes = max_body_bytes
+        self.access_log = access_log
         self._children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
 
     def _series(self, route: str, method: str, status: int) -> tuple[Any, Any]:
@@ -74,6 +69,9 @@ class HttpMetrics:
             )
             self._children[key] = series
         return series
+
+    def _too_large(self, size: str) -> str:
+        return f"request body of {size} bytes exceeds max_body_bytes={self.max_body_bytes}"
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -89,10 +87,68 @@ class HttpMetrics:
             await send(message)
 
         try:
-            await self.app(scope, receive, send_with_status)
+            if not await self.auth.refused(scope, send_with_status):
+                limited = await self._limited(scope, receive, send_with_status)
+                if limited is not None:
+                    await self.app(scope, limited, send_with_status)
         finally:
+            elapsed_seconds = time.perf_counter() - started
             route = scope.get("route")
             template = getattr(route, "path", None) or "unmatched"
             requests, duration = self._series(template, scope["method"], status)
             requests.inc()
-            duration.observe(time.perf_counter() - started)
+            duration.observe(elapsed_seconds)
+            if self.access_log:
+                _log_access(scope, status, elapsed_seconds)
+
+    async def _limited(self, scope: Scope, receive: Receive, send: Send) -> Receive | None:
+        """``receive`` when only a fitting length is declared (the server reads no more
+        than it), a counting ``receive`` otherwise, None after answering 413."""
+        declared = chunked = False
+        for key, value in scope["headers"]:
+            if key == b"content-length":
+                if not value.isdigit() or int(value) > self.max_body_bytes:
+                    await send_json_error(send, 413, self._too_large(value.decode()), "body")
+                    return None
+                declared = True
+            elif key == b"transfer-encoding":
+                chunked = True
+        if declared and not chunked:
+            return receive
+        received = 0
+
+        async def limited_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            received += len(message.get("body", b""))
+            if received > self.max_body_bytes:
+                raise HTTPException(413, self._too_large(f"more than {self.max_body_bytes}"))
+            return message
+
+        return limited_receive
+
+
+def enable_access_log() -> None:
+    """Send the access log's JSON lines to standard output (once per process)."""
+    access_log.setLevel(logging.INFO)
+    if not access_log.handlers:
+        handler = logging.StreamHandler(sys.stdout)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        access_log.addHandler(handler)
+        access_log.propagate = False
+
+
+def _log_access(scope: Scope, status: int, elapsed_seconds: float) -> None:
+    """One JSON line per request: time, method, path, status, duration, client address."""
+    if not access_log.isEnabledFor(logging.INFO):
+        return
+    client = scope.get("client")
+    record = {
+        "time": round(time.time(), 6),
+        "method": scope["method"],
+        "path": scope["path"],
+        "status": status,
+        "duration_ms": round(elapsed_seconds * 1e3, 3),
+        "client": f"{client[0]}:{client[1]}" if client else None,
+    }
+    access_log.info(json.dumps(record))

@@ -15,7 +15,7 @@ from banditree import __version__
 from banditree.learners import InvalidInput
 from service.auth import ApiKeyAuth
 from service.errors import ServiceError
-from service.http_middleware import BodyLimit, HttpMetrics
+from service.http_middleware import ServiceHttp, enable_access_log
 from service.metrics import ServiceMetrics
 from service.registry import ModelRegistry
 from service.routes import checkpoints, decisions, health, metrics, models
@@ -97,9 +97,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for router in (decisions.router, models.router, checkpoints.router, health.router):
         app.include_router(router)
     app.include_router(metrics.router)
-    app.add_middleware(BodyLimit, max_body_bytes=settings.max_body_bytes)
-    app.add_middleware(ApiKeyAuth, settings=settings)
-    app.add_middleware(HttpMetrics, metrics=service_metrics)
+    if settings.access_log:
+        enable_access_log()
+    app.add_middleware(
+        ServiceHttp,
+        auth=ApiKeyAuth(settings),
+        metrics=service_metrics,
+        max_body_bytes=settings.max_body_bytes,
+        access_log=settings.access_log,
+    )
     return app
 
 

@@ -37,6 +37,7 @@ class Settings(BaseSettings):
     port: int = Field(8000, ge=1, le=65535)
     workers: int = Field(1, ge=1, le=64)
     log_level: Literal["critical", "error", "warning", "info", "debug"] = "info"
+    access_log: bool = Field(False, description="one JSON log line per request")
 
     @field_validator("api_keys", "admin_keys", mode="before")
     @classmethod

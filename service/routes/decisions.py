@@ -25,14 +25,28 @@ router = APIRouter(prefix="/v1/models", tags=["decisions"])
 
 
 def decision_public(d: Decision) -> dict[str, Any]:
-    """The wire form of a decision (see :class:`~service.schemas.DecisionPublic`)."""
-    out: dict[str, Any] = {"event_id": d.event_id, "model_version": d.model_version, "leaf": d.leaf}
+    """The wire form of a decision (see :class:`~service.schemas.DecisionPublic`).
+
+    One dict literal per decision (the hot path); ``orjson`` encodes it.
+    """
     if d.action is not None:
-        out.update(action=d.action, probability=d.propensity, greedy_action=d.greedy_action)
-    else:
-        out.update(value=d.value, greedy_value=d.greedy_value)
-        if d.probes is not None:
-            out["probes"] = list(d.probes)
+        return {
+            "event_id": d.event_id,
+            "model_version": d.model_version,
+            "leaf": d.leaf,
+            "action": d.action,
+            "probability": d.propensity,
+            "greedy_action": d.greedy_action,
+        }
+    out: dict[str, Any] = {
+        "event_id": d.event_id,
+        "model_version": d.model_version,
+        "leaf": d.leaf,
+        "value": d.value,
+        "greedy_value": d.greedy_value,
+    }
+    if d.probes is not None:
+        out["probes"] = list(d.probes)
     return out
 
 

@@ -30,19 +30,18 @@ pool help on harder data (Letter) at some cost in speed.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from banditree.learners.config import MAX_PARAMETERS, LearnerConfig
 from banditree.learners.factory import register_model
-from banditree.models.dgt.tree_ops import FloatArray, IntArray
+from banditree.models.dgt.tree_ops import FloatArray
+from banditree.models.hinge.frozen import FrozenHingeForest
 from banditree.models.hinge.ops import (
     check_depth,
     hinge_gradients,
     hinge_traverse,
-    hinge_traverse_one,
     hinge_tree_outputs,
     init_forest,
 )
@@ -50,17 +49,6 @@ from banditree.models.spec import ModelOutput, ModelSpec, Params, UpstreamFn
 
 HINGE_OPTIONS = ("ferns", "pool", "reduction")
 MAX_POOL = 4096
-
-
-@dataclass(frozen=True)
-class FrozenHingeForest:
-    """The inference form of one parameter version (contiguous arrays, integer features)."""
-
-    features: IntArray
-    thresholds: FloatArray
-    weights: FloatArray
-    bias: FloatArray
-    pool: FloatArray | None
 
 
 class HingeSpec(ModelSpec):
@@ -143,6 +131,9 @@ class HingeSpec(ModelSpec):
             weights=np.ascontiguousarray(params["leaf_weights"]),
             bias=np.array(params["bias"]),
             pool=None if pool is None else np.ascontiguousarray(pool),
+            depth=self.depth,
+            ferns=self.ferns,
+            mean=self.reduction == "mean",
         )
 
     def _reduce(self, tree_out: FloatArray) -> FloatArray:
@@ -153,22 +144,11 @@ class HingeSpec(ModelSpec):
         return out
 
     def forward(self, frozen: FrozenHingeForest, x: FloatArray) -> ModelOutput:
-        z = x if frozen.pool is None else frozen.pool @ x  # (F,)
-        leaf, margin, _ = hinge_traverse_one(
-            z, frozen.features, frozen.thresholds, self.depth, self.ferns
-        )
-        out = frozen.bias + self._reduce(hinge_tree_outputs(frozen.weights, leaf, margin))
-        return ModelOutput(output=out, leaf=int(leaf[0]) if self.n_trees == 1 else None)
+        out, leaf = frozen.forward_one(x)
+        return ModelOutput(output=out, leaf=leaf)
 
     def forward_batch(self, frozen: FrozenHingeForest, x: FloatArray) -> FloatArray:
-        z = x if frozen.pool is None else x @ frozen.pool.T  # (B, F)
-        leaf, margin, _ = hinge_traverse(
-            z, frozen.features, frozen.thresholds, self.depth, self.ferns
-        )
-        out: FloatArray = frozen.bias + self._reduce(
-            hinge_tree_outputs(frozen.weights, leaf, margin)
-        )
-        return out
+        return frozen.forward_batch(x)
 
     def gradients_batch(
         self,

@@ -2,10 +2,12 @@
 
 The learner (:class:`~banditree.learners.gradient_bandit.GradientBandit`) standardises
 contexts online in front of the layer (a batch-norm needs a batch), explores on
-``sigmoid(output)`` and runs RMSprop on the numpy parameters.  Forward and gradient
-passes wrap those arrays with ``torch.from_numpy`` (float64) and run the conditional
-Algorithms 1 and 2 of :mod:`banditree.models.tel.function`; the gradients of the
-examples buffered for one update come from one batched pass.
+``sigmoid(output)`` and runs RMSprop on the numpy parameters.  Decisions and updates
+run the conditional Algorithms 1 and 2 in numpy (:class:`~banditree.models.tel.frozen.FrozenTEL`,
+no torch on the serving path): a decision computes ``<w, x>`` only for the nodes the
+context reaches, and the gradients of the examples buffered for one update come from
+one batched pass.  The torch layer (:mod:`banditree.models.tel.function`) is the
+same maths for supervised training.
 
 Learner options (``LearnerConfig.options``): ``gamma``, the smooth-step width,
 default :data:`DEFAULT_GAMMA` = 1.0 (the paper's worst-case setting for speed and the
@@ -15,30 +17,20 @@ reference layer's default); ``height`` is the tree depth and ``n_trees`` the ens
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import torch
 
 from banditree.learners.config import LearnerConfig
 from banditree.learners.factory import register_model
 from banditree.models.dgt.tree_ops import FloatArray
 from banditree.models.spec import ModelOutput, ModelSpec, Params, UpstreamFn
-from banditree.models.tel.function import tree_ensemble
+from banditree.models.tel.frozen import FrozenTEL
 from banditree.models.tel.layer import INIT_BOUND, check_depth
 from banditree.models.tel.smooth_step import check_gamma
 
 DEFAULT_GAMMA = 1.0
 OPTIONS = ("gamma",)
-
-
-@dataclass(frozen=True)
-class FrozenTEL:
-    """One parameter version as float64 tensors (sharing memory with the numpy arrays)."""
-
-    node_weights: torch.Tensor  # (m, 2**d - 1, p)
-    leaf_weights: torch.Tensor  # (m, 2**d, k)
 
 
 class TELSpec(ModelSpec):
@@ -79,29 +71,23 @@ class TELSpec(ModelSpec):
 
     def freeze(self, params: Mapping[str, FloatArray]) -> FrozenTEL:
         return FrozenTEL(
-            torch.from_numpy(np.ascontiguousarray(params["W"], dtype=np.float64)),
-            torch.from_numpy(np.ascontiguousarray(params["O"], dtype=np.float64)),
+            np.ascontiguousarray(params["W"], dtype=np.float64),
+            np.ascontiguousarray(params["O"], dtype=np.float64),
+            self.gamma,
         )
 
-    def _run(self, frozen: FrozenTEL, x: FloatArray) -> tuple[FloatArray, FloatArray]:
-        with torch.no_grad():
-            xt = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float64))
-            out, counts = tree_ensemble(xt, frozen.node_weights, frozen.leaf_weights, self.gamma)
-        return out.sum(dim=1).numpy(), counts.numpy()
-
     def forward(self, frozen: FrozenTEL, x: FloatArray) -> ModelOutput:
-        out, counts = self._run(frozen, x[None, :])
-        total = float(counts[0])
+        out, total = frozen.forward_one(x)
         return ModelOutput(
-            output=out[0],
+            output=out,
             extras={
                 "reachable_leaves": total / self.n_trees,
-                "reachable_leaves_total": total,
+                "reachable_leaves_total": float(total),
             },
         )
 
     def forward_batch(self, frozen: FrozenTEL, x: FloatArray) -> FloatArray:
-        return self._run(frozen, x)[0]
+        return frozen.forward_batch(np.asarray(x, dtype=np.float64))[0]
 
     def gradients_batch(
         self,
@@ -112,15 +98,12 @@ class TELSpec(ModelSpec):
     ) -> Params:
         """One conditional forward and backward pass over the whole batch ``(B, p)``."""
         frozen = self.freeze(params)
-        w = frozen.node_weights.requires_grad_()
-        o = frozen.leaf_weights.requires_grad_()
-        xt = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float64))
-        out, _ = tree_ensemble(xt, w, o, self.gamma)
-        total = out.sum(dim=1)  # (B, k)
-        rows = total.detach().numpy()
+        x = np.asarray(x, dtype=np.float64)
+        levels = frozen.route(x)
+        rows = frozen.outputs(levels[-1], x.shape[0])
         g = np.stack([up(row) for up, row in zip(upstreams, rows, strict=True)])
-        grad_w, grad_o = torch.autograd.grad(total, (w, o), torch.from_numpy(g.astype(np.float64)))
-        return {"W": grad_w.numpy(), "O": grad_o.numpy()}
+        grad_w, grad_o = frozen.gradients(x, levels, g.astype(np.float64, copy=False))
+        return {"W": grad_w, "O": grad_o}
 
     def export(self, frozen: FrozenTEL) -> dict[str, Any]:
         return {

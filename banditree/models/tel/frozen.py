@@ -1,0 +1,217 @@
+"""The Tree Ensemble Layer in numpy: conditional forward and backward passes, no torch.
+
+The serving and learning form of :mod:`banditree.models.tel.function` (same maths,
+same layout: ``m`` perfect trees of depth ``d``, nodes breadth-first, node ``i``
+sends ``x`` LEFT with probability ``S(<w_i, x>)``).  Both passes walk the trees one
+level at a time over the *reachable* nodes only (Algorithm 1 of seed 003): a child
+is kept only when its probability is above zero, so a node outside the fractional
+region of the smooth step sends the example down one side and the other subtree is
+never touched.
+
+Storage order: level ``l`` holds its ``E = m 2**l`` nodes in *position* order, chosen
+so that the children of position ``i`` are positions ``i`` (LEFT) and ``i + E``
+(RIGHT) of the next level.  While every node is reachable a level is then one
+product with the whole level matrix (no gather, no index arithmetic); ``orders[l]``
+maps positions back to ``column = tree * 2**l + node within the level``.  The node
+weights are divided by ``gamma``, so ``<w, x> / gamma`` is one product and the smooth
+step is the cubic ``S = 1/2 + u (3/2 - 2 u**2)`` of ``u = clip(<w, x> / gamma, -1/2,
+1/2)``: exactly 0 or 1 outside the fractional region.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from banditree.models.dgt.tree_ops import FloatArray, IntArray
+
+#: sign of the cubic for the LEFT (S) and RIGHT (1 - S) child
+_SIGNS = np.array([1.0, -1.0])
+
+
+@dataclass(frozen=True)
+class RoutedLevel:
+    """The reachable entries of one level for a batch (what the backward pass reads).
+
+    ``parent``/``side``/``branch`` are empty at the root level; ``branch`` is the
+    probability of the step from the parent (``S`` or ``1 - S``); ``u`` is the
+    clipped ``<w, x> / gamma`` (empty at the leaf level).
+    """
+
+    sample: IntArray  # (E,)
+    position: IntArray  # (E,) storage position within the level (see the module notes)
+    prob: FloatArray  # (E,) P(x -> node) > 0
+    parent: IntArray  # (E,) entry of the parent in the previous level
+    side: IntArray  # (E,) 0 = LEFT child of its parent, 1 = RIGHT
+    branch: FloatArray  # (E,) P(parent -> node)
+    u: FloatArray  # (E,)
+
+
+@dataclass(frozen=True)
+class FrozenTEL:
+    """One parameter version of a TEL in numpy (the form decisions and updates read).
+
+    ``node_weights`` ``(m, 2**d - 1, p)`` and ``leaf_weights`` ``(m, 2**d, k)`` are the
+    parameters as given; the per-level scaled weights are derived from them.
+    """
+
+    node_weights: FloatArray
+    leaf_weights: FloatArray
+    gamma: float
+    _levels: tuple[FloatArray, ...] = field(init=False, repr=False, compare=False)
+    _orders: tuple[IntArray, ...] = field(init=False, repr=False, compare=False)
+    _leaves: FloatArray = field(init=False, repr=False, compare=False)
+    _root_prob: FloatArray = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        m, n_int, p = self.node_weights.shape
+        depth = n_int.bit_length()
+        if (1 << depth) - 1 != n_int or self.leaf_weights.shape[:2] != (m, 1 << depth):
+            raise ValueError(
+                f"node_weights {self.node_weights.shape} and leaf_weights "
+                f"{self.leaf_weights.shape} do not form perfect trees"
+            )
+        scaled = self.node_weights * (1.0 / self.gamma)
+        order = np.arange(m, dtype=np.int64)  # level 0: column = tree
+        levels, orders = [], []
+        for lv in range(depth):
+            by_column = scaled[:, (1 << lv) - 1 : (2 << lv) - 1].reshape(-1, p)
+            levels.append(by_column.take(order, 0))
+            orders.append(order)
+            order = np.concatenate((2 * order, 2 * order + 1))  # children: i and i + E
+        orders.append(order)
+        leaves = self.leaf_weights.reshape(m << depth, -1).take(order, 0)
+        for name, value in (
+            ("_levels", tuple(levels)),
+            ("_orders", tuple(orders)),
+            ("_leaves", leaves),
+            ("_root_prob", np.ones(m)),
+        ):
+            object.__setattr__(self, name, value)
+
+    @property
+    def n_trees(self) -> int:
+        return int(self.node_weights.shape[0])
+
+    @property
+    def depth(self) -> int:
+        return len(self._levels)
+
+    def forward_one(
+        self, x: FloatArray, visited: list[IntArray] | None = None
+    ) -> tuple[FloatArray, int]:
+        """Summed output ``(k,)`` for one context ``(p,)`` and the reachable leaves (all trees).
+
+        ``visited``, when given, receives the columns (``tree * 2**l + node within the
+        level``) of each level the pass computed ``<w, x>`` for, then the reached leaves.
+        """
+        position: IntArray | None = None  # None: every node of the level is reachable
+        prob = self._root_prob
+        for level, weights in enumerate(self._levels):
+            z = (weights @ x) if position is None else (weights.take(position, 0) @ x)
+            if visited is not None:
+                order = self._orders[level]
+                visited.append(order if position is None else order.take(position))
+            np.minimum(z, 0.5, out=z)
+            np.maximum(z, -0.5, out=z)
+            left = z * z
+            left *= -2.0
+            left += 1.5
+            left *= z
+            left += 0.5  # S(<w, x>)
+            left *= prob  # P(x -> LEFT child)
+            prob = np.concatenate((left, prob - left))
+            if position is not None:
+                position = np.concatenate((position, position + weights.shape[0]))
+            keep = np.flatnonzero(prob)
+            if keep.size != prob.size:  # a hard node: prune its other side
+                position = keep if position is None else position.take(keep)
+                prob = prob.take(keep)
+        if visited is not None:
+            order = self._orders[-1]
+            visited.append(order if position is None else order.take(position))
+        leaves = self._leaves if position is None else self._leaves.take(position, 0)
+        out: FloatArray = prob @ leaves
+        return out, int(prob.size)
+
+    def route(self, x: FloatArray) -> list[RoutedLevel]:
+        """Algorithm 1 for a batch ``(B, p)``: the reachable entries of every level.
+
+        Entries stay sample-major; the last element is the leaf level.
+        """
+        batch, m = x.shape[0], self.n_trees
+        sample = np.repeat(np.arange(batch, dtype=np.int64), m)
+        position = np.tile(np.arange(m, dtype=np.int64), batch)
+        prob = np.ones(batch * m)
+        none_int, none_float = np.empty(0, dtype=np.int64), np.empty(0)
+        parent, side, branch = none_int, none_int, none_float
+        levels: list[RoutedLevel] = []
+        for weights in self._levels:
+            u = np.einsum("ij,ij->i", weights.take(position, 0), x.take(sample, 0))
+            np.minimum(u, 0.5, out=u)
+            np.maximum(u, -0.5, out=u)
+            levels.append(RoutedLevel(sample, position, prob, parent, side, branch, u))
+            step = (u * (1.5 - 2.0 * u * u))[:, None] * _SIGNS
+            step += 0.5  # (E, 2): S, 1 - S
+            children_prob = (step * prob[:, None]).ravel()
+            keep = np.flatnonzero(children_prob > 0.0)
+            parent, side = keep >> 1, keep & 1
+            branch = step.ravel()[keep]
+            sample = sample[parent]
+            position = position[parent] + side * weights.shape[0]
+            prob = children_prob[keep]
+        levels.append(RoutedLevel(sample, position, prob, parent, side, branch, none_float))
+        return levels
+
+    def forward_batch(self, x: FloatArray) -> tuple[FloatArray, IntArray]:
+        """Summed outputs ``(B, k)`` and reachable leaves per sample ``(B,)``."""
+        leaf = self.route(x)[-1]
+        return self.outputs(leaf, x.shape[0]), np.bincount(leaf.sample, minlength=x.shape[0])
+
+    def _leaf_matrix(self, leaf: RoutedLevel, batch: int) -> FloatArray:
+        """``P(x_b -> l)`` as a dense ``(B, m 2**d)`` matrix, leaves in position order."""
+        matrix = np.zeros((batch, self._leaves.shape[0]))
+        matrix[leaf.sample, leaf.position] = leaf.prob
+        return matrix
+
+    def outputs(self, leaf: RoutedLevel, batch: int) -> FloatArray:
+        """Summed outputs ``(B, k)`` from the leaf level of :meth:`route`."""
+        out: FloatArray = self._leaf_matrix(leaf, batch) @ self._leaves
+        return out
+
+    def gradients(
+        self, x: FloatArray, levels: list[RoutedLevel], grad_out: FloatArray
+    ) -> tuple[FloatArray, FloatArray]:
+        """Algorithm 2: ``d loss / d node_weights`` and ``d loss / d leaf_weights``, summed.
+
+        ``levels`` is :meth:`route` of ``x`` ``(B, p)``; ``grad_out`` ``(B, k)`` is
+        ``d loss / d output`` per sample.  Each reachable node gets
+        ``V(n) = sum_l P(n -> l) <grad_out, o_l>`` bottom-up; a fractional node's
+        ``d loss / d <w, x> = P(x -> n) S'(<w, x>) (V(left) - V(right))`` (zero at a
+        hard node, where ``S' = 0``), and a level's node gradient is one product of
+        those with the contexts.
+        """
+        m, n_int, p = self.node_weights.shape
+        batch = x.shape[0]
+        leaf = levels[-1]
+        grad_leaves = np.empty_like(self._leaves)
+        grad_leaves[self._orders[-1]] = self._leaf_matrix(leaf, batch).T @ grad_out
+        leaf_rows = self._leaves.take(leaf.position, 0)
+        value = np.einsum("ij,ij->i", leaf_rows, grad_out.take(leaf.sample, 0))  # V(leaf)
+        grad_w = np.empty((m, n_int, p))
+        child = leaf
+        for level in range(self.depth - 1, -1, -1):
+            node = levels[level]
+            n_entries = node.position.size
+            signed = np.where(child.side, -value, value)
+            diff = np.bincount(child.parent, signed, minlength=n_entries)  # V(L) - V(R)
+            value = np.bincount(child.parent, child.branch * value, minlength=n_entries)
+            slope = (1.5 - 6.0 * node.u * node.u) * (1.0 / self.gamma)  # S'; 0 when hard
+            d_z = np.zeros((batch, m << level))
+            d_z[node.sample, node.position] = node.prob * slope * diff
+            block = np.empty((m << level, p))
+            block[self._orders[level]] = d_z.T @ x  # back to column order
+            grad_w[:, (1 << level) - 1 : (2 << level) - 1] = block.reshape(m, 1 << level, p)
+            child = node
+        return grad_w, grad_leaves.reshape(self.leaf_weights.shape)

@@ -1,0 +1,126 @@
+"""The numpy TEL (FrozenTEL): same numbers as the torch passes, only reachable nodes visited."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+import torch
+
+from banditree.models.tel.dense import (
+    dense_reachable_leaf_counts,
+    dense_smooth_step_ensemble,
+    leaf_probabilities,
+)
+from banditree.models.tel.frozen import FrozenTEL
+from banditree.models.tel.function import tree_ensemble
+from banditree.models.tel.smooth_step import smooth_step
+
+CASES = [
+    # depth, n_trees, gamma, weight scale (x 0.01 uniform init): soft, mixed, mostly hard
+    (1, 1, 1.0, 1.0),
+    (3, 4, 0.5, 40.0),
+    (5, 2, 1.0, 80.0),
+    (6, 10, 1.0, 30.0),
+    (6, 10, 2.0, 150.0),
+]
+
+
+@pytest.fixture(autouse=True)
+def one_thread() -> Iterator[None]:
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def make(depth: int, n_trees: int, gamma: float, scale: float, p: int = 6, k: int = 3) -> FrozenTEL:
+    rng = np.random.default_rng(depth * 100 + n_trees)
+    w = rng.uniform(-0.01, 0.01, size=(n_trees, (1 << depth) - 1, p)) * scale
+    o = rng.normal(size=(n_trees, 1 << depth, k))
+    return FrozenTEL(w, o, gamma)
+
+
+def contexts(n: int, p: int = 6) -> np.ndarray:
+    return np.random.default_rng(7).normal(size=(n, p))
+
+
+def node_probabilities(frozen: FrozenTEL, x: np.ndarray, level: int) -> np.ndarray:
+    """Dense ``P(x -> node)`` of every node of ``level``, flattened ``tree * 2**l + pos``."""
+    w = torch.from_numpy(frozen.node_weights)
+    z = torch.einsum("p,mip->mi", torch.from_numpy(x), w)
+    s = smooth_step(z, frozen.gamma)[:, : (1 << level) - 1]
+    return leaf_probabilities(s, level).reshape(-1).numpy()
+
+
+@pytest.mark.parametrize(("depth", "n_trees", "gamma", "scale"), CASES)
+def test_outputs_equal_torch_conditional_and_dense(
+    depth: int, n_trees: int, gamma: float, scale: float
+) -> None:
+    frozen = make(depth, n_trees, gamma, scale)
+    xs = contexts(25)
+    w, o, xt = (torch.from_numpy(a) for a in (frozen.node_weights, frozen.leaf_weights, xs))
+    dense = dense_smooth_step_ensemble(xt, w, o, gamma).sum(dim=1).numpy()
+    with torch.no_grad():
+        conditional, counts = tree_ensemble(xt, w, o, gamma)
+    reachable = dense_reachable_leaf_counts(xt, w, gamma).numpy()
+    batch, batch_counts = frozen.forward_batch(xs)
+    np.testing.assert_allclose(batch, dense, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(batch, conditional.sum(dim=1).numpy(), rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(batch_counts, reachable)
+    np.testing.assert_array_equal(batch_counts, counts.numpy())
+    for x, row, count in zip(xs, dense, reachable, strict=True):
+        out, leaves = frozen.forward_one(x)
+        np.testing.assert_allclose(out, row, rtol=0, atol=1e-12)
+        assert leaves == count
+
+
+@pytest.mark.parametrize(("depth", "n_trees", "gamma", "scale"), CASES)
+def test_single_context_visits_exactly_the_reachable_nodes(
+    depth: int, n_trees: int, gamma: float, scale: float
+) -> None:
+    frozen = make(depth, n_trees, gamma, scale)
+    for x in contexts(10):
+        visited: list[np.ndarray] = []
+        frozen.forward_one(x, visited)
+        assert len(visited) == depth + 1  # every level, then the leaves
+        for level, columns in enumerate(visited):
+            reachable = np.flatnonzero(node_probabilities(frozen, x, level) > 0)
+            assert len(set(columns.tolist())) == columns.size  # each node once
+            np.testing.assert_array_equal(np.sort(columns), reachable)
+
+
+def test_hard_routing_skips_most_nodes() -> None:
+    """Large weights: mostly one path per tree, far fewer dot products than nodes."""
+    frozen = make(6, 10, 1.0, 400.0)
+    visited: list[np.ndarray] = []
+    frozen.forward_one(contexts(1)[0], visited)
+    computed = sum(c.size for c in visited[:-1])
+    assert computed < 0.25 * 10 * 63
+    levels = frozen.route(contexts(1))
+    assert [lv.position.size for lv in levels] == [c.size for c in visited]
+
+
+@pytest.mark.parametrize(("depth", "n_trees", "gamma", "scale"), CASES)
+def test_gradients_equal_torch_autograd(
+    depth: int, n_trees: int, gamma: float, scale: float
+) -> None:
+    frozen = make(depth, n_trees, gamma, scale)
+    xs = contexts(9)
+    grad_out = np.random.default_rng(3).normal(size=(9, 3))
+    grad_w, grad_o = frozen.gradients(xs, frozen.route(xs), grad_out)
+    w = torch.tensor(frozen.node_weights, requires_grad=True)
+    o = torch.tensor(frozen.leaf_weights, requires_grad=True)
+    out = dense_smooth_step_ensemble(torch.from_numpy(xs), w, o, gamma).sum(dim=1)
+    out.backward(torch.from_numpy(grad_out))
+    assert w.grad is not None and o.grad is not None
+    np.testing.assert_allclose(grad_w, w.grad.numpy(), rtol=0, atol=1e-10)
+    np.testing.assert_allclose(grad_o, o.grad.numpy(), rtol=0, atol=1e-10)
+
+
+def test_malformed_trees_are_refused() -> None:
+    with pytest.raises(ValueError, match="do not form perfect trees"):
+        FrozenTEL(np.zeros((2, 6, 3)), np.zeros((2, 8, 1)), 1.0)
+    with pytest.raises(ValueError, match="do not form perfect trees"):
+        FrozenTEL(np.zeros((2, 7, 3)), np.zeros((2, 4, 1)), 1.0)
