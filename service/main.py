@@ -7,14 +7,11 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 
-from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi import FastAPI
 
 from banditree import __version__
-from banditree.learners import InvalidInput
-from service.auth import ApiKeyAuth
-from service.errors import ServiceError
+from service.auth import ADMIN_OPERATIONS, ApiKeyAuth
+from service.errors import document_errors, install_error_handlers
 from service.http_middleware import BodyLimit, HttpMetrics
 from service.metrics import ServiceMetrics
 from service.registry import ModelRegistry
@@ -30,30 +27,6 @@ async def _maintain(registry: ModelRegistry, interval_seconds: float) -> None:
     while True:
         await asyncio.sleep(interval_seconds)
         await registry.sweep()
-
-
-def _service_error(request: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, ServiceError)
-    return JSONResponse({"detail": exc.detail, "field": exc.field}, status_code=exc.status)
-
-
-def _invalid_input(request: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, InvalidInput)
-    return JSONResponse({"detail": str(exc), "field": exc.field}, status_code=422)
-
-
-def _validation_error(request: Request, exc: Exception) -> JSONResponse:
-    """422 naming each bad field and its bound; the offending input is not echoed (it may be NaN)."""
-    assert isinstance(exc, RequestValidationError)
-    errors = []
-    for error in exc.errors():
-        loc = [str(part) for part in error.get("loc", ()) if part != "body"]
-        errors.append({"field": ".".join(loc) or "body", "message": str(error.get("msg"))})
-    detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
-    return JSONResponse(
-        {"detail": detail, "field": errors[0]["field"] if errors else None, "errors": errors},
-        status_code=422,
-    )
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -91,12 +64,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.metrics = service_metrics
-    app.add_exception_handler(ServiceError, _service_error)
-    app.add_exception_handler(InvalidInput, _invalid_input)
-    app.add_exception_handler(RequestValidationError, _validation_error)
-    for router in (decisions.router, models.router, checkpoints.router, health.router):
+    app.state.exposition = metrics.CachedExposition(service_metrics.registry)
+    app.state.export_slots = asyncio.Semaphore(1)  # one tree export in memory at a time
+    install_error_handlers(app)
+    routers = [decisions.router, models.router, checkpoints.router, health.router, metrics.router]
+    document_errors(app, routers, set(ADMIN_OPERATIONS))
+    for router in routers:
         app.include_router(router)
-    app.include_router(metrics.router)
     app.add_middleware(BodyLimit, max_body_bytes=settings.max_body_bytes)
     app.add_middleware(ApiKeyAuth, settings=settings)
     app.add_middleware(HttpMetrics, metrics=service_metrics)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator, model_validator
 
 from banditree.learners import LearnerConfig
 
@@ -15,12 +16,33 @@ MAX_CONTEXT_LENGTH = 10_000
 #: Largest batch the schema parses; the ``max_batch`` setting is usually smaller.
 MAX_BATCH_LENGTH = 10_000
 Context = Annotated[list[FiniteNumber], Field(max_length=MAX_CONTEXT_LENGTH)]
+#: Deepest nesting of lists and objects inside a model's free-form ``options``.
+MAX_OPTIONS_DEPTH = 8
+#: Largest ``options`` object, in bytes of compact JSON.
+MAX_OPTIONS_BYTES = 16_384
+
+
+def options_depth(value: Any) -> int:
+    """Nesting depth of lists and objects in ``value`` (a scalar is 0), without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = (
+            item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        )
+        if children is None:
+            continue
+        deepest = max(deepest, depth)
+        if deepest > MAX_OPTIONS_DEPTH:
+            return deepest  # deep enough to refuse: stop walking
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 class ModelPolicy(BaseModel):
     """Per-model service settings; unset fields fall back to the server settings."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     checkpoint_every_updates: int | None = Field(None, ge=1, le=10**9)
     checkpoint_every_seconds: float | None = Field(None, gt=0.0, le=7 * 86400)
@@ -29,7 +51,33 @@ class ModelPolicy(BaseModel):
 
 
 class ModelCreate(ModelPolicy, LearnerConfig):
-    """Body of ``PUT /v1/models/{name}``: the learner config plus the service policy."""
+    """Body of ``PUT /v1/models/{name}``: the learner config plus the service policy.
+
+    Strict: ``true``, ``"4"`` or ``4.0`` is not an integer; ``options`` is bounded in
+    nesting depth and size.
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    options: dict[str, Any] = Field(
+        default_factory=dict,
+        max_length=64,
+        description=(
+            f"family-specific settings; at most {MAX_OPTIONS_DEPTH} levels of nesting and "
+            f"{MAX_OPTIONS_BYTES} bytes of JSON"
+        ),
+    )
+
+    @field_validator("options")
+    @classmethod
+    def _bound_options(cls, value: dict[str, Any]) -> dict[str, Any]:
+        depth = options_depth(value)
+        if depth > MAX_OPTIONS_DEPTH:
+            raise ValueError(f"nesting deeper than {MAX_OPTIONS_DEPTH} levels")
+        size = len(orjson.dumps(value))
+        if size > MAX_OPTIONS_BYTES:
+            raise ValueError(f"{size} bytes of JSON, more than {MAX_OPTIONS_BYTES}")
+        return value
 
     def split(self) -> tuple[LearnerConfig, ModelPolicy]:
         """The learner config and the service policy."""
@@ -62,7 +110,7 @@ class ModelList(BaseModel):
 class PredictCreate(BaseModel):
     """One ``context`` or a batch of ``contexts``."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     context: Context | None = None
     contexts: Annotated[list[Context], Field(max_length=MAX_BATCH_LENGTH)] | None = None
@@ -95,7 +143,7 @@ class DecisionBatchPublic(BaseModel):
 class FeedbackCreate(BaseModel):
     """The loss (or reward) of a decision, or the two losses of a two-point decision."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     event_id: str = Field(..., min_length=1, max_length=128)
     loss: FiniteNumber | None = None
@@ -127,6 +175,15 @@ class CheckpointList(BaseModel):
 
 
 class RollbackCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """Body of ``POST .../rollback``: the model version to serve again (an integer, not a bool)."""
 
-    version: int = Field(..., ge=0)
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    version: StrictInt = Field(..., ge=0, le=2**63 - 1)
+
+
+class TreeExport(BaseModel):
+    """The served model as JSON, with the version it was exported at."""
+
+    version: int
+    model: dict[str, Any]
