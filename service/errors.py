@@ -164,7 +164,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
 def _statuses(route: APIRoute, admin_routes: set[tuple[str, str]]) -> set[int]:
     """The error statuses one operation can answer."""
-    method = next(iter(route.methods))
+    method = next(iter(route.methods or {"GET"}))
     path = route.path
     statuses = {405, 413}
     if path.startswith("/v1/"):
@@ -199,7 +199,7 @@ def document_errors(
         for route in router.routes:
             if not isinstance(route, APIRoute):
                 continue
-            allowed.setdefault(route.path, set()).update(route.methods)
+            allowed.setdefault(route.path, set()).update(route.methods or ())
             for status in sorted(_statuses(route, admin_routes)):
                 entry: dict[str, Any] = {"model": ErrorPublic, "description": _DESCRIPTIONS[status]}
                 header = _HEADERS.get(status)

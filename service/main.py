@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
+from typing import Any
 
 from fastapi import FastAPI
 
@@ -14,6 +15,7 @@ from service.auth import ADMIN_OPERATIONS, ApiKeyAuth
 from service.errors import document_errors, install_error_handlers
 from service.http_middleware import BodyLimit, HttpMetrics
 from service.metrics import ServiceMetrics
+from service.openapi_links import add_links
 from service.registry import ModelRegistry
 from service.routes import checkpoints, decisions, health, metrics, models
 from service.settings import Settings, load_settings
@@ -27,6 +29,28 @@ async def _maintain(registry: ModelRegistry, interval_seconds: float) -> None:
     while True:
         await asyncio.sleep(interval_seconds)
         await registry.sweep()
+
+
+def _openapi_with_settings(app: FastAPI, settings: Settings) -> None:
+    """The OpenAPI document states the configured batch bound and, with keys, the security."""
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = generate()
+            contexts = schema["components"]["schemas"]["PredictCreate"]["properties"]["contexts"]
+            contexts["maxItems"] = settings.max_batch
+            if settings.auth_enabled:  # every /v1 operation needs `Authorization: Bearer <key>`
+                schema["components"]["securitySchemes"] = {
+                    "apiKey": {"type": "http", "scheme": "bearer"}
+                }
+                for path, operations in schema["paths"].items():
+                    if path.startswith("/v1/"):
+                        for operation in operations.values():
+                            operation["security"] = [{"apiKey": []}]
+        return app.openapi_schema or {}
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -69,8 +93,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     routers = [decisions.router, models.router, checkpoints.router, health.router, metrics.router]
     document_errors(app, routers, set(ADMIN_OPERATIONS))
+    add_links(routers)
     for router in routers:
         app.include_router(router)
+    _openapi_with_settings(app, settings)
     app.add_middleware(BodyLimit, max_body_bytes=settings.max_body_bytes)
     app.add_middleware(ApiKeyAuth, settings=settings)
     app.add_middleware(HttpMetrics, metrics=service_metrics)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import orjson
@@ -37,6 +38,35 @@ def options_depth(value: Any) -> int:
             return deepest  # deep enough to refuse: stop walking
         stack.extend((child, depth + 1) for child in children)
     return deepest
+
+
+def exactly_one_of(data: Any, names: tuple[str, ...]) -> Any:
+    """Refuse a body that gives none, several, or a null of the alternatives ``names``."""
+    if not isinstance(data, dict):
+        return data  # the type error is reported by field validation
+    given = [name for name in names if name in data]
+    nulls = [name for name in given if data[name] is None]
+    if nulls:
+        raise ValueError(f"{nulls[0]} must not be null; leave it out instead")
+    if len(given) != 1:
+        quoted = ", ".join(repr(n) for n in names[:-1]) + f" or {names[-1]!r}"
+        raise ValueError(f"give exactly one of {quoted}, got {given}")
+    return data
+
+
+def one_of_schema(names: tuple[str, ...]) -> Callable[[dict[str, Any]], None]:
+    """JSON-schema edit: the alternatives are non-null and exactly one is required."""
+
+    def edit(schema: dict[str, Any]) -> None:
+        for name in names:
+            prop = schema["properties"][name]
+            options = [o for o in prop.pop("anyOf", []) if o.get("type") != "null"]
+            if options:
+                prop.update(options[0])
+            prop.pop("default", None)
+        schema["oneOf"] = [{"required": [name]} for name in names]
+
+    return edit
 
 
 class ModelPolicy(BaseModel):
@@ -107,19 +137,24 @@ class ModelList(BaseModel):
     models: list[ModelPublic]
 
 
+PREDICT_ALTERNATIVES = ("context", "contexts")
+FEEDBACK_ALTERNATIVES = ("loss", "reward", "losses")
+
+
 class PredictCreate(BaseModel):
     """One ``context`` or a batch of ``contexts``."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(
+        extra="forbid", strict=True, json_schema_extra=one_of_schema(PREDICT_ALTERNATIVES)
+    )
 
     context: Context | None = None
     contexts: Annotated[list[Context], Field(max_length=MAX_BATCH_LENGTH)] | None = None
 
-    @model_validator(mode="after")
-    def _one_of(self) -> PredictCreate:
-        if (self.context is None) == (self.contexts is None):
-            raise ValueError("give exactly one of 'context' or 'contexts'")
-        return self
+    @model_validator(mode="before")
+    @classmethod
+    def _one_of(cls, data: Any) -> Any:
+        return exactly_one_of(data, PREDICT_ALTERNATIVES)
 
 
 class DecisionPublic(BaseModel):
@@ -143,19 +178,19 @@ class DecisionBatchPublic(BaseModel):
 class FeedbackCreate(BaseModel):
     """The loss (or reward) of a decision, or the two losses of a two-point decision."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(
+        extra="forbid", strict=True, json_schema_extra=one_of_schema(FEEDBACK_ALTERNATIVES)
+    )
 
     event_id: str = Field(..., min_length=1, max_length=128)
     loss: FiniteNumber | None = None
     reward: FiniteNumber | None = None
     losses: Annotated[list[FiniteNumber], Field(min_length=2, max_length=2)] | None = None
 
-    @model_validator(mode="after")
-    def _one_of(self) -> FeedbackCreate:
-        given = [k for k in ("loss", "reward", "losses") if getattr(self, k) is not None]
-        if len(given) != 1:
-            raise ValueError(f"give exactly one of 'loss', 'reward' or 'losses', got {given}")
-        return self
+    @model_validator(mode="before")
+    @classmethod
+    def _one_of(cls, data: Any) -> Any:
+        return exactly_one_of(data, FEEDBACK_ALTERNATIVES)
 
 
 class FeedbackPublic(BaseModel):
