@@ -23,6 +23,8 @@ def register(app: typer.Typer) -> None:
 
         import uvicorn
 
+        from service.connection_limits import HeaderDeadline
+
         overrides = {
             k: v for k, v in (("host", host), ("port", port), ("workers", workers)) if v is not None
         }
@@ -40,4 +42,7 @@ def register(app: typer.Typer) -> None:
             port=settings.port,
             workers=settings.workers,
             log_level=settings.log_level,
+            http=HeaderDeadline,  # closes connections whose headers never complete
+            timeout_keep_alive=settings.keep_alive_timeout_seconds,
+            limit_concurrency=settings.max_connections,
         )

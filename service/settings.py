@@ -42,8 +42,8 @@ class Settings(BaseSettings):
     redis_timeout_seconds: float = Field(
         0.5, gt=0.0, le=60.0, description="Redis connect and command timeout"
     )
-    keep_alive_timeout_seconds: float = Field(
-        5.0, gt=0.0, le=3600.0, description="idle keep-alive connections are closed after it"
+    keep_alive_timeout_seconds: int = Field(
+        5, ge=1, le=3600, description="idle keep-alive connections are closed after it"
     )
     header_timeout_seconds: float = Field(
         10.0, gt=0.0, le=3600.0, description="a connection without complete headers is closed"

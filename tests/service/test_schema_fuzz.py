@@ -24,7 +24,7 @@ from tests.service.live_server import LiveServer
 
 ADMIN, USER = "fuzz-admin", "fuzz-user"
 CONFIG = Path(__file__).with_name("schemathesis.toml")
-EXAMPLES_PER_OPERATION = 6
+EXAMPLES_PER_OPERATION = 4
 
 
 @pytest.fixture(params=["embedded", pytest.param("redis", marks=pytest.mark.redis)])
