@@ -62,7 +62,9 @@ def test_schemathesis_finds_nothing(
         "--request-timeout", "20",
         "--no-color",
     ]  # fmt: skip
-    run = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    run = subprocess.run(
+        command, capture_output=True, text=True, timeout=600, check=False, cwd=tmp_path
+    )  # its cache goes to tmp_path
     report = run.stdout[-20000:] + run.stderr[-5000:]
     print(run.stdout[-1200:])  # the summary: phases, checks, test cases (shown with -s or -rP)
     assert run.returncode == 0, report
