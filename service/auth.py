@@ -1,8 +1,8 @@
 """API-key checks, run by the service's one ASGI middleware before routing.
 
 Every ``/v1`` call needs a configured key (``Authorization: Bearer <key>``); creating,
-deleting and rolling back a model need an admin key.  With no key configured the
-service is open (a warning is logged at start).  This runs in middleware
+deleting, checkpointing and rolling back a model need an admin key.  With no key
+configured the service is open (a warning is logged at start).  This runs in middleware
 (:class:`service.http_middleware.ServiceHttp`) rather than as a FastAPI dependency
 because dependency resolution costs more per request than a whole decision on the
 predict path.
@@ -18,10 +18,20 @@ from starlette.types import Scope, Send
 from service.http_middleware import send_json_error
 from service.settings import Settings
 
-_ADMIN_ROUTES = (
-    ("PUT", re.compile(r"^/v1/models/[^/]+/?$")),
-    ("DELETE", re.compile(r"^/v1/models/[^/]+/?$")),
-    ("POST", re.compile(r"^/v1/models/[^/]+/rollback/?$")),
+#: operations (method, path template) that need an admin key.  Writing a checkpoint is
+#: one: retention keeps the newest ``checkpoint_keep`` versions, so checkpoints written
+#: at will would push the admin's rollback targets out.
+ADMIN_OPERATIONS = frozenset(
+    {
+        ("PUT", "/v1/models/{name}"),
+        ("DELETE", "/v1/models/{name}"),
+        ("POST", "/v1/models/{name}/rollback"),
+        ("POST", "/v1/models/{name}/checkpoints"),
+    }
+)
+_ADMIN_ROUTES = tuple(
+    (method, re.compile("^" + path.replace("{name}", "[^/]+") + "/?$"))
+    for method, path in sorted(ADMIN_OPERATIONS)
 )
 
 

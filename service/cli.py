@@ -23,6 +23,8 @@ def register(app: typer.Typer) -> None:
 
         import uvicorn
 
+        from service.connection_limits import HeaderDeadline
+
         overrides = {
             k: v for k, v in (("host", host), ("port", port), ("workers", workers)) if v is not None
         }
@@ -42,8 +44,10 @@ def register(app: typer.Typer) -> None:
             log_level=settings.log_level,
             # uvloop and httptools when installed (uvicorn[standard]), else asyncio and h11
             loop="auto",
-            http="auto",
             # uvicorn's text access log stays off: BANDITREE_ACCESS_LOG turns on the
             # service's own JSON lines (one per request)
             access_log=False,
+            http=HeaderDeadline,  # closes connections whose headers never complete
+            timeout_keep_alive=settings.keep_alive_timeout_seconds,
+            limit_concurrency=settings.max_connections,
         )

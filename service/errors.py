@@ -1,6 +1,31 @@
-"""Errors the service answers with a 4xx/503 and a message naming the field and the bound."""
+"""One error model for every 4xx/5xx answer, the handlers that produce it, its OpenAPI entries.
+
+Every error body is :class:`ErrorPublic`: ``detail`` (a message naming the field and the
+bound), ``field`` (the request field at fault, or null) and, for 422 validation errors,
+``errors`` (one entry per bad field).  A store that cannot be reached (Redis refusing or
+timing out, SQLite locked, a file system error) answers 503 from one handler here,
+whichever route met it.
+"""
 
 from __future__ import annotations
+
+import logging
+import re
+import sqlite3
+from typing import Any
+
+import redis.exceptions
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
+from pydantic import BaseModel
+from starlette.exceptions import HTTPException
+from starlette.routing import compile_path
+
+from banditree.learners import InvalidInput
+
+log = logging.getLogger("banditree.service")
 
 
 class ServiceError(Exception):
@@ -13,5 +38,179 @@ class ServiceError(Exception):
         self.field = field
 
 
+class StoreUnavailable(Exception):
+    """The store cannot be reached now; answered with 503."""
+
+
 def model_not_found(name: str) -> ServiceError:
     return ServiceError(404, f"model {name!r} does not exist", "name")
+
+
+class FieldError(BaseModel):
+    """One bad field of a 422 answer."""
+
+    field: str
+    message: str
+
+
+class ErrorPublic(BaseModel):
+    """The body of every 4xx/5xx answer."""
+
+    detail: str
+    field: str | None = None
+    errors: list[FieldError] | None = None
+
+
+#: exceptions that mean "the store is unreachable now", whatever route meets them
+STORE_ERRORS: tuple[type[Exception], ...] = (
+    StoreUnavailable,
+    redis.exceptions.ConnectionError,  # BusyLoadingError included
+    redis.exceptions.TimeoutError,
+    redis.exceptions.ReadOnlyError,
+    redis.exceptions.ClusterDownError,
+    sqlite3.OperationalError,
+    OSError,  # a full disk or a failing file system under the embedded store
+)
+
+_HEADERS = {
+    401: ("WWW-Authenticate", "always `Bearer`"),
+    405: ("Allow", "the methods this path serves"),
+    503: ("Retry-After", "seconds to wait before retrying"),
+}
+_DESCRIPTIONS = {
+    400: "The body could not be parsed (nested too deep for the JSON parser).",
+    401: "Missing or unknown API key (`Authorization: Bearer <key>`).",
+    403: "The route needs an admin key.",
+    404: "Unknown model, event id or checkpoint version.",
+    405: "Method not allowed on this path; `Allow` lists the methods that are.",
+    409: "Conflict: the model exists, the model cap is reached, or feedback was already given.",
+    410: "The decision expired before its feedback arrived.",
+    413: "The body, the batch or the answer is larger than its configured bound.",
+    422: "A field is invalid; `field` and `errors` name it and the bound.",
+    503: "The store cannot be reached now; retry later.",
+}
+
+
+def error_json(status: int, detail: str, field: str | None = None, **extra: Any) -> JSONResponse:
+    """An :class:`ErrorPublic` answer."""
+    return JSONResponse({"detail": detail, "field": field, **extra}, status_code=status)
+
+
+def _service_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ServiceError)
+    return error_json(exc.status, exc.detail, exc.field)
+
+
+def _invalid_input(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, InvalidInput)
+    return error_json(422, str(exc), exc.field)
+
+
+def _store_error(request: Request, exc: Exception) -> JSONResponse:
+    log.error("%s %s: store unavailable: %r", request.method, request.url.path, exc)
+    headers = {"Retry-After": "1"}
+    response = error_json(503, "the store cannot be reached now; try again", None)
+    response.headers.update(headers)
+    return response
+
+
+def _validation_error(request: Request, exc: Exception) -> JSONResponse:
+    """422 naming each bad field and its bound (a body that is not JSON included).
+
+    The offending input is not echoed (it may be NaN or large).
+    """
+    assert isinstance(exc, RequestValidationError)
+    errors = []
+    for error in exc.errors():
+        loc = [str(part) for part in error.get("loc", ()) if part != "body"]
+        message = str(error.get("msg"))
+        field = ".".join(loc) or "body"
+        if loc and loc[0] in ("path", "query", "header") and len(loc) > 1:
+            field = ".".join(loc[1:])
+        errors.append({"field": field, "message": message})
+    detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
+    return error_json(422, detail, errors[0]["field"] if errors else None, errors=errors)
+
+
+def _allowed_methods(request: Request) -> list[str]:
+    """Every method some operation of the app serves at this request's path."""
+    path = request.url.path
+    allowed: list[tuple[re.Pattern[str], set[str]]] = request.app.state.allowed_methods
+    return sorted({m for pattern, methods in allowed if pattern.match(path) for m in methods})
+
+
+def _http_error(request: Request, exc: Exception) -> JSONResponse:
+    """Starlette's own answers (404 unknown path, 405, 413 while reading) in the error model."""
+    assert isinstance(exc, HTTPException)
+    headers = dict(exc.headers or {})
+    if exc.status_code == 405:
+        headers["Allow"] = ", ".join(_allowed_methods(request))
+    response = error_json(
+        exc.status_code, str(exc.detail), "body" if exc.status_code == 413 else None
+    )
+    response.headers.update(headers)
+    return response
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Answer every error of ``app`` with :class:`ErrorPublic`."""
+    app.add_exception_handler(ServiceError, _service_error)
+    app.add_exception_handler(InvalidInput, _invalid_input)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(HTTPException, _http_error)
+    for error in STORE_ERRORS:
+        app.add_exception_handler(error, _store_error)
+
+
+def _statuses(route: APIRoute, admin_routes: set[tuple[str, str]]) -> set[int]:
+    """The error statuses one operation can answer."""
+    method = next(iter(route.methods or {"GET"}))
+    path = route.path
+    statuses = {405, 413}
+    if path.startswith("/v1/"):
+        statuses |= {401, 503}
+    if "{name}" in path:
+        statuses.add(422)  # the name does not match its pattern
+        if method != "PUT":
+            statuses.add(404)
+    if (method, path) in admin_routes:
+        statuses.add(403)
+    if route.body_field is not None:
+        statuses |= {400, 422}
+    if method == "PUT":
+        statuses.add(409)  # the name is taken, or the model cap is reached
+    if path.endswith("/feedback"):
+        statuses |= {409, 410}
+    if path == "/readyz":
+        statuses.add(503)
+    return statuses
+
+
+def document_errors(
+    app: FastAPI, routers: list[APIRouter], admin_routes: set[tuple[str, str]]
+) -> None:
+    """Declare, on every operation, the error statuses it can answer with :class:`ErrorPublic`.
+
+    Call before the routers are included.  Also records, for 405 answers, which methods
+    each path serves (``Allow`` names all of them, not only the first route's).
+    """
+    allowed: dict[str, set[str]] = {}
+    for router in routers:
+        for route in router.routes:
+            if not isinstance(route, APIRoute):
+                continue
+            allowed.setdefault(route.path, set()).update(route.methods or ())
+            for status in sorted(_statuses(route, admin_routes)):
+                entry: dict[str, Any] = {"model": ErrorPublic, "description": _DESCRIPTIONS[status]}
+                header = _HEADERS.get(status)
+                if header is not None:
+                    entry["headers"] = {
+                        header[0]: {"description": header[1], "schema": {"type": "string"}}
+                    }
+                route.responses.setdefault(status, entry)
+    for methods in allowed.values():
+        if "GET" in methods:
+            methods.add("HEAD")
+    app.state.allowed_methods = [
+        (compile_path(path)[0], methods) for path, methods in allowed.items()
+    ]

@@ -6,17 +6,16 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
+from typing import Any
 
-from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi import FastAPI
 
 from banditree import __version__
-from banditree.learners import InvalidInput
-from service.auth import ApiKeyAuth
-from service.errors import ServiceError
+from service.auth import ADMIN_OPERATIONS, ApiKeyAuth
+from service.errors import document_errors, install_error_handlers
 from service.http_middleware import ServiceHttp, enable_access_log
 from service.metrics import ServiceMetrics
+from service.openapi_links import add_links
 from service.registry import ModelRegistry
 from service.routes import checkpoints, decisions, health, metrics, models
 from service.settings import Settings, load_settings
@@ -32,28 +31,26 @@ async def _maintain(registry: ModelRegistry, interval_seconds: float) -> None:
         await registry.sweep()
 
 
-def _service_error(request: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, ServiceError)
-    return JSONResponse({"detail": exc.detail, "field": exc.field}, status_code=exc.status)
+def _openapi_with_settings(app: FastAPI, settings: Settings) -> None:
+    """The OpenAPI document states the configured batch bound and, with keys, the security."""
+    generate = app.openapi
 
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = generate()
+            contexts = schema["components"]["schemas"]["PredictCreate"]["properties"]["contexts"]
+            contexts["maxItems"] = settings.max_batch
+            if settings.auth_enabled:  # every /v1 operation needs `Authorization: Bearer <key>`
+                schema["components"]["securitySchemes"] = {
+                    "apiKey": {"type": "http", "scheme": "bearer"}
+                }
+                for path, operations in schema["paths"].items():
+                    if path.startswith("/v1/"):
+                        for operation in operations.values():
+                            operation["security"] = [{"apiKey": []}]
+        return app.openapi_schema or {}
 
-def _invalid_input(request: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, InvalidInput)
-    return JSONResponse({"detail": str(exc), "field": exc.field}, status_code=422)
-
-
-def _validation_error(request: Request, exc: Exception) -> JSONResponse:
-    """422 naming each bad field and its bound; the offending input is not echoed (it may be NaN)."""
-    assert isinstance(exc, RequestValidationError)
-    errors = []
-    for error in exc.errors():
-        loc = [str(part) for part in error.get("loc", ()) if part != "body"]
-        errors.append({"field": ".".join(loc) or "body", "message": str(error.get("msg"))})
-    detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
-    return JSONResponse(
-        {"detail": detail, "field": errors[0]["field"] if errors else None, "errors": errors},
-        status_code=422,
-    )
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -91,12 +88,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.metrics = service_metrics
-    app.add_exception_handler(ServiceError, _service_error)
-    app.add_exception_handler(InvalidInput, _invalid_input)
-    app.add_exception_handler(RequestValidationError, _validation_error)
-    for router in (decisions.router, models.router, checkpoints.router, health.router):
+    app.state.exposition = metrics.CachedExposition(service_metrics.registry)
+    app.state.export_slots = asyncio.Semaphore(1)  # one tree export in memory at a time
+    install_error_handlers(app)
+    routers = [decisions.router, models.router, checkpoints.router, health.router, metrics.router]
+    document_errors(app, routers, set(ADMIN_OPERATIONS))
+    add_links(routers)
+    for router in routers:
         app.include_router(router)
-    app.include_router(metrics.router)
+    _openapi_with_settings(app, settings)
     if settings.access_log:
         enable_access_log()
     app.add_middleware(

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator, model_validator
 
 from banditree.learners import LearnerConfig
 from banditree.supervised.model_file import MAX_FILE_BYTES, base64_length
@@ -16,12 +18,62 @@ MAX_CONTEXT_LENGTH = 10_000
 #: Largest batch the schema parses; the ``max_batch`` setting is usually smaller.
 MAX_BATCH_LENGTH = 10_000
 Context = Annotated[list[FiniteNumber], Field(max_length=MAX_CONTEXT_LENGTH)]
+#: Deepest nesting of lists and objects inside a model's free-form ``options``.
+MAX_OPTIONS_DEPTH = 8
+#: Largest ``options`` object, in bytes of compact JSON.
+MAX_OPTIONS_BYTES = 16_384
+
+
+def options_depth(value: Any) -> int:
+    """Nesting depth of lists and objects in ``value`` (a scalar is 0), without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = (
+            item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        )
+        if children is None:
+            continue
+        deepest = max(deepest, depth)
+        if deepest > MAX_OPTIONS_DEPTH:
+            return deepest  # deep enough to refuse: stop walking
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def exactly_one_of(data: Any, names: tuple[str, ...]) -> Any:
+    """Refuse a body that gives none, several, or a null of the alternatives ``names``."""
+    if not isinstance(data, dict):
+        return data  # the type error is reported by field validation
+    given = [name for name in names if name in data]
+    nulls = [name for name in given if data[name] is None]
+    if nulls:
+        raise ValueError(f"{nulls[0]} must not be null; leave it out instead")
+    if len(given) != 1:
+        quoted = ", ".join(repr(n) for n in names[:-1]) + f" or {names[-1]!r}"
+        raise ValueError(f"give exactly one of {quoted}, got {given}")
+    return data
+
+
+def one_of_schema(names: tuple[str, ...]) -> Callable[[dict[str, Any]], None]:
+    """JSON-schema edit: the alternatives are non-null and exactly one is required."""
+
+    def edit(schema: dict[str, Any]) -> None:
+        for name in names:
+            prop = schema["properties"][name]
+            options = [o for o in prop.pop("anyOf", []) if o.get("type") != "null"]
+            if options:
+                prop.update(options[0])
+            prop.pop("default", None)
+        schema["oneOf"] = [{"required": [name]} for name in names]
+
+    return edit
 
 
 class ModelPolicy(BaseModel):
     """Per-model service settings; unset fields fall back to the server settings."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     checkpoint_every_updates: int | None = Field(None, ge=1, le=10**9)
     checkpoint_every_seconds: float | None = Field(None, gt=0.0, le=7 * 86400)
@@ -30,7 +82,33 @@ class ModelPolicy(BaseModel):
 
 
 class ModelCreate(ModelPolicy, LearnerConfig):
-    """Body of ``PUT /v1/models/{name}``: the learner config plus the service policy."""
+    """Body of ``PUT /v1/models/{name}``: the learner config plus the service policy.
+
+    Strict: ``true``, ``"4"`` or ``4.0`` is not an integer; ``options`` is bounded in
+    nesting depth and size.
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    options: dict[str, Any] = Field(
+        default_factory=dict,
+        max_length=64,
+        description=(
+            f"family-specific settings; at most {MAX_OPTIONS_DEPTH} levels of nesting and "
+            f"{MAX_OPTIONS_BYTES} bytes of JSON"
+        ),
+    )
+
+    @field_validator("options")
+    @classmethod
+    def _bound_options(cls, value: dict[str, Any]) -> dict[str, Any]:
+        depth = options_depth(value)
+        if depth > MAX_OPTIONS_DEPTH:
+            raise ValueError(f"nesting deeper than {MAX_OPTIONS_DEPTH} levels")
+        size = len(orjson.dumps(value))
+        if size > MAX_OPTIONS_BYTES:
+            raise ValueError(f"{size} bytes of JSON, more than {MAX_OPTIONS_BYTES}")
+        return value
 
     initial_model: str | None = Field(
         None,
@@ -66,19 +144,24 @@ class ModelList(BaseModel):
     models: list[ModelPublic]
 
 
+PREDICT_ALTERNATIVES = ("context", "contexts")
+FEEDBACK_ALTERNATIVES = ("loss", "reward", "losses")
+
+
 class PredictCreate(BaseModel):
     """One ``context`` or a batch of ``contexts``."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid", strict=True, json_schema_extra=one_of_schema(PREDICT_ALTERNATIVES)
+    )
 
     context: Context | None = None
     contexts: Annotated[list[Context], Field(max_length=MAX_BATCH_LENGTH)] | None = None
 
-    @model_validator(mode="after")
-    def _one_of(self) -> PredictCreate:
-        if (self.context is None) == (self.contexts is None):
-            raise ValueError("give exactly one of 'context' or 'contexts'")
-        return self
+    @model_validator(mode="before")
+    @classmethod
+    def _one_of(cls, data: Any) -> Any:
+        return exactly_one_of(data, PREDICT_ALTERNATIVES)
 
 
 class DecisionPublic(BaseModel):
@@ -102,19 +185,19 @@ class DecisionBatchPublic(BaseModel):
 class FeedbackCreate(BaseModel):
     """The loss (or reward) of a decision, or the two losses of a two-point decision."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid", strict=True, json_schema_extra=one_of_schema(FEEDBACK_ALTERNATIVES)
+    )
 
     event_id: str = Field(..., min_length=1, max_length=128)
     loss: FiniteNumber | None = None
     reward: FiniteNumber | None = None
     losses: Annotated[list[FiniteNumber], Field(min_length=2, max_length=2)] | None = None
 
-    @model_validator(mode="after")
-    def _one_of(self) -> FeedbackCreate:
-        given = [k for k in ("loss", "reward", "losses") if getattr(self, k) is not None]
-        if len(given) != 1:
-            raise ValueError(f"give exactly one of 'loss', 'reward' or 'losses', got {given}")
-        return self
+    @model_validator(mode="before")
+    @classmethod
+    def _one_of(cls, data: Any) -> Any:
+        return exactly_one_of(data, FEEDBACK_ALTERNATIVES)
 
 
 class FeedbackPublic(BaseModel):
@@ -134,6 +217,15 @@ class CheckpointList(BaseModel):
 
 
 class RollbackCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """Body of ``POST .../rollback``: the model version to serve again (an integer, not a bool)."""
 
-    version: int = Field(..., ge=0)
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    version: StrictInt = Field(..., ge=0, le=2**63 - 1)
+
+
+class TreeExport(BaseModel):
+    """The served model as JSON, with the version it was exported at."""
+
+    version: int
+    model: dict[str, Any]

@@ -33,6 +33,24 @@ class Settings(BaseSettings):
     sweep_interval_seconds: float = Field(1.0, gt=0.0, le=3600)
     max_body_bytes: int = Field(1_048_576, ge=1024, le=1 << 30)
     max_batch: int = Field(256, ge=1, le=10_000)
+    max_models: int = Field(
+        10_000, ge=1, le=1_000_000, description="models one process serves; more get 409"
+    )
+    max_export_bytes: int = Field(
+        64 << 20, ge=1024, le=1 << 34, description="largest tree export answer; larger get 413"
+    )
+    redis_timeout_seconds: float = Field(
+        0.5, gt=0.0, le=60.0, description="Redis connect and command timeout"
+    )
+    keep_alive_timeout_seconds: int = Field(
+        5, ge=1, le=3600, description="idle keep-alive connections are closed after it"
+    )
+    header_timeout_seconds: float = Field(
+        10.0, gt=0.0, le=3600.0, description="a connection without complete headers is closed"
+    )
+    max_connections: int = Field(
+        1000, ge=1, le=1_000_000, description="open connections and tasks; more get 503"
+    )
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=1, le=65535)
     workers: int = Field(1, ge=1, le=64)

@@ -22,5 +22,6 @@ async def readyz(registry: RegistryDep) -> JSONResponse:
     try:
         await registry.store.ping()
     except Exception as err:
-        return JSONResponse({"status": "unavailable", "detail": f"store: {err}"}, status_code=503)
+        body = {"status": "unavailable", "detail": f"store: {err}", "field": None}
+        return JSONResponse(body, status_code=503, headers={"Retry-After": "1"})
     return JSONResponse({"status": "ready", "models": len(registry.runtimes)})

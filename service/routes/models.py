@@ -2,16 +2,31 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 from typing import Any
 
-from fastapi import APIRouter, Response
+import orjson
+from fastapi import APIRouter, Request, Response
 
+from banditree.learners import Learner, LearnerConfig
 from service.deps import ModelName, RegistryDep, RuntimeDep
+from service.errors import ServiceError
 from service.runtime import ModelRuntime
-from service.schemas import ModelCounters, ModelCreate, ModelList, ModelPolicy, ModelPublic
+from service.schemas import (
+    ModelCounters,
+    ModelCreate,
+    ModelList,
+    ModelPolicy,
+    ModelPublic,
+    TreeExport,
+)
+from service.settings import Settings
 
 router = APIRouter(prefix="/v1/models", tags=["models"])
+
+#: upper bound of the JSON bytes one exported parameter takes (a float64 and a comma)
+EXPORT_BYTES_PER_PARAMETER = 26
 
 
 def model_public(runtime: ModelRuntime) -> ModelPublic:
@@ -40,8 +55,19 @@ def model_public(runtime: ModelRuntime) -> ModelPublic:
 
 
 @router.put("/{name}", status_code=201)
-async def create_model(name: ModelName, body: ModelCreate, registry: RegistryDep) -> ModelPublic:
-    """Create a model from a learner config (plus optional checkpoint and event policy)."""
+async def create_model(
+    name: ModelName, body: ModelCreate, registry: RegistryDep, request: Request
+) -> ModelPublic:
+    """Create a model from a learner config (plus optional checkpoint and event policy).
+
+    409 when the name is taken or this process already serves ``max_models`` models.
+    """
+    settings: Settings = request.app.state.settings
+    if len(registry.runtimes) >= settings.max_models and name not in registry.runtimes:
+        raise ServiceError(
+            409, f"this server holds {len(registry.runtimes)} models, the limit "
+            f"max_models={settings.max_models}; delete one first", "name",
+        )  # fmt: skip
     return model_public(await registry.create(name, body))
 
 
@@ -64,7 +90,49 @@ async def delete_model(name: ModelName, registry: RegistryDep) -> Response:
     return Response(status_code=204)
 
 
-@router.get("/{name}/tree")
-async def export_tree(runtime: RuntimeDep) -> dict[str, Any]:
-    """The served model as JSON (the hard tree for tree models), with its version."""
-    return {"version": runtime.learner.version, "model": runtime.learner.export_model()}
+def estimated_export_bytes(learner: Learner) -> int:
+    """An upper bound of the export's JSON size, from the configuration alone."""
+    try:
+        parameters = LearnerConfig.model_validate(learner.config()).parameter_count()
+    except ValueError:
+        return 0  # not a learner config (no parameters to speak of)
+    return parameters * EXPORT_BYTES_PER_PARAMETER
+
+
+def _export_json(learner: Learner) -> bytes:
+    """The export document, encoded (runs in a worker thread: proportional to model size)."""
+    document: dict[str, Any] = {"version": learner.version, "model": learner.export_model()}
+    return orjson.dumps(document, option=orjson.OPT_SERIALIZE_NUMPY, default=_plain)
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "item"):
+        return value.item()
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
+@router.get("/{name}/tree", response_model=TreeExport, response_class=Response)
+async def export_tree(runtime: RuntimeDep, request: Request) -> Response:
+    """The served model as JSON (the hard tree for tree models), with its version.
+
+    Built in a worker thread, one export at a time; 413 when it would be larger than
+    ``max_export_bytes`` (read the model from a checkpoint instead).
+    """
+    settings: Settings = request.app.state.settings
+    limit = settings.max_export_bytes
+    estimate = estimated_export_bytes(runtime.learner)
+    if estimate > limit:
+        raise ServiceError(
+            413, f"the export of model {runtime.name!r} would take about {estimate} bytes, "
+            f"more than max_export_bytes={limit}", "name",
+        )  # fmt: skip
+    async with request.app.state.export_slots:
+        body = await asyncio.to_thread(_export_json, runtime.learner)
+    if len(body) > limit:
+        raise ServiceError(
+            413, f"the export of model {runtime.name!r} takes {len(body)} bytes, "
+            f"more than max_export_bytes={limit}", "name",
+        )  # fmt: skip
+    return Response(body, media_type="application/json")

@@ -1,0 +1,149 @@
+"""A Redis of the test's own, killed and then frozen (SIGSTOP) under traffic.
+
+Every call is answered within a second, never with a 5xx other than 503 (in the one
+error model), ``/healthz`` and ``/metrics`` keep answering, and once Redis is back the
+same server process predicts and takes feedback again without a restart.
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import redis
+
+from tests.service.live_server import LiveServer, free_port
+
+pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server")
+
+ADMIN = "outage-admin"
+CONTEXT = [0.1, 0.2, 0.3, 0.4]
+ANSWER_SECONDS = 1.0  # a call not answered within this raises httpx.TimeoutException
+
+
+class OwnRedis:
+    """``redis-server`` on a spare port without persistence; stopped only by this test."""
+
+    def __init__(self, port: int, log_path: Path) -> None:
+        self.port = port
+        self.log_path = log_path
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        args = ["redis-server", "--port", str(self.port), "--save", "", "--appendonly", "no"]
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+        client = redis.Redis(port=self.port)
+        for _ in range(100):
+            try:
+                client.ping()
+                break
+            except redis.ConnectionError:
+                time.sleep(0.05)
+        client.close()
+
+    def signal(self, sig: signal.Signals) -> None:
+        assert self.process is not None
+        self.process.send_signal(sig)
+        if sig == signal.SIGKILL:
+            self.process.wait(timeout=10)
+
+
+@pytest.fixture
+def own_redis(tmp_path: Path) -> Iterator[OwnRedis]:
+    server = OwnRedis(free_port(), tmp_path / "redis.log")
+    server.start()
+    yield server
+    if server.process is not None and server.process.poll() is None:
+        server.process.send_signal(signal.SIGCONT)
+        server.process.send_signal(signal.SIGKILL)
+        server.process.wait(timeout=10)
+
+
+def calls(http: httpx.Client, event_id: str) -> list[httpx.Response]:
+    """One of every kind of call a client makes, on a known and an unknown model."""
+    return [
+        http.post("/v1/models/m/predict", json={"context": CONTEXT}),
+        http.post("/v1/models/m/feedback", json={"event_id": event_id, "loss": 0.5}),
+        http.get("/v1/models/m"),
+        http.get("/v1/models/unknown"),
+        http.get("/v1/models/m/checkpoints"),
+        http.post("/v1/models/m/checkpoints"),
+        http.post("/v1/models/m/rollback", json={"version": 0}),
+        http.put("/v1/models/other", json={"n_features": 4, "n_actions": 3}),
+        http.get("/v1/models"),
+        http.get("/readyz"),
+    ]
+
+
+def assert_no_5xx_but_503(answers: list[httpx.Response]) -> int:
+    """Every answer is below 500 or a 503 in the error model; the number of 503s."""
+    unavailable = 0
+    for answer in answers:
+        assert answer.status_code < 500 or answer.status_code == 503, answer.text
+        if answer.status_code == 503:
+            assert isinstance(answer.json()["detail"], str), answer.text
+            unavailable += 1
+    return unavailable
+
+
+def recovered(http: httpx.Client) -> str:
+    """Wait until predictions work again; the event id of one."""
+    deadline = time.monotonic() + 20
+    while True:
+        answer = http.post("/v1/models/m/predict", json={"context": CONTEXT})
+        if answer.status_code == 200:
+            event_id: str = answer.json()["event_id"]
+            return event_id
+        assert answer.status_code == 503 and time.monotonic() < deadline, answer.text
+        time.sleep(0.1)
+
+
+def test_redis_killed_then_frozen_answers_503_fast_and_recovers(
+    own_redis: OwnRedis, tmp_path: Path
+) -> None:
+    server = LiveServer(
+        {
+            "BANDITREE_REDIS_URL": f"redis://127.0.0.1:{own_redis.port}/0",
+            "BANDITREE_API_KEYS": "",
+            "BANDITREE_ADMIN_KEYS": ADMIN,
+            "BANDITREE_REDIS_TIMEOUT_SECONDS": "0.3",
+        },
+        log_path=tmp_path / "server.log",
+    )
+    try:
+        with httpx.Client(
+            base_url=server.url,
+            headers={"Authorization": f"Bearer {ADMIN}"},
+            timeout=ANSWER_SECONDS,
+        ) as http:
+            http.put("/v1/models/m", json={"n_features": 4, "n_actions": 3, "accumulate": 1})
+            event_id = recovered(http)
+            for outage in (signal.SIGKILL, signal.SIGSTOP):
+                own_redis.signal(outage)
+                during = calls(http, event_id) + calls(http, event_id)
+                assert http.get("/healthz").status_code == 200
+                assert http.get("/metrics").status_code == 200
+                assert assert_no_5xx_but_503(during) >= 4, outage  # at least the store-only calls
+                assert http.get("/v1/models/unknown").status_code == 503
+                assert http.get("/readyz").status_code == 503
+
+                if outage == signal.SIGKILL:
+                    own_redis.start()  # empty: it kept nothing
+                else:
+                    own_redis.signal(signal.SIGCONT)
+                event_id = recovered(http)
+                fed = http.post("/v1/models/m/feedback", json={"event_id": event_id, "loss": 0.5})
+                assert fed.status_code == 200, fed.text
+                assert http.get("/readyz").status_code == 200
+                assert http.get("/v1/models/unknown").status_code == 404
+                event_id = recovered(http)
+        assert "Traceback" not in server.log_text(), server.log_text()[-4000:]
+    finally:
+        server.stop(signal.SIGKILL)
