@@ -71,10 +71,12 @@ class ModelRegistry:
         )  # fmt: skip
         learner, info = found if found is not None else (build_learner(config), None)
         log.info("model %s restored at version %d", name, learner.version)
-        return ModelRuntime(
+        runtime = ModelRuntime(
             name=name, uid=uid, learner=learner, policy=policy, store=self.store,
             metrics=metrics, last_checkpoint=info, on_append=self._waker(name),
         )  # fmt: skip
+        await runtime.refresh_bounds()
+        return runtime
 
     def _waker(self, name: str) -> Any:
         def wake() -> None:

@@ -16,7 +16,7 @@ router = APIRouter(prefix="/v1/models", tags=["models"])
 
 def model_public(runtime: ModelRuntime) -> ModelPublic:
     """The public view of a served model."""
-    counters = runtime.learner.counters
+    counters = runtime.counters
     mean_loss = float(counters.get("progressive_mean_loss", math.nan))
     policy = runtime.policy
     return ModelPublic(

@@ -70,12 +70,18 @@ class ModelRuntime:
         self.served = ServedSnapshot(self, learner, last_checkpoint)
         self.on_append = on_append
         self.log_last = last_checkpoint.offset if last_checkpoint else 0
+        self.decisions_total = 0  # as last seen in the store, plus this process's since
         self._leaves_sum, self._leaves_count = 0.0, 0
 
     @property
     def learner(self) -> Learner:
         """The learner whose snapshot is served now (read-only here)."""
         return self.served.learner
+
+    @property
+    def counters(self) -> dict[str, float]:
+        """The served learner's counters, with the decisions of every process."""
+        return {**self.learner.counters, "decisions": self.decisions_total}
 
     @property
     def pending_updates(self) -> int:
@@ -99,6 +105,8 @@ class ModelRuntime:
             log.warning("model %s answers without logging: %s", self.name, err)
             m.unlogged.inc(len(decisions))
             logged = False
+        if logged:
+            self.decisions_total += len(decisions)
         m.predictions.inc(len(decisions))
         explored = sum(d.explored for d in decisions)
         if explored:
@@ -150,19 +158,25 @@ class ModelRuntime:
     async def sweep(self, now: float) -> None:
         """Expire overdue decisions; those of a model with a default loss go to the log."""
         logged = self.policy.default_loss is not None
+        await self.refresh_bounds()
         expired = await self.store.expire_events(self.name, now=now, limit=1000, log=logged)
         if expired:
             self.metrics.expired.inc(expired)
             if logged and self.on_append is not None:
                 self.on_append()
 
+    async def refresh_bounds(self) -> None:
+        """Last log offset, log length and decisions made, from the store."""
+        bounds = await self.store.log_bounds(self.name)
+        self.log_last = max(self.log_last, bounds.last)
+        self.decisions_total = max(self.decisions_total, bounds.decisions)
+        self.metrics.log_entries.set(bounds.length)
+
     async def refresh_gauges(self, now: float) -> None:
         """Pending decisions, log length, lease holder and checkpoint age, as of ``now``."""
         m = self.metrics
         m.pending.set(await self.store.pending_count(self.name))
-        bounds = await self.store.log_bounds(self.name)
-        self.log_last = max(self.log_last, bounds.last)
-        m.log_entries.set(bounds.length)
+        await self.refresh_bounds()
         m.checkpoint_age.set(now - self.served.published_at if self.served.published_at else 0)
         lease = await self.store.lease(self.name, now=now)
         m.set_lease_holder(None if lease is None else lease.holder)

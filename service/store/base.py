@@ -61,11 +61,15 @@ class LogEntry:
 
 @dataclass(frozen=True)
 class LogBounds:
-    """``first`` offset held (0 when empty), ``last`` offset ever appended, entries held."""
+    """``first`` offset held (0 when empty), ``last`` offset ever appended, entries held.
+
+    ``decisions`` counts every decision ever stored for the model.
+    """
 
     first: int
     last: int
     length: int
+    decisions: int = 0
 
 
 @dataclass(frozen=True)

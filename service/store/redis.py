@@ -147,7 +147,7 @@ class RedisStore(Store):
             return
         deadline, keep_until = event_deadlines(now, ttl_seconds)
         head = f"{deadline!r}|{keep_until!r}|"
-        keys = [self._key("due", name)]
+        keys = [self._key("due", name), self._key("ctr", name)]
         keys.extend(self._key("ev", name, event_id) for event_id, _ in events)
         args: list[Any] = [repr(deadline), int((keep_until - now) * 1000)]
         args.extend(head + payload for _, payload in events)
@@ -218,10 +218,10 @@ class RedisStore(Store):
         async with self.client.pipeline(transaction=False) as pipe:
             pipe.xlen(key)
             pipe.xrange(key, "-", "+", 1)
-            pipe.hget(self._key("ctr", name), "log_last")
-            length, first, last = await pipe.execute()
+            pipe.hmget(self._key("ctr", name), ["log_last", "decisions"])
+            length, first, (last, decisions) = await pipe.execute()
         first_offset = int(_text(first[0][0]).split("-")[0]) if first else 0
-        return LogBounds(first_offset, int(last or 0), int(length))
+        return LogBounds(first_offset, int(last or 0), int(length), int(decisions or 0))
 
     # -- lease -----------------------------------------------------------------------
     @_unavailable

@@ -6,13 +6,14 @@ entries with the id ``<offset>-0`` and fields ``e`` (event id), ``d`` (decision)
 (feedback JSON, absent for an expired decision) and ``t`` (acknowledged at).
 """
 
-#: KEYS due, ev... ; ARGV deadline, expire_ms, payload..., event_id...
+#: KEYS due, counters, ev... ; ARGV deadline, expire_ms, payload..., event_id...
 PUT = """
-local n = #KEYS - 1
+local n = #KEYS - 2
 for i = 1, n do
-  redis.call('SET', KEYS[i + 1], ARGV[i + 2], 'PX', ARGV[2])
+  redis.call('SET', KEYS[i + 2], ARGV[i + 2], 'PX', ARGV[2])
   redis.call('ZADD', KEYS[1], ARGV[1], ARGV[n + i + 2])
 end
+redis.call('HINCRBY', KEYS[2], 'decisions', n)
 return n
 """
 

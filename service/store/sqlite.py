@@ -130,13 +130,20 @@ class SqliteStore(Store):
     ) -> None:
         deadline, keep_until = event_deadlines(now, ttl_seconds)
         rows = [(name, event_id, deadline, keep_until, payload) for event_id, payload in events]
-        self._tx(
-            lambda db: db.executemany(
+
+        def work(db: sqlite3.Connection) -> None:
+            db.executemany(
                 "INSERT OR REPLACE INTO decisions(model, event_id, deadline, keep_until, "
                 "payload, state) VALUES (?, ?, ?, ?, ?, 'pending')",
                 rows,
             )
-        )
+            db.execute(
+                "INSERT INTO counters(model, decisions) VALUES (?, ?) "
+                "ON CONFLICT(model) DO UPDATE SET decisions = decisions + excluded.decisions",
+                (name, len(rows)),
+            )
+
+        self._tx(work)
 
     @staticmethod
     def _lookup(db: sqlite3.Connection, name: str, event_id: str, now: float) -> EventLookup:
@@ -235,8 +242,11 @@ class SqliteStore(Store):
             first, length = db.execute(
                 "SELECT MIN(offset), COUNT(*) FROM log WHERE model = ?", (name,)
             ).fetchone()
-            last = db.execute("SELECT log_last FROM counters WHERE model = ?", (name,)).fetchone()
-            return LogBounds(int(first or 0), int(last[0]) if last else 0, int(length))
+            last = db.execute(
+                "SELECT log_last, decisions FROM counters WHERE model = ?", (name,)
+            ).fetchone()
+            last, decisions = last if last else (0, 0)
+            return LogBounds(int(first or 0), int(last), int(length), int(decisions))
 
         return self._tx(work)
 
