@@ -32,6 +32,11 @@ from service.store import Store, StoreUnavailable
 log = logging.getLogger("banditree.service")
 
 
+class _NotCounted:
+    def inc(self, amount: float = 1.0) -> None:
+        """Count nothing."""
+
+
 class ModelRegistry:
     """Named runtimes and learners backed by a :class:`Store`."""
 
@@ -67,7 +72,8 @@ class ModelRegistry:
         found = await newest_valid_checkpoint(
             self.store, name, await self.store.list_checkpoints(name),
             expected_config=config.model_dump(mode="json"),
-            corrupt_total=metrics.checkpoint_corrupt,
+            # a learner of this process counts the same corrupt checkpoints
+            corrupt_total=_NotCounted() if self.learns else metrics.checkpoint_corrupt,
         )  # fmt: skip
         learner, info = found if found is not None else (build_learner(config), None)
         log.info("model %s restored at version %d", name, learner.version)

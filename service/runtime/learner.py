@@ -136,6 +136,8 @@ class ModelLearner:
         published_offset, oldest_unpublished = offset, 0.0
         updates = 0
         last_publish = renewed = time.monotonic()
+        # publish once caught up: a request taken by a fenced-out predecessor is answered
+        caught_up_publish = True
         while True:
             now = time.monotonic()
             if now - renewed >= self.policy.lease_seconds / 3:
@@ -152,6 +154,8 @@ class ModelLearner:
                 done, changed = await asyncio.to_thread(self._apply, learner, entries)
                 offset, updates = entries[done - 1].offset, updates + changed
             asked = await self.store.take_checkpoint_request(self.name)
+            if caught_up_publish and not entries:
+                asked, caught_up_publish = True, False
             dirty = offset != published_offset
             due = updates >= self.policy.every_updates or (
                 time.monotonic() - last_publish >= self.policy.every_seconds
