@@ -150,6 +150,10 @@ class ModelRegistry:
     async def discover(self) -> None:
         """Start learners for models created elsewhere; stop those of deleted models."""
         records = await self.store.load_models()
+        if self.serves:  # replicas hold every model, so each one serves its newest snapshot
+            for name in records:
+                if name not in self.runtimes:
+                    await self.get(name)
         if self.learns:
             for name, record in records.items():
                 if name not in self.learners:

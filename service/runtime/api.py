@@ -186,12 +186,12 @@ class ModelRuntime:
         """Ask the learner for a checkpoint holding every feedback logged so far; wait for it."""
         try:
             last = (await self.store.log_bounds(self.name)).last
-            stored = await self.store.list_checkpoints(self.name)
+            stored = await self.store.list_checkpoints(self.name, limit=1)
             before = stored[0].sequence if stored else 0
             await self.store.request_checkpoint(self.name)
             deadline = time.monotonic() + _CHECKPOINT_WAIT_SECONDS
             while time.monotonic() < deadline:
-                stored = await self.store.list_checkpoints(self.name)
+                stored = await self.store.list_checkpoints(self.name, limit=1)
                 if stored and stored[0].sequence > before and stored[0].offset >= last:
                     await self.served.refresh()
                     return stored[0]

@@ -32,7 +32,8 @@ log = logging.getLogger("banditree.service")
 
 _BATCH = 512  # log entries read per round trip
 _SLICE_SECONDS = 0.05  # longest stretch of learning between two looks at the lease
-_IDLE_SECONDS = 0.005  # wait between two reads of an idle log (or until woken)
+_IDLE_SECONDS = 0.01  # wait between two reads of an idle log (or until woken)
+_REQUEST_CHECK_SECONDS = 0.1  # how often a busy learner looks for a checkpoint request
 _RETRY_SECONDS = 0.5  # wait after the store failed
 
 
@@ -135,25 +136,20 @@ class ModelLearner:
         learner, offset = await self._restore()
         published_offset, oldest_unpublished = offset, 0.0
         updates = 0
-        last_publish = renewed = time.monotonic()
+        last_publish = renewed = request_checked = time.monotonic()
         # publish once caught up: a request taken by a fenced-out predecessor is answered
         caught_up_publish = True
         while True:
-            now = time.monotonic()
-            if now - renewed >= self.policy.lease_seconds / 3:
-                if not await self.store.renew_lease(
-                    self.name, self.holder, token, ttl_seconds=self.policy.lease_seconds,
-                    now=time.time(),
-                ):  # fmt: skip
-                    raise LeaseLost("the lease lapsed or was revoked")
-                renewed = now
             entries = [] if self._stopping else await self._read(offset)
             if entries:
                 if not oldest_unpublished:
                     oldest_unpublished = entries[0].acked_at
                 done, changed = await asyncio.to_thread(self._apply, learner, entries)
                 offset, updates = entries[done - 1].offset, updates + changed
-            asked = await self.store.take_checkpoint_request(self.name)
+            asked = False
+            if not entries or time.monotonic() - request_checked >= _REQUEST_CHECK_SECONDS:
+                asked = await self.store.take_checkpoint_request(self.name)
+                request_checked = time.monotonic()
             if caught_up_publish and not entries:
                 asked, caught_up_publish = True, False
             dirty = offset != published_offset
@@ -161,14 +157,27 @@ class ModelLearner:
                 time.monotonic() - last_publish >= self.policy.every_seconds
             )
             if asked or (dirty and (due or self._stopping)):
+                # the store refuses this write if the lease was taken over meanwhile
                 await self._publish(learner, token, offset, oldest_unpublished)
                 published_offset, oldest_unpublished, updates = offset, 0.0, 0
                 last_publish = time.monotonic()
             if self._stopping:
                 await self.store.release_lease(self.name, self.holder, token)
                 return
+            renewed = await self._renew(token, renewed)
             if not entries:
                 await self._sleep(_IDLE_SECONDS)
+
+    async def _renew(self, token: int, renewed: float) -> float:
+        """Renew the lease when a third of it has passed: when it was renewed last."""
+        now = time.monotonic()
+        if now - renewed < self.policy.lease_seconds / 3:
+            return renewed
+        if not await self.store.renew_lease(
+            self.name, self.holder, token, ttl_seconds=self.policy.lease_seconds, now=time.time()
+        ):
+            raise LeaseLost("the lease lapsed or was revoked")
+        return now
 
     async def _read(self, offset: int) -> list[LogEntry]:
         entries = await self.store.read_log(self.name, after=offset, limit=_BATCH)

@@ -51,7 +51,9 @@ class ServedSnapshot:
         """Swap in the newest valid checkpoint when it is newer than the served one."""
         runtime = self.runtime
         async with self._lock:
-            stored = await runtime.store.list_checkpoints(runtime.name)
+            stored = await runtime.store.list_checkpoints(runtime.name, limit=1)
+            if stored and stored[0].sequence > self.sequence:
+                stored = await runtime.store.list_checkpoints(runtime.name)  # may need older
             for info in stored:
                 if info.sequence <= self.sequence:
                     return False

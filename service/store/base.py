@@ -224,8 +224,8 @@ class Store(ABC):
         """
 
     @abstractmethod
-    async def list_checkpoints(self, name: str) -> list[CheckpointInfo]:
-        """Stored checkpoints, newest first."""
+    async def list_checkpoints(self, name: str, limit: int = 0) -> list[CheckpointInfo]:
+        """Stored checkpoints, newest first (the newest ``limit`` when it is above 0)."""
 
     @abstractmethod
     async def load_checkpoint(self, name: str, sequence: int) -> bytes | None:

@@ -281,8 +281,9 @@ class RedisStore(Store):
         )
 
     @_unavailable
-    async def list_checkpoints(self, name: str) -> list[CheckpointInfo]:
-        members: list[Any] = await self.client.zrevrange(self._key("ckpts", name), 0, -1)
+    async def list_checkpoints(self, name: str, limit: int = 0) -> list[CheckpointInfo]:
+        key = self._key("ckpts", name)
+        members: list[Any] = await self.client.zrevrange(key, 0, limit - 1 if limit > 0 else -1)
         return [_info(member) for member in members]
 
     @_unavailable

@@ -61,12 +61,17 @@ class SqliteStore(Store):
             ) from None
         self.path = self.data_dir / DATABASE_NAME
         self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute(f"PRAGMA synchronous={synchronous.upper()}")
-        self._db.executescript(SCHEMA)
         self._mutex = threading.Lock()
         self._notices: asyncio.Queue[str] | None = None
-        imported = self._tx(lambda db: import_file_store(db, self.data_dir))
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute(f"PRAGMA synchronous={synchronous.upper()}")
+            self._db.executescript(SCHEMA)
+            imported = self._tx(lambda db: import_file_store(db, self.data_dir))
+        except BaseException:
+            self._db.close()
+            self._lock_file.close()
+            raise
         self.imported_models: list[str] = imported
 
     # -- plumbing --------------------------------------------------------------------
@@ -365,12 +370,12 @@ class SqliteStore(Store):
             self._notices.put_nowait(name)
         return info
 
-    async def list_checkpoints(self, name: str) -> list[CheckpointInfo]:
+    async def list_checkpoints(self, name: str, limit: int = 0) -> list[CheckpointInfo]:
         rows = self._tx(
             lambda db: db.execute(
                 "SELECT sequence, version, created_at, size_bytes, offset, acked_at, token "
-                "FROM checkpoints WHERE model = ? ORDER BY sequence DESC",
-                (name,),
+                "FROM checkpoints WHERE model = ? ORDER BY sequence DESC LIMIT ?",
+                (name, limit if limit > 0 else -1),
             ).fetchall()
         )
         return [CheckpointInfo(*row) for row in rows]
