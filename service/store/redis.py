@@ -23,7 +23,7 @@ import functools
 from collections.abc import Callable, Coroutine
 from typing import Any, ParamSpec, TypeVar
 
-from redis.asyncio import Redis
+from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.client import PubSub
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
@@ -91,14 +91,15 @@ class RedisStore(Store):
         cls, url: str, *, prefix: str = "banditree:", timeout_seconds: float = 0.25
     ) -> RedisStore:
         """A store on ``url``; every socket operation gives up after ``timeout_seconds``."""
-        client = Redis.from_url(
+        pool = BlockingConnectionPool.from_url(
             url,
+            max_connections=64,
+            timeout=timeout_seconds,  # waiting for a free connection
             decode_responses=False,
             socket_timeout=timeout_seconds,
             socket_connect_timeout=timeout_seconds,
-            retry=Retry(NoBackoff(), 0),
         )
-        return cls(client, prefix=prefix)
+        return cls(Redis(connection_pool=pool, retry=Retry(NoBackoff(), 0)), prefix=prefix)
 
     def _key(self, kind: str, name: str, *rest: str) -> str:
         return f"{self.prefix}{kind}:{{{name}}}" + "".join(f":{part}" for part in rest)
