@@ -9,7 +9,9 @@ deadlines, swept by every process), ``log:{name}`` (the feedback log, a Stream w
 sequence -> checkpoint bytes), ``ckpts:{name}`` (sorted set of checkpoint infos),
 ``req:{name}`` (checkpoint asked for) and the channel ``snapshots`` (model names).
 
-Every multi-key step is one Lua script (see :mod:`service.store.redis_scripts`).  Socket
+Every multi-key step is one Lua script (see :mod:`service.store.redis_scripts`); the
+decision writes of concurrent predictions in one event-loop tick go to Redis in one
+pipeline (one round trip).  Socket
 timeouts are short and nothing is retried: when Redis is away a call fails fast with
 :class:`StoreUnavailable` and the caller decides (a predict is still answered, a
 feedback gets 503).  Durability is Redis's own: with ``appendonly yes`` and
@@ -85,6 +87,9 @@ class RedisStore(Store):
             for name in ("PUT", "FEEDBACK", "EXPIRE", "ACQUIRE", "RENEW", "SAVE_CHECKPOINT")
         }
         self._pubsub: PubSub | None = None
+        # decision writes of one event-loop tick, sent as one pipeline
+        self._puts: list[tuple[list[str], list[Any], asyncio.Future[None]]] = []
+        self._sending: set[asyncio.Task[None]] = set()
 
     @classmethod
     def from_url(
@@ -115,6 +120,7 @@ class RedisStore(Store):
         if self._pubsub is not None:
             await self._pubsub.aclose()
         await self.client.aclose()
+        await self.client.connection_pool.disconnect()  # the client does not own its pool
 
     # -- model records -------------------------------------------------------------
     @_unavailable
@@ -153,7 +159,41 @@ class RedisStore(Store):
         args: list[Any] = [repr(deadline), int((keep_until - now) * 1000)]
         args.extend(head + payload for _, payload in events)
         args.extend(event_id for event_id, _ in events)
-        await self._run("PUT", keys, args)
+        await self._put_in_next_batch(keys, args)
+
+    async def _put_in_next_batch(self, keys: list[str], args: list[Any]) -> None:
+        """Queue one PUT; all PUTs queued in one event-loop tick go in one round trip."""
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+        self._puts.append((keys, args, done))
+        if len(self._puts) == 1:
+            loop.call_soon(self._send_puts)
+        await done
+
+    def _send_puts(self) -> None:
+        batch, self._puts = self._puts, []
+        task = asyncio.ensure_future(self._execute_puts(batch))
+        self._sending.add(task)
+        task.add_done_callback(self._sending.discard)
+
+    async def _execute_puts(self, batch: list[tuple[list[str], list[Any], Any]]) -> None:
+        try:
+            if len(batch) == 1:
+                await self._run("PUT", batch[0][0], batch[0][1])
+            else:
+                async with self.client.pipeline(transaction=False) as pipe:
+                    for keys, args, _ in batch:
+                        await self._scripts["PUT"](keys=keys, args=args, client=pipe)
+                    await pipe.execute()
+        except (RedisError, OSError) as err:
+            failure = StoreUnavailable(f"redis: {err or type(err).__name__}")
+            for _, _, done in batch:
+                if not done.done():
+                    done.set_exception(failure)
+            return
+        for _, _, done in batch:
+            if not done.done():
+                done.set_result(None)
 
     @_unavailable
     async def peek_event(self, name: str, event_id: str, *, now: float) -> EventLookup:

@@ -181,3 +181,14 @@ async def test_checkpoint_requests_and_notices(store: Store) -> None:
         "m", version=1, blob=b"x", keep=2, now=T0, offset=0, acked_at=0.0, token=token
     )
     assert await store.snapshot_notices(2.0) == {"m"}
+
+
+async def test_concurrent_decision_writes_all_land(store: Store) -> None:
+    batches = [[(f"e{i}-{j}", f"p{i}-{j}") for j in range(3)] for i in range(20)]
+    await asyncio.gather(
+        *(store.put_events("m", batch, now=T0, ttl_seconds=10) for batch in batches)
+    )
+    assert await store.pending_count("m") == 60
+    assert (await store.log_bounds("m")).decisions == 60
+    found = await store.peek_event("m", "e7-2", now=T0)
+    assert (found.status, found.payload) == ("pending", "p7-2")
