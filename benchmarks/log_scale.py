@@ -14,6 +14,11 @@ One command::
    SQLite store and for Redis.
 3. Redis memory (``MEMORY USAGE`` of the model's keys) per 1,000 pending decisions and
    per 1,000 log entries.
+4. Retention: rounds of ``--retention-entries`` feedbacks, each followed by a
+   checkpoint (3 kept): the log entries held and the bytes used (SQLite files on disk,
+   Redis memory) stay bounded while the appended total grows.  Claimed decisions are
+   remembered for ``max(ttl, 300 s)`` (to answer a repeat with 409), so they add a
+   bounded ``rate x 300 s`` on top.
 
 Needs Redis on 127.0.0.1:6379 for the Redis figures (keys under a unique prefix,
 deleted afterwards).
@@ -138,21 +143,68 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         await store.close()
     figures["sqlite_recovery_seconds"] = seconds
     figures["sqlite_recovery_entries"] = applied
+    with tempfile.TemporaryDirectory() as tmp:
+        store = SqliteStore(Path(tmp))
+
+        async def disk_bytes() -> int:
+            return sum(p.stat().st_size for p in Path(tmp).glob("banditree.sqlite3*"))
+
+        series = await retention(store, args.retention_rounds, args.retention_entries, disk_bytes)
+        await store.close()
+    figures["sqlite_retention"] = series
     if not args.no_redis:
         prefix = f"banditree-bench:{uuid.uuid4().hex}:"
-        store = RedisStore.from_url(REDIS_URL, prefix=prefix, timeout_seconds=5.0)
+        redis = RedisStore.from_url(REDIS_URL, prefix=prefix, timeout_seconds=5.0)
         try:
-            await fill(store, big, time.time())
-            applied, seconds = await replay_all(store)
+            await fill(redis, big, time.time())
+            applied, seconds = await replay_all(redis)
         finally:
-            keys = [k async for k in store.client.scan_iter(match=prefix + "*", count=1000)]
+            keys = [k async for k in redis.client.scan_iter(match=prefix + "*", count=1000)]
             if keys:
-                await store.client.delete(*keys)
-            await store.close()
+                await redis.client.delete(*keys)
+            await redis.close()
         figures["redis_recovery_seconds"] = seconds
         figures["redis_recovery_entries"] = applied
         figures.update(await redis_memory(f"banditree-bench:{uuid.uuid4().hex}:", 2000))
+        prefix = f"banditree-bench:{uuid.uuid4().hex}:"
+        redis = RedisStore.from_url(REDIS_URL, prefix=prefix, timeout_seconds=5.0)
+
+        async def memory_bytes() -> int:
+            total = 0
+            async for key in redis.client.scan_iter(match=prefix + "*", count=1000):
+                total += int(await redis.client.memory_usage(key, samples=0) or 0)
+            return total
+
+        try:
+            figures["redis_retention"] = await retention(
+                redis, args.retention_rounds, args.retention_entries, memory_bytes
+            )
+        finally:
+            keys = [k async for k in redis.client.scan_iter(match=prefix + "*", count=1000)]
+            if keys:
+                await redis.client.delete(*keys)
+            await redis.close()
     return figures
+
+
+async def retention(store: Store, rounds: int, per_round: int, size: Any) -> list[dict[str, float]]:
+    """Append ``per_round`` feedbacks, then checkpoint (keep 3): log length and size per round."""
+    series = []
+    token = await store.acquire_lease("m", "bench", ttl_seconds=3600, now=time.time())
+    assert token is not None
+    blob = b"x" * 8000
+    for round_index in tqdm(range(rounds), desc="retention", leave=False):
+        pairs = [(f"r{round_index}-{e}", d, f) for e, d, f in make_pairs(per_round)]
+        await fill(store, pairs, time.time())
+        bounds = await store.log_bounds("m")
+        await store.save_checkpoint(
+            "m", version=round_index, blob=blob, keep=3, now=time.time(), offset=bounds.last,
+            acked_at=0.0, token=token,
+        )  # fmt: skip
+        after = await store.log_bounds("m")
+        series.append({"appended": float(bounds.last), "log_entries": float(after.length),
+                       "bytes": float(await size())})  # fmt: skip
+    return series
 
 
 def main() -> None:
@@ -160,11 +212,20 @@ def main() -> None:
     parser.add_argument("--entries", type=int, default=100_000, help="log entries to recover")
     parser.add_argument("--throughput-entries", type=int, default=20_000)
     parser.add_argument("--no-redis", action="store_true", help="skip the Redis figures")
+    parser.add_argument("--retention-rounds", type=int, default=10)
+    parser.add_argument("--retention-entries", type=int, default=2000, help="per round")
     parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON")
     args = parser.parse_args()
     figures = asyncio.run(run(args))
     for key, value in figures.items():
-        print(f"{key:40s} {value:,.2f}")
+        if isinstance(value, list):  # retention: one row per round
+            print(f"{key} (appended, log entries held, bytes):")
+            for row in value:
+                print(
+                    f"    {row['appended']:>10,.0f} {row['log_entries']:>10,.0f} {row['bytes']:>14,.0f}"
+                )
+        else:
+            print(f"{key:40s} {value:,.2f}")
     goal = figures["learner_throughput_per_second"] >= 5000
     print(f"goal learner >= 5,000 feedbacks/s (DGT h=6): {'met' if goal else 'NOT met'}")
     if args.out is not None:
