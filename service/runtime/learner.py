@@ -134,6 +134,10 @@ class ModelLearner:
 
     async def _lead(self, token: int) -> None:
         learner, offset = await self._restore()
+        if offset == 0 and not await self.store.list_checkpoints(self.name, limit=1):
+            # a new model: its first checkpoint is the initial one, at offset 0, so the
+            # kept checkpoints (and the log after the oldest) always rebuild it
+            await self._publish(learner, token, 0, 0.0)
         published_offset, oldest_unpublished = offset, 0.0
         updates = 0
         last_publish = renewed = request_checked = time.monotonic()
