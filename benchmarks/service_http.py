@@ -222,7 +222,14 @@ async def checkpoint_figures(repeats: int) -> dict[str, float]:
         for _ in range(repeats):
             started = time.perf_counter()
             info = await store.save_checkpoint(
-                "h10", version=learner.version, blob=dumps(learner), keep=5, now=time.time()
+                "h10",
+                version=learner.version,
+                blob=dumps(learner),
+                keep=5,
+                now=time.time(),
+                offset=0,
+                acked_at=0.0,
+                token=-1,
             )
             saves.append(time.perf_counter() - started)
             started = time.perf_counter()

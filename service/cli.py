@@ -17,17 +17,25 @@ def register(app: typer.Typer) -> None:
         workers: int | None = typer.Option(
             None, help="worker processes; more than 1 needs Redis [BANDITREE_WORKERS, 1]"
         ),
+        role: str | None = typer.Option(
+            None,
+            help="all: serve and learn; api: only serve; learner: only learn (api and "
+            "learner need Redis) [BANDITREE_ROLE, all]",
+        ),
     ) -> None:
-        """Serve predict/feedback over HTTP (settings from BANDITREE_* variables)."""
+        """Serve predict/feedback over HTTP (settings from BANDITREE_* variables).
+
+        With --workers N (Redis) every worker serves every model and exactly one
+        process learns each model, under a lease.
+        """
         import os
 
         import uvicorn
 
         from service.connection_limits import HeaderDeadline
 
-        overrides = {
-            k: v for k, v in (("host", host), ("port", port), ("workers", workers)) if v is not None
-        }
+        given = (("host", host), ("port", port), ("workers", workers), ("role", role))
+        overrides = {k: v for k, v in given if v is not None}
         try:
             settings = load_settings(**overrides)
         except SettingsError as err:

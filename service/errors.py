@@ -24,6 +24,7 @@ from starlette.exceptions import HTTPException
 from starlette.routing import compile_path
 
 from banditree.learners import InvalidInput
+from service.store.base import StoreUnavailable
 
 log = logging.getLogger("banditree.service")
 
@@ -36,10 +37,6 @@ class ServiceError(Exception):
         self.status = status
         self.detail = detail
         self.field = field
-
-
-class StoreUnavailable(Exception):
-    """The store cannot be reached now; answered with 503."""
 
 
 def model_not_found(name: str) -> ServiceError:

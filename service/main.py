@@ -19,16 +19,26 @@ from service.openapi_links import add_links
 from service.registry import ModelRegistry
 from service.routes import checkpoints, decisions, health, metrics, models
 from service.settings import Settings, load_settings
-from service.store import open_store
+from service.store import StoreUnavailable, open_store
 
 log = logging.getLogger("banditree.service")
 
 
 async def _maintain(registry: ModelRegistry, interval_seconds: float) -> None:
-    """Expire overdue events and run timed checkpoints, forever."""
+    """Expire overdue decisions, forever."""
     while True:
         await asyncio.sleep(interval_seconds)
         await registry.sweep()
+
+
+async def _discover(registry: ModelRegistry, interval_seconds: float) -> None:
+    """Pick up models created (and drop those deleted) by other processes, forever."""
+    while True:
+        await asyncio.sleep(interval_seconds)
+        try:
+            await registry.discover()
+        except StoreUnavailable as err:
+            log.warning("model discovery: %s", err)
 
 
 def _openapi_with_settings(app: FastAPI, settings: Settings) -> None:
@@ -66,17 +76,22 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.registry = registry
         if not settings.auth_enabled:
             log.warning("no API keys configured: every route is open (set BANDITREE_API_KEYS)")
-        await registry.restore_all()
+        await registry.start()
         log.info(
-            "serving %d models with the %s store", len(registry.runtimes), type(store).__name__
-        )
-        maintenance = asyncio.create_task(_maintain(registry, settings.sweep_interval_seconds))
+            "role %s: serving %d and learning %d models with the %s store",
+            settings.role, len(registry.runtimes), len(registry.learners), type(store).__name__,
+        )  # fmt: skip
+        tasks = [
+            asyncio.create_task(_maintain(registry, settings.sweep_interval_seconds)),
+            asyncio.create_task(_discover(registry, settings.snapshot_poll_seconds)),
+        ]
         try:
             yield
         finally:
-            maintenance.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await maintenance
+            for task in tasks:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
             await registry.close()
             await store.close()
 

@@ -16,6 +16,28 @@ LATENCY_BUCKETS_SECONDS = (
 )  # fmt: skip
 CHECKPOINT_BUCKETS_SECONDS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 FEEDBACK_OUTCOMES = ("applied", "unknown", "expired", "duplicate", "invalid")
+STALENESS_BUCKETS_SECONDS = (
+    0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0,
+    5.0, 10.0, 30.0,
+)  # fmt: skip
+
+
+class LeaseHolderGauge:
+    """``banditree_learner_lease_holder{model, holder}``: 1 for the holder, one series."""
+
+    def __init__(self, gauge: Gauge, model: str) -> None:
+        self.gauge, self.model = gauge, model
+        self.holder: str | None = None
+
+    def set(self, holder: str | None) -> None:
+        if holder == self.holder:
+            return
+        if self.holder is not None:
+            with contextlib.suppress(KeyError):
+                self.gauge.remove(self.model, self.holder)
+        self.holder = holder
+        if holder is not None:
+            self.gauge.labels(self.model, holder).set(1)
 
 
 @dataclass(frozen=True)
@@ -37,10 +59,23 @@ class ModelMetrics:
     pending: Any
     expired: Any
     reachable_leaves: Any
+    unlogged: Any
+    staleness: Any
+    log_entries: Any
+    served_offset: Any
+    learned_offset: Any
+    lease_held: Any
+    lease_holder: LeaseHolderGauge
+
+    def set_lease_holder(self, holder: str | None) -> None:
+        """Report who holds the model's learner lease (None: nobody)."""
+        self.lease_holder.set(holder)
 
 
 #: ServiceMetrics attributes labelled by ``model`` alone; ModelMetrics binds each by the same name
-_MODEL_LABELLED = tuple(f.name for f in fields(ModelMetrics) if f.name != "feedback")
+_MODEL_LABELLED = tuple(
+    f.name for f in fields(ModelMetrics) if f.name not in ("feedback", "lease_holder")
+)
 
 
 class ServiceMetrics:
@@ -48,6 +83,7 @@ class ServiceMetrics:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
+        self._holders: dict[str, LeaseHolderGauge] = {}
         r, m = self.registry, ["model"]
         self.predictions = Counter("banditree_predictions", "Decisions served.", m, registry=r)
         self.explored = Counter(
@@ -95,6 +131,34 @@ class ServiceMetrics:
             "banditree_tel_reachable_leaves", "Mean reachable leaves per decision (TEL).", m,
             registry=r,
         )  # fmt: skip
+        self.unlogged = Counter(
+            "banditree_unlogged_predictions", "Decisions answered while the store was away "
+            "(not logged: their feedback cannot be taken).", m, registry=r,
+        )  # fmt: skip
+        self.staleness = Histogram(
+            "banditree_model_staleness_seconds", "From an acknowledged feedback to this process "
+            "serving a snapshot that includes it.", m, registry=r,
+            buckets=STALENESS_BUCKETS_SECONDS,
+        )  # fmt: skip
+        self.log_entries = Gauge(
+            "banditree_log_entries", "Entries held in the model's feedback log.", m, registry=r
+        )
+        self.served_offset = Gauge(
+            "banditree_served_log_offset", "Last log offset in the snapshot this process serves.",
+            m, registry=r,
+        )  # fmt: skip
+        self.learned_offset = Gauge(
+            "banditree_learned_log_offset", "Last log offset applied by this process's learner.",
+            m, registry=r,
+        )  # fmt: skip
+        self.lease_held = Gauge(
+            "banditree_learner_lease_held", "1 while this process learns the model.", m,
+            registry=r,
+        )  # fmt: skip
+        self.lease_holder = Gauge(
+            "banditree_learner_lease_holder", "The process holding the model's learner lease.",
+            ["model", "holder"], registry=r,
+        )  # fmt: skip
         self.models_loaded = Gauge(
             "banditree_models_loaded", "Models held by this process.", registry=r
         )
@@ -110,7 +174,8 @@ class ServiceMetrics:
         """Bind every per-model metric to ``name`` (and create its series at zero)."""
         feedback = {o: self.feedback.labels(name, o) for o in FEEDBACK_OUTCOMES}
         bound = {attr: getattr(self, attr).labels(name) for attr in _MODEL_LABELLED}
-        return ModelMetrics(feedback=feedback, **bound)
+        holder = self._holders.setdefault(name, LeaseHolderGauge(self.lease_holder, name))
+        return ModelMetrics(feedback=feedback, lease_holder=holder, **bound)
 
     def forget_model(self, name: str) -> None:
         """Drop the series of a deleted model."""
@@ -120,3 +185,6 @@ class ServiceMetrics:
         for outcome in FEEDBACK_OUTCOMES:
             with contextlib.suppress(KeyError):
                 self.feedback.remove(name, outcome)
+        holder = self._holders.pop(name, None)
+        if holder is not None:
+            holder.set(None)

@@ -1,24 +1,35 @@
-"""The models one process serves: create, restore at start, load on first use, delete."""
+"""The models one process serves and learns: create, restore at start, discover, delete.
+
+A process with role ``api`` or ``all`` serves models (:class:`ModelRuntime`, loaded on
+first use or at start); a process with role ``learner`` or ``all`` runs a
+:class:`ModelLearner` for every stored model, of which the one holding the model's lease
+learns and the others stand by.  Models created by another process are discovered
+every ``snapshot_poll_seconds``.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import logging
+import os
+import socket
 import time
 import uuid
 from typing import Any
 
 from banditree.learners import Learner, LearnerConfig, build_learner
 from banditree.learners.validation import InvalidInput, check_loss
+from banditree.persistence import dumps
 from banditree.supervised.model_file import InvalidModelFile, TrainedTree
 from service.checkpoint_restore import newest_valid_checkpoint
 from service.errors import ServiceError, model_not_found
 from service.metrics import ServiceMetrics
-from service.runtime import ModelRuntime, Policy
+from service.runtime import LearnerPolicy, ModelLearner, ModelRuntime, Policy
+from service.runtime.snapshot import SnapshotWatcher
 from service.schemas import ModelCreate, ModelPolicy
 from service.settings import Settings
-from service.store import Store
+from service.store import Store, StoreUnavailable
 
 log = logging.getLogger("banditree.service")
 
@@ -30,16 +41,24 @@ def _build(config: LearnerConfig, initial_model: str | None) -> Learner:
     return build_learner(config, initial_model=TrainedTree.from_base64(initial_model))
 
 
-class ModelRegistry:
-    """Named :class:`ModelRuntime` objects backed by a :class:`Store`.
+class _NotCounted:
+    def inc(self, amount: float = 1.0) -> None:
+        """Count nothing."""
 
-    Model records (config + policy) live in the store, so models come back after a
-    restart and a second server on the same Redis loads a model on first use.
-    """
+
+class ModelRegistry:
+    """Named runtimes and learners backed by a :class:`Store`."""
 
     def __init__(self, *, store: Store, settings: Settings, metrics: ServiceMetrics) -> None:
         self.store, self.settings, self.metrics = store, settings, metrics
         self.runtimes: dict[str, ModelRuntime] = {}
+        self.learners: dict[str, ModelLearner] = {}
+        self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self.serves = settings.role in ("all", "api")
+        self.learns = settings.role in ("all", "learner")
+        self.watcher = SnapshotWatcher(
+            lambda: list(self.runtimes.values()), poll_seconds=settings.snapshot_poll_seconds
+        )
         self._lock = asyncio.Lock()
 
     def _policy(self, policy: ModelPolicy) -> Policy:
@@ -53,12 +72,7 @@ class ModelRegistry:
             checkpoint_keep=s.checkpoint_keep,
         )
 
-    def _publish(self, runtime: ModelRuntime) -> None:
-        self.runtimes[runtime.name] = runtime
-        runtime.start()
-        self.metrics.models_loaded.set(len(self.runtimes))
-
-    # -- restore ---------------------------------------------------------------------
+    # -- serving -----------------------------------------------------------------------
     async def _restore(self, name: str, record_json: str) -> ModelRuntime:
         record = json.loads(record_json)
         config = LearnerConfig.model_validate(record["config"])
@@ -67,33 +81,52 @@ class ModelRegistry:
         found = await newest_valid_checkpoint(
             self.store, name, await self.store.list_checkpoints(name),
             expected_config=config.model_dump(mode="json"),
-            corrupt_total=metrics.checkpoint_corrupt,
+            # a learner of this process counts the same corrupt checkpoints
+            corrupt_total=_NotCounted() if self.learns else metrics.checkpoint_corrupt,
         )  # fmt: skip
         learner, info = found if found is not None else (build_learner(config), None)
         log.info("model %s restored at version %d", name, learner.version)
-        return ModelRuntime(
-            name=name,
-            uid=uid,
-            learner=learner,
-            policy=policy,
-            store=self.store,
-            metrics=metrics,
-            last_checkpoint=info,
-        )
+        runtime = ModelRuntime(
+            name=name, uid=uid, learner=learner, policy=policy, store=self.store,
+            metrics=metrics, last_checkpoint=info, on_append=self._waker(name),
+        )  # fmt: skip
+        await runtime.refresh_bounds()
+        return runtime
 
-    async def restore_all(self) -> None:
-        """Restore every stored model from its newest valid checkpoint."""
+    def _waker(self, name: str) -> Any:
+        def wake() -> None:
+            learner = self.learners.get(name)
+            if learner is not None:
+                learner.wake()
+
+        return wake
+
+    def _publish(self, runtime: ModelRuntime) -> None:
+        self.runtimes[runtime.name] = runtime
+        self.metrics.models_loaded.set(len(self.runtimes))
+
+    async def start(self) -> None:
+        """Restore every stored model (serving roles) and start learners (learning roles)."""
         for name, record in (await self.store.load_models()).items():
             try:
-                self._publish(await self._restore(name, record))
+                if self.serves:
+                    self._publish(await self._restore(name, record))
+                if self.learns:
+                    self._start_learner(name, record)
             except (KeyError, TypeError, ValueError) as err:
                 log.error("model %s could not be restored: %s", name, err)
+        if self.serves:
+            self.watcher.start()
 
     async def get(self, name: str) -> ModelRuntime:
         """The runtime of ``name``; loads it from the store when another process created it."""
         runtime = self.runtimes.get(name)
         if runtime is not None:
             return runtime
+        if not self.serves:
+            raise ServiceError(
+                503, "this process only learns (role learner): send requests to an api process"
+            )
         async with self._lock:
             if name in self.runtimes:
                 return self.runtimes[name]
@@ -103,6 +136,42 @@ class ModelRegistry:
             runtime = await self._restore(name, record)
             self._publish(runtime)
             return runtime
+
+    # -- learning ----------------------------------------------------------------------
+    def _start_learner(self, name: str, record_json: str) -> None:
+        if name in self.learners:
+            return
+        record = json.loads(record_json)
+        policy = self._policy(ModelPolicy.model_validate(record["policy"]))
+        learner = ModelLearner(
+            name=name, uid=record["uid"],
+            config=LearnerConfig.model_validate(record["config"]).model_dump(mode="json"),
+            policy=LearnerPolicy(
+                every_updates=policy.checkpoint_every_updates,
+                every_seconds=policy.checkpoint_every_seconds, keep=policy.checkpoint_keep,
+                default_loss=policy.default_loss, lease_seconds=self.settings.lease_seconds,
+            ),
+            store=self.store, metrics=self.metrics.for_model(name), holder=self.holder,
+        )  # fmt: skip
+        self.learners[name] = learner
+        learner.start()
+
+    async def discover(self) -> None:
+        """Start learners for models created elsewhere; stop those of deleted models."""
+        records = await self.store.load_models()
+        if self.serves:  # replicas hold every model, so each one serves its newest snapshot
+            for name in records:
+                if name not in self.runtimes:
+                    await self.get(name)
+        if self.learns:
+            for name, record in records.items():
+                if name not in self.learners:
+                    self._start_learner(name, record)
+        for name in [n for n in self.learners if n not in records]:
+            await self.learners.pop(name).stop()
+        for name in [n for n in self.runtimes if n not in records]:
+            self.runtimes.pop(name, None)
+            self.metrics.forget_model(name)
 
     # -- create / delete -------------------------------------------------------------
     async def create(self, name: str, body: ModelCreate) -> ModelRuntime:
@@ -129,33 +198,56 @@ class ModelRegistry:
                 "policy": policy.model_dump(mode="json"),
                 "created_at": time.time(),
             }
-            await self.store.save_model(name, json.dumps(record, sort_keys=True))
+            record_json = json.dumps(record, sort_keys=True)
+            if body.initial_model is not None:
+                await self._save_initial(name, learner)
+            await self.store.save_model(name, record_json)
             runtime = ModelRuntime(
                 name=name, uid=record["uid"], learner=learner, policy=resolved,
                 store=self.store, metrics=self.metrics.for_model(name),
+                on_append=self._waker(name),
             )  # fmt: skip
             self._publish(runtime)
-            if body.initial_model is not None:
-                await runtime.checkpoint()  # a restart resumes from the warm start
+            if self.learns:
+                self._start_learner(name, record_json)
             return runtime
 
+    async def _save_initial(self, name: str, learner: Learner) -> None:
+        """A warm-started model's first checkpoint (offset 0), written before its record.
+
+        Whichever process learns the model restores it from here instead of building a
+        cold learner, so a restart (or a learner elsewhere) resumes from the warm start.
+        The operator token (-1) fences out any lease a deleted namesake left behind.
+        """
+        blob = await asyncio.to_thread(dumps, learner)
+        await self.store.save_checkpoint(
+            name, version=learner.version, blob=blob, keep=self.settings.checkpoint_keep,
+            now=time.time(), offset=0, acked_at=0.0, token=-1,
+        )  # fmt: skip
+
     async def delete(self, name: str) -> None:
-        """Stop and forget ``name`` with its checkpoints."""
-        runtime = await self.get(name)
+        """Stop and forget ``name`` with its decisions, log and checkpoints."""
+        await self.get(name)
         async with self._lock:
             self.runtimes.pop(name, None)
-            await runtime.stop(checkpoint=False)
+            learner = self.learners.pop(name, None)
+            if learner is not None:
+                await learner.stop()
             await self.store.delete_model(name)
             self.metrics.forget_model(name)
             self.metrics.models_loaded.set(len(self.runtimes))
 
     async def close(self) -> None:
-        """Apply all accepted feedback and checkpoint every changed model (graceful stop)."""
-        for runtime in list(self.runtimes.values()):
-            await runtime.stop(checkpoint=True)
+        """Stop the watcher; every learner publishes what it learned and gives its lease back."""
+        await self.watcher.stop()
+        for learner in list(self.learners.values()):
+            try:
+                await learner.stop()
+            except StoreUnavailable as err:
+                log.error("learner of model %s could not stop cleanly: %s", learner.name, err)
 
     async def sweep(self) -> None:
-        """Expire overdue events and run timed checkpoints for every model."""
+        """Expire overdue decisions of every served model."""
         now = time.time()
         for i, runtime in enumerate(list(self.runtimes.values())):
             if i % 50 == 49:
@@ -166,7 +258,7 @@ class ModelRegistry:
                 log.error("maintenance of model %s failed: %s", runtime.name, err)
 
     async def refresh_gauges(self) -> None:
-        """Pending events and checkpoint ages of every model, for a scrape."""
+        """Pending decisions, log length and lease holder of every model, for a scrape."""
         now = time.time()
         for runtime in list(self.runtimes.values()):
             try:

@@ -22,12 +22,27 @@ class Settings(BaseSettings):
 
     redis_url: str | None = Field(None, description="Redis URL; unset = embedded store")
     redis_prefix: str = Field("banditree:", min_length=1, max_length=128)
-    data_dir: Path = Field(Path("data"), description="embedded store: checkpoint files")
+    redis_timeout_seconds: float = Field(
+        0.25, gt=0.0, le=30.0, description="Redis socket timeout; a call gives up after it"
+    )
+    data_dir: Path = Field(Path("data"), description="embedded store: the SQLite database")
+    sqlite_synchronous: Literal["normal", "full"] = Field(
+        "normal", description="normal: survives a killed process; full: also a power cut"
+    )
+    role: Literal["all", "api", "learner"] = Field(
+        "all", description="all: serve and learn; api: only serve; learner: only learn"
+    )
+    lease_seconds: float = Field(
+        3.0, ge=0.2, le=600.0, description="learner lease; a dead learner is replaced after it"
+    )
+    snapshot_poll_seconds: float = Field(
+        1.0, gt=0.0, le=600.0, description="serving processes check for a new snapshot this often"
+    )
     api_keys: KeyList = Field(default_factory=list, description="comma-separated API keys")
     admin_keys: KeyList = Field(default_factory=list, description="comma-separated admin keys")
     checkpoint_every_updates: int = Field(1000, ge=1, le=10**9)
-    checkpoint_every_seconds: float = Field(60.0, gt=0.0, le=7 * 86400)
-    checkpoint_keep: int = Field(5, ge=1, le=1000, description="checkpoint versions kept")
+    checkpoint_every_seconds: float = Field(0.2, gt=0.0, le=7 * 86400)
+    checkpoint_keep: int = Field(20, ge=1, le=100_000, description="checkpoint versions kept")
     event_ttl_seconds: float = Field(600.0, gt=0.0, le=7 * 86400, description="reward wait time")
     default_loss: float | None = Field(None, description="loss applied when an event expires")
     sweep_interval_seconds: float = Field(1.0, gt=0.0, le=3600)
@@ -38,9 +53,6 @@ class Settings(BaseSettings):
     )
     max_export_bytes: int = Field(
         64 << 20, ge=1024, le=1 << 34, description="largest tree export answer; larger get 413"
-    )
-    redis_timeout_seconds: float = Field(
-        0.5, gt=0.0, le=60.0, description="Redis connect and command timeout"
     )
     keep_alive_timeout_seconds: int = Field(
         5, ge=1, le=3600, description="idle keep-alive connections are closed after it"
@@ -86,6 +98,11 @@ class Settings(BaseSettings):
         if self.workers > 1 and self.redis_url is None:
             raise ValueError(
                 "workers > 1 needs BANDITREE_REDIS_URL: the embedded store is per process"
+            )
+        if self.role != "all" and self.redis_url is None:
+            raise ValueError(
+                f"role {self.role} needs BANDITREE_REDIS_URL: with the embedded store one "
+                "process serves and learns (role all)"
             )
         return self
 

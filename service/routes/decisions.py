@@ -66,11 +66,13 @@ async def predict(name: ModelName, body: PredictCreate, request: Request) -> Res
             "contexts",
         )  # fmt: skip
     contexts = [body.context] if body.context is not None else body.contexts or []
-    decisions = await runtime.predict(contexts)
+    decisions, logged = await runtime.predict(contexts)
     if body.context is not None:
         content = decision_public(decisions[0])
     else:
         content = {"decisions": [decision_public(d) for d in decisions]}
+    if not logged:  # the store is away: answered from memory, feedback cannot be taken
+        content["logged"] = False
     # the same compact JSON as JSONResponse, encoded by orjson (a fraction of the time)
     return Response(orjson.dumps(content), media_type="application/json")
 

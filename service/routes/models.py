@@ -31,7 +31,7 @@ EXPORT_BYTES_PER_PARAMETER = 26
 
 def model_public(runtime: ModelRuntime) -> ModelPublic:
     """The public view of a served model."""
-    counters = runtime.learner.counters
+    counters = runtime.counters
     mean_loss = float(counters.get("progressive_mean_loss", math.nan))
     policy = runtime.policy
     return ModelPublic(

@@ -1,13 +1,25 @@
-"""The store interface: model records, pending events with a deadline, checkpoint versions.
+"""The store contract: model records, pending decisions, the feedback log, lease, checkpoints.
 
-Both implementations (:class:`~service.store.embedded.EmbeddedStore` and
-:class:`~service.store.redis_store.RedisStore`) pass the same contract tests.
+Both implementations (:class:`~service.store.sqlite.SqliteStore` and
+:class:`~service.store.redis.RedisStore`) pass the same contract tests.
 
-Event life cycle: ``put_events`` stores a pending event until its deadline.
-``claim_event`` takes a pending event exactly once (later claims see ``duplicate``);
-after the deadline it answers ``expired`` and leaves the event to ``claim_expired``,
-which takes it exactly once so a default loss can be applied.  Tombstones remember
-used and expired ids for ``tombstone_seconds`` so that repeats get a precise answer.
+Decision life cycle: ``put_events`` stores a pending decision until its deadline.
+``append_feedback`` claims a pending decision and appends ``(decision, feedback)`` to
+the model's log in one atomic step (later attempts see ``duplicate``); after the
+deadline it answers ``expired`` and leaves the decision to ``expire_events``, which
+claims it exactly once and (when asked) appends it to the log without feedback, so
+the learner applies the model's default loss.  Tombstones remember used and expired
+ids for ``tombstone_seconds`` so that repeats get a precise answer.
+
+The log: entries have increasing integer offsets starting at 1.  A checkpoint records
+the offset of the last entry it includes; the model is the newest valid checkpoint
+plus the entries after its offset.  Entries at or below the offset of the oldest kept
+checkpoint are trimmed when a checkpoint is saved.
+
+Lease and fencing: one learner per model holds a lease (holder id, expiry) with a
+fencing token that grows with every new holder.  ``save_checkpoint`` refuses a token
+older than the newest one issued (:class:`FencedOut`), so a learner that lost its lease
+can never overwrite the work of its successor.
 """
 
 from __future__ import annotations
@@ -19,22 +31,72 @@ from typing import Literal
 EventStatus = Literal["pending", "claimed", "expired", "duplicate", "unknown"]
 
 
+class StoreUnavailable(Exception):
+    """The store could not be reached in time (connection refused, timeout, disk error)."""
+
+
+class FencedOut(Exception):
+    """A write with a fencing token older than the newest issued: the lease was lost."""
+
+
 @dataclass(frozen=True)
 class EventLookup:
-    """The answer of a peek or claim: a status and, when the caller holds it, the payload."""
+    """The answer of a peek or claim: a status, the payload when the caller holds it, the offset."""
 
     status: EventStatus
     payload: str | None = None
+    offset: int = 0
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    """One acknowledged feedback (or an expired decision when ``feedback`` is None)."""
+
+    offset: int
+    event_id: str
+    decision: str
+    feedback: str | None
+    acked_at: float
+
+
+@dataclass(frozen=True)
+class LogBounds:
+    """``first`` offset held (0 when empty), ``last`` offset ever appended, entries held.
+
+    ``decisions`` counts every decision ever stored for the model.
+    """
+
+    first: int
+    last: int
+    length: int
+    decisions: int = 0
+
+
+@dataclass(frozen=True)
+class Lease:
+    """The learner lease of a model: who holds it, its fencing token, when it lapses."""
+
+    holder: str
+    token: int
+    expires_at: float
 
 
 @dataclass(frozen=True)
 class CheckpointInfo:
-    """One stored checkpoint: ``sequence`` orders saves, ``version`` is the model version."""
+    """One stored checkpoint (a published snapshot).
+
+    ``sequence`` orders saves, ``version`` is the model version, ``offset`` the last log
+    entry it includes, ``acked_at`` when the oldest entry first included by it was
+    acknowledged (0 when none), ``token`` the fencing token it was written with.
+    """
 
     sequence: int
     version: int
     created_at: float
     size_bytes: int
+    offset: int = 0
+    acked_at: float = 0.0
+    token: int = 0
 
 
 def tombstone_seconds(ttl_seconds: float) -> float:
@@ -43,21 +105,20 @@ def tombstone_seconds(ttl_seconds: float) -> float:
 
 
 def event_deadlines(now: float, ttl_seconds: float) -> tuple[float, float]:
-    """``(deadline, keep_until)`` of events stored at ``now`` (both stores use these).
-
-    An event is pending until ``deadline``; it (or its tombstone) is remembered until
-    ``keep_until``.
-    """
+    """``(deadline, keep_until)`` of events stored at ``now`` (both stores use these)."""
     deadline = now + ttl_seconds
     return deadline, deadline + tombstone_seconds(ttl_seconds)
 
 
 class Store(ABC):
-    """Async storage for one service; names are validated model names."""
+    """Async storage shared by every process of one service; names are valid model names.
+
+    Every method raises :class:`StoreUnavailable` when the store cannot be reached.
+    """
 
     @abstractmethod
     async def ping(self) -> None:
-        """Raise when the store cannot be reached."""
+        """Raise :class:`StoreUnavailable` when the store cannot be reached."""
 
     @abstractmethod
     async def close(self) -> None:
@@ -78,9 +139,9 @@ class Store(ABC):
 
     @abstractmethod
     async def delete_model(self, name: str) -> None:
-        """Remove the record, checkpoints and pending-event index of ``name``."""
+        """Remove the record, decisions, log, lease and checkpoints of ``name``."""
 
-    # -- pending events --------------------------------------------------------------
+    # -- pending decisions -----------------------------------------------------------
     @abstractmethod
     async def put_events(
         self, name: str, events: list[tuple[str, str]], *, now: float, ttl_seconds: float
@@ -92,28 +153,96 @@ class Store(ABC):
         """``pending`` (with payload), ``expired`` (with payload), ``duplicate`` or ``unknown``."""
 
     @abstractmethod
-    async def claim_event(self, name: str, event_id: str, *, now: float) -> EventLookup:
-        """Take a pending event once: ``claimed`` with its payload, else why not."""
+    async def append_feedback(
+        self, name: str, event_id: str, feedback: str, *, now: float
+    ) -> EventLookup:
+        """Claim a pending decision and append it with ``feedback`` to the log, atomically.
+
+        ``claimed`` with the payload and the new entry's offset, else why not.
+        """
 
     @abstractmethod
-    async def claim_expired(self, name: str, *, now: float, limit: int) -> list[str]:
-        """Take up to ``limit`` events past their deadline, each exactly once; their payloads."""
+    async def expire_events(self, name: str, *, now: float, limit: int, log: bool) -> int:
+        """Claim up to ``limit`` decisions past their deadline, each once; log them if ``log``."""
 
     @abstractmethod
     async def pending_count(self, name: str) -> int:
-        """Events of ``name`` not yet claimed (expired ones included until swept)."""
+        """Decisions of ``name`` not yet claimed (expired ones included until swept)."""
+
+    # -- the log ---------------------------------------------------------------------
+    @abstractmethod
+    async def read_log(self, name: str, *, after: int, limit: int) -> list[LogEntry]:
+        """Up to ``limit`` entries with offsets above ``after``, in order."""
+
+    @abstractmethod
+    async def log_bounds(self, name: str) -> LogBounds:
+        """The offsets held and the number of entries."""
+
+    # -- lease -----------------------------------------------------------------------
+    @abstractmethod
+    async def acquire_lease(
+        self, name: str, holder: str, *, ttl_seconds: float, now: float
+    ) -> int | None:
+        """Take the lease when free, lapsed or held by ``holder``: a new fencing token.
+
+        None when another holder has it.
+        """
+
+    @abstractmethod
+    async def renew_lease(
+        self, name: str, holder: str, token: int, *, ttl_seconds: float, now: float
+    ) -> bool:
+        """Extend a lease still held with ``token``; False when it was lost."""
+
+    @abstractmethod
+    async def release_lease(self, name: str, holder: str, token: int) -> None:
+        """Give a lease back (a no-op when it is no longer held with ``token``)."""
+
+    @abstractmethod
+    async def lease(self, name: str, *, now: float) -> Lease | None:
+        """The current lease, or None when free."""
 
     # -- checkpoints -----------------------------------------------------------------
     @abstractmethod
     async def save_checkpoint(
-        self, name: str, *, version: int, blob: bytes, keep: int, now: float
+        self,
+        name: str,
+        *,
+        version: int,
+        blob: bytes,
+        keep: int,
+        now: float,
+        offset: int,
+        acked_at: float,
+        token: int,
     ) -> CheckpointInfo:
-        """Store a checkpoint atomically under the next sequence; keep the newest ``keep``."""
+        """Store a checkpoint under the next sequence, keep the newest ``keep``, trim the log.
+
+        Raises :class:`FencedOut` when ``token`` is older than the newest issued token.
+        ``token`` -1 is an operator write (rollback): it revokes the lease and fences out
+        the learner holding it.
+        """
 
     @abstractmethod
-    async def list_checkpoints(self, name: str) -> list[CheckpointInfo]:
-        """Stored checkpoints, newest first."""
+    async def list_checkpoints(self, name: str, limit: int = 0) -> list[CheckpointInfo]:
+        """Stored checkpoints, newest first (the newest ``limit`` when it is above 0)."""
 
     @abstractmethod
     async def load_checkpoint(self, name: str, sequence: int) -> bytes | None:
         """The bytes of one checkpoint, or None when it is gone."""
+
+    # -- notifications ---------------------------------------------------------------
+    @abstractmethod
+    async def request_checkpoint(self, name: str) -> None:
+        """Ask the learner of ``name`` to publish a checkpoint now."""
+
+    @abstractmethod
+    async def take_checkpoint_request(self, name: str) -> bool:
+        """True (once) when a checkpoint was asked for since the last call."""
+
+    @abstractmethod
+    async def snapshot_notices(self, timeout_seconds: float) -> set[str]:
+        """Names of models with a new checkpoint, waiting up to ``timeout_seconds`` for one.
+
+        One consumer per store object (the process's snapshot watcher).
+        """

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from service.store import EmbeddedStore, RedisStore, Store
+from service.store import RedisStore, SqliteStore, Store
 from tests.service.live_server import LiveServer
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -34,13 +34,13 @@ def redis_prefix() -> Iterator[str]:
     delete_prefix(prefix)
 
 
-@pytest.fixture(params=["embedded", "redis"])
+@pytest.fixture(params=["sqlite", "redis"])
 async def store(
     request: pytest.FixtureRequest, tmp_path: Path, redis_prefix: str
 ) -> AsyncIterator[Store]:
     """Each store implementation, for the shared contract tests."""
-    if request.param == "embedded":
-        opened: Store = EmbeddedStore(tmp_path)
+    if request.param == "sqlite":
+        opened: Store = SqliteStore(tmp_path)
     else:
         opened = RedisStore.from_url(REDIS_URL, prefix=redis_prefix)
     await opened.ping()

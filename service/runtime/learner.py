@@ -1,0 +1,232 @@
+"""The learner of one model: holds the lease, applies the log in order, publishes snapshots.
+
+At most one process learns a model at a time.  A :class:`ModelLearner` runs in every
+process with a learning role; each one tries to take the model's lease, and the one
+that holds it restores the newest valid checkpoint, applies the log entries after its
+offset and publishes a checkpoint (a snapshot) every ``checkpoint_every_updates``
+updates or ``checkpoint_every_seconds``.  The others wait and take over when the lease
+lapses.  The store refuses a checkpoint written with an outdated fencing token, so a
+learner that was paused past its lease can never overwrite its successor's work.
+
+The CPU work (``learner.learn``, serialising a checkpoint) runs in a worker thread, in
+slices of at most ``_SLICE_SECONDS``: the event loop keeps answering requests and the
+lease keeps being renewed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from banditree.learners import Learner, build_learner
+from banditree.persistence import dumps
+from service.checkpoint_restore import newest_valid_checkpoint
+from service.metrics import ModelMetrics
+from service.runtime.replay import apply_entry
+from service.store import FencedOut, LogEntry, Store, StoreUnavailable
+
+log = logging.getLogger("banditree.service")
+
+_BATCH = 512  # log entries read per round trip
+_SLICE_SECONDS = 0.05  # longest stretch of learning between two looks at the lease
+_IDLE_SECONDS = 0.01  # wait between two reads of an idle log (or until woken)
+_REQUEST_CHECK_SECONDS = 0.1  # how often a busy learner looks for a checkpoint request
+_RETRY_SECONDS = 0.5  # wait after the store failed
+
+
+class LeaseLost(Exception):
+    """The lease was taken over (or revoked): stop learning, try to take it again later."""
+
+
+@dataclass(frozen=True)
+class LearnerPolicy:
+    """When to publish, how many checkpoints to keep, and the default loss of expiries."""
+
+    every_updates: int
+    every_seconds: float
+    keep: int
+    default_loss: float | None
+    lease_seconds: float
+
+
+class ModelLearner:
+    """Learns one model whenever this process holds its lease."""
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        uid: str,
+        config: dict[str, Any],
+        policy: LearnerPolicy,
+        store: Store,
+        metrics: ModelMetrics,
+        holder: str,
+    ) -> None:
+        self.name, self.uid, self.config = name, uid, config
+        self.policy, self.store, self.metrics, self.holder = policy, store, metrics, holder
+        self.token: int | None = None
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._stopping = False
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name=f"learner-{self.name}")
+
+    def wake(self) -> None:
+        """A new log entry was appended by this process: look at the log now."""
+        self._wake.set()
+
+    async def stop(self) -> None:
+        """Publish what was learned, give the lease back and stop."""
+        self._stopping = True
+        self._wake.set()
+        if self._task is not None:
+            await self._task
+            self._task = None
+
+    # -- leading -----------------------------------------------------------------------
+    async def _run(self) -> None:
+        while not self._stopping:
+            try:
+                token = await self.store.acquire_lease(
+                    self.name, self.holder, ttl_seconds=self.policy.lease_seconds, now=time.time()
+                )
+                if token is None:
+                    await self._sleep(self.policy.lease_seconds / 3)
+                    continue
+                self.token = token
+                self.metrics.lease_held.set(1)
+                log.info("learner %s leads model %s (token %d)", self.holder, self.name, token)
+                await self._lead(token)
+            except LeaseLost as err:
+                log.warning("learner %s lost model %s: %s", self.holder, self.name, err)
+            except StoreUnavailable as err:
+                log.error("learner of model %s: store unavailable: %s", self.name, err)
+                await self._sleep(_RETRY_SECONDS)
+            except Exception:
+                log.exception("learner of model %s failed; restarting it", self.name)
+                await self._sleep(_RETRY_SECONDS)
+            finally:
+                self.token = None
+                self.metrics.lease_held.set(0)
+
+    async def _sleep(self, seconds: float) -> None:
+        self._wake.clear()
+        try:
+            await asyncio.wait_for(self._wake.wait(), seconds)
+        except TimeoutError:
+            pass
+
+    async def _restore(self) -> tuple[Learner, int]:
+        stored = await self.store.list_checkpoints(self.name)
+        found = await newest_valid_checkpoint(
+            self.store, self.name, stored, expected_config=self.config,
+            corrupt_total=self.metrics.checkpoint_corrupt,
+        )  # fmt: skip
+        if found is None:
+            return await asyncio.to_thread(build_learner, self.config), 0
+        learner, info = found
+        return learner, info.offset
+
+    async def _lead(self, token: int) -> None:
+        learner, offset = await self._restore()
+        if offset == 0 and not await self.store.list_checkpoints(self.name, limit=1):
+            # a new model: its first checkpoint is the initial one, at offset 0, so the
+            # kept checkpoints (and the log after the oldest) always rebuild it
+            await self._publish(learner, token, 0, 0.0)
+        published_offset, oldest_unpublished = offset, 0.0
+        updates = 0
+        last_publish = renewed = request_checked = time.monotonic()
+        # publish once caught up: a request taken by a fenced-out predecessor is answered
+        caught_up_publish = True
+        while True:
+            entries = [] if self._stopping else await self._read(offset)
+            if entries:
+                if not oldest_unpublished:
+                    oldest_unpublished = entries[0].acked_at
+                done, changed = await asyncio.to_thread(self._apply, learner, entries)
+                offset, updates = entries[done - 1].offset, updates + changed
+            asked = False
+            if not entries or time.monotonic() - request_checked >= _REQUEST_CHECK_SECONDS:
+                asked = await self.store.take_checkpoint_request(self.name)
+                request_checked = time.monotonic()
+            if caught_up_publish and not entries:
+                asked, caught_up_publish = True, False
+            dirty = offset != published_offset
+            due = updates >= self.policy.every_updates or (
+                time.monotonic() - last_publish >= self.policy.every_seconds
+            )
+            if asked or (dirty and (due or self._stopping)):
+                # the store refuses this write if the lease was taken over meanwhile
+                await self._publish(learner, token, offset, oldest_unpublished)
+                published_offset, oldest_unpublished, updates = offset, 0.0, 0
+                last_publish = time.monotonic()
+            if self._stopping:
+                await self.store.release_lease(self.name, self.holder, token)
+                return
+            renewed = await self._renew(token, renewed)
+            if not entries:
+                await self._sleep(_IDLE_SECONDS)
+
+    async def _renew(self, token: int, renewed: float) -> float:
+        """Renew the lease when a third of it has passed: when it was renewed last."""
+        now = time.monotonic()
+        if now - renewed < self.policy.lease_seconds / 3:
+            return renewed
+        if not await self.store.renew_lease(
+            self.name, self.holder, token, ttl_seconds=self.policy.lease_seconds, now=time.time()
+        ):
+            raise LeaseLost("the lease lapsed or was revoked")
+        return now
+
+    async def _read(self, offset: int) -> list[LogEntry]:
+        entries = await self.store.read_log(self.name, after=offset, limit=_BATCH)
+        if entries and entries[0].offset != offset + 1:
+            # entries up to entries[0].offset - 1 were trimmed: only a checkpoint holding
+            # them allows that, and we hold the lease, so our state is outdated
+            raise LeaseLost(f"log entries after offset {offset} are gone (another learner ran)")
+        return entries
+
+    def _apply(self, learner: Learner, entries: list[LogEntry]) -> tuple[int, int]:
+        """Learn from ``entries`` in order for at most one slice: ``(entries done, updates)``."""
+        started = time.perf_counter()
+        changed = 0
+        m = self.metrics
+        done = 0
+        for entry in entries:
+            done += 1
+            t0 = time.perf_counter()
+            applied = apply_entry(
+                learner, entry, uid=self.uid, default_loss=self.policy.default_loss
+            )
+            if applied.learned:
+                m.update_latency.observe(time.perf_counter() - t0)
+            if applied.changed:
+                changed += 1
+                m.updates.inc()
+            if time.perf_counter() - started >= _SLICE_SECONDS:
+                break
+        m.mean_loss.set(learner.counters.get("progressive_mean_loss", float("nan")))
+        m.learned_offset.set(entries[done - 1].offset)
+        return done, changed
+
+    async def _publish(self, learner: Learner, token: int, offset: int, acked_at: float) -> None:
+        started = time.perf_counter()
+        blob = await asyncio.to_thread(dumps, learner)
+        try:
+            info = await self.store.save_checkpoint(
+                self.name, version=learner.version, blob=blob, keep=self.policy.keep,
+                now=time.time(), offset=offset, acked_at=acked_at, token=token,
+            )  # fmt: skip
+        except FencedOut as err:
+            self.metrics.checkpoint_failures.inc()
+            raise LeaseLost(str(err)) from None
+        except StoreUnavailable:
+            self.metrics.checkpoint_failures.inc()
+            raise
+        self.metrics.checkpoint_duration.observe(time.perf_counter() - started)
+        log.debug("model %s: checkpoint %d at offset %d", self.name, info.sequence, offset)

@@ -1,0 +1,145 @@
+"""Replicas: every serving process swaps in each new snapshot (checkpoint) of its models.
+
+A :class:`ServedSnapshot` is the learner one process serves for one model, with the
+checkpoint it came from.  The process's :class:`SnapshotWatcher` listens for the
+store's notifications and, as a fallback, checks every model's newest checkpoint every
+``snapshot_poll_seconds``; a newer checkpoint is loaded (in a worker thread) and
+replaces the served learner whole.  Each swap observes the staleness of the snapshot:
+the time since the oldest feedback it newly includes was acknowledged
+(``banditree_model_staleness_seconds``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
+from banditree.learners import Learner
+from banditree.persistence import CorruptCheckpoint, loads
+from service.store import CheckpointInfo, StoreUnavailable
+
+if TYPE_CHECKING:
+    from service.runtime.api import ModelRuntime
+
+log = logging.getLogger("banditree.service")
+
+
+class ServedSnapshot:
+    """The learner a process serves for one model, replaced whole by :meth:`refresh`."""
+
+    def __init__(
+        self, runtime: ModelRuntime, learner: Learner, info: CheckpointInfo | None
+    ) -> None:
+        self.runtime = runtime
+        self.learner = learner
+        self.sequence = info.sequence if info else 0
+        self.offset = info.offset if info else 0
+        self.published_at = info.created_at if info else 0.0
+        self._lock = asyncio.Lock()
+        self._skipped: set[int] = set()  # corrupt checkpoints, reported once
+        self._publish_gauges()
+
+    def _publish_gauges(self) -> None:
+        m = self.runtime.metrics
+        m.version.set(self.learner.version)
+        m.served_offset.set(self.offset)
+
+    async def refresh(self) -> bool:
+        """Swap in the newest valid checkpoint when it is newer than the served one."""
+        runtime = self.runtime
+        async with self._lock:
+            stored = await runtime.store.list_checkpoints(runtime.name, limit=1)
+            if stored and stored[0].sequence > self.sequence:
+                stored = await runtime.store.list_checkpoints(runtime.name)  # may need older
+            for info in stored:
+                if info.sequence <= self.sequence:
+                    return False
+                if info.sequence in self._skipped:
+                    continue
+                blob = await runtime.store.load_checkpoint(runtime.name, info.sequence)
+                try:
+                    learner = await asyncio.to_thread(loads, blob or b"")
+                    if learner.config() != self.learner.config():
+                        raise CorruptCheckpoint("its config differs from the model record")
+                except CorruptCheckpoint as err:
+                    self._skipped.add(info.sequence)
+                    log.error(
+                        "model %s: checkpoint %d skipped: %s", runtime.name, info.sequence, err
+                    )
+                    continue
+                self._swap(learner, info)
+                return True
+            return False
+
+    def _swap(self, learner: Learner, info: CheckpointInfo) -> None:
+        if info.offset > self.offset and info.acked_at > 0:
+            self.runtime.metrics.staleness.observe(max(0.0, time.time() - info.acked_at))
+        self.learner, self.sequence = learner, info.sequence
+        self.offset, self.published_at = info.offset, info.created_at
+        self._publish_gauges()
+
+    async def find_version(self, version: int) -> tuple[bytes, CheckpointInfo] | None:
+        """The bytes and info of the newest valid checkpoint of ``version``."""
+        runtime = self.runtime
+        for info in await runtime.store.list_checkpoints(runtime.name):
+            if info.version != version:
+                continue
+            blob = await runtime.store.load_checkpoint(runtime.name, info.sequence)
+            try:
+                learner = await asyncio.to_thread(loads, blob or b"")
+            except CorruptCheckpoint:
+                runtime.metrics.checkpoint_corrupt.inc()
+                continue
+            if blob is not None and learner.config() == self.learner.config():
+                return blob, info
+        return None
+
+
+class SnapshotWatcher:
+    """Keeps every served model of a process on its newest snapshot."""
+
+    def __init__(
+        self, runtimes: Callable[[], Iterable[ModelRuntime]], *, poll_seconds: float
+    ) -> None:
+        self.runtimes = runtimes
+        self.poll_seconds = poll_seconds
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="snapshot-watcher")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+            self._task = None
+
+    async def _run(self) -> None:
+        next_poll = time.monotonic()
+        while True:
+            runtimes = list(self.runtimes())
+            if not runtimes:
+                await asyncio.sleep(min(self.poll_seconds, 0.1))
+                continue
+            store = runtimes[0].store
+            try:
+                wait = max(0.0, next_poll - time.monotonic())
+                names = await store.snapshot_notices(wait)
+                polling = time.monotonic() >= next_poll
+                if polling:
+                    next_poll = time.monotonic() + self.poll_seconds
+                for runtime in runtimes:
+                    if polling or runtime.name in names:
+                        await runtime.served.refresh()
+            except StoreUnavailable as err:
+                log.warning("snapshot watcher: %s", err)
+                await asyncio.sleep(min(self.poll_seconds, 0.5))
+            except Exception:
+                log.exception("snapshot watcher failed; going on")
+                await asyncio.sleep(min(self.poll_seconds, 0.5))

@@ -1,0 +1,360 @@
+"""Redis store: shared by every process pointed at the same Redis.
+
+Keys (under ``prefix``, a model's keys share the hash tag ``{name}``): ``models`` (hash
+name -> record), ``ev:{name}:<id>`` (pending decision, expires at its keep-until),
+``done:{name}:<id>`` (tombstone ``used`` / ``expired``), ``due:{name}`` (sorted set of
+deadlines, swept by every process), ``log:{name}`` (the feedback log, a Stream with ids
+``<offset>-0``), ``ctr:{name}`` (hash: ``log_last``, fencing ``token``, checkpoint
+``sequence``), ``lease:{name}`` (``holder|token`` with expiry), ``ckpt:{name}`` (hash
+sequence -> checkpoint bytes), ``ckpts:{name}`` (sorted set of checkpoint infos),
+``req:{name}`` (checkpoint asked for) and the channel ``snapshots`` (model names).
+
+Every multi-key step is one Lua script (see :mod:`service.store.redis_scripts`); the
+decision writes of concurrent predictions in one event-loop tick go to Redis in one
+pipeline (one round trip).  Socket
+timeouts are short and nothing is retried: when Redis is away a call fails fast with
+:class:`StoreUnavailable` and the caller decides (a predict is still answered, a
+feedback gets 503).  Durability is Redis's own: with ``appendonly yes`` and
+``appendfsync everysec`` at most the last second is at risk if the Redis host dies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Callable, Coroutine
+from typing import Any, ParamSpec, TypeVar
+
+from redis.asyncio import BlockingConnectionPool, Redis
+from redis.asyncio.client import PubSub
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from service.store import redis_scripts as lua
+from service.store.base import (
+    CheckpointInfo,
+    EventLookup,
+    FencedOut,
+    Lease,
+    LogBounds,
+    LogEntry,
+    Store,
+    StoreUnavailable,
+    event_deadlines,
+)
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def _unavailable(
+    method: Callable[P, Coroutine[Any, Any, T]],
+) -> Callable[P, Coroutine[Any, Any, T]]:
+    """Turn connection errors and timeouts into :class:`StoreUnavailable`."""
+
+    @functools.wraps(method)
+    async def wrapped(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return await method(*args, **kwargs)
+        except (RedisConnectionError, RedisTimeoutError, OSError) as err:
+            raise StoreUnavailable(f"redis: {err or type(err).__name__}") from err
+
+    return wrapped
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _info(member: Any) -> CheckpointInfo:
+    seq, version, created, size, offset, acked, token = _text(member).split("|")
+    return CheckpointInfo(
+        int(seq), int(version), float(created), int(size), int(offset), float(acked), int(token)
+    )
+
+
+class RedisStore(Store):
+    """Decisions, the log, leases and checkpoints in Redis."""
+
+    def __init__(self, client: Redis, *, prefix: str = "banditree:") -> None:
+        self.client = client
+        self.prefix = prefix
+        self._scripts = {
+            name: client.register_script(getattr(lua, name))
+            for name in ("PUT", "FEEDBACK", "EXPIRE", "ACQUIRE", "RENEW", "SAVE_CHECKPOINT")
+        }
+        self._pubsub: PubSub | None = None
+        # decision writes of one event-loop tick, sent as one pipeline
+        self._puts: list[tuple[list[str], list[Any], asyncio.Future[None]]] = []
+        self._sending: set[asyncio.Task[None]] = set()
+
+    @classmethod
+    def from_url(
+        cls, url: str, *, prefix: str = "banditree:", timeout_seconds: float = 0.25
+    ) -> RedisStore:
+        """A store on ``url``; every socket operation gives up after ``timeout_seconds``."""
+        pool = BlockingConnectionPool.from_url(
+            url,
+            max_connections=64,
+            timeout=timeout_seconds,  # waiting for a free connection
+            decode_responses=False,
+            socket_timeout=timeout_seconds,
+            socket_connect_timeout=timeout_seconds,
+        )
+        return cls(Redis(connection_pool=pool, retry=Retry(NoBackoff(), 0)), prefix=prefix)
+
+    def _key(self, kind: str, name: str, *rest: str) -> str:
+        return f"{self.prefix}{kind}:{{{name}}}" + "".join(f":{part}" for part in rest)
+
+    async def _run(self, script: str, keys: list[str], args: list[Any]) -> Any:
+        return await self._scripts[script](keys=keys, args=args)
+
+    @_unavailable
+    async def ping(self) -> None:
+        await self.client.ping()
+
+    async def close(self) -> None:
+        if self._pubsub is not None:
+            await self._pubsub.aclose()
+        await self.client.aclose()
+        await self.client.connection_pool.disconnect()  # the client does not own its pool
+
+    # -- model records -------------------------------------------------------------
+    @_unavailable
+    async def save_model(self, name: str, record: str) -> None:
+        await self.client.hset(self.prefix + "models", name, record.encode())
+
+    @_unavailable
+    async def load_model(self, name: str) -> str | None:
+        value = await self.client.hget(self.prefix + "models", name)
+        return None if value is None else _text(value)
+
+    @_unavailable
+    async def load_models(self) -> dict[str, str]:
+        found = await self.client.hgetall(self.prefix + "models")
+        return {_text(k): _text(v) for k, v in sorted(found.items())}
+
+    @_unavailable
+    async def delete_model(self, name: str) -> None:
+        kinds = ("due", "log", "ctr", "lease", "ckpt", "ckpts", "req")
+        async with self.client.pipeline(transaction=True) as pipe:
+            pipe.hdel(self.prefix + "models", name)
+            pipe.delete(*(self._key(kind, name) for kind in kinds))
+            await pipe.execute()
+
+    # -- pending decisions -----------------------------------------------------------
+    @_unavailable
+    async def put_events(
+        self, name: str, events: list[tuple[str, str]], *, now: float, ttl_seconds: float
+    ) -> None:
+        if not events:
+            return
+        deadline, keep_until = event_deadlines(now, ttl_seconds)
+        head = f"{deadline!r}|{keep_until!r}|"
+        keys = [self._key("due", name), self._key("ctr", name)]
+        keys.extend(self._key("ev", name, event_id) for event_id, _ in events)
+        args: list[Any] = [repr(deadline), int((keep_until - now) * 1000)]
+        args.extend(head + payload for _, payload in events)
+        args.extend(event_id for event_id, _ in events)
+        await self._put_in_next_batch(keys, args)
+
+    async def _put_in_next_batch(self, keys: list[str], args: list[Any]) -> None:
+        """Queue one PUT; all PUTs queued in one event-loop tick go in one round trip."""
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+        self._puts.append((keys, args, done))
+        if len(self._puts) == 1:
+            loop.call_soon(self._send_puts)
+        await done
+
+    def _send_puts(self) -> None:
+        batch, self._puts = self._puts, []
+        task = asyncio.ensure_future(self._execute_puts(batch))
+        self._sending.add(task)
+        task.add_done_callback(self._sending.discard)
+
+    async def _execute_puts(self, batch: list[tuple[list[str], list[Any], Any]]) -> None:
+        try:
+            if len(batch) == 1:
+                await self._run("PUT", batch[0][0], batch[0][1])
+            else:
+                async with self.client.pipeline(transaction=False) as pipe:
+                    for keys, args, _ in batch:
+                        await self._scripts["PUT"](keys=keys, args=args, client=pipe)
+                    await pipe.execute()
+        except (RedisError, OSError) as err:
+            failure = StoreUnavailable(f"redis: {err or type(err).__name__}")
+            for _, _, done in batch:
+                if not done.done():
+                    done.set_exception(failure)
+            return
+        for _, _, done in batch:
+            if not done.done():
+                done.set_result(None)
+
+    @_unavailable
+    async def peek_event(self, name: str, event_id: str, *, now: float) -> EventLookup:
+        async with self.client.pipeline(transaction=False) as pipe:
+            pipe.get(self._key("ev", name, event_id))
+            pipe.get(self._key("done", name, event_id))
+            value, mark = await pipe.execute()
+        if value is not None:
+            deadline, _, payload = _text(value).split("|", 2)
+            return EventLookup("pending" if now <= float(deadline) else "expired", payload)
+        if mark is not None:
+            return EventLookup("duplicate" if mark == b"used" else "expired")
+        return EventLookup("unknown")
+
+    @_unavailable
+    async def append_feedback(
+        self, name: str, event_id: str, feedback: str, *, now: float
+    ) -> EventLookup:
+        keys = [
+            self._key(kind, name, event_id) if kind in ("ev", "done") else self._key(kind, name)
+            for kind in ("ev", "done", "due", "log", "ctr")
+        ]
+        reply = await self._run("FEEDBACK", keys, [event_id, repr(now), feedback])
+        status = _text(reply[0])
+        if status != "claimed":
+            return EventLookup(status)  # type: ignore[arg-type]
+        return EventLookup("claimed", _text(reply[1]), int(reply[2]))
+
+    @_unavailable
+    async def expire_events(self, name: str, *, now: float, limit: int, log: bool) -> int:
+        keys = [self._key("due", name), self._key("log", name), self._key("ctr", name)]
+        args = [
+            repr(now), limit, "1" if log else "0",
+            self._key("ev", name) + ":", self._key("done", name) + ":",
+        ]  # fmt: skip
+        return int(await self._run("EXPIRE", keys, args))
+
+    @_unavailable
+    async def pending_count(self, name: str) -> int:
+        return int(await self.client.zcard(self._key("due", name)))
+
+    # -- the log ---------------------------------------------------------------------
+    @_unavailable
+    async def read_log(self, name: str, *, after: int, limit: int) -> list[LogEntry]:
+        found: Any = await self.client.xrange(self._key("log", name), f"{after + 1}-0", "+", limit)
+        entries = []
+        for entry_id, fields in found or ():
+            feedback = fields.get(b"f")
+            entries.append(
+                LogEntry(
+                    int(_text(entry_id).split("-")[0]),
+                    _text(fields[b"e"]),
+                    _text(fields[b"d"]),
+                    None if feedback is None else _text(feedback),
+                    float(fields[b"t"]),
+                )
+            )
+        return entries
+
+    @_unavailable
+    async def log_bounds(self, name: str) -> LogBounds:
+        key = self._key("log", name)
+        async with self.client.pipeline(transaction=False) as pipe:
+            pipe.xlen(key)
+            pipe.xrange(key, "-", "+", 1)
+            pipe.hmget(self._key("ctr", name), ["log_last", "decisions"])
+            length, first, (last, decisions) = await pipe.execute()
+        first_offset = int(_text(first[0][0]).split("-")[0]) if first else 0
+        return LogBounds(first_offset, int(last or 0), int(length), int(decisions or 0))
+
+    # -- lease -----------------------------------------------------------------------
+    @_unavailable
+    async def acquire_lease(
+        self, name: str, holder: str, *, ttl_seconds: float, now: float
+    ) -> int | None:
+        keys = [self._key("lease", name), self._key("ctr", name)]
+        token = int(await self._run("ACQUIRE", keys, [holder, max(1, int(ttl_seconds * 1000))]))
+        return None if token < 0 else token
+
+    @_unavailable
+    async def renew_lease(
+        self, name: str, holder: str, token: int, *, ttl_seconds: float, now: float
+    ) -> bool:
+        args = [f"{holder}|{token}", max(1, int(ttl_seconds * 1000))]
+        return bool(await self._run("RENEW", [self._key("lease", name)], args))
+
+    @_unavailable
+    async def release_lease(self, name: str, holder: str, token: int) -> None:
+        await self._run("RENEW", [self._key("lease", name)], [f"{holder}|{token}", 0])
+
+    @_unavailable
+    async def lease(self, name: str, *, now: float) -> Lease | None:
+        async with self.client.pipeline(transaction=False) as pipe:
+            pipe.get(self._key("lease", name))
+            pipe.pttl(self._key("lease", name))
+            value, ttl_ms = await pipe.execute()
+        if value is None:
+            return None
+        holder, token = _text(value).rsplit("|", 1)
+        return Lease(holder, int(token), now + max(0, int(ttl_ms)) / 1000)
+
+    # -- checkpoints -----------------------------------------------------------------
+    @_unavailable
+    async def save_checkpoint(
+        self,
+        name: str,
+        *,
+        version: int,
+        blob: bytes,
+        keep: int,
+        now: float,
+        offset: int,
+        acked_at: float,
+        token: int,
+    ) -> CheckpointInfo:
+        keys = [self._key(kind, name) for kind in ("ctr", "ckpt", "ckpts", "log", "lease")]
+        args: list[Any] = [
+            token, version, repr(now), len(blob), offset, repr(acked_at), keep, blob,
+            self.prefix + "snapshots", name,
+        ]  # fmt: skip
+        reply = await self._run("SAVE_CHECKPOINT", keys, args)
+        if _text(reply[0]) == "fenced":
+            raise FencedOut(f"fencing token {token} is older than {int(reply[1])}")
+        return CheckpointInfo(
+            int(reply[1]), version, now, len(blob), offset, acked_at, int(reply[2])
+        )
+
+    @_unavailable
+    async def list_checkpoints(self, name: str, limit: int = 0) -> list[CheckpointInfo]:
+        key = self._key("ckpts", name)
+        members: list[Any] = await self.client.zrevrange(key, 0, limit - 1 if limit > 0 else -1)
+        return [_info(member) for member in members]
+
+    @_unavailable
+    async def load_checkpoint(self, name: str, sequence: int) -> bytes | None:
+        value = await self.client.hget(self._key("ckpt", name), str(sequence))
+        return value if isinstance(value, bytes) else None
+
+    # -- notifications ---------------------------------------------------------------
+    @_unavailable
+    async def request_checkpoint(self, name: str) -> None:
+        await self.client.set(self._key("req", name), b"1")
+
+    @_unavailable
+    async def take_checkpoint_request(self, name: str) -> bool:
+        return bool(await self.client.delete(self._key("req", name)))
+
+    async def snapshot_notices(self, timeout_seconds: float) -> set[str]:
+        try:
+            if self._pubsub is None:
+                self._pubsub = self.client.pubsub(ignore_subscribe_messages=True)
+                await self._pubsub.subscribe(self.prefix + "snapshots")
+            names: set[str] = set()
+            message = await self._pubsub.get_message(timeout=timeout_seconds)
+            while message is not None:
+                if message.get("type") == "message":
+                    names.add(_text(message["data"]))
+                message = await self._pubsub.get_message(timeout=0.0)
+            return names
+        except (RedisError, OSError) as err:
+            pubsub, self._pubsub = self._pubsub, None
+            if pubsub is not None:
+                await asyncio.shield(pubsub.aclose())
+            raise StoreUnavailable(f"redis: {err or type(err).__name__}") from err

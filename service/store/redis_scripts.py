@@ -1,0 +1,128 @@
+"""The Lua scripts of the Redis store: each one is one atomic step on one model's keys.
+
+A model's keys share the hash tag ``{name}``, so they live in one Redis Cluster slot.
+Values of pending decisions are ``deadline|keep_until|payload``; log entries are stream
+entries with the id ``<offset>-0`` and fields ``e`` (event id), ``d`` (decision), ``f``
+(feedback JSON, absent for an expired decision) and ``t`` (acknowledged at).
+"""
+
+#: KEYS due, counters, ev... ; ARGV deadline, expire_ms, payload..., event_id...
+PUT = """
+local n = #KEYS - 2
+for i = 1, n do
+  redis.call('SET', KEYS[i + 2], ARGV[i + 2], 'PX', ARGV[2])
+  redis.call('ZADD', KEYS[1], ARGV[1], ARGV[n + i + 2])
+end
+redis.call('HINCRBY', KEYS[2], 'decisions', n)
+return n
+"""
+
+_PARSE = """
+local function parse(v)
+  local a = string.find(v, '|', 1, true)
+  local b = string.find(v, '|', a + 1, true)
+  return tonumber(string.sub(v, 1, a - 1)), tonumber(string.sub(v, a + 1, b - 1)),
+    string.sub(v, b + 1)
+end
+"""
+
+#: KEYS ev, done, due, log, counters ; ARGV event_id, now, feedback
+FEEDBACK = (
+    _PARSE
+    + """
+local v = redis.call('GET', KEYS[1])
+if not v then
+  local t = redis.call('GET', KEYS[2])
+  if t == 'used' then return {'duplicate'} end
+  if t then return {'expired'} end
+  return {'unknown'}
+end
+local deadline, keep_until, payload = parse(v)
+local now = tonumber(ARGV[2])
+if now > deadline then return {'expired'} end
+redis.call('DEL', KEYS[1])
+redis.call('ZREM', KEYS[3], ARGV[1])
+redis.call('SET', KEYS[2], 'used', 'PX', math.max(1, math.floor((keep_until - now) * 1000)))
+local offset = redis.call('HINCRBY', KEYS[5], 'log_last', 1)
+redis.call('XADD', KEYS[4], offset .. '-0', 'e', ARGV[1], 'd', payload, 'f', ARGV[3], 't', ARGV[2])
+return {'claimed', payload, offset}
+"""
+)
+
+#: KEYS due, log, counters ; ARGV now, limit, log (0/1), ev key prefix, done key prefix
+EXPIRE = (
+    _PARSE
+    + """
+local now = tonumber(ARGV[1])
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1], 'LIMIT', 0, ARGV[2])
+local n = 0
+for _, id in ipairs(due) do
+  redis.call('ZREM', KEYS[1], id)
+  local v = redis.call('GET', ARGV[4] .. id)
+  if v then
+    local deadline, keep_until, payload = parse(v)
+    redis.call('DEL', ARGV[4] .. id)
+    redis.call('SET', ARGV[5] .. id, 'expired', 'PX',
+      math.max(1, math.floor((keep_until - now) * 1000)))
+    if ARGV[3] == '1' then
+      local offset = redis.call('HINCRBY', KEYS[3], 'log_last', 1)
+      redis.call('XADD', KEYS[2], offset .. '-0', 'e', id, 'd', payload, 't', ARGV[1])
+    end
+    n = n + 1
+  end
+end
+return n
+"""
+)
+
+#: KEYS lease, counters ; ARGV holder, ttl_ms
+ACQUIRE = """
+local held = redis.call('GET', KEYS[1])
+if held and string.sub(held, 1, #ARGV[1] + 1) ~= ARGV[1] .. '|' then return -1 end
+local token = redis.call('HINCRBY', KEYS[2], 'token', 1)
+redis.call('SET', KEYS[1], ARGV[1] .. '|' .. token, 'PX', ARGV[2])
+return token
+"""
+
+#: KEYS lease ; ARGV value, ttl_ms (0 = release)
+RENEW = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+if ARGV[2] == '0' then redis.call('DEL', KEYS[1]) else redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 1
+"""
+
+#: KEYS counters, blobs, index, log, lease
+#: ARGV token, version, created_at, size, offset, acked_at, keep, blob, channel, name
+SAVE_CHECKPOINT = """
+local newest = tonumber(redis.call('HGET', KEYS[1], 'token') or '0')
+local token = tonumber(ARGV[1])
+if token == -1 then
+  token = newest + 1
+  redis.call('DEL', KEYS[5])
+  redis.call('HSET', KEYS[1], 'token', token)
+elseif token < newest then
+  return {'fenced', newest}
+end
+local seq = redis.call('HINCRBY', KEYS[1], 'sequence', 1)
+local member = seq .. '|' .. ARGV[2] .. '|' .. ARGV[3] .. '|' .. ARGV[4] .. '|' .. ARGV[5]
+  .. '|' .. ARGV[6] .. '|' .. token
+redis.call('HSET', KEYS[2], seq, ARGV[8])
+redis.call('ZADD', KEYS[3], seq, member)
+local keep = tonumber(ARGV[7])
+for _, old in ipairs(redis.call('ZRANGE', KEYS[3], 0, -(keep + 1))) do
+  redis.call('HDEL', KEYS[2], string.match(old, '^(%d+)|'))
+  redis.call('ZREM', KEYS[3], old)
+end
+local oldest = nil
+for _, kept in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do
+  local i, offset = 0, nil
+  for part in string.gmatch(kept, '[^|]+') do
+    i = i + 1
+    if i == 5 then offset = tonumber(part) end
+  end
+  if oldest == nil or offset < oldest then oldest = offset end
+end
+if oldest ~= nil then redis.call('XTRIM', KEYS[4], 'MINID', (oldest + 1) .. '-0') end
+redis.call('PUBLISH', ARGV[9], ARGV[10])
+return {'ok', seq, token}
+"""

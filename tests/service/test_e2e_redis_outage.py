@@ -1,0 +1,99 @@
+"""Redis goes away and comes back: predictions go on unlogged, feedback gets 503, no loss."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.service.live_server import LiveServer, free_port
+
+pytestmark = [pytest.mark.redis, pytest.mark.slow]
+
+
+class OwnRedis:
+    """A ``redis-server`` of this test alone (AOF, fsync always), on a spare port."""
+
+    def __init__(self, directory: Path) -> None:
+        self.port, self.directory = free_port(), directory
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "yes", "--appendfsync", "always", "--dir", str(self.directory)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        deadline = time.monotonic() + 30
+        while (
+            subprocess.run(
+                ["redis-cli", "-p", str(self.port), "ping"], capture_output=True, text=True
+            ).stdout.strip()
+            != "PONG"
+        ):
+            assert time.monotonic() < deadline, "redis-server did not start"
+            time.sleep(0.05)
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=30)
+
+
+@pytest.fixture
+def own_redis(tmp_path: Path) -> Iterator[OwnRedis]:
+    if subprocess.run(["which", "redis-server"], capture_output=True).returncode != 0:
+        pytest.skip("redis-server is not installed")
+    server = OwnRedis(tmp_path)
+    server.start()
+    yield server
+    server.kill()
+
+
+def test_service_rides_out_a_redis_outage(
+    live_servers: Callable[[dict[str, str]], LiveServer], own_redis: OwnRedis
+) -> None:
+    env = {
+        "BANDITREE_REDIS_URL": f"redis://127.0.0.1:{own_redis.port}/0",
+        "BANDITREE_REDIS_TIMEOUT_SECONDS": "0.2",
+    }
+    server = live_servers(env)
+    with server.client() as http:
+        config = {"kind": "dgt", "n_features": 2, "n_actions": 2, "accumulate": 1}
+        http.put("/v1/models/m", json=config).raise_for_status()
+        before = http.post("/v1/models/m/predict", json={"contexts": [[0.0, 1.0]] * 6}).json()
+        for d in before["decisions"][:3]:
+            body = {"event_id": d["event_id"], "loss": 1.0}
+            http.post("/v1/models/m/feedback", json=body).raise_for_status()
+
+        own_redis.kill()
+        answer = http.post("/v1/models/m/predict", json={"context": [0.0, 1.0]})
+        assert answer.status_code == 200 and answer.json()["logged"] is False
+        refused = http.post(
+            "/v1/models/m/feedback",
+            json={"event_id": before["decisions"][3]["event_id"], "loss": 0},
+        )
+        assert refused.status_code == 503 and "not recorded" in refused.json()["detail"]
+        ready = http.get("/readyz")
+        assert ready.status_code == 200 and ready.json()["status"] == "degraded"
+        metrics = http.get("/metrics").text
+        assert 'banditree_unlogged_predictions_total{model="m"} 1.0' in metrics
+
+        own_redis.start()  # the same AOF: everything acknowledged before is back
+        deadline = time.monotonic() + 30
+        while http.get("/readyz").json()["status"] != "ready":
+            assert time.monotonic() < deadline, "never ready again"
+            time.sleep(0.1)
+        for d in before["decisions"][3:]:
+            body = {"event_id": d["event_id"], "loss": 0.0}
+            again = http.post("/v1/models/m/feedback", json=body)
+            assert again.status_code == 200, again.text
+        saved = http.post("/v1/models/m/checkpoints")
+        assert saved.status_code == 201, saved.text
+        model = http.get("/v1/models/m").json()
+    assert model["counters"]["feedback"] == 6 and model["version"] == 6
+    assert model["counters"]["progressive_mean_loss"] == 0.5
+    assert "Traceback" not in server.log_text()
