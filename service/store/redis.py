@@ -103,8 +103,11 @@ class RedisStore(Store):
             decode_responses=False,
             socket_timeout=timeout_seconds,
             socket_connect_timeout=timeout_seconds,
+            # one immediate retry on a dropped connection (a pooled socket left over from
+            # before a Redis restart); never on a timeout, so a hung Redis costs one timeout
+            retry=Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)),
         )
-        return cls(Redis(connection_pool=pool, retry=Retry(NoBackoff(), 0)), prefix=prefix)
+        return cls(Redis(connection_pool=pool), prefix=prefix)
 
     def _key(self, kind: str, name: str, *rest: str) -> str:
         return f"{self.prefix}{kind}:{{{name}}}" + "".join(f":{part}" for part in rest)
