@@ -77,7 +77,7 @@ def simulate_command(
         None, "--delta", help="One/two-point perturbation, target units (default 0.5)."
     ),
     learning_rate: float | None = typer.Option(
-        None, "--learning-rate", help="RMSprop step size (default 1e-2)."
+        None, "--learning-rate", help="RMSprop step size (default 1e-2; regression 3e-3)."
     ),
     accumulate: int | None = typer.Option(
         None, "--accumulate", help="Rounds per update (default 4)."

@@ -20,8 +20,8 @@ class LearnerConfig(BaseModel):
     """Everything needed to build (and rebuild) a learner.
 
     Defaults are the paper's bandit defaults except where ``benchmarks/bandit_vs_vw.py``
-    measured better ones on the 14 bundled classification sets: ``learning_rate`` 1e-2
-    (not 1e-3), SquareCB exploration with ``gamma_t = 10 t^0.5`` (not epsilon-greedy 0.3),
+    measured better ones (``benchmarks/bandit_regression.py`` for regression):
+    ``learning_rate`` 1e-2 for classification and 3e-3 for regression (not 1e-3), SquareCB exploration with ``gamma_t = 10 t^0.5`` (not epsilon-greedy 0.3),
     the output read as the predicted reward (``reward_link`` identity, not sigmoid), a
     per-action bias shared by the leaves, and the importance weight truncated at 3.
     """
@@ -98,8 +98,11 @@ class LearnerConfig(BaseModel):
             "max_importance_weight (the importance-weight-aware update) instead of min(1/p, cap)"
         ),
     )
-    learning_rate: float = Field(
-        1e-2, gt=0.0, le=10.0, description="RMSprop step; 1e-2 beat the paper's 1e-3 in one pass"
+    learning_rate: float | None = Field(
+        None,
+        gt=0.0,
+        le=10.0,
+        description="RMSprop step; null: 1e-2 (classification), 3e-3 (regression), as measured",
     )
     accumulate: int = Field(4, ge=1, le=1024)
     l1: float = Field(0.0, ge=0.0, le=1.0)
@@ -153,6 +156,18 @@ class LearnerConfig(BaseModel):
         return (
             self.height if self.height is not None else (6 if self.task == "classification" else 8)
         )
+
+    @property
+    def resolved_learning_rate(self) -> float:
+        """``learning_rate``, or the measured default of the task.
+
+        Classification 1e-2 (one pass over PenDigits / SatImage: progressive accuracy
+        0.61 / 0.62 against 0.44 / 0.58 at 3e-3); regression 3e-3 (two-point, 10 passes,
+        split 0: Abalone RMSE 2.29 against 2.67 at 1e-2, Comp-Activ 4.09 against 5.40).
+        """
+        if self.learning_rate is not None:
+            return self.learning_rate
+        return 1e-2 if self.task == "classification" else 3e-3
 
     @property
     def n_outputs(self) -> int:

@@ -129,7 +129,7 @@ def _build_fresh(config: LearnerConfig | dict[str, Any]) -> Learner:
         if c.task == "classification"
         else None,
         reward_link=c.reward_link,
-        learning_rate=c.learning_rate,
+        learning_rate=c.resolved_learning_rate,
         accumulate=c.accumulate,
         l1=c.l1,
         l2=c.l2,

@@ -101,7 +101,8 @@ def test_full_information_twin_learns_the_environments_loss() -> None:
     learner = loads(dumps(build_learner(learner_config(kind="dgt", dataset=wine, env=twin))))
     assert isinstance(learner, GradientBandit)
     g = learner.estimator.upstream(np.zeros(3), _decision(action=0), Feedback(label=1.0))
-    np.testing.assert_allclose(g, 2.0 * (0.5 - (1.0 - matrix[1])) * 0.25)
+    # the default identity link: the output (0 here) is the predicted reward
+    np.testing.assert_allclose(g, 2.0 * (0.0 - (1.0 - matrix[1])))
 
     diabetes = load_source("diabetes")
     twin = full_information_twin(RegressionEnvironment(loss="huber", huber_xi=2.0))
