@@ -55,6 +55,16 @@ class SquareCB:
     def __call__(self, scores: FloatArray, t: int = 0) -> FloatArray:
         return squarecb(scores, self.gamma_at(t))
 
+    def rows(self, scores: FloatArray, t: int = 0) -> FloatArray:
+        """:meth:`__call__` for every row of ``scores`` ``(B, K)`` at once."""
+        batch, k = scores.shape
+        index = np.arange(batch)
+        best = np.argmax(scores, axis=1)
+        pmf = 1.0 / (k + self.gamma_at(t) * (scores[index, best][:, None] - scores))
+        pmf[index, best] = 0.0
+        pmf[index, best] = 1.0 - pmf.sum(axis=1)
+        return pmf
+
     def min_probability(self, n_actions: int, t: int = 0) -> float:
         """A floor for scores in ``[0, 1]`` (gaps at most 1)."""
         return 1.0 / (n_actions + self.gamma_at(t))
