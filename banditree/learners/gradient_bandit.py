@@ -45,7 +45,11 @@ _add_all = np.add.reduce  # the ufunc method itself: ndarray.sum adds a Python w
 
 
 def _sigmoid(z: FloatArray) -> FloatArray:
-    out: FloatArray = 1.0 / (1.0 + np.exp(-z))
+    """``1 / (1 + exp(-z))``, the same operations in place on one fresh array."""
+    out: FloatArray = np.negative(z)
+    np.exp(out, out=out)
+    out += 1.0
+    np.divide(1.0, out, out=out)
     return out
 
 
