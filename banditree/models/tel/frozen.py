@@ -32,7 +32,7 @@ _SIGNS = np.array([1.0, -1.0])
 #: handful of whole-array numpy calls, cheaper than pruning at this size
 DENSE_MAX_LEAVES = 4096
 _multiply_levels = np.multiply.reduce
-#: entries of a dense batch pass computed together (bounds its ``(rows, depth, leaves)`` memory)
+#: entries of a dense batch pass computed together (bounds its ``(rows, 2 nodes)`` memory)
 _DENSE_BATCH_ENTRIES = 1 << 20
 
 
@@ -71,6 +71,7 @@ class FrozenTEL:
     _root_prob: FloatArray = field(init=False, repr=False, compare=False)
     _signed_nodes: FloatArray = field(init=False, repr=False, compare=False)
     _scaled_leaves: FloatArray = field(init=False, repr=False, compare=False)
+    _spans: tuple[slice, ...] = field(init=False, repr=False, compare=False)
     _paths: IntArray = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -115,6 +116,11 @@ class FrozenTEL:
             # the leaves divided by the 4**depth that the products of 4 S carry
             ("_signed_nodes", np.concatenate((all_nodes, -all_nodes))),
             ("_scaled_leaves", leaves * 0.25**depth),
+            # the columns of each level below the root level among the dense nodes
+            (
+                "_spans",
+                tuple(slice(m * ((1 << lv) - 1), m * ((2 << lv) - 1)) for lv in range(1, depth)),
+            ),
         ):
             object.__setattr__(self, name, value)
 
@@ -250,15 +256,24 @@ class FrozenTEL:
         return self.forward_batch_conditional(x)
 
     def forward_batch_dense(self, x: FloatArray) -> tuple[FloatArray, IntArray]:
-        """:meth:`forward_batch` computing every node (as :meth:`forward_one_dense`)."""
-        batch = x.shape[0]
+        """:meth:`forward_batch` computing every node (as :meth:`forward_one_dense`).
+
+        With many rows the per-call cost is shared, and one product per level (the
+        children of position ``i`` are ``i`` and ``i + E``) moves less memory than the
+        gather along every path; the numbers are the same.
+        """
+        batch, m, n_nodes = x.shape[0], self.n_trees, self._signed_nodes.shape[0] // 2
         out = np.empty((batch, self._leaves.shape[1]))
         counts = np.empty(batch, dtype=np.int64)
-        chunk = max(1, _DENSE_BATCH_ENTRIES // self._paths.size)
+        chunk = max(1, _DENSE_BATCH_ENTRIES // (2 * n_nodes))
         for start in range(0, batch, chunk):
             rows = slice(start, start + chunk)
-            steps = self._quadrupled_steps(x[rows] @ self._signed_nodes.T)  # (b, 2 nodes)
-            prob = _multiply_levels(steps.take(self._paths, axis=1), axis=1)  # (b, leaves)
+            steps = self._quadrupled_steps(x[rows] @ self._signed_nodes.T)
+            b = steps.shape[0]
+            steps = steps.reshape(b, 2, n_nodes)  # LEFT and RIGHT steps of every node
+            prob = steps[:, :, :m].reshape(b, -1)
+            for columns in self._spans:  # 4**level P(x -> node), level by level
+                prob = (steps[:, :, columns] * prob[:, None, :]).reshape(b, -1)
             out[rows] = prob @ self._scaled_leaves
             counts[rows] = np.count_nonzero(prob, axis=1)
         return out, counts
