@@ -11,8 +11,10 @@ from banditree.explore.base import (
     EXPLORER_DEFAULTS,
     Explorer,
     event_uniforms,
+    explore_rows,
     make_explorer,
     sample_action,
+    sample_actions,
 )
 from banditree.explore.epsilon_greedy import EpsilonGreedy, epsilon_greedy
 from banditree.explore.softmax import Softmax, softmax
@@ -26,8 +28,10 @@ __all__ = [
     "SquareCB",
     "epsilon_greedy",
     "event_uniforms",
+    "explore_rows",
     "make_explorer",
     "sample_action",
+    "sample_actions",
     "softmax",
     "squarecb",
 ]

@@ -6,7 +6,9 @@ import hashlib
 from itertools import accumulate
 from typing import Protocol, runtime_checkable
 
-from banditree.models.dgt.tree_ops import FloatArray
+import numpy as np
+
+from banditree.models.dgt.tree_ops import FloatArray, IntArray
 
 _TWO_64 = float(1 << 64)
 
@@ -56,6 +58,35 @@ def sample_action(pmf: FloatArray, u: float) -> int:
         if target < c:
             return k
     return len(cumulative) - 1
+
+
+def sample_actions(pmfs: FloatArray, u: FloatArray) -> IntArray:
+    """:func:`sample_action` for every row of ``pmfs`` ``(B, K)`` with the uniforms ``u`` ``(B,)``.
+
+    The same numbers as the per-row loop: the cumulative sums add in the same order,
+    and the first ``k`` whose cumulative mass exceeds the target is the count of the
+    cumulative masses at or below it.
+    """
+    cumulative = np.cumsum(pmfs, axis=1)
+    target = u * cumulative[:, -1]
+    below = np.count_nonzero(cumulative <= target[:, None], axis=1)
+    chosen: IntArray = np.minimum(below, pmfs.shape[1] - 1)
+    return chosen
+
+
+def explore_rows(explorer: Explorer, scores: FloatArray, t: int = 0) -> FloatArray:
+    """``explorer(scores[b], t)`` for every row of ``scores`` ``(B, K)``, as ``(B, K)``.
+
+    Explorers with a ``rows`` method compute every row at once (the same numbers);
+    others are called row by row.
+    """
+    rows = getattr(explorer, "rows", None)
+    if rows is not None:
+        pmfs: FloatArray = rows(scores, t)
+        return pmfs
+    if scores.shape[0] == 0:
+        return np.zeros(scores.shape)
+    return np.stack([explorer(row, t) for row in scores])
 
 
 #: explorer name -> (meaning of its parameter, default parameter, default exponent)

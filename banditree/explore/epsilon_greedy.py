@@ -51,5 +51,13 @@ class EpsilonGreedy:
     def __call__(self, scores: FloatArray, t: int = 0) -> FloatArray:
         return epsilon_greedy(scores, self.epsilon_at(t))
 
+    def rows(self, scores: FloatArray, t: int = 0) -> FloatArray:
+        """:meth:`__call__` for every row of ``scores`` ``(B, K)`` at once."""
+        batch, k = scores.shape
+        epsilon = self.epsilon_at(t)
+        pmf = np.full((batch, k), epsilon / k)
+        pmf[np.arange(batch), scores.argmax(axis=1)] += 1.0 - epsilon
+        return pmf
+
     def min_probability(self, n_actions: int, t: int = 0) -> float:
         return self.epsilon_at(t) / n_actions

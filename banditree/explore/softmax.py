@@ -50,5 +50,12 @@ class Softmax:
     def __call__(self, scores: FloatArray, t: int = 0) -> FloatArray:
         return softmax(scores, self.temperature_at(t))
 
+    def rows(self, scores: FloatArray, t: int = 0) -> FloatArray:
+        """:meth:`__call__` for every row of ``scores`` ``(B, K)`` at once."""
+        z = (scores - scores.max(axis=1, keepdims=True)) / self.temperature_at(t)
+        e = np.exp(z)
+        pmf: FloatArray = e / e.sum(axis=1, keepdims=True)
+        return pmf
+
     def min_probability(self, n_actions: int, t: int = 0) -> float:
         return 0.0

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from banditree.learners.records import Decision, Feedback
+from banditree.learners.validation import InvalidInput, as_contexts
 from banditree.models.dgt.tree_ops import FloatArray
 
 Tensors = dict[str, np.ndarray]
@@ -35,6 +36,22 @@ class Learner(ABC):
     @abstractmethod
     def act(self, context: Sequence[float] | FloatArray, event_id: str | None = None) -> Decision:
         """Decide for one context; the decision carries its propensity and model version."""
+
+    def act_batch(
+        self,
+        contexts: Sequence[Sequence[float]] | FloatArray,
+        event_ids: Sequence[str | None] | None = None,
+    ) -> list[Decision]:
+        """Decide for every context of a batch ``(B, d)``: the decisions of ``act`` row by row.
+
+        ``event_ids`` (one per context, None for a generated one) works as ``act``'s
+        ``event_id``.  The whole batch is validated before any decision is made.  This
+        default calls :meth:`act` per row; learners override it with one batched pass
+        that returns the same decisions.
+        """
+        x = as_contexts(contexts, self.n_features)
+        ids = self._check_event_ids(event_ids, x.shape[0])
+        return [self.act(row, event_id) for row, event_id in zip(x, ids, strict=True)]
 
     @abstractmethod
     def check(self, decision: Decision, feedback: Feedback) -> None:
@@ -80,6 +97,28 @@ class Learner(ABC):
             event_id = f"{self.seed:x}-{self._n_decisions:x}"
         self._n_decisions += 1
         return event_id
+
+    @staticmethod
+    def _check_event_ids(
+        event_ids: Sequence[str | None] | None, batch: int
+    ) -> Sequence[str | None]:
+        """One event id (or None) per context of a batch of ``batch``."""
+        if event_ids is None:
+            return [None] * batch
+        if isinstance(event_ids, str) or len(event_ids) != batch:
+            raise InvalidInput("event_ids", f"must hold exactly {batch} ids, one per context")
+        return event_ids
+
+    def _next_event_ids(self, event_ids: Sequence[str | None] | None, batch: int) -> list[str]:
+        """:meth:`_next_event_id` for every context of a batch, in order."""
+        given = self._check_event_ids(event_ids, batch)
+        start = self._n_decisions
+        self._n_decisions += batch
+        seed = f"{self.seed:x}"
+        return [
+            f"{seed}-{start + i:x}" if event_id is None else event_id
+            for i, event_id in enumerate(given)
+        ]
 
     def _count_feedback(self, feedback: Feedback) -> None:
         """Count learned feedback and its loss (the mean of a two-point pair)."""

@@ -16,10 +16,15 @@ from banditree.estimators import (
 )
 from banditree.explore import EpsilonGreedy, Explorer, event_uniforms, sample_action
 from banditree.learners.base import Learner, Tensors
+from banditree.learners.batch_decisions import (
+    classification_decisions,
+    event_uniform_rows,
+    regression_decisions,
+)
 from banditree.learners.optim import RMSprop
 from banditree.learners.records import Decision, Feedback
 from banditree.learners.standardize import RunningStandardizer
-from banditree.learners.validation import InvalidInput, as_context, check_loss
+from banditree.learners.validation import InvalidInput, as_context, as_contexts, check_loss
 from banditree.models.dgt.tree_ops import FloatArray
 from banditree.models.spec import ModelSpec, Params
 
@@ -40,7 +45,11 @@ _add_all = np.add.reduce  # the ufunc method itself: ndarray.sum adds a Python w
 
 
 def _sigmoid(z: FloatArray) -> FloatArray:
-    out: FloatArray = 1.0 / (1.0 + np.exp(-z))
+    """``1 / (1 + exp(-z))``, the same operations in place on one fresh array."""
+    out: FloatArray = np.negative(z)
+    np.exp(out, out=out)
+    out += 1.0
+    np.divide(1.0, out, out=out)
     return out
 
 
@@ -185,6 +194,49 @@ class GradientBandit(Learner):
             leaf=out.leaf,
             explored=perturbation != 0 or probes is not None,
             extras=out.extras,
+        )
+
+    def act_batch(
+        self,
+        contexts: Sequence[Sequence[float]] | FloatArray,
+        event_ids: Sequence[str | None] | None = None,
+    ) -> list[Decision]:
+        """:meth:`act` for every context of a batch ``(B, d)``, in one batched pass.
+
+        One standardisation, one batched model forward, one explorer call and one
+        vectorised draw: the decisions (event ids, actions, propensities, values)
+        are those of :meth:`act` called row by row on the same snapshot.
+        """
+        x = as_contexts(contexts, self.n_features)
+        ids = self._next_event_ids(event_ids, x.shape[0])
+        if not ids:
+            return []
+        snap = self._snapshot
+        out = self.model.forward_rows(snap.frozen, (x - snap.mean) * snap.inv_scale)
+        uniforms = event_uniform_rows(self.seed, ids)
+        if self.task == "classification":
+            assert self.explorer is not None
+            return classification_decisions(
+                out,
+                x,
+                ids,
+                uniforms,
+                version=snap.version,
+                explorer=self.explorer,
+                rounds_learned=self._n_learned,
+                sigmoid_link=self.reward_link == "sigmoid",
+            )
+        est = self.estimator
+        return regression_decisions(
+            out,
+            x,
+            ids,
+            uniforms,
+            version=snap.version,
+            target_offset=self.target_offset,
+            target_scale=self.target_scale,
+            one_point_delta=est.delta if isinstance(est, OnePointEstimator) else None,
+            two_point_delta=est.delta if isinstance(est, TwoPointEstimator) else None,
         )
 
     def predict(self, contexts: FloatArray) -> FloatArray:

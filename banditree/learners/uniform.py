@@ -10,7 +10,7 @@ import numpy as np
 from banditree.explore import event_uniforms
 from banditree.learners.base import Learner, Tensors
 from banditree.learners.records import Decision, Feedback
-from banditree.learners.validation import InvalidInput, as_context, check_loss
+from banditree.learners.validation import InvalidInput, as_context, as_contexts, check_loss
 from banditree.models.dgt.tree_ops import FloatArray
 
 
@@ -52,6 +52,31 @@ class UniformRandom(Learner):
             greedy_action=action,
             explored=True,
         )
+
+    def act_batch(
+        self,
+        contexts: Sequence[Sequence[float]] | FloatArray,
+        event_ids: Sequence[str | None] | None = None,
+    ) -> list[Decision]:
+        """:meth:`act` for every context of a batch ``(B, d)``, in one pass."""
+        x = as_contexts(contexts, self.n_features)
+        ids = self._next_event_ids(event_ids, x.shape[0])
+        k, propensity = self.n_actions, 1.0 / self.n_actions
+        decisions = []
+        for event_id, row in zip(ids, x.tolist(), strict=True):
+            action = min(int(event_uniforms(self.seed, event_id)[0] * k), k - 1)
+            decisions.append(
+                Decision(
+                    event_id=event_id,
+                    context=tuple(row),
+                    model_version=0,
+                    action=action,
+                    propensity=propensity,
+                    greedy_action=action,
+                    explored=True,
+                )
+            )
+        return decisions
 
     def check(self, decision: Decision, feedback: Feedback) -> None:
         as_context(decision.context, self.n_features, "decision.context")

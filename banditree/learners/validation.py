@@ -39,6 +39,34 @@ def as_context(
     return x
 
 
+def as_contexts(
+    contexts: Sequence[Sequence[float]] | FloatArray, n_features: int, field: str = "contexts"
+) -> FloatArray:
+    """A fresh float64 ``(B, n_features)`` copy of ``contexts``; :class:`InvalidInput` on a bad one.
+
+    An empty list is a batch of zero contexts.
+    """
+    try:
+        x = np.array(contexts, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise InvalidInput(
+            field, f"must be a list of lists of {n_features} numbers ({err})"
+        ) from None
+    if x.ndim == 1 and x.size == 0:
+        return x.reshape(0, n_features)
+    if x.ndim != 2 or x.shape[1] != n_features:
+        raise InvalidInput(
+            field,
+            f"must be a list of contexts of exactly {n_features} numbers, got shape {list(x.shape)}",
+        )
+    if not math.isfinite(float(np.add.reduce(x, None))):
+        bad = np.argwhere(~np.isfinite(x))
+        if bad.size:
+            row, col = (int(v) for v in bad[0])
+            raise InvalidInput(f"{field}[{row}][{col}]", f"must be finite, got {x[row, col]}")
+    return x
+
+
 def check_loss(value: float, bounds: tuple[float, float] | None, field: str = "loss") -> float:
     """A finite loss inside the declared bounds."""
     if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from banditree.models.dgt.tree_ops import FloatArray
-from banditree.models.spec import ModelOutput, ModelSpec, Params, UpstreamFn
+from banditree.models.spec import BatchOutput, ModelOutput, ModelSpec, Params, UpstreamFn
 
 
 class LinearSpec(ModelSpec):
@@ -34,6 +34,9 @@ class LinearSpec(ModelSpec):
         w, b = frozen
         out: FloatArray = x @ w.T + b
         return out
+
+    def forward_rows(self, frozen: tuple[FloatArray, FloatArray], x: FloatArray) -> BatchOutput:
+        return BatchOutput(output=self.forward_batch(frozen, x))
 
     def gradients_batch(
         self,

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from banditree.models.dgt.tree_ops import FloatArray
+from banditree.models.dgt.tree_ops import FloatArray, IntArray
 
 Params = dict[str, FloatArray]
 #: Maps a model output ``(K,)`` to ``d loss / d output`` ``(K,)``.
@@ -30,6 +30,20 @@ class ModelOutput:
     leaf: int | None = None
     extras: dict[str, float] = field(default_factory=dict)
     #: predicted rewards for the explorer; None means ``sigmoid(output)``
+    scores: FloatArray | None = None
+
+
+@dataclass(frozen=True)
+class BatchOutput:
+    """A forward pass on a batch: what :class:`ModelOutput` holds, one row per example.
+
+    ``output`` ``(B, K)``; ``leaf`` ``(B,)`` or None; ``extras`` maps a name to ``(B,)``;
+    ``scores`` ``(B, K)`` or None (``sigmoid(output)``).
+    """
+
+    output: FloatArray
+    leaf: IntArray | None = None
+    extras: dict[str, FloatArray] = field(default_factory=dict)
     scores: FloatArray | None = None
 
 
@@ -68,6 +82,24 @@ class ModelSpec(ABC):
     @abstractmethod
     def forward_batch(self, frozen: Any, x: FloatArray) -> FloatArray:
         """Raw outputs for a batch ``(B, d)`` -> ``(B, K)``."""
+
+    def forward_rows(self, frozen: Any, x: FloatArray) -> BatchOutput:
+        """:meth:`forward` of every row of ``x`` ``(B, d)``, stacked (the same numbers).
+
+        The default calls :meth:`forward` per row; families override it with one
+        batched pass.
+        """
+        rows = [self.forward(frozen, row) for row in x]
+        if not rows:
+            return BatchOutput(output=np.zeros((0, self.n_outputs)))
+        first = rows[0]
+        scores = [r.scores for r in rows if r.scores is not None]
+        return BatchOutput(
+            output=np.stack([r.output for r in rows]),
+            leaf=None if first.leaf is None else np.array([r.leaf for r in rows], dtype=np.int64),
+            extras={k: np.array([r.extras[k] for r in rows]) for k in first.extras},
+            scores=np.stack(scores) if len(scores) == len(rows) else None,
+        )
 
     def gradients(
         self,

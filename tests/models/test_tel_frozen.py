@@ -124,3 +124,30 @@ def test_malformed_trees_are_refused() -> None:
         FrozenTEL(np.zeros((2, 6, 3)), np.zeros((2, 8, 1)), 1.0)
     with pytest.raises(ValueError, match="do not form perfect trees"):
         FrozenTEL(np.zeros((2, 7, 3)), np.zeros((2, 4, 1)), 1.0)
+
+
+@pytest.mark.parametrize(("depth", "n_trees", "gamma", "scale"), CASES)
+def test_dense_and_conditional_passes_agree(
+    depth: int, n_trees: int, gamma: float, scale: float
+) -> None:
+    frozen = make(depth, n_trees, gamma, scale)
+    xs = contexts(30)
+    dense, dense_counts = frozen.forward_batch_dense(xs)
+    conditional, conditional_counts = frozen.forward_batch_conditional(xs)
+    np.testing.assert_allclose(dense, conditional, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(dense_counts, conditional_counts)
+    for x, row, count in zip(xs, conditional, conditional_counts, strict=True):
+        for out, leaves in (frozen.forward_one_dense(x), frozen.forward_one_conditional(x)):
+            np.testing.assert_allclose(out, row, rtol=0, atol=1e-12)
+            assert leaves == count
+
+
+def test_large_ensembles_take_the_conditional_pass() -> None:
+    small, large = make(6, 10, 1.0, 30.0), make(10, 5, 1.0, 300.0)
+    assert small.dense and not large.dense  # 640 and 5,120 leaves
+    xs = contexts(3)
+    out, counts = large.forward_batch(xs)
+    want, want_counts = large.forward_batch_dense(xs)
+    np.testing.assert_allclose(out, want, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(counts, want_counts)
+    assert large.forward_one(xs[0])[1] == want_counts[0]

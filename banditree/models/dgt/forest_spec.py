@@ -10,7 +10,7 @@ import numpy as np
 from banditree.models.dgt.frozen import FrozenTree
 from banditree.models.dgt.spec import DGTSpec, dgt_gradients_batch
 from banditree.models.dgt.tree_ops import FloatArray
-from banditree.models.spec import ModelOutput, ModelSpec, Params, UpstreamFn
+from banditree.models.spec import BatchOutput, ModelOutput, ModelSpec, Params, UpstreamFn
 
 AGGREGATES = ("vote", "average")
 
@@ -84,6 +84,10 @@ class DGTForestSpec(ModelSpec):
         outs = np.stack([t.predict(x) for t in frozen])
         mean, scores = self._combine(outs)
         return mean if scores is None else scores
+
+    def forward_rows(self, frozen: list[FrozenTree], x: FloatArray) -> BatchOutput:
+        mean, scores = self._combine(np.stack([t.predict(x) for t in frozen]))
+        return BatchOutput(output=mean, scores=scores)
 
     def gradients_batch(
         self,

@@ -12,7 +12,7 @@ import numpy as np
 from banditree.models.dgt.frozen import FrozenTree
 from banditree.models.dgt.tree import effective_weights_np
 from banditree.models.dgt.tree_ops import FloatArray, check_height, path_scores
-from banditree.models.spec import ModelOutput, ModelSpec, Params, UpstreamFn
+from banditree.models.spec import BatchOutput, ModelOutput, ModelSpec, Params, UpstreamFn
 
 
 class DGTSpec(ModelSpec):
@@ -80,6 +80,10 @@ class DGTSpec(ModelSpec):
 
     def forward_batch(self, frozen: FrozenTree, x: FloatArray) -> FloatArray:
         return frozen.predict(x)
+
+    def forward_rows(self, frozen: FrozenTree, x: FloatArray) -> BatchOutput:
+        leaves = frozen.leaves(x)
+        return BatchOutput(output=frozen.theta[leaves], leaf=leaves)
 
     def gradients_batch(
         self,

@@ -92,9 +92,13 @@ class FrozenHingeForest:
 
     def forward_batch(self, x: FloatArray) -> FloatArray:
         """Forest outputs ``(B, K)`` for a batch ``(B, d)``."""
+        return self.forward_batch_leaves(x)[0]
+
+    def forward_batch_leaves(self, x: FloatArray) -> tuple[FloatArray, IntArray | None]:
+        """Forest outputs ``(B, K)`` and, for a single tree, the leaves ``(B,)``."""
         z = x if self.pool is None else x @ self.pool.T
         leaf, margin, _ = hinge_traverse(z, self.features, self.thresholds, self.depth, self.ferns)
         rows = leaf + np.arange(self.n_trees) * (1 << self.depth)  # (B, T)
         per_tree = self._leaf_rows[rows] * np.abs(margin)[..., None]  # (B, T, K)
         out: FloatArray = self.bias + per_tree.sum(axis=1)
-        return out
+        return out, leaf[:, 0].copy() if self.n_trees == 1 else None

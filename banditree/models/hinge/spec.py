@@ -45,7 +45,7 @@ from banditree.models.hinge.ops import (
     hinge_tree_outputs,
     init_forest,
 )
-from banditree.models.spec import ModelOutput, ModelSpec, Params, UpstreamFn
+from banditree.models.spec import BatchOutput, ModelOutput, ModelSpec, Params, UpstreamFn
 
 HINGE_OPTIONS = ("ferns", "pool", "reduction")
 MAX_POOL = 4096
@@ -149,6 +149,10 @@ class HingeSpec(ModelSpec):
 
     def forward_batch(self, frozen: FrozenHingeForest, x: FloatArray) -> FloatArray:
         return frozen.forward_batch(x)
+
+    def forward_rows(self, frozen: FrozenHingeForest, x: FloatArray) -> BatchOutput:
+        out, leaf = frozen.forward_batch_leaves(x)
+        return BatchOutput(output=out, leaf=leaf)
 
     def gradients_batch(
         self,

@@ -28,6 +28,12 @@ from banditree.models.dgt.tree_ops import FloatArray, IntArray
 
 #: sign of the cubic for the LEFT (S) and RIGHT (1 - S) child
 _SIGNS = np.array([1.0, -1.0])
+#: up to this many leaves (all trees) the forward passes compute every node: a fixed
+#: handful of whole-array numpy calls, cheaper than pruning at this size
+DENSE_MAX_LEAVES = 4096
+_multiply_levels = np.multiply.reduce
+#: entries of a dense batch pass computed together (bounds its ``(rows, 2 nodes)`` memory)
+_DENSE_BATCH_ENTRIES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -63,6 +69,10 @@ class FrozenTEL:
     _orders: tuple[IntArray, ...] = field(init=False, repr=False, compare=False)
     _leaves: FloatArray = field(init=False, repr=False, compare=False)
     _root_prob: FloatArray = field(init=False, repr=False, compare=False)
+    _signed_nodes: FloatArray = field(init=False, repr=False, compare=False)
+    _scaled_leaves: FloatArray = field(init=False, repr=False, compare=False)
+    _spans: tuple[slice, ...] = field(init=False, repr=False, compare=False)
+    _paths: IntArray = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         m, n_int, p = self.node_weights.shape
@@ -82,11 +92,35 @@ class FrozenTEL:
             order = np.concatenate((2 * order, 2 * order + 1))  # children: i and i + E
         orders.append(order)
         leaves = self.leaf_weights.reshape(m << depth, -1).take(order, 0)
+        # the leaf probability of leaf position j is the product over the levels of the
+        # step taken there: entry paths[l, j] of [S of every node, 1 - S of every node]
+        # (in the dense passes' order: level after level, positions within a level)
+        n_nodes, n_leaves = m * ((1 << depth) - 1), m << depth
+        paths = np.empty((depth, n_leaves), dtype=np.int64)
+        position = np.arange(n_leaves)
+        for lv in range(depth - 1, -1, -1):
+            width = m << lv  # nodes of level lv; leaf position j descends through j mod width
+            node = position % width
+            right = (position // width) % 2
+            paths[lv] = m * ((1 << lv) - 1) + node + right * n_nodes
+            position = node
+        all_nodes = np.concatenate(levels) * 2.0
         for name, value in (
+            ("_paths", paths),
             ("_levels", tuple(levels)),
             ("_orders", tuple(orders)),
             ("_leaves", leaves),
             ("_root_prob", np.ones(m)),
+            # the dense passes (see _quadrupled_steps): every node of every level,
+            # level after level in position order, times 2, then the same negated;
+            # the leaves divided by the 4**depth that the products of 4 S carry
+            ("_signed_nodes", np.concatenate((all_nodes, -all_nodes))),
+            ("_scaled_leaves", leaves * 0.25**depth),
+            # the columns of each level below the root level among the dense nodes
+            (
+                "_spans",
+                tuple(slice(m * ((1 << lv) - 1), m * ((2 << lv) - 1)) for lv in range(1, depth)),
+            ),
         ):
             object.__setattr__(self, name, value)
 
@@ -98,14 +132,61 @@ class FrozenTEL:
     def depth(self) -> int:
         return len(self._levels)
 
+    @property
+    def dense(self) -> bool:
+        """Whether :meth:`forward_one` and :meth:`forward_batch` compute every node."""
+        return int(self._leaves.shape[0]) <= DENSE_MAX_LEAVES
+
     def forward_one(
         self, x: FloatArray, visited: list[IntArray] | None = None
     ) -> tuple[FloatArray, int]:
         """Summed output ``(k,)`` for one context ``(p,)`` and the reachable leaves (all trees).
 
-        ``visited``, when given, receives the columns (``tree * 2**l + node within the
-        level``) of each level the pass computed ``<w, x>`` for, then the reached leaves.
+        Small ensembles (:attr:`dense`) take :meth:`forward_one_dense`, others the
+        conditional pass.  ``visited``, when given, receives the columns (``tree *
+        2**l + node within the level``) of each level the conditional pass computed
+        ``<w, x>`` for, then the reached leaves.
         """
+        if visited is None and self.dense:
+            return self.forward_one_dense(x)
+        return self.forward_one_conditional(x, visited)
+
+    @staticmethod
+    def _quadrupled_steps(v: FloatArray) -> FloatArray:
+        """``4 [S, 1 - S]`` of every node (last axis), from ``v`` (clipped in place).
+
+        ``v`` holds ``2 <w, x> / gamma`` of every node, then its negation.  With
+        ``v = 2 u`` clipped to ``[-1, 1]``, ``2 + v (3 - v**2) = 4 (1/2 + u (3/2 - 2 u**2))
+        = 4 S(u)``, and since the cubic is odd, ``4 S(-u) = 4 (1 - S(u))``: the first
+        half is ``4 S`` (LEFT steps), the second ``4 (1 - S)`` (RIGHT steps).  Every
+        scaling is by a power of two, so the numbers are exactly those of ``S``; the
+        ``4**depth`` of a leaf's product is divided out of the leaf weights.
+        """
+        np.minimum(v, 1.0, out=v)
+        np.maximum(v, -1.0, out=v)
+        cubic = v * v
+        np.subtract(3.0, cubic, out=cubic)
+        cubic *= v
+        cubic += 2.0
+        return cubic
+
+    def forward_one_dense(self, x: FloatArray) -> tuple[FloatArray, int]:
+        """:meth:`forward_one` computing every node: one product for all the nodes of all
+        the trees, the smooth step on the whole array, then every leaf probability as
+        the product of the steps on its path (one gather, one reduction over the levels).
+
+        About a dozen numpy calls whatever the depth: at this size numpy's per-call
+        cost, not arithmetic, sets the time.
+        """
+        steps = self._quadrupled_steps(self._signed_nodes @ x)  # (2 nodes,)
+        prob = _multiply_levels(steps.take(self._paths), axis=0)  # 4**depth P(x -> leaf)
+        out: FloatArray = prob @ self._scaled_leaves
+        return out, int(np.count_nonzero(prob))
+
+    def forward_one_conditional(
+        self, x: FloatArray, visited: list[IntArray] | None = None
+    ) -> tuple[FloatArray, int]:
+        """:meth:`forward_one` over the reachable nodes only (Algorithm 1), level by level."""
         position: IntArray | None = None  # None: every node of the level is reachable
         prob = self._root_prob
         for level, weights in enumerate(self._levels):
@@ -165,7 +246,40 @@ class FrozenTEL:
         return levels
 
     def forward_batch(self, x: FloatArray) -> tuple[FloatArray, IntArray]:
-        """Summed outputs ``(B, k)`` and reachable leaves per sample ``(B,)``."""
+        """Summed outputs ``(B, k)`` and reachable leaves per sample ``(B,)``.
+
+        Small ensembles (:attr:`dense`) take :meth:`forward_batch_dense`, others the
+        conditional :meth:`forward_batch_conditional`.
+        """
+        if self.dense:
+            return self.forward_batch_dense(x)
+        return self.forward_batch_conditional(x)
+
+    def forward_batch_dense(self, x: FloatArray) -> tuple[FloatArray, IntArray]:
+        """:meth:`forward_batch` computing every node (as :meth:`forward_one_dense`).
+
+        With many rows the per-call cost is shared, and one product per level (the
+        children of position ``i`` are ``i`` and ``i + E``) moves less memory than the
+        gather along every path; the numbers are the same.
+        """
+        batch, m, n_nodes = x.shape[0], self.n_trees, self._signed_nodes.shape[0] // 2
+        out = np.empty((batch, self._leaves.shape[1]))
+        counts = np.empty(batch, dtype=np.int64)
+        chunk = max(1, _DENSE_BATCH_ENTRIES // (2 * n_nodes))
+        for start in range(0, batch, chunk):
+            rows = slice(start, start + chunk)
+            steps = self._quadrupled_steps(x[rows] @ self._signed_nodes.T)
+            b = steps.shape[0]
+            steps = steps.reshape(b, 2, n_nodes)  # LEFT and RIGHT steps of every node
+            prob = steps[:, :, :m].reshape(b, -1)
+            for columns in self._spans:  # 4**level P(x -> node), level by level
+                prob = (steps[:, :, columns] * prob[:, None, :]).reshape(b, -1)
+            out[rows] = prob @ self._scaled_leaves
+            counts[rows] = np.count_nonzero(prob, axis=1)
+        return out, counts
+
+    def forward_batch_conditional(self, x: FloatArray) -> tuple[FloatArray, IntArray]:
+        """:meth:`forward_batch` over the reachable nodes only (:meth:`route`)."""
         leaf = self.route(x)[-1]
         return self.outputs(leaf, x.shape[0]), np.bincount(leaf.sample, minlength=x.shape[0])
 

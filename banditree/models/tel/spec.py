@@ -24,7 +24,7 @@ import numpy as np
 from banditree.learners.config import LearnerConfig
 from banditree.learners.factory import register_model
 from banditree.models.dgt.tree_ops import FloatArray
-from banditree.models.spec import ModelOutput, ModelSpec, Params, UpstreamFn
+from banditree.models.spec import BatchOutput, ModelOutput, ModelSpec, Params, UpstreamFn
 from banditree.models.tel.frozen import FrozenTEL
 from banditree.models.tel.layer import INIT_BOUND, check_depth
 from banditree.models.tel.smooth_step import check_gamma
@@ -88,6 +88,17 @@ class TELSpec(ModelSpec):
 
     def forward_batch(self, frozen: FrozenTEL, x: FloatArray) -> FloatArray:
         return frozen.forward_batch(np.asarray(x, dtype=np.float64))[0]
+
+    def forward_rows(self, frozen: FrozenTEL, x: FloatArray) -> BatchOutput:
+        out, total = frozen.forward_batch(np.asarray(x, dtype=np.float64))
+        totals = total.astype(np.float64)
+        return BatchOutput(
+            output=out,
+            extras={
+                "reachable_leaves": totals / self.n_trees,
+                "reachable_leaves_total": totals,
+            },
+        )
 
     def gradients_batch(
         self,
