@@ -33,7 +33,7 @@ def _register_subcommands() -> None:
     """Attach the optional sub-commands (serve, simulate) when their packages are present."""
     import importlib
 
-    for module in ("service.cli", "simulate.cli"):
+    for module in ("service.cli", "simulate.cli", "simulate.evaluate_cli", "banditree.client.cli"):
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as err:
