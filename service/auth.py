@@ -1,8 +1,8 @@
 """API-key checks as pure ASGI middleware, before routing.
 
 Every ``/v1`` call needs a configured key (``Authorization: Bearer <key>``); creating,
-deleting and rolling back a model need an admin key.  With no key configured the
-service is open (a warning is logged at start).  This runs as middleware rather than
+deleting, rolling back and switching the mode of (``PATCH``) a model need an admin key.
+With no key configured the service is open (a warning is logged at start).  This runs as middleware rather than
 as a FastAPI dependency because dependency resolution costs more per request than a
 whole decision on the predict path.
 """
@@ -20,6 +20,7 @@ from service.settings import Settings
 _ADMIN_ROUTES = (
     ("PUT", re.compile(r"^/v1/models/[^/]+/?$")),
     ("DELETE", re.compile(r"^/v1/models/[^/]+/?$")),
+    ("PATCH", re.compile(r"^/v1/models/[^/]+/?$")),
     ("POST", re.compile(r"^/v1/models/[^/]+/rollback/?$")),
 )
 

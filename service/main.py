@@ -18,7 +18,7 @@ from service.errors import ServiceError
 from service.http_middleware import BodyLimit, HttpMetrics
 from service.metrics import ServiceMetrics
 from service.registry import ModelRegistry
-from service.routes import checkpoints, decisions, health, metrics, models
+from service.routes import apprentice, checkpoints, decisions, health, metrics, models
 from service.routes import log as log_route
 from service.settings import Settings, load_settings
 from service.store import open_store
@@ -99,6 +99,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.include_router(router)
     app.include_router(metrics.router)
     app.include_router(log_route.router)
+    app.include_router(apprentice.router)
     app.add_middleware(BodyLimit, max_body_bytes=settings.max_body_bytes)
     app.add_middleware(ApiKeyAuth, settings=settings)
     app.add_middleware(HttpMetrics, metrics=service_metrics)

@@ -7,9 +7,17 @@ from typing import Any
 
 from fastapi import APIRouter, Response
 
+from banditree.learners import Apprentice, Learner
 from service.deps import ModelName, RegistryDep, RuntimeDep
 from service.runtime import ModelRuntime
-from service.schemas import ModelCounters, ModelCreate, ModelList, ModelPolicy, ModelPublic
+from service.schemas import (
+    ApprenticePublic,
+    ModelCounters,
+    ModelCreate,
+    ModelList,
+    ModelPolicy,
+    ModelPublic,
+)
 
 router = APIRouter(prefix="/v1/models", tags=["models"])
 
@@ -36,7 +44,18 @@ def model_public(runtime: ModelRuntime) -> ModelPublic:
             progressive_mean_loss=mean_loss if math.isfinite(mean_loss) else None,
         ),
         pending_updates=runtime.pending_updates,
+        **apprentice_public(runtime.learner),
     )
+
+
+def apprentice_public(learner: Learner) -> dict[str, Any]:
+    """``mode`` and, for an apprentice-mode learner, its agreement figures."""
+    if not isinstance(learner, Apprentice):
+        return {}
+    return {
+        "mode": learner.mode,
+        "apprentice": ApprenticePublic.model_validate(learner.agreement()),
+    }
 
 
 @router.put("/{name}", status_code=201)
