@@ -7,6 +7,7 @@ streams them) and are written in batches, so memory stays bounded for any log le
 from __future__ import annotations
 
 from collections.abc import Iterable
+from operator import itemgetter
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Literal
@@ -50,28 +51,44 @@ def _pyarrow() -> Any:
     return pyarrow
 
 
+_WIRE_KEYS = (
+    "offset", "event_id", "time_seconds", "model_version", "action", "propensity",
+    "greedy_action", "loss", "value", "greedy_value", "perturbation", "source",
+    "probes", "losses", "context",
+)  # fmt: skip
+_read_wire = itemgetter(*_WIRE_KEYS)
+
+
+def _wire_values(row: dict[str, Any]) -> tuple[Any, ...]:
+    try:
+        values: tuple[Any, ...] = _read_wire(row)
+    except KeyError:  # a row with optional fields left out
+        values = tuple(row.get(k) for k in _WIRE_KEYS)
+    return values
+
+
 def rows_to_arrow(rows: list[dict[str, Any]], n_features: int) -> Any:
     """One Arrow record batch of the flat form (:data:`FLAT_COLUMNS` then ``x0..``)."""
     pa = _pyarrow()
+    by_key = dict(zip(_WIRE_KEYS, zip(*map(_wire_values, rows), strict=True), strict=True))
+    n = len(rows)
+    pairs = {"probes": ("probe_plus", "probe_minus"), "losses": ("loss_plus", "loss_minus")}
+    for key, (plus, minus) in pairs.items():
+        values = by_key.pop(key)
+        if any(v is not None for v in values):
+            by_key[plus] = tuple(None if v is None else v[0] for v in values)
+            by_key[minus] = tuple(None if v is None else v[1] for v in values)
+        else:
+            by_key[plus] = by_key[minus] = (None,) * n
+    if any(v is None for v in by_key["perturbation"]):
+        by_key["perturbation"] = tuple(v or 0 for v in by_key["perturbation"])
+    if any(v is None for v in by_key["source"]):
+        by_key["source"] = tuple(v or "feedback" for v in by_key["source"])
+    context = np.array(by_key.pop("context"), dtype=np.float64).reshape(n, n_features)
     columns: dict[str, Any] = {}
     for name in FLAT_COLUMNS:
-        if name in ("probe_plus", "probe_minus", "loss_plus", "loss_minus"):
-            key, index = (
-                ("probes" if name.startswith("probe") else "losses"),
-                int(name.endswith("minus")),
-            )
-            values = [None if r.get(key) is None else r[key][index] for r in rows]
-        else:
-            values = [r.get(name) for r in rows]
-        if name == "perturbation":
-            values = [v or 0 for v in values]
-        if name == "source":
-            values = [v or "feedback" for v in values]
         kind = pa.int64() if name in _INT_COLUMNS else pa.string() if name in _STR_COLUMNS else None
-        columns[name] = pa.array(values, type=kind or pa.float64())
-    context = np.asarray([r["context"] for r in rows], dtype=np.float64).reshape(
-        len(rows), n_features
-    )
+        columns[name] = pa.array(by_key[name], type=kind or pa.float64())
     for j in range(n_features):
         columns[f"x{j}"] = pa.array(context[:, j])
     return pa.record_batch(list(columns.values()), names=list(columns))
@@ -131,7 +148,10 @@ class LogWriter:
         if self.format == "parquet":
             import pyarrow.parquet as pq
 
-            return pq.ParquetWriter(str(self.path), schema, compression="zstd")
+            # dictionary pages only pay for the repetitive text column
+            return pq.ParquetWriter(
+                str(self.path), schema, compression="zstd", use_dictionary=["source"]
+            )
         import pyarrow.csv as pacsv
 
         return pacsv.CSVWriter(str(self.path), schema)
