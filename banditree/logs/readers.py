@@ -11,13 +11,13 @@ import orjson
 
 from banditree.logs.record import validate_row
 from banditree.logs.table import LogTable, table_from_columns
-from banditree.logs.writers import LogFormat, _pyarrow, format_from_path
+from banditree.logs.writers import LogFormat, _pyarrow, format_from_path, gc_paused
 
 
 def _read_ndjson(path: Path) -> dict[str, Any]:
     opener = gzip.open if path.name.endswith(".gz") else open
     rows = []
-    with opener(path, "rb") as fh:
+    with opener(path, "rb") as fh, gc_paused():
         for number, line in enumerate(fh, start=1):
             if not line.strip():
                 continue
