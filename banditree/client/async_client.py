@@ -56,6 +56,26 @@ class AsyncClient:
             503, f"{method} {path}: no answer after {self.retry.attempts} attempts: {last}"
         )
 
+    async def _open_stream(self, path: str, params: dict[str, Any]) -> httpx.Response:
+        """A streamed GET whose headers arrived (retried like :meth:`_send`); close it."""
+        last: Exception | None = None
+        for attempt in range(self.retry.attempts):
+            try:
+                request = self._http.build_request("GET", path, params=params)
+                response = await self._http.send(request, stream=True)
+            except httpx.TransportError as err:
+                last = err
+            else:
+                if response.status_code not in wire.RETRY_STATUSES:
+                    return response
+                await response.aclose()
+                last = BanditreeError(response.status_code, "service unavailable")
+            if attempt + 1 < self.retry.attempts:
+                await asyncio.sleep(self.retry.delay_seconds(attempt))
+        raise ServiceUnavailable(
+            503, f"GET {path}: no answer after {self.retry.attempts} attempts: {last}"
+        )
+
     async def _json(self, method: str, path: str, **kwargs: Any) -> Any:
         response = await self._send(method, path, **kwargs)
         wire.raise_for_answer(response)
@@ -143,9 +163,8 @@ class AsyncClient:
             if until is not None:
                 params["until"] = until
             count = 0
-            async with self._http.stream(
-                "GET", wire.model_path(name, "/log"), params=params
-            ) as response:
+            response = await self._open_stream(wire.model_path(name, "/log"), params)
+            try:
                 if not response.is_success:
                     await response.aread()
                     wire.raise_for_answer(response)
@@ -155,6 +174,8 @@ class AsyncClient:
                         since = int(row["offset"])
                         count += 1
                         yield row
+            finally:
+                await response.aclose()
             if count < page_rows:
                 return
 

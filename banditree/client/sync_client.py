@@ -80,6 +80,26 @@ class Client:
             503, f"{method} {path}: no answer after {self.retry.attempts} attempts: {last}"
         )
 
+    def _open_stream(self, path: str, params: dict[str, Any]) -> httpx.Response:
+        """A streamed GET whose headers arrived (retried like :meth:`_send`); close it."""
+        last: Exception | None = None
+        for attempt in range(self.retry.attempts):
+            try:
+                request = self._http.build_request("GET", path, params=params)
+                response = self._http.send(request, stream=True)
+            except httpx.TransportError as err:
+                last = err
+            else:
+                if response.status_code not in wire.RETRY_STATUSES:
+                    return response
+                response.close()
+                last = BanditreeError(response.status_code, "service unavailable")
+            if attempt + 1 < self.retry.attempts:
+                time.sleep(self.retry.delay_seconds(attempt))
+        raise ServiceUnavailable(
+            503, f"GET {path}: no answer after {self.retry.attempts} attempts: {last}"
+        )
+
     def _json(self, method: str, path: str, **kwargs: Any) -> Any:
         response = self._send(method, path, **kwargs)
         wire.raise_for_answer(response)
@@ -173,7 +193,8 @@ class Client:
             if until is not None:
                 params["until"] = until
             count = 0
-            with self._http.stream("GET", wire.model_path(name, "/log"), params=params) as response:
+            response = self._open_stream(wire.model_path(name, "/log"), params)
+            try:
                 if not response.is_success:
                     response.read()
                     wire.raise_for_answer(response)
@@ -183,6 +204,8 @@ class Client:
                         since = int(row["offset"])
                         count += 1
                         yield row
+            finally:
+                response.close()
             if count < page_rows:
                 return
 

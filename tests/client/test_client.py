@@ -86,18 +86,19 @@ def test_refusals_carry_the_status_detail_and_field() -> None:
         Client("http://svc").feedback("m", "e", loss=1.0, reward=0.0)
 
 
-def test_export_log_pages_on_with_the_last_offset() -> None:
+def test_export_log_retries_and_pages_on_with_the_last_offset() -> None:
     seen: list[httpx.Request] = []
 
     def page(offsets: list[int]) -> httpx.Response:
         lines = "".join(json.dumps({"offset": o, "event_id": str(o)}) + "\n" for o in offsets)
         return httpx.Response(200, content=lines.encode())
 
-    with _client([page([1, 2]), page([5])], seen) as client:
+    answers = [httpx.Response(503), page([1, 2]), httpx.ConnectError("refused"), page([5])]
+    with _client(answers, seen) as client:
         rows = list(client.export_log("m", until=9, page_rows=2))
     assert [r["offset"] for r in rows] == [1, 2, 5]
-    assert seen[0].url.params["limit"] == "2" and "since" not in seen[0].url.params
-    assert seen[1].url.params["since"] == "2" and seen[1].url.params["until"] == "9"
+    assert seen[1].url.params["limit"] == "2" and "since" not in seen[1].url.params
+    assert seen[3].url.params["since"] == "2" and seen[3].url.params["until"] == "9"
 
 
 def test_async_client_retries_and_types_like_the_blocking_one() -> None:
