@@ -38,6 +38,8 @@ def _register_subcommands() -> None:
         "simulate.cli",
         "banditree.supervised.command",
         "banditree.import_command",
+        "simulate.evaluate_cli",
+        "banditree.client.cli",
     ):
         try:
             mod = importlib.import_module(module)

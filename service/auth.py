@@ -1,7 +1,8 @@
 """API-key checks, run by the service's one ASGI middleware before routing.
 
 Every ``/v1`` call needs a configured key (``Authorization: Bearer <key>``); creating,
-deleting, checkpointing and rolling back a model need an admin key.  With no key
+deleting, checkpointing, rolling back and switching the mode of (``PATCH``) a model
+need an admin key.  With no key
 configured the service is open (a warning is logged at start).  This runs in middleware
 (:class:`service.http_middleware.ServiceHttp`) rather than as a FastAPI dependency
 because dependency resolution costs more per request than a whole decision on the
@@ -27,6 +28,7 @@ ADMIN_OPERATIONS = frozenset(
         ("DELETE", "/v1/models/{name}"),
         ("POST", "/v1/models/{name}/rollback"),
         ("POST", "/v1/models/{name}/checkpoints"),
+        ("PATCH", "/v1/models/{name}"),
     }
 )
 _ADMIN_ROUTES = tuple(

@@ -17,7 +17,8 @@ from service.http_middleware import ServiceHttp, enable_access_log
 from service.metrics import ServiceMetrics
 from service.openapi_links import add_links
 from service.registry import ModelRegistry
-from service.routes import checkpoints, decisions, health, metrics, models
+from service.routes import apprentice, checkpoints, decisions, health, metrics, models
+from service.routes import log as log_route
 from service.settings import Settings, load_settings
 from service.store import StoreUnavailable, open_store
 
@@ -25,10 +26,14 @@ log = logging.getLogger("banditree.service")
 
 
 async def _maintain(registry: ModelRegistry, interval_seconds: float) -> None:
-    """Expire overdue decisions, forever."""
+    """Expire overdue decisions and refresh the per-model gauges, forever.
+
+    ``/metrics`` only renders what is set here, so a scrape never waits on the store.
+    """
     while True:
         await asyncio.sleep(interval_seconds)
         await registry.sweep()
+        await registry.refresh_gauges()
 
 
 async def _discover(registry: ModelRegistry, interval_seconds: float) -> None:
@@ -106,7 +111,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.exposition = metrics.CachedExposition(service_metrics.registry)
     app.state.export_slots = asyncio.Semaphore(1)  # one tree export in memory at a time
     install_error_handlers(app)
-    routers = [decisions.router, models.router, checkpoints.router, health.router, metrics.router]
+    routers = [
+        decisions.router, models.router, checkpoints.router, health.router, metrics.router,
+        log_route.router, apprentice.router,
+    ]  # fmt: skip
     document_errors(app, routers, set(ADMIN_OPERATIONS))
     add_links(routers)
     for router in routers:

@@ -162,6 +162,16 @@ class ServiceMetrics:
         self.models_loaded = Gauge(
             "banditree_models_loaded", "Models held by this process.", registry=r
         )
+        self.apprentice_agreement = Gauge(
+            "banditree_apprentice_agreement_ratio",
+            "Apprentice mode: share of recent decisions where the model's choice is the default.",
+            m, registry=r,
+        )  # fmt: skip
+        self.apprentice_reward_estimate = Gauge(
+            "banditree_apprentice_estimated_reward",
+            "Apprentice mode: the model's mean predicted reward of its own choice or the default.",
+            ["model", "policy"], registry=r,
+        )  # fmt: skip
         self.http_requests = Counter(
             "banditree_http_requests", "HTTP requests.", ["route", "method", "status"], registry=r
         )
@@ -188,3 +198,8 @@ class ServiceMetrics:
         holder = self._holders.pop(name, None)
         if holder is not None:
             holder.set(None)
+        with contextlib.suppress(KeyError):
+            self.apprentice_agreement.remove(name)
+        for policy in ("own", "default"):
+            with contextlib.suppress(KeyError):
+                self.apprentice_reward_estimate.remove(name, policy)

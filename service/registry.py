@@ -18,7 +18,7 @@ import time
 import uuid
 from typing import Any
 
-from banditree.learners import Learner, LearnerConfig, build_learner
+from banditree.learners import Apprentice, Learner, LearnerConfig, build_learner
 from banditree.learners.validation import InvalidInput, check_loss
 from banditree.persistence import dumps
 from banditree.supervised.model_file import InvalidModelFile, TrainedTree
@@ -265,3 +265,19 @@ class ModelRegistry:
                 await runtime.refresh_gauges(now)
             except Exception as err:
                 log.error("gauges of model %s: %s", runtime.name, err)
+            if isinstance(runtime.learner, Apprentice):
+                self._apprentice_gauges(runtime.name, runtime.learner)
+
+    def _apprentice_gauges(self, name: str, learner: Apprentice) -> None:
+        figures = learner.agreement()
+        metrics = self.metrics
+        for key, series in (
+            ("recent_agreement_rate", metrics.apprentice_agreement.labels(name)),
+            ("estimated_reward", metrics.apprentice_reward_estimate.labels(name, "own")),
+            (
+                "default_estimated_reward",
+                metrics.apprentice_reward_estimate.labels(name, "default"),
+            ),
+        ):
+            value = figures[key]
+            series.set(float("nan") if value is None else float(value))

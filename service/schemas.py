@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator, model_validator
@@ -131,6 +131,20 @@ class ModelCounters(BaseModel):
     progressive_mean_loss: float | None
 
 
+class ApprenticePublic(BaseModel):
+    """How an apprentice-mode model compares with the caller's default rule."""
+
+    decisions_compared: int
+    agreement_rate: float | None = Field(description="its greedy choice = the default, share")
+    recent_agreement_rate: float | None = Field(description="the same, over ~500 recent decisions")
+    estimated_reward: float | None = Field(description="its predicted reward of its own choice")
+    default_estimated_reward: float | None = Field(
+        description="its predicted reward of the default"
+    )
+    default_feedback: int
+    default_observed_reward: float | None = Field(description="mean 1 - loss the default earned")
+
+
 class ModelPublic(BaseModel):
     name: str
     config: dict[str, Any]
@@ -138,6 +152,16 @@ class ModelPublic(BaseModel):
     version: int
     counters: ModelCounters
     pending_updates: int = Field(description="accepted feedback not yet applied")
+    mode: str = Field("online", description="online (the model decides) or apprentice")
+    apprentice: ApprenticePublic | None = None
+
+
+class ModelUpdate(BaseModel):
+    """Body of ``PATCH /v1/models/{name}``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mode: Literal["online", "apprentice"]
 
 
 class ModelList(BaseModel):
@@ -157,11 +181,36 @@ class PredictCreate(BaseModel):
 
     context: Context | None = None
     contexts: Annotated[list[Context], Field(max_length=MAX_BATCH_LENGTH)] | None = None
+    default_action: Annotated[int, Field(strict=True, ge=0)] | None = Field(
+        None, description="apprentice mode: the action the caller's own rule would play"
+    )
+    default_actions: (
+        Annotated[
+            list[Annotated[int, Field(strict=True, ge=0)]], Field(max_length=MAX_BATCH_LENGTH)
+        ]
+        | None
+    ) = Field(None, description="apprentice mode, with 'contexts': one default per context")
 
     @model_validator(mode="before")
     @classmethod
     def _one_of(cls, data: Any) -> Any:
         return exactly_one_of(data, PREDICT_ALTERNATIVES)
+
+    @model_validator(mode="after")
+    def _defaults_match(self) -> PredictCreate:
+        if self.default_action is not None and self.context is None:
+            raise ValueError("'default_action' goes with 'context' (use 'default_actions')")
+        if self.default_actions is not None and (
+            self.contexts is None or len(self.default_actions) != len(self.contexts)
+        ):
+            raise ValueError("'default_actions' needs 'contexts' of the same length")
+        return self
+
+    def defaults(self) -> list[int] | None:
+        """The caller's default actions, one per context, or None."""
+        if self.default_action is not None:
+            return [self.default_action]
+        return self.default_actions
 
 
 class DecisionPublic(BaseModel):

@@ -1,10 +1,11 @@
-"""A model behind a running ``banditree serve``, driven through its HTTP API (v1).
+"""A model behind a running ``banditree serve``, driven through :class:`banditree.client.Client`.
 
 ``PUT /v1/models/{name}`` creates the model from a learner configuration,
 ``POST .../predict`` decides, ``POST .../feedback`` reports the loss(es), and the
 held-out split is scored with batch predictions (their greedy action / value).
 The model is deleted when the run is over.  The client is thread-safe, so rounds
-may run concurrently (``--concurrency``).
+may run concurrently (``--concurrency``); it retries 503 answers and connection
+errors, and a retried feedback the service already accepted counts as accepted.
 """
 
 from __future__ import annotations
@@ -14,16 +15,13 @@ from typing import Any
 
 import numpy as np
 
+from banditree.client import Client, PredictResult
 from banditree.learners import Decision, Feedback
 
 #: Contexts per batch predict request when scoring the held-out split.
 BATCH_SIZE = 256
 #: Held-out predictions create events that never get feedback; they expire after this.
 EVENT_TTL_SECONDS = 600
-
-
-class ServiceError(RuntimeError):
-    """The service refused a request; the message holds its status and body."""
 
 
 class HttpAgent:
@@ -38,7 +36,7 @@ class HttpAgent:
     config
         The learner configuration (``PUT`` body; service fields may be added).
     api_key
-        Sent as ``Authorization: Bearer <key>`` and ``X-API-Key``.
+        Sent as ``Authorization: Bearer <key>``.
     timeout_seconds
         Per-request timeout.
     """
@@ -52,87 +50,58 @@ class HttpAgent:
         api_key: str | None = None,
         timeout_seconds: float = 30.0,
     ) -> None:
-        import httpx
-
-        headers = {"Authorization": f"Bearer {api_key}", "X-API-Key": api_key} if api_key else {}
         self.name = name
         self.task = config.get("task", "classification")
-        self._client = httpx.Client(
-            base_url=server.rstrip("/"),
-            headers=headers,
-            timeout=timeout_seconds,
-            limits=httpx.Limits(max_connections=64, max_keepalive_connections=64),
-        )
-        self._path = f"/v1/models/{name}"
-        self._client.delete(self._path)  # a stale model of a previous run
-        body = {**config, "event_ttl_seconds": EVENT_TTL_SECONDS}
-        self._checked(self._client.put(self._path, json=body), "PUT", (200, 201))
+        self._client = Client(server, api_key=api_key, timeout_seconds=timeout_seconds)
+        self._client.delete_model(name, missing_ok=True)  # a stale model of a previous run
+        self._client.create_model(name, {**config, "event_ttl_seconds": EVENT_TTL_SECONDS})
 
-    def _checked(self, response: Any, what: str, ok: tuple[int, ...] = (200,)) -> Any:
-        if response.status_code not in ok:
-            raise ServiceError(
-                f"{what} {self._path}: HTTP {response.status_code}: {response.text[:500]}"
-            )
-        return response.json()
-
-    def _decision(self, payload: dict[str, Any], context: Sequence[float]) -> Decision:
-        probes = payload.get("probes")
+    @staticmethod
+    def _decision(answer: PredictResult, context: Sequence[float]) -> Decision:
         return Decision(
-            event_id=str(payload["event_id"]),
+            event_id=answer.event_id,
             context=tuple(float(v) for v in context),
-            model_version=int(payload.get("model_version", 0)),
-            action=payload.get("action"),
-            propensity=float(payload.get("probability", 1.0)),
-            greedy_action=payload.get("greedy_action"),
-            value=payload.get("value"),
-            greedy_value=payload.get("greedy_value"),
-            probes=(float(probes[0]), float(probes[1])) if probes else None,
-            leaf=payload.get("leaf"),
+            model_version=answer.model_version,
+            action=answer.action,
+            propensity=1.0 if answer.probability is None else answer.probability,
+            greedy_action=answer.greedy_action,
+            value=answer.value,
+            greedy_value=answer.greedy_value,
+            probes=answer.probes,
+            leaf=answer.leaf,
         )
 
     def act(self, context: Sequence[float] | np.ndarray, event_id: str | None = None) -> Decision:
         """``POST /predict`` with one context (the service assigns the event id)."""
         x = [float(v) for v in context]
-        payload = self._checked(
-            self._client.post(f"{self._path}/predict", json={"context": x}), "POST predict"
-        )
-        return self._decision(payload, x)
+        return self._decision(self._client.predict(self.name, x), x)
 
     def learn(self, decision: Decision, feedback: Feedback) -> bool:
         """``POST /feedback`` with the loss, or the two losses of a two-point event."""
-        body: dict[str, Any] = {"event_id": decision.event_id}
-        if feedback.losses is not None:
-            body["losses"] = list(feedback.losses)
-        elif feedback.loss is not None:
-            body["loss"] = feedback.loss
-        else:
+        if feedback.losses is None and feedback.loss is None:
             raise ValueError("the service takes bandit feedback only (a loss or two losses)")
-        self._checked(
-            self._client.post(f"{self._path}/feedback", json=body), "POST feedback", (200, 202)
+        self._client.feedback(
+            self.name, decision.event_id, loss=feedback.loss, losses=feedback.losses
         )
         return True
 
     def predict(self, contexts: np.ndarray) -> np.ndarray:
         """Greedy actions / values for a batch, by batch predict requests."""
-        key = "greedy_action" if self.task == "classification" else "greedy_value"
+        classification = self.task == "classification"
         out: list[float] = []
         for start in range(0, len(contexts), BATCH_SIZE):
             chunk = np.asarray(contexts[start : start + BATCH_SIZE], dtype=np.float64).tolist()
-            payload = self._checked(
-                self._client.post(f"{self._path}/predict", json={"contexts": chunk}),
-                "POST predict (batch)",
-            )
-            out.extend(float(d[key]) for d in payload["decisions"])
+            for d in self._client.predict_batch(self.name, chunk):
+                out.append(float((d.greedy_action if classification else d.greedy_value) or 0.0))
         return np.asarray(out)
 
     def model_info(self) -> dict[str, Any]:
         """``GET /v1/models/{name}`` (config, version, counters)."""
-        info: dict[str, Any] = self._checked(self._client.get(self._path), "GET")
-        return info
+        return self._client.get_model(self.name).raw
 
     def close(self) -> None:
         """Delete the model and close the connection pool."""
         try:
-            self._client.delete(self._path)
+            self._client.delete_model(self.name, missing_ok=True)
         finally:
             self._client.close()

@@ -80,29 +80,24 @@ def load_obd() -> BanditLog:
 
 
 def load_log_csv(path: Path | str) -> BanditLog:
-    """A CSV log: ``action``, ``propensity``, ``reward`` (or ``loss``), features ``x0..``.
+    """A classification log file in any format :func:`banditree.logs.read_log` reads.
 
-    A ``decisions.csv`` of the simulator holds several seeds: the first seed is read.
+    NDJSON / Parquet / CSV as ``banditree log export`` writes them, a CSV with columns
+    ``action``, ``propensity``, ``reward`` (or ``loss``) and features ``x0..``, or the
+    simulator's ``decisions.csv`` (several seeds: the first seed is read).
     """
-    import pandas as pd
+    from banditree.logs import read_log
 
-    frame = pd.read_csv(path)
-    missing = {"action", "propensity"} - set(frame.columns)
-    if missing or not ({"reward", "loss"} & set(frame.columns)):
-        raise ValueError(f"{path}: a log needs columns action, propensity and reward or loss")
-    if "seed" in frame.columns:
-        frame = frame[frame["seed"] == frame["seed"].iloc[0]]
-    features = [c for c in frame.columns if c.startswith("x") and c[1:].isdigit()]
-    if not features:
-        raise ValueError(f"{path}: no feature columns x0, x1, ... found")
-    reward = frame["reward"] if "reward" in frame.columns else 1.0 - frame["loss"]
+    table = read_log(path)
+    if table.task != "classification":
+        raise ValueError(f"{path}: logged mode needs a classification log (an action per row)")
     return BanditLog(
-        name=Path(path).name.split(".")[0],
-        context=frame[features].to_numpy(np.float64),
-        action=frame["action"].to_numpy(np.int64),
-        reward=reward.to_numpy(np.float64),
-        propensity=frame["propensity"].to_numpy(np.float64),
-        n_actions=int(frame["action"].max()) + 1,
+        name=table.name,
+        context=table.context,
+        action=table.action,
+        reward=table.reward(),
+        propensity=table.propensity,
+        n_actions=table.n_actions,
     )
 
 

@@ -2,6 +2,7 @@
 
 from banditree.learners.records import Decision, Feedback  # noqa: I001  (estimators import records)
 from banditree.learners.base import Learner
+from banditree.learners.apprentice import Apprentice, caller_defaults
 from banditree.learners.config import LearnerConfig
 from banditree.learners.factory import build_learner, known_kinds, register_model, restore_learner
 from banditree.learners.gradient_bandit import GradientBandit
@@ -9,6 +10,7 @@ from banditree.learners.uniform import UniformRandom
 from banditree.learners.validation import InvalidInput
 
 __all__ = [
+    "Apprentice",
     "Decision",
     "Feedback",
     "GradientBandit",
@@ -17,6 +19,7 @@ __all__ = [
     "LearnerConfig",
     "UniformRandom",
     "build_learner",
+    "caller_defaults",
     "known_kinds",
     "register_model",
     "restore_learner",

@@ -114,6 +114,13 @@ class LearnerConfig(BaseModel):
     target_scale: float = Field(1.0, gt=0.0)
     seed: int = Field(0, ge=0, le=2**63 - 1)
     options: dict[str, Any] = Field(default_factory=dict, description="family-specific settings")
+    mode: Literal["online", "apprentice"] = Field(
+        "online",
+        description=(
+            "online: the model decides; apprentice: it plays the caller's default_action "
+            "and learns from its feedback until switched online (classification)"
+        ),
+    )
 
     @model_validator(mode="after")
     def _check(self) -> LearnerConfig:
@@ -136,6 +143,10 @@ class LearnerConfig(BaseModel):
             raise ValueError("estimator bandit is for classification; use one_point or two_point")
         elif self.loss_matrix is not None:
             raise ValueError("loss_matrix is for classification")
+        if self.mode == "apprentice" and (self.task != "classification" or self.kind == "random"):
+            raise ValueError(
+                "mode apprentice needs a classification model that learns (not random)"
+            )
         if (self.loss_min is None) != (self.loss_max is None):
             raise ValueError("give both loss_min and loss_max, or neither")
         if (

@@ -15,6 +15,7 @@ from banditree.estimators import (
     TwoPointEstimator,
 )
 from banditree.explore import make_explorer
+from banditree.learners.apprentice import Apprentice
 from banditree.learners.base import Learner, Tensors
 from banditree.learners.config import LearnerConfig
 from banditree.learners.gradient_bandit import GradientBandit
@@ -122,7 +123,7 @@ def _build_fresh(config: LearnerConfig | dict[str, Any]) -> Learner:
     if c.task == "classification":
         model.output_bias = reward_prior(c.n_outputs, c.reward_link)
     bounds = (c.loss_min, c.loss_max) if c.loss_min is not None and c.loss_max is not None else None
-    return GradientBandit(
+    learner = GradientBandit(
         model,
         make_estimator(c),
         explorer=make_explorer(c.explorer, c.explorer_parameter, c.explorer_exponent)
@@ -140,6 +141,7 @@ def _build_fresh(config: LearnerConfig | dict[str, Any]) -> Learner:
         seed=c.seed,
         config=stored,
     )
+    return Apprentice(learner) if c.mode == "apprentice" else learner
 
 
 def restore_learner(tensors: Tensors, meta: dict[str, Any]) -> Learner:

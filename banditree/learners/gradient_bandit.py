@@ -248,6 +248,20 @@ class GradientBandit(Learner):
             return result
         return self.target_offset + self.target_scale * out[:, 0]
 
+    def reward_estimates(self, context: Sequence[float] | FloatArray) -> FloatArray:
+        """Classification: the predicted reward of every action ``(K,)`` (what ``act`` explores on)."""
+        if self.task != "classification":
+            raise ValueError("reward_estimates is for classification learners")
+        snap = self._snapshot
+        x = as_context(context, self.n_features)
+        out = self.model.forward(snap.frozen, (x - snap.mean) * snap.inv_scale)
+        return out.scores if out.scores is not None else _sigmoid(out.output)
+
+    def action_probabilities(self, context: Sequence[float] | FloatArray) -> FloatArray:
+        """Classification: the probability ``act`` plays each action for ``context`` ``(K,)``."""
+        assert self.explorer is not None, "action_probabilities is for classification learners"
+        return self.explorer(self.reward_estimates(context))
+
     # -- learning --------------------------------------------------------------------
     def check(self, decision: Decision, feedback: Feedback) -> None:
         """Raise :class:`InvalidInput` when this feedback cannot be learned from."""

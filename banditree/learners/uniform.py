@@ -78,6 +78,11 @@ class UniformRandom(Learner):
             )
         return decisions
 
+    def action_probabilities(self, context: Sequence[float] | FloatArray) -> FloatArray:
+        """``1 / K`` for every action ``(K,)``."""
+        as_context(context, self.n_features)
+        return np.full(self.n_actions, 1.0 / self.n_actions)
+
     def check(self, decision: Decision, feedback: Feedback) -> None:
         as_context(decision.context, self.n_features, "decision.context")
         if decision.action is None or not 0 <= decision.action < self.n_actions:

@@ -8,10 +8,11 @@ import orjson
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
-from banditree.learners import Decision, Feedback
+from banditree.learners import Apprentice, Decision, Feedback
 from service.deps import ModelName
 from service.errors import ServiceError
 from service.registry import ModelRegistry
+from service.routes.apprentice import apprentice_predict
 from service.schemas import (
     DecisionBatchPublic,
     DecisionPublic,
@@ -66,7 +67,11 @@ async def predict(name: ModelName, body: PredictCreate, request: Request) -> Res
             "contexts",
         )  # fmt: skip
     contexts = [body.context] if body.context is not None else body.contexts or []
-    decisions, logged = await runtime.predict(contexts)
+    defaults = body.defaults()
+    if defaults is not None or isinstance(runtime.learner, Apprentice):
+        decisions, logged = await apprentice_predict(runtime, contexts, defaults)
+    else:
+        decisions, logged = await runtime.predict(contexts)
     if body.context is not None:
         content = decision_public(decisions[0])
     else:

@@ -9,11 +9,12 @@ from typing import Any
 import orjson
 from fastapi import APIRouter, Request, Response
 
-from banditree.learners import Learner, LearnerConfig
+from banditree.learners import Apprentice, Learner, LearnerConfig
 from service.deps import ModelName, RegistryDep, RuntimeDep
 from service.errors import ServiceError
 from service.runtime import ModelRuntime
 from service.schemas import (
+    ApprenticePublic,
     ModelCounters,
     ModelCreate,
     ModelList,
@@ -51,7 +52,18 @@ def model_public(runtime: ModelRuntime) -> ModelPublic:
             progressive_mean_loss=mean_loss if math.isfinite(mean_loss) else None,
         ),
         pending_updates=runtime.pending_updates,
+        **apprentice_public(runtime.learner),
     )
+
+
+def apprentice_public(learner: Learner) -> dict[str, Any]:
+    """``mode`` and, for an apprentice-mode learner, its agreement figures."""
+    if not isinstance(learner, Apprentice):
+        return {}
+    return {
+        "mode": learner.mode,
+        "apprentice": ApprenticePublic.model_validate(learner.agreement()),
+    }
 
 
 @router.put("/{name}", status_code=201)

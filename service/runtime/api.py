@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from banditree.learners import Decision, Feedback, InvalidInput, Learner
+from banditree.persistence import dumps, loads
 from service.errors import ServiceError
 from service.metrics import ModelMetrics
 from service.runtime.replay import decision_payload, feedback_json, read_decision
@@ -93,7 +94,10 @@ class ModelRuntime:
         """Decide for every context and store the decisions: ``(decisions, logged)``."""
         started = time.perf_counter()
         learner = self.learner
-        decisions = [learner.act(c, event_id=secrets.token_hex(12)) for c in contexts]
+        if len(contexts) == 1:
+            decisions = [learner.act(contexts[0], event_id=secrets.token_hex(12))]
+        else:  # one standardisation, one batched forward, one vectorised draw
+            decisions = learner.act_batch(contexts, [secrets.token_hex(12) for _ in contexts])
         events = [(d.event_id, decision_payload(self.uid, d)) for d in decisions]
         m = self.metrics
         logged = True
@@ -203,6 +207,29 @@ class ModelRuntime:
             f"no learner published a checkpoint within {_CHECKPOINT_WAIT_SECONDS:.0f} s; "
             "is a process with role learner or all running?",
         )
+
+    async def replace(self, change: Callable[[Learner], None]) -> CheckpointInfo:
+        """Make a changed copy of the served model the newest checkpoint (an operator write).
+
+        The checkpoint keeps the served snapshot's log offset: the learner, fenced out by
+        the operator token, restarts from it and learns again every feedback logged
+        after it, so nothing acknowledged is lost.  Used to switch an apprentice's mode.
+        """
+        served = self.served
+        try:
+            copy = await asyncio.to_thread(loads, await asyncio.to_thread(dumps, served.learner))
+            change(copy)
+            blob = await asyncio.to_thread(dumps, copy)
+            saved = await self.store.save_checkpoint(
+                self.name, version=copy.version, blob=blob, keep=self.policy.checkpoint_keep,
+                now=time.time(), offset=served.offset, acked_at=0.0, token=-1,
+            )  # fmt: skip
+            await served.refresh()
+        except StoreUnavailable as err:
+            raise ServiceError(503, f"the change was not saved: {err}") from None
+        if self.on_append is not None:
+            self.on_append()
+        return saved
 
     async def rollback(self, version: int) -> CheckpointInfo:
         """Serve the newest valid checkpoint of ``version`` again (saved as the newest).

@@ -7,6 +7,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
+from banditree.client import Client, FeedbackResult
 from banditree.datasets import load
 from tests.service.conftest import REDIS_URL
 from tests.service.live_server import LiveServer
@@ -26,31 +27,25 @@ def test_progressive_accuracy_over_http_rises_well_above_random(
     ds = load("pendigits")
     order = np.random.default_rng(0).permutation(len(ds.y_train))[:ROUNDS]
     correct = np.zeros(ROUNDS)
-    with server.client() as http:
-        created = http.put(
-            "/v1/models/digits",
-            json={"kind": "dgt", "n_features": ds.n_features, "n_actions": ds.n_classes,
-                  "learning_rate": 1e-2},
+    with Client(server.url) as client:
+        client.create_model(
+            "digits",
+            {"kind": "dgt", "n_features": ds.n_features, "n_actions": ds.n_classes,
+             "learning_rate": 1e-2},
         )  # fmt: skip
-        assert created.status_code == 201, created.text
         for start in range(0, ROUNDS, BATCH):
             rows = order[start : start + BATCH]
-            batch = http.post(
-                "/v1/models/digits/predict", json={"contexts": ds.X_train[rows].tolist()}
-            )
-            assert batch.status_code == 200, batch.text
-            for t, i, body in zip(
-                range(start, start + BATCH), rows, batch.json()["decisions"], strict=True
-            ):
-                assert 0.0 < body["probability"] <= 1.0 and body["model_version"] >= 0
-                loss = float(body["action"] != int(ds.y_train[i]))
-                answer = http.post(
-                    "/v1/models/digits/feedback", json={"event_id": body["event_id"], "loss": loss}
-                )
-                assert answer.json() == {"status": "accepted", "event_id": body["event_id"]}
+            decisions = client.predict_batch("digits", ds.X_train[rows].tolist())
+            for t, i, decision in zip(range(start, start + BATCH), rows, decisions, strict=True):
+                assert decision.probability is not None and decision.action is not None
+                assert 0.0 < decision.probability <= 1.0 and decision.model_version >= 0
+                loss = float(decision.action != int(ds.y_train[i]))
+                answer = client.feedback("digits", decision.event_id, loss=loss)
+                assert answer == FeedbackResult(decision.event_id, "accepted")
                 correct[t] = 1.0 - loss
-        http.post("/v1/models/digits/checkpoints").raise_for_status()  # flushes the writer
-        model = http.get("/v1/models/digits").json()
+        client.checkpoint("digits")  # flushes the writer
+        model = client.get_model("digits").raw
+    with server.client() as http:
         metrics = http.get("/metrics").text
     accuracy = correct.mean()
     assert accuracy > 3.5 / ds.n_classes, accuracy  # uniform random plays 1/K

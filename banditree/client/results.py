@@ -1,0 +1,90 @@
+"""Typed results of the client's calls (the service's JSON, as dataclasses)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+
+@dataclass(frozen=True)
+class PredictResult:
+    """One decision.  Classification: ``action`` played with ``probability``, the model's
+    ``greedy_action``; regression: ``value`` to play (``probes`` for two-point)."""
+
+    event_id: str
+    model_version: int
+    leaf: int | None = None
+    action: int | None = None
+    probability: float | None = None
+    greedy_action: int | None = None
+    value: float | None = None
+    greedy_value: float | None = None
+    probes: tuple[float, float] | None = None
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> PredictResult:
+        probes = data.get("probes")
+        return cls(
+            event_id=str(data["event_id"]),
+            model_version=int(data.get("model_version", 0)),
+            leaf=data.get("leaf"),
+            action=data.get("action"),
+            probability=data.get("probability"),
+            greedy_action=data.get("greedy_action"),
+            value=data.get("value"),
+            greedy_value=data.get("greedy_value"),
+            probes=None if probes is None else (float(probes[0]), float(probes[1])),
+        )
+
+
+@dataclass(frozen=True)
+class FeedbackResult:
+    """``accepted``, or ``already_accepted`` when the service had this event's feedback
+    already (a retried request whose first answer was lost)."""
+
+    event_id: str
+    status: Literal["accepted", "already_accepted"]
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """``GET /v1/models/{name}``: config, version, counters (and apprentice figures)."""
+
+    name: str
+    config: dict[str, Any]
+    version: int
+    counters: dict[str, Any]
+    mode: str = "online"
+    apprentice: dict[str, Any] | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ModelInfo:
+        return cls(
+            name=str(data["name"]),
+            config=dict(data.get("config") or {}),
+            version=int(data.get("version", 0)),
+            counters=dict(data.get("counters") or {}),
+            mode=str(data.get("mode") or "online"),
+            apprentice=data.get("apprentice"),
+            raw=data,
+        )
+
+
+@dataclass(frozen=True)
+class CheckpointResult:
+    """One stored checkpoint."""
+
+    sequence: int
+    version: int
+    created_at: float
+    size_bytes: int
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> CheckpointResult:
+        return cls(
+            int(data["sequence"]),
+            int(data["version"]),
+            float(data["created_at"]),
+            int(data["size_bytes"]),
+        )

@@ -1,0 +1,232 @@
+"""``Client``: the service's HTTP API from Python (blocking, thread-safe)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from types import TracebackType
+from typing import Any
+
+import httpx
+import orjson
+
+from banditree.client import wire
+from banditree.client.errors import BanditreeError, ServiceUnavailable
+from banditree.client.results import CheckpointResult, FeedbackResult, ModelInfo, PredictResult
+
+
+class Client:
+    """A blocking client of ``banditree serve``.
+
+    Parameters
+    ----------
+    base_url
+        The service, e.g. ``http://127.0.0.1:8000``.
+    api_key
+        Sent as ``Authorization: Bearer <key>`` (admin routes need an admin key).
+    timeout_seconds
+        Per-request timeout (connect, read, write and pool).
+    retry
+        Retries on 503/502/504 and connection errors (:class:`~banditree.client.wire.RetryPolicy`).
+        Feedback is safe to retry: a repeat the service already accepted is reported as
+        ``already_accepted``.
+    max_connections
+        Connection pool size (threads may share one client).
+
+    Examples
+    --------
+    >>> with Client("http://127.0.0.1:8000", api_key="app-key") as client:  # doctest: +SKIP
+    ...     d = client.predict("digits", context)
+    ...     client.feedback("digits", d.event_id, loss=0.0)
+    """
+
+    def __init__(
+        self,
+        base_url: str = "http://127.0.0.1:8000",
+        *,
+        api_key: str | None = None,
+        timeout_seconds: float = 10.0,
+        retry: wire.RetryPolicy | None = None,
+        max_connections: int = 64,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.retry = retry or wire.RetryPolicy()
+        self._http = httpx.Client(
+            base_url=base_url.rstrip("/"),
+            headers=wire.headers(api_key),
+            timeout=timeout_seconds,
+            limits=httpx.Limits(
+                max_connections=max_connections, max_keepalive_connections=max_connections
+            ),
+            transport=transport,
+        )
+
+    # -- transport -------------------------------------------------------------------
+    def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        """One request with retries; returns the last answer (any status but 503)."""
+        last: Exception | None = None
+        for attempt in range(self.retry.attempts):
+            try:
+                response = self._http.request(method, path, **kwargs)
+            except httpx.TransportError as err:
+                last = err
+            else:
+                if response.status_code not in wire.RETRY_STATUSES:
+                    return response
+                last = BanditreeError(response.status_code, response.text[:500])
+            if attempt + 1 < self.retry.attempts:
+                time.sleep(self.retry.delay_seconds(attempt))
+        raise ServiceUnavailable(
+            503, f"{method} {path}: no answer after {self.retry.attempts} attempts: {last}"
+        )
+
+    def _open_stream(self, path: str, params: dict[str, Any]) -> httpx.Response:
+        """A streamed GET whose headers arrived (retried like :meth:`_send`); close it."""
+        last: Exception | None = None
+        for attempt in range(self.retry.attempts):
+            try:
+                request = self._http.build_request("GET", path, params=params)
+                response = self._http.send(request, stream=True)
+            except httpx.TransportError as err:
+                last = err
+            else:
+                if response.status_code not in wire.RETRY_STATUSES:
+                    return response
+                response.close()
+                last = BanditreeError(response.status_code, "service unavailable")
+            if attempt + 1 < self.retry.attempts:
+                time.sleep(self.retry.delay_seconds(attempt))
+        raise ServiceUnavailable(
+            503, f"GET {path}: no answer after {self.retry.attempts} attempts: {last}"
+        )
+
+    def _json(self, method: str, path: str, **kwargs: Any) -> Any:
+        response = self._send(method, path, **kwargs)
+        wire.raise_for_answer(response)
+        return response.json() if response.content else None
+
+    # -- models ----------------------------------------------------------------------
+    def create_model(self, name: str, config: dict[str, Any]) -> ModelInfo:
+        """``PUT /v1/models/{name}``: a learner config plus optional service fields."""
+        return ModelInfo.from_json(self._json("PUT", wire.model_path(name), json=config))
+
+    def get_model(self, name: str) -> ModelInfo:
+        """Config, version, counters, mode (and apprentice figures) of one model."""
+        return ModelInfo.from_json(self._json("GET", wire.model_path(name)))
+
+    def list_models(self) -> list[ModelInfo]:
+        return [ModelInfo.from_json(m) for m in self._json("GET", "/v1/models")["models"]]
+
+    def set_mode(self, name: str, mode: str) -> ModelInfo:
+        """``PATCH /v1/models/{name}``: e.g. ``online`` ends apprentice mode."""
+        return ModelInfo.from_json(self._json("PATCH", wire.model_path(name), json={"mode": mode}))
+
+    def delete_model(self, name: str, *, missing_ok: bool = False) -> None:
+        response = self._send("DELETE", wire.model_path(name))
+        if missing_ok and response.status_code == 404:
+            return
+        wire.raise_for_answer(response)
+
+    # -- decisions -------------------------------------------------------------------
+    def predict(
+        self, name: str, context: Sequence[float], *, default_action: int | None = None
+    ) -> PredictResult:
+        """One decision; ``default_action`` is what an apprentice-mode model plays."""
+        body = wire.predict_body(list(context), None, default_action, None)
+        return PredictResult.from_json(
+            self._json("POST", wire.model_path(name, "/predict"), json=body)
+        )
+
+    def predict_batch(
+        self,
+        name: str,
+        contexts: Sequence[Sequence[float]],
+        *,
+        default_actions: Sequence[int] | None = None,
+    ) -> list[PredictResult]:
+        """One decision per context (one request)."""
+        body = wire.predict_body(
+            None,
+            [list(c) for c in contexts],
+            None,
+            None if default_actions is None else list(default_actions),
+        )
+        payload = self._json("POST", wire.model_path(name, "/predict"), json=body)
+        return [PredictResult.from_json(d) for d in payload["decisions"]]
+
+    def feedback(
+        self,
+        name: str,
+        event_id: str,
+        *,
+        loss: float | None = None,
+        reward: float | None = None,
+        losses: tuple[float, float] | None = None,
+    ) -> FeedbackResult:
+        """Report one decision's loss (or reward, or two-point losses)."""
+        body = wire.feedback_body(event_id, loss, reward, losses)
+        response = self._send("POST", wire.model_path(name, "/feedback"), json=body)
+        return wire.feedback_result(response, event_id)
+
+    # -- checkpoints and export ------------------------------------------------------
+    def checkpoint(self, name: str) -> CheckpointResult:
+        return CheckpointResult.from_json(self._json("POST", wire.model_path(name, "/checkpoints")))
+
+    def tree(self, name: str) -> dict[str, Any]:
+        """The served model as JSON (the hard tree for tree models), with its version."""
+        out: dict[str, Any] = self._json("GET", wire.model_path(name, "/tree"))
+        return out
+
+    def export_log(
+        self,
+        name: str,
+        *,
+        since: int | None = None,
+        until: int | None = None,
+        page_rows: int = 10_000,
+    ) -> Iterator[dict[str, Any]]:
+        """Every joined log row with ``since < offset <= until``, streamed page by page."""
+        while True:
+            params: dict[str, Any] = {"limit": page_rows}
+            if since is not None:
+                params["since"] = since
+            if until is not None:
+                params["until"] = until
+            count = 0
+            response = self._open_stream(wire.model_path(name, "/log"), params)
+            try:
+                if not response.is_success:
+                    response.read()
+                    wire.raise_for_answer(response)
+                for line in response.iter_lines():
+                    if line.strip():
+                        row = orjson.loads(line)
+                        since = int(row["offset"])
+                        count += 1
+                        yield row
+            finally:
+                response.close()
+            if count < page_rows:
+                return
+
+    def health(self) -> bool:
+        """True when ``/readyz`` answers 200."""
+        try:
+            return self._http.get("/readyz").status_code == 200
+        except httpx.TransportError:
+            return False
+
+    # -- life cycle ------------------------------------------------------------------
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

@@ -1,0 +1,106 @@
+"""What the two clients share: request bodies, answer parsing and the retry policy."""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from banditree.client.errors import BanditreeError
+from banditree.client.results import FeedbackResult
+
+#: statuses worth retrying: the service (or its store) is briefly unavailable
+RETRY_STATUSES = frozenset({502, 503, 504})
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Retry on 503 (and 502/504) and on connection errors, with exponential backoff.
+
+    Attempt ``k`` (0-based) waits ``min(max_backoff_seconds, backoff_seconds * 2**k)``
+    times a random factor in ``[0.5, 1]`` before the next try.
+    """
+
+    attempts: int = 4
+    backoff_seconds: float = 0.1
+    max_backoff_seconds: float = 2.0
+
+    def __post_init__(self) -> None:
+        if self.attempts < 1:
+            raise ValueError(f"attempts must be >= 1, got {self.attempts}")
+        if not (math.isfinite(self.backoff_seconds) and self.backoff_seconds >= 0):
+            raise ValueError(f"backoff_seconds must be >= 0, got {self.backoff_seconds}")
+
+    def delay_seconds(self, attempt: int) -> float:
+        base = min(self.max_backoff_seconds, self.backoff_seconds * (2**attempt))
+        return base * (0.5 + 0.5 * random.random())
+
+
+def model_path(name: str, suffix: str = "") -> str:
+    return f"/v1/models/{quote(name, safe='')}{suffix}"
+
+
+def headers(api_key: str | None) -> dict[str, str]:
+    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
+
+
+def raise_for_answer(response: httpx.Response) -> None:
+    """Raise :class:`BanditreeError` with the service's detail and field on a non-2xx."""
+    if response.is_success:
+        return
+    detail, field = response.text[:500], None
+    try:
+        body = response.json()
+        if isinstance(body, dict):
+            detail, field = str(body.get("detail", detail)), body.get("field")
+    except ValueError:
+        pass
+    raise BanditreeError(response.status_code, detail, field)
+
+
+def predict_body(
+    context: list[float] | None,
+    contexts: list[list[float]] | None,
+    default_action: int | None,
+    default_actions: list[int] | None,
+) -> dict[str, Any]:
+    body: dict[str, Any] = {}
+    if context is not None:
+        body["context"] = [float(v) for v in context]
+    if contexts is not None:
+        body["contexts"] = [[float(v) for v in c] for c in contexts]
+    if default_action is not None:
+        body["default_action"] = int(default_action)
+    if default_actions is not None:
+        body["default_actions"] = [int(a) for a in default_actions]
+    return body
+
+
+def feedback_body(
+    event_id: str, loss: float | None, reward: float | None, losses: tuple[float, float] | None
+) -> dict[str, Any]:
+    given = [
+        k for k, v in (("loss", loss), ("reward", reward), ("losses", losses)) if v is not None
+    ]
+    if len(given) != 1:
+        raise ValueError(f"give exactly one of loss, reward or losses, got {given}")
+    body: dict[str, Any] = {"event_id": event_id}
+    if loss is not None:
+        body["loss"] = float(loss)
+    elif reward is not None:
+        body["reward"] = float(reward)
+    elif losses is not None:
+        body["losses"] = [float(losses[0]), float(losses[1])]
+    return body
+
+
+def feedback_result(response: httpx.Response, event_id: str) -> FeedbackResult:
+    """2xx: accepted; 409: the service already holds this event's feedback."""
+    if response.status_code == 409:
+        return FeedbackResult(event_id, "already_accepted")
+    raise_for_answer(response)
+    return FeedbackResult(event_id, "accepted")

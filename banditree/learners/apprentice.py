@@ -1,0 +1,224 @@
+"""Apprentice mode: play the caller's default action, learn from its feedback, report agreement.
+
+A model in apprentice mode answers every decision with the caller's ``default_action``
+(probability 1, so its feedback is an on-policy sample of the default rule) and learns
+from that feedback like any bandit learner.  Meanwhile it tracks how often its own
+greedy choice agrees with the default and its own estimate of the reward of both, so
+an operator can see when it has learned enough to decide.  :meth:`Apprentice.set_mode`
+``("online")`` hands it the decisions, keeping everything it learned.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Iterator, Sequence
+from contextvars import ContextVar
+from typing import Any, Literal
+
+import numpy as np
+
+from banditree.learners.base import Learner, Tensors
+from banditree.learners.gradient_bandit import GradientBandit
+from banditree.learners.records import Decision, Feedback
+from banditree.learners.validation import InvalidInput
+from banditree.models.dgt.tree_ops import FloatArray
+
+Mode = Literal["apprentice", "online"]
+MODES: tuple[str, ...] = ("apprentice", "online")
+
+#: the defaults of the decisions being made in this context (one per ``act`` call, in order)
+_CALLER_DEFAULTS: ContextVar[Iterator[int] | None] = ContextVar("caller_defaults", default=None)
+
+
+@contextlib.contextmanager
+def caller_defaults(actions: Sequence[int]) -> Iterator[None]:
+    """Within the block, the ``act`` calls of this context (thread or asyncio task) take
+    their ``default_action`` from ``actions``, in order.
+
+    For callers that reach the learner through code that does not pass the default
+    itself (the service's predict path).
+    """
+    token = _CALLER_DEFAULTS.set(iter(list(actions)))
+    try:
+        yield
+    finally:
+        _CALLER_DEFAULTS.reset(token)
+
+
+class Apprentice(Learner):
+    """Wraps a classification learner; decides with the caller's default while apprenticed.
+
+    Parameters
+    ----------
+    inner
+        The learner that learns (and decides, once online).
+    mode
+        ``apprentice`` (play the default) or ``online`` (play the learner's decision).
+    agreement_window
+        Decisions over which the recent agreement rate is averaged (exponentially).
+    """
+
+    def __init__(
+        self, inner: GradientBandit, *, mode: Mode = "apprentice", agreement_window: int = 500
+    ) -> None:
+        if inner.task != "classification":
+            raise ValueError("apprentice mode is for classification models (actions to agree on)")
+        if agreement_window < 1:
+            raise ValueError(f"agreement_window must be >= 1, got {agreement_window}")
+        self.inner = inner
+        self.task, self.n_features, self.n_actions = inner.task, inner.n_features, inner.n_actions
+        self.seed = inner.seed
+        self.agreement_window = agreement_window
+        self._mode: Mode = "apprentice"
+        self.set_mode(mode)
+        self._compared = 0
+        self._agreed = 0
+        self._recent_agreement = 0.0  # exponential average, bias-corrected when read
+        self._own_estimate_sum = 0.0
+        self._default_estimate_sum = 0.0
+        self._default_feedback = 0
+        self._default_reward_sum = 0.0
+
+    @property
+    def mode(self) -> Mode:
+        return self._mode
+
+    def set_mode(self, mode: str) -> None:
+        """Switch between ``apprentice`` and ``online``; the learned state is kept."""
+        if mode not in MODES:
+            raise InvalidInput("mode", f"must be one of {MODES}, got {mode!r}")
+        self._mode = mode  # type: ignore[assignment]
+
+    # -- deciding --------------------------------------------------------------------
+    def act(
+        self,
+        context: Sequence[float] | FloatArray,
+        event_id: str | None = None,
+        default_action: int | None = None,
+    ) -> Decision:
+        """Apprentice: the default with probability 1 (``greedy_action`` = the learner's
+        own choice); online: the learner's decision (the default is ignored)."""
+        if default_action is None:
+            pending = _CALLER_DEFAULTS.get()
+            default_action = next(pending, None) if pending is not None else None
+        own = self.inner.act(context, event_id)
+        if self._mode == "online":
+            return own
+        if default_action is None:
+            raise InvalidInput(
+                "default_action", "an apprentice-mode model needs the caller's default_action"
+            )
+        if not (isinstance(default_action, int) and 0 <= default_action < self.n_actions):
+            raise InvalidInput("default_action", f"must be an action in [0, {self.n_actions - 1}]")
+        greedy = int(own.greedy_action if own.greedy_action is not None else -1)
+        estimates = self.inner.reward_estimates(own.context)
+        self._track(greedy == default_action, estimates[greedy], estimates[default_action])
+        return Decision(
+            own.event_id,
+            own.context,
+            own.model_version,
+            action=default_action,
+            propensity=1.0,
+            greedy_action=greedy,
+            leaf=own.leaf,
+            explored=False,
+            extras={**own.extras, "apprentice": 1.0},
+        )
+
+    def _track(self, agreed: bool, own_estimate: float, default_estimate: float) -> None:
+        self._compared += 1
+        self._agreed += int(agreed)
+        rate = 1.0 / self.agreement_window
+        self._recent_agreement += rate * (float(agreed) - self._recent_agreement)
+        self._own_estimate_sum += float(own_estimate)
+        self._default_estimate_sum += float(default_estimate)
+
+    # -- learning (the inner learner's) ----------------------------------------------
+    def check(self, decision: Decision, feedback: Feedback) -> None:
+        self.inner.check(decision, feedback)
+
+    def learn(self, decision: Decision, feedback: Feedback) -> bool:
+        changed = self.inner.learn(decision, feedback)
+        if decision.extras.get("apprentice") and feedback.loss is not None:
+            self._default_feedback += 1
+            self._default_reward_sum += 1.0 - feedback.loss
+        return changed
+
+    def predict(self, contexts: FloatArray) -> FloatArray:
+        return self.inner.predict(contexts)
+
+    def reward_estimates(self, context: Sequence[float] | FloatArray) -> FloatArray:
+        return self.inner.reward_estimates(context)
+
+    def action_probabilities(self, context: Sequence[float] | FloatArray) -> FloatArray:
+        return self.inner.action_probabilities(context)
+
+    @property
+    def version(self) -> int:
+        return self.inner.version
+
+    @property
+    def counters(self) -> dict[str, float]:
+        return self.inner.counters
+
+    def config(self) -> dict[str, Any]:
+        return self.inner.config()
+
+    def export_model(self) -> dict[str, Any]:
+        return self.inner.export_model()
+
+    def parameters(self) -> dict[str, np.ndarray]:
+        """A copy of the inner learner's parameters."""
+        return self.inner.parameters()
+
+    # -- what it reports -------------------------------------------------------------
+    def agreement(self) -> dict[str, float | int | None]:
+        """Agreement of the learner's greedy choice with the default, and reward estimates.
+
+        ``agreement_rate``: over every apprentice decision; ``recent_agreement_rate``:
+        exponentially weighted over about ``agreement_window`` decisions;
+        ``estimated_reward`` / ``default_estimated_reward``: the learner's mean predicted
+        reward of its own choice / of the default; ``default_observed_reward``: the mean
+        reward the default actually earned (``1 - loss``).
+        """
+        n = self._compared
+        decay = (1.0 - 1.0 / self.agreement_window) ** n
+        recent = self._recent_agreement / (1.0 - decay) if n else None
+        m = self._default_feedback
+        return {
+            "decisions_compared": n,
+            "agreement_rate": self._agreed / n if n else None,
+            "recent_agreement_rate": recent if recent is None or math.isfinite(recent) else None,
+            "estimated_reward": self._own_estimate_sum / n if n else None,
+            "default_estimated_reward": self._default_estimate_sum / n if n else None,
+            "default_feedback": m,
+            "default_observed_reward": self._default_reward_sum / m if m else None,
+        }
+
+    # -- state -----------------------------------------------------------------------
+    def state(self) -> tuple[Tensors, dict[str, Any]]:
+        tensors, meta = self.inner.state()
+        meta["apprentice"] = {
+            "mode": self._mode,
+            "compared": self._compared,
+            "agreed": self._agreed,
+            "recent_agreement": self._recent_agreement,
+            "own_estimate_sum": self._own_estimate_sum,
+            "default_estimate_sum": self._default_estimate_sum,
+            "default_feedback": self._default_feedback,
+            "default_reward_sum": self._default_reward_sum,
+        }
+        return tensors, meta
+
+    def load_state(self, tensors: Tensors, meta: dict[str, Any]) -> None:
+        self.inner.load_state(tensors, meta)
+        saved = meta.get("apprentice") or {}
+        self.set_mode(str(saved.get("mode", "apprentice")))
+        self._compared = int(saved.get("compared", 0))
+        self._agreed = int(saved.get("agreed", 0))
+        self._recent_agreement = float(saved.get("recent_agreement", 0.0))
+        self._own_estimate_sum = float(saved.get("own_estimate_sum", 0.0))
+        self._default_estimate_sum = float(saved.get("default_estimate_sum", 0.0))
+        self._default_feedback = int(saved.get("default_feedback", 0))
+        self._default_reward_sum = float(saved.get("default_reward_sum", 0.0))
