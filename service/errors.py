@@ -174,8 +174,8 @@ def _statuses(route: APIRoute, admin_routes: set[tuple[str, str]]) -> set[int]:
         statuses.add(403)
     if route.body_field is not None:
         statuses |= {400, 422}
-    if method == "PUT":
-        statuses.add(409)  # the name is taken, or the model cap is reached
+    if method in ("PUT", "PATCH"):
+        statuses.add(409)  # the name is taken, the model cap is reached, or no apprentice
     if path.endswith("/feedback"):
         statuses |= {409, 410}
     if path == "/readyz":

@@ -229,11 +229,21 @@ class ModelRegistry:
         """Stop and forget ``name`` with its decisions, log and checkpoints."""
         await self.get(name)
         async with self._lock:
-            self.runtimes.pop(name, None)
+            # read first: an unreachable store refuses the delete (503) before anything
+            # changes, and a delete that fails half way leaves the model served and learned
+            record = await self.store.load_model(name)
+            if record is None:
+                raise model_not_found(name)
             learner = self.learners.pop(name, None)
-            if learner is not None:
-                await learner.stop()
-            await self.store.delete_model(name)
+            try:
+                if learner is not None:
+                    await learner.stop()
+                await self.store.delete_model(name)
+            except StoreUnavailable:
+                if learner is not None:
+                    self._start_learner(name, record)
+                raise
+            self.runtimes.pop(name, None)
             self.metrics.forget_model(name)
             self.metrics.models_loaded.set(len(self.runtimes))
 

@@ -113,7 +113,6 @@ class Apprentice(Learner):
             raise InvalidInput("default_action", f"must be an action in [0, {self.n_actions - 1}]")
         greedy = int(own.greedy_action if own.greedy_action is not None else -1)
         estimates = self.inner.reward_estimates(own.context)
-        self._track(greedy == default_action, estimates[greedy], estimates[default_action])
         return Decision(
             own.event_id,
             own.context,
@@ -123,7 +122,12 @@ class Apprentice(Learner):
             greedy_action=greedy,
             leaf=own.leaf,
             explored=False,
-            extras={**own.extras, "apprentice": 1.0},
+            extras={
+                **own.extras,
+                "apprentice": 1.0,
+                "own_estimate": float(estimates[greedy]),
+                "default_estimate": float(estimates[default_action]),
+            },
         )
 
     def _track(self, agreed: bool, own_estimate: float, default_estimate: float) -> None:
@@ -141,6 +145,13 @@ class Apprentice(Learner):
     def learn(self, decision: Decision, feedback: Feedback) -> bool:
         changed = self.inner.learn(decision, feedback)
         if decision.extras.get("apprentice") and feedback.loss is not None:
+            # counted here, not at act: the process that learns (and checkpoints) the
+            # model is not always the one that decided
+            self._track(
+                decision.greedy_action == decision.action,
+                decision.extras.get("own_estimate", 0.0),
+                decision.extras.get("default_estimate", 0.0),
+            )
             self._default_feedback += 1
             self._default_reward_sum += 1.0 - feedback.loss
         return changed
@@ -176,7 +187,7 @@ class Apprentice(Learner):
     def agreement(self) -> dict[str, float | int | None]:
         """Agreement of the learner's greedy choice with the default, and reward estimates.
 
-        ``agreement_rate``: over every apprentice decision; ``recent_agreement_rate``:
+        ``agreement_rate``: over every apprentice decision with feedback; ``recent_agreement_rate``:
         exponentially weighted over about ``agreement_window`` decisions;
         ``estimated_reward`` / ``default_estimated_reward``: the learner's mean predicted
         reward of its own choice / of the default; ``default_observed_reward``: the mean

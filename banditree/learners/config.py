@@ -124,6 +124,11 @@ class LearnerConfig(BaseModel):
 
     @model_validator(mode="after")
     def _check(self) -> LearnerConfig:
+        if self.mode == "apprentice" and "reward_link" not in self.model_fields_set:
+            # an apprentice sees one action per context, the caller's: through the sigmoid the
+            # unplayed actions keep their prior, and its greedy choice agrees with the default
+            # far more often (breast_cancer, linear rule: 0.95 against 0.80 with identity)
+            self.reward_link = "sigmoid"
         if any(not 1 <= w <= 4096 for w in self.hidden):
             raise ValueError("hidden widths must each be in [1, 4096]")
         if self.task == "classification":

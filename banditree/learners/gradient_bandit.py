@@ -255,12 +255,14 @@ class GradientBandit(Learner):
         snap = self._snapshot
         x = as_context(context, self.n_features)
         out = self.model.forward(snap.frozen, (x - snap.mean) * snap.inv_scale)
-        return out.scores if out.scores is not None else _sigmoid(out.output)
+        if out.scores is not None:
+            return out.scores
+        return _sigmoid(out.output) if self.reward_link == "sigmoid" else out.output
 
     def action_probabilities(self, context: Sequence[float] | FloatArray) -> FloatArray:
         """Classification: the probability ``act`` plays each action for ``context`` ``(K,)``."""
         assert self.explorer is not None, "action_probabilities is for classification learners"
-        return self.explorer(self.reward_estimates(context))
+        return self.explorer(self.reward_estimates(context), self._n_learned)
 
     # -- learning --------------------------------------------------------------------
     def check(self, decision: Decision, feedback: Feedback) -> None:

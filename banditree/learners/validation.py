@@ -49,8 +49,14 @@ def as_contexts(
     try:
         x = np.array(contexts, dtype=np.float64)
     except (TypeError, ValueError) as err:
+        for i, row in enumerate(contexts):  # name the ragged row when there is one
+            if not isinstance(row, (str, bytes)) and hasattr(row, "__len__"):
+                if len(row) != n_features:
+                    raise InvalidInput(
+                        f"{field}[{i}]", f"must hold exactly {n_features} numbers, got {len(row)}"
+                    ) from None
         raise InvalidInput(
-            field, f"must be a list of lists of {n_features} numbers ({err})"
+            field, f"must be a list of lists of exactly {n_features} numbers ({err})"
         ) from None
     if x.ndim == 1 and x.size == 0:
         return x.reshape(0, n_features)

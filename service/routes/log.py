@@ -18,7 +18,6 @@ from fastapi.responses import StreamingResponse
 from banditree.learners import Feedback
 from banditree.logs import log_row
 from service.deps import RuntimeDep
-from service.errors import ServiceError
 from service.runtime import ModelRuntime
 from service.runtime.replay import default_feedback, read_decision
 from service.store import LogEntry, StoreUnavailable
@@ -80,11 +79,12 @@ async def export_log(
 ) -> StreamingResponse:
     """The model's joined (decision, feedback) log rows as NDJSON, oldest first.
 
+    Rows with ``since < offset <= until``: an empty range (``until <= since``) is an
+    empty answer.
+
     Entries the learner has folded into its oldest kept checkpoint are trimmed, so the
     log starts after that checkpoint's offset.
     """
-    if since is not None and until is not None and until < since:
-        raise ServiceError(422, f"until ({until}) must be >= since ({since})", "until")
     rows = _rows(runtime, since or 0, until, limit)
     # the first row is read here, so an unreachable store is a 503, not a cut stream
     first = await anext(rows, None)

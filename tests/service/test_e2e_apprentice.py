@@ -44,7 +44,7 @@ def test_apprentice_learns_the_default_then_decides_after_the_switch(
                 app.feedback("cancer", d.event_id, loss=float(d.action != y[j]))
         repeat = app.feedback("cancer", decisions[-1].event_id, loss=0.0)
         assert repeat.status == "already_accepted"
-        app.checkpoint("cancer")  # every accepted feedback applied
+        admin.checkpoint("cancer")  # every accepted feedback applied
         info = app.get_model("cancer")
         assert info.mode == "apprentice" and info.apprentice is not None
         assert info.apprentice["recent_agreement_rate"] > 0.9

@@ -21,11 +21,11 @@ ROUNDS = 800
 def test_exported_log_holds_every_feedback_and_evaluates_to_the_live_loss(
     live_servers: Callable[[dict[str, str]], LiveServer], tmp_path: Path
 ) -> None:
-    # few checkpoints, so retention keeps the whole log for the export
+    # a snapshot every 10 updates (little staleness), all kept so retention keeps the log
     env = {
         "BANDITREE_DATA_DIR": str(tmp_path / "data"),
-        "BANDITREE_CHECKPOINT_EVERY_SECONDS": "600",
-        "BANDITREE_CHECKPOINT_EVERY_UPDATES": "100000",
+        "BANDITREE_CHECKPOINT_EVERY_UPDATES": "10",
+        "BANDITREE_CHECKPOINT_KEEP": "10000",
     }
     server = live_servers(env)
     ds = load("pendigits")
@@ -49,6 +49,7 @@ def test_exported_log_holds_every_feedback_and_evaluates_to_the_live_loss(
         assert offsets == sorted(offsets) and len(set(offsets)) == ROUNDS
         middle = list(client.export_log("digits", since=offsets[99], until=offsets[199]))
         assert [r["offset"] for r in middle] == offsets[100:200]
+        assert list(client.export_log("digits", since=offsets[5], until=offsets[2])) == []
         stored = client.get_model("digits").config
         try:
             list(client.export_log("unknown"))

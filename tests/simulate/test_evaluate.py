@@ -32,7 +32,10 @@ def test_round_trip_through_the_simulator(tmp_path: Path) -> None:
     )  # fmt: skip
     live = sim["learners"]["dgt"]
     same = _write(tmp_path / "same.json", live["config"])
-    other = _write(tmp_path / "linear.json", {"kind": "linear", "explorer_parameter": 0.1})
+    other = _write(
+        tmp_path / "linear.json",
+        {"kind": "linear", "explorer": "epsilon_greedy", "explorer_parameter": 0.1},
+    )
     result = CliRunner().invoke(
         app,
         [
@@ -97,7 +100,10 @@ def _synthetic_log(path: Path, n: int, *, uniform: bool) -> None:
 
 def test_uniform_logging_replays_by_rejection_sampling(tmp_path: Path) -> None:
     _synthetic_log(tmp_path / "log.ndjson", 2000, uniform=True)
-    config = _write(tmp_path / "linear.json", {"kind": "linear", "explorer_parameter": 0.1})
+    config = _write(
+        tmp_path / "linear.json",
+        {"kind": "linear", "explorer": "epsilon_greedy", "explorer_parameter": 0.1},
+    )
     report = evaluate(
         EvaluateOptions(tmp_path / "log.ndjson", [config], tmp_path / "ev", n_bootstrap=100, progress=False)
     )  # fmt: skip
@@ -112,8 +118,14 @@ def test_thin_support_withholds_the_claim(tmp_path: Path) -> None:
     """Logging that almost never plays action 1: a candidate playing it at least a quarter
     of the time gets no number, and the report says why."""
     _synthetic_log(tmp_path / "log.parquet", 1500, uniform=False)
-    explorer = _write(tmp_path / "explorer.json", {"kind": "linear", "explorer_parameter": 0.5})
-    greedy = _write(tmp_path / "greedy.json", {"kind": "linear", "explorer_parameter": 0.0})
+    explorer = _write(
+        tmp_path / "explorer.json",
+        {"kind": "linear", "explorer": "epsilon_greedy", "explorer_parameter": 0.5},
+    )
+    greedy = _write(
+        tmp_path / "greedy.json",
+        {"kind": "linear", "explorer": "epsilon_greedy", "explorer_parameter": 0.0},
+    )
     report = evaluate(
         EvaluateOptions(tmp_path / "log.parquet", [explorer, greedy], tmp_path / "ev", n_bootstrap=50, progress=False)
     )  # fmt: skip
