@@ -26,7 +26,8 @@ class CorruptCheckpoint(ValueError):
     """A checkpoint that cannot be trusted (bad bytes, wrong format, checksum mismatch)."""
 
 
-def _digest(tensors: dict[str, np.ndarray], meta_json: str) -> str:
+def tensor_digest(tensors: dict[str, np.ndarray], meta_json: str) -> str:
+    """The sha256 of named arrays (name, dtype, shape, bytes, in name order) and the metadata."""
     h = hashlib.sha256()
     for name in sorted(tensors):
         arr = np.ascontiguousarray(tensors[name])
@@ -40,7 +41,7 @@ def _digest(tensors: dict[str, np.ndarray], meta_json: str) -> str:
 
 def dump_state(tensors: dict[str, np.ndarray], meta: dict[str, Any]) -> bytes:
     meta_json = json.dumps({"format": FORMAT, **meta}, sort_keys=True)
-    header = {"banditree.meta": meta_json, "banditree.sha256": _digest(tensors, meta_json)}
+    header = {"banditree.meta": meta_json, "banditree.sha256": tensor_digest(tensors, meta_json)}
     return st_save({k: np.ascontiguousarray(v) for k, v in tensors.items()}, metadata=header)
 
 
@@ -58,7 +59,7 @@ def load_state(blob: bytes) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         raise CorruptCheckpoint(f"unreadable checkpoint: {err}") from None
     if meta.get("format") != FORMAT:
         raise CorruptCheckpoint(f"unknown checkpoint format {meta.get('format')!r}")
-    if _digest(tensors, meta_json) != checksum:
+    if tensor_digest(tensors, meta_json) != checksum:
         raise CorruptCheckpoint("checksum mismatch: the checkpoint is damaged")
     return tensors, meta
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +25,7 @@ from safetensors.numpy import save as st_save
 from banditree.models.dgt.frozen import FrozenTree
 from banditree.models.dgt.tree import effective_weights_np
 from banditree.models.dgt.tree_ops import FloatArray, check_height
+from banditree.persistence import tensor_digest
 from banditree.supervised.estimator import DGTClassifier, DGTEstimator
 from banditree.supervised.scaling import FeatureStandardizer, TargetMinMax, fold_scalers
 
@@ -41,18 +41,6 @@ def base64_length(n_bytes: int) -> int:
 
 class InvalidModelFile(ValueError):
     """Bytes that are not a readable, intact ``banditree train`` model file."""
-
-
-def _digest(tensors: dict[str, np.ndarray], meta_json: str) -> str:
-    h = hashlib.sha256()
-    for name in sorted(tensors):
-        arr = np.ascontiguousarray(tensors[name])
-        h.update(name.encode())
-        h.update(str(arr.dtype).encode())
-        h.update(repr(arr.shape).encode())
-        h.update(arr.tobytes())
-    h.update(meta_json.encode())
-    return h.hexdigest()
 
 
 @dataclass(frozen=True)
@@ -178,7 +166,7 @@ class TrainedTree:
         meta_json = json.dumps(meta, sort_keys=True)
         header = {
             "banditree.trained_dgt": meta_json,
-            "banditree.sha256": _digest(tensors, meta_json),
+            "banditree.sha256": tensor_digest(tensors, meta_json),
         }
         return st_save(tensors, metadata=header)
 
@@ -201,7 +189,7 @@ class TrainedTree:
             raise InvalidModelFile(f"not a banditree train model file ({err})") from None
         if meta.get("format") != FORMAT:
             raise InvalidModelFile(f"unknown model file format {meta.get('format')!r}")
-        if _digest(tensors, meta_json) != checksum:
+        if tensor_digest(tensors, meta_json) != checksum:
             raise InvalidModelFile("checksum mismatch: the model file is damaged")
         try:
             return cls._from_parts(tensors, meta)
