@@ -30,13 +30,8 @@ class AsyncClient:
     ) -> None:
         self.retry = retry or wire.RetryPolicy()
         self._http = httpx.AsyncClient(
-            base_url=base_url.rstrip("/"),
-            headers=wire.headers(api_key),
-            timeout=timeout_seconds,
-            limits=httpx.Limits(
-                max_connections=max_connections, max_keepalive_connections=max_connections
-            ),
             transport=transport,
+            **wire.http_options(base_url, api_key, timeout_seconds, max_connections),
         )
 
     async def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:

@@ -44,6 +44,20 @@ def model_path(name: str, suffix: str = "") -> str:
     return f"/v1/models/{quote(name, safe='')}{suffix}"
 
 
+def http_options(
+    base_url: str, api_key: str | None, timeout_seconds: float, max_connections: int
+) -> dict[str, Any]:
+    """The keyword arguments of ``httpx.Client`` and ``httpx.AsyncClient`` alike."""
+    return {
+        "base_url": base_url.rstrip("/"),
+        "headers": headers(api_key),
+        "timeout": timeout_seconds,
+        "limits": httpx.Limits(
+            max_connections=max_connections, max_keepalive_connections=max_connections
+        ),
+    }
+
+
 def headers(api_key: str | None) -> dict[str, str]:
     return {"Authorization": f"Bearer {api_key}"} if api_key else {}
 

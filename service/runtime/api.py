@@ -216,12 +216,16 @@ class ModelRuntime:
         after it, so nothing acknowledged is lost.  Used to switch an apprentice's mode.
         """
         served = self.served
-        try:
-            copy = await asyncio.to_thread(loads, await asyncio.to_thread(dumps, served.learner))
+
+        def changed_copy() -> tuple[int, bytes]:  # the served learner itself stays as it is
+            copy = loads(dumps(served.learner))
             change(copy)
-            blob = await asyncio.to_thread(dumps, copy)
+            return copy.version, dumps(copy)
+
+        try:
+            version, blob = await asyncio.to_thread(changed_copy)
             saved = await self.store.save_checkpoint(
-                self.name, version=copy.version, blob=blob, keep=self.policy.checkpoint_keep,
+                self.name, version=version, blob=blob, keep=self.policy.checkpoint_keep,
                 now=time.time(), offset=served.offset, acked_at=0.0, token=-1,
             )  # fmt: skip
             await served.refresh()
