@@ -52,12 +52,42 @@ def sample_action(pmf: FloatArray, u: float) -> int:
     Returns the first ``k`` whose cumulative mass exceeds ``u`` times the total (a
     plain loop: for the few actions of a bandit it beats ``cumsum`` + ``searchsorted``).
     """
-    cumulative = list(accumulate(pmf.tolist()))
+    return _sample_list(pmf.tolist(), u)
+
+
+def _sample_list(pmf: list[float], u: float) -> int:
+    """:func:`sample_action` of a pmf held as Python floats."""
+    cumulative = list(accumulate(pmf))
     target = u * cumulative[-1]
     for k, c in enumerate(cumulative):
         if target < c:
             return k
     return len(cumulative) - 1
+
+
+#: up to this many actions, :func:`explore_and_sample` computes the pmf on Python floats
+#: (explorers with a ``pmf_list`` method): cheaper than numpy's cost per call there
+PYTHON_MAX_ACTIONS = 32
+
+
+def explore_and_sample(
+    explorer: Explorer, scores: FloatArray, t: int, u: float
+) -> tuple[int, float, int]:
+    """``(action, propensity, greedy action)`` of one decision on ``scores`` ``(K,)``.
+
+    The action is :func:`sample_action` of ``explorer(scores, t)`` with ``u``, the
+    propensity its entry of that pmf, the greedy action the argmax of the scores.  For
+    few actions an explorer's ``pmf_list`` (the same numbers, on Python floats) stands in
+    for the numpy call.
+    """
+    best = int(scores.argmax())
+    pmf_list = getattr(explorer, "pmf_list", None)
+    if pmf_list is not None and scores.shape[0] <= PYTHON_MAX_ACTIONS:
+        pmf: list[float] = pmf_list(scores.tolist(), best, t)
+    else:
+        pmf = explorer(scores, t).tolist()
+    action = _sample_list(pmf, u)
+    return action, pmf[action], best
 
 
 def sample_actions(pmfs: FloatArray, u: FloatArray) -> IntArray:

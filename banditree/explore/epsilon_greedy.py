@@ -51,6 +51,14 @@ class EpsilonGreedy:
     def __call__(self, scores: FloatArray, t: int = 0) -> FloatArray:
         return epsilon_greedy(scores, self.epsilon_at(t))
 
+    def pmf_list(self, scores: list[float], best: int, t: int = 0) -> list[float]:
+        """:meth:`__call__` on Python floats, ``best`` the argmax of ``scores`` (few actions)."""
+        k = len(scores)
+        epsilon = self.epsilon_at(t)
+        pmf = [epsilon / k] * k
+        pmf[best] += 1.0 - epsilon
+        return pmf
+
     def rows(self, scores: FloatArray, t: int = 0) -> FloatArray:
         """:meth:`__call__` for every row of ``scores`` ``(B, K)`` at once."""
         batch, k = scores.shape

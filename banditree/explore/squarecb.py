@@ -9,11 +9,16 @@ import numpy as np
 
 from banditree.models.dgt.tree_ops import FloatArray
 
-_add_all = np.add.reduce  # what ndarray.sum calls, without its Python wrapper
+#: running sums in index order (``np.add.reduce`` adds pairwise: other roundings)
+_add_in_order = np.add.accumulate
 
 
 def squarecb(scores: FloatArray, gamma: float) -> FloatArray:
-    """``p(k) = 1 / (K + gamma (s_best - s_k))`` for ``k != best``; the best action gets the rest."""
+    """``p(k) = 1 / (K + gamma (s_best - s_k))`` for ``k != best``; the best action gets the rest.
+
+    The rest is ``1`` minus the others' masses added in index order (as
+    :meth:`SquareCB.rows` and :meth:`SquareCB.pmf_list` add them: the same numbers).
+    """
     k = scores.shape[0]
     best = int(scores.argmax())  # the method: np.argmax adds a Python wrapper per call
     pmf: FloatArray = np.subtract(scores[best], scores)
@@ -21,7 +26,7 @@ def squarecb(scores: FloatArray, gamma: float) -> FloatArray:
     pmf += k
     np.divide(1.0, pmf, out=pmf)  # in place: the same operations, fewer allocations
     pmf[best] = 0.0
-    pmf[best] = 1.0 - _add_all(pmf)
+    pmf[best] = 1.0 - _add_in_order(pmf)[-1]
     return pmf
 
 
@@ -60,6 +65,17 @@ class SquareCB:
     def __call__(self, scores: FloatArray, t: int = 0) -> FloatArray:
         return squarecb(scores, self.gamma_at(t))
 
+    def pmf_list(self, scores: list[float], best: int, t: int = 0) -> list[float]:
+        """:meth:`__call__` on Python floats, ``best`` the argmax of ``scores`` (few actions)."""
+        k, gamma, top = len(scores), self.gamma_at(t), scores[best]
+        pmf = [1.0 / ((top - s) * gamma + k) for s in scores]
+        pmf[best] = 0.0
+        rest = 0.0
+        for p in pmf:  # in index order, as squarecb() adds
+            rest += p
+        pmf[best] = 1.0 - rest
+        return pmf
+
     def rows(self, scores: FloatArray, t: int = 0) -> FloatArray:
         """:meth:`__call__` for every row of ``scores`` ``(B, K)`` at once."""
         batch, k = scores.shape
@@ -67,7 +83,7 @@ class SquareCB:
         best = np.argmax(scores, axis=1)
         pmf = 1.0 / (k + self.gamma_at(t) * (scores[index, best][:, None] - scores))
         pmf[index, best] = 0.0
-        pmf[index, best] = 1.0 - pmf.sum(axis=1)
+        pmf[index, best] = 1.0 - _add_in_order(pmf, axis=1)[:, -1]
         return pmf
 
     def min_probability(self, n_actions: int, t: int = 0) -> float:

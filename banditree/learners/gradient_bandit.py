@@ -14,7 +14,7 @@ from banditree.estimators import (
     OnePointEstimator,
     TwoPointEstimator,
 )
-from banditree.explore import EpsilonGreedy, Explorer, event_uniforms, sample_action
+from banditree.explore import EpsilonGreedy, Explorer, event_uniforms, explore_and_sample
 from banditree.learners.base import Learner, Tensors
 from banditree.learners.batch_decisions import (
     classification_decisions,
@@ -162,15 +162,15 @@ class GradientBandit(Learner):
             scores = out.scores
             if scores is None:
                 scores = _sigmoid(out.output) if self.reward_link == "sigmoid" else out.output
-            pmf = self.explorer(scores, self._n_learned)
-            action = sample_action(pmf, u_action)
-            greedy = int(scores.argmax())
+            action, propensity, greedy = explore_and_sample(
+                self.explorer, scores, self._n_learned, u_action
+            )
             return Decision(
                 event_id,
                 tuple(x.tolist()),
                 snap.version,
                 action=action,
-                propensity=float(pmf[action]),
+                propensity=propensity,
                 greedy_action=greedy,
                 leaf=out.leaf,
                 explored=action != greedy,

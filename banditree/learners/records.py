@@ -6,8 +6,10 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+_set_attribute = object.__setattr__
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, init=False)
 class Decision:
     """One decision, with everything needed to learn from its loss later, elsewhere.
 
@@ -31,6 +33,44 @@ class Decision:
     leaf: int | None = None
     explored: bool = False
     extras: dict[str, float] = field(default_factory=dict)
+
+    def __init__(
+        self,
+        event_id: str,
+        context: tuple[float, ...],
+        model_version: int,
+        action: int | None = None,
+        propensity: float = 1.0,
+        greedy_action: int | None = None,
+        value: float | None = None,
+        greedy_value: float | None = None,
+        perturbation: int = 0,
+        probes: tuple[float, float] | None = None,
+        leaf: int | None = None,
+        explored: bool = False,
+        extras: dict[str, float] | None = None,
+    ) -> None:
+        # the fields in one assignment: a frozen dataclass's own __init__ sets them one
+        # object.__setattr__ at a time, a third of a decision's bookkeeping
+        _set_attribute(
+            self,
+            "__dict__",
+            {
+                "event_id": event_id,
+                "context": context,
+                "model_version": model_version,
+                "action": action,
+                "propensity": propensity,
+                "greedy_action": greedy_action,
+                "value": value,
+                "greedy_value": greedy_value,
+                "perturbation": perturbation,
+                "probes": probes,
+                "leaf": leaf,
+                "explored": explored,
+                "extras": {} if extras is None else extras,
+            },
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready mapping (round-trips through :meth:`from_dict`)."""

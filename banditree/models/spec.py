@@ -18,11 +18,12 @@ import numpy as np
 from banditree.models.dgt.tree_ops import FloatArray, IntArray
 
 Params = dict[str, FloatArray]
+_set_attribute = object.__setattr__
 #: Maps a model output ``(K,)`` to ``d loss / d output`` ``(K,)``.
 UpstreamFn = Callable[[FloatArray], FloatArray]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class ModelOutput:
     """A forward pass on one example: raw output ``(K,)``, reached leaf, extra figures."""
 
@@ -31,6 +32,26 @@ class ModelOutput:
     extras: dict[str, float] = field(default_factory=dict)
     #: predicted rewards for the explorer; None means ``sigmoid(output)``
     scores: FloatArray | None = None
+
+    def __init__(
+        self,
+        output: FloatArray,
+        leaf: int | None = None,
+        extras: dict[str, float] | None = None,
+        scores: FloatArray | None = None,
+    ) -> None:
+        # one assignment (a frozen dataclass's own __init__ sets each field in turn):
+        # every decision builds one of these
+        _set_attribute(
+            self,
+            "__dict__",
+            {
+                "output": output,
+                "leaf": leaf,
+                "extras": {} if extras is None else extras,
+                "scores": scores,
+            },
+        )
 
 
 @dataclass(frozen=True)
