@@ -25,9 +25,17 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from banditree.models.dgt.tree_ops import FloatArray, IntArray
+from banditree.models.tel.layout import tree_layout
+
+try:  # the clip ufunc itself: np.clip adds Python-level dispatch to every call
+    from numpy._core.umath import clip as _clip  # numpy >= 2
+except ImportError:  # pragma: no cover - numpy 1.26
+    from numpy.core.umath import clip as _clip
 
 #: sign of the cubic for the LEFT (S) and RIGHT (1 - S) child
 _SIGNS = np.array([1.0, -1.0])
+_SIGN_COLUMN = _SIGNS[:, None]
+_count_nonzero = np.count_nonzero
 #: up to this many leaves (all trees) the forward passes compute every node: a fixed
 #: handful of whole-array numpy calls, cheaper than pruning at this size
 DENSE_MAX_LEAVES = 4096
@@ -69,8 +77,8 @@ class FrozenTEL:
     _orders: tuple[IntArray, ...] = field(init=False, repr=False, compare=False)
     _leaves: FloatArray = field(init=False, repr=False, compare=False)
     _root_prob: FloatArray = field(init=False, repr=False, compare=False)
-    _signed_nodes: FloatArray = field(init=False, repr=False, compare=False)
-    _scaled_leaves: FloatArray = field(init=False, repr=False, compare=False)
+    _double_nodes_t: FloatArray = field(init=False, repr=False, compare=False)
+    _scaled_leaves_t: FloatArray = field(init=False, repr=False, compare=False)
     _spans: tuple[slice, ...] = field(init=False, repr=False, compare=False)
     _paths: IntArray = field(init=False, repr=False, compare=False)
 
@@ -82,45 +90,24 @@ class FrozenTEL:
                 f"node_weights {self.node_weights.shape} and leaf_weights "
                 f"{self.leaf_weights.shape} do not form perfect trees"
             )
-        scaled = self.node_weights * (1.0 / self.gamma)
-        order = np.arange(m, dtype=np.int64)  # level 0: column = tree
-        levels, orders = [], []
-        for lv in range(depth):
-            by_column = scaled[:, (1 << lv) - 1 : (2 << lv) - 1].reshape(-1, p)
-            levels.append(by_column.take(order, 0))
-            orders.append(order)
-            order = np.concatenate((2 * order, 2 * order + 1))  # children: i and i + E
-        orders.append(order)
-        leaves = self.leaf_weights.reshape(m << depth, -1).take(order, 0)
-        # the leaf probability of leaf position j is the product over the levels of the
-        # step taken there: entry paths[l, j] of [S of every node, 1 - S of every node]
-        # (in the dense passes' order: level after level, positions within a level)
-        n_nodes, n_leaves = m * ((1 << depth) - 1), m << depth
-        paths = np.empty((depth, n_leaves), dtype=np.int64)
-        position = np.arange(n_leaves)
-        for lv in range(depth - 1, -1, -1):
-            width = m << lv  # nodes of level lv; leaf position j descends through j mod width
-            node = position % width
-            right = (position // width) % 2
-            paths[lv] = m * ((1 << lv) - 1) + node + right * n_nodes
-            position = node
-        all_nodes = np.concatenate(levels) * 2.0
+        layout = tree_layout(m, depth)
+        # every node, level after level in position order, its weights divided by gamma
+        nodes = self.node_weights.reshape(-1, p).take(layout.node_rows, 0)
+        nodes *= 1.0 / self.gamma
+        leaves = self.leaf_weights.reshape(m << depth, -1).take(layout.orders[-1], 0)
         for name, value in (
-            ("_paths", paths),
-            ("_levels", tuple(levels)),
-            ("_orders", tuple(orders)),
+            ("_paths", layout.paths),
+            ("_levels", tuple(nodes[span] for span in layout.level_spans)),
+            ("_orders", layout.orders),
             ("_leaves", leaves),
             ("_root_prob", np.ones(m)),
-            # the dense passes (see _quadrupled_steps): every node of every level,
-            # level after level in position order, times 2, then the same negated;
-            # the leaves divided by the 4**depth that the products of 4 S carry
-            ("_signed_nodes", np.concatenate((all_nodes, -all_nodes))),
-            ("_scaled_leaves", leaves * 0.25**depth),
-            # the columns of each level below the root level among the dense nodes
-            (
-                "_spans",
-                tuple(slice(m * ((1 << lv) - 1), m * ((2 << lv) - 1)) for lv in range(1, depth)),
-            ),
+            # the dense passes (see _odd_steps), transposed (x @ nodes_t and leaves_t @ P
+            # are the faster products for one context): every node times 2, the leaves
+            # divided by the 4**depth that the products of 4 S carry
+            ("_double_nodes_t", np.ascontiguousarray((nodes * 2.0).T)),
+            ("_scaled_leaves_t", np.ascontiguousarray((leaves * 0.25**depth).T)),
+            # the nodes of each level below the root level among the dense nodes
+            ("_spans", layout.level_spans[1:]),
         ):
             object.__setattr__(self, name, value)
 
@@ -152,23 +139,19 @@ class FrozenTEL:
         return self.forward_one_conditional(x, visited)
 
     @staticmethod
-    def _quadrupled_steps(v: FloatArray) -> FloatArray:
-        """``4 [S, 1 - S]`` of every node (last axis), from ``v`` (clipped in place).
+    def _odd_steps(v: FloatArray) -> FloatArray:
+        """``v (3 - v**2)`` of ``v``, ``2 <w, x> / gamma`` of every node (clipped in place).
 
-        ``v`` holds ``2 <w, x> / gamma`` of every node, then its negation.  With
-        ``v = 2 u`` clipped to ``[-1, 1]``, ``2 + v (3 - v**2) = 4 (1/2 + u (3/2 - 2 u**2))
-        = 4 S(u)``, and since the cubic is odd, ``4 S(-u) = 4 (1 - S(u))``: the first
-        half is ``4 S`` (LEFT steps), the second ``4 (1 - S)`` (RIGHT steps).  Every
-        scaling is by a power of two, so the numbers are exactly those of ``S``; the
-        ``4**depth`` of a leaf's product is divided out of the leaf weights.
+        With ``v = 2 u`` clipped to ``[-1, 1]``, ``2 + v (3 - v**2) = 4 (1/2 + u (3/2 - 2
+        u**2)) = 4 S(u)`` and ``2 - v (3 - v**2) = 4 (1 - S(u))``: the LEFT and RIGHT
+        steps, times 4.  Every scaling is by a power of two, so the numbers are exactly
+        those of ``S``; the ``4**depth`` of a leaf's product is divided out of the leaves.
         """
-        np.minimum(v, 1.0, out=v)
-        np.maximum(v, -1.0, out=v)
-        cubic = v * v
-        np.subtract(3.0, cubic, out=cubic)
-        cubic *= v
-        cubic += 2.0
-        return cubic
+        _clip(v, -1.0, 1.0, out=v)
+        odd = v * v
+        np.subtract(3.0, odd, out=odd)
+        odd *= v
+        return odd
 
     def forward_one_dense(self, x: FloatArray) -> tuple[FloatArray, int]:
         """:meth:`forward_one` computing every node: one product for all the nodes of all
@@ -178,10 +161,11 @@ class FrozenTEL:
         About a dozen numpy calls whatever the depth: at this size numpy's per-call
         cost, not arithmetic, sets the time.
         """
-        steps = self._quadrupled_steps(self._signed_nodes @ x)  # (2 nodes,)
+        steps = self._odd_steps(x @ self._double_nodes_t) * _SIGN_COLUMN
+        steps += 2.0  # (2, nodes): 4 S, then 4 (1 - S)
         prob = _multiply_levels(steps.take(self._paths), axis=0)  # 4**depth P(x -> leaf)
-        out: FloatArray = prob @ self._scaled_leaves
-        return out, int(np.count_nonzero(prob))
+        out: FloatArray = self._scaled_leaves_t @ prob
+        return out, int(_count_nonzero(prob))
 
     def forward_one_conditional(
         self, x: FloatArray, visited: list[IntArray] | None = None
@@ -262,19 +246,19 @@ class FrozenTEL:
         children of position ``i`` are ``i`` and ``i + E``) moves less memory than the
         gather along every path; the numbers are the same.
         """
-        batch, m, n_nodes = x.shape[0], self.n_trees, self._signed_nodes.shape[0] // 2
+        batch, m, n_nodes = x.shape[0], self.n_trees, self._double_nodes_t.shape[1]
         out = np.empty((batch, self._leaves.shape[1]))
         counts = np.empty(batch, dtype=np.int64)
         chunk = max(1, _DENSE_BATCH_ENTRIES // (2 * n_nodes))
         for start in range(0, batch, chunk):
             rows = slice(start, start + chunk)
-            steps = self._quadrupled_steps(x[rows] @ self._signed_nodes.T)
+            steps = self._odd_steps(x[rows] @ self._double_nodes_t)[:, None, :] * _SIGN_COLUMN
+            steps += 2.0  # (b, 2, nodes): 4 S, then 4 (1 - S) of every node
             b = steps.shape[0]
-            steps = steps.reshape(b, 2, n_nodes)  # LEFT and RIGHT steps of every node
             prob = steps[:, :, :m].reshape(b, -1)
             for columns in self._spans:  # 4**level P(x -> node), level by level
                 prob = (steps[:, :, columns] * prob[:, None, :]).reshape(b, -1)
-            out[rows] = prob @ self._scaled_leaves
+            out[rows] = prob @ self._scaled_leaves_t.T
             counts[rows] = np.count_nonzero(prob, axis=1)
         return out, counts
 
