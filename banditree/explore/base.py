@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from bisect import bisect_right
 from itertools import accumulate
 from typing import Protocol, runtime_checkable
 
@@ -11,6 +12,8 @@ import numpy as np
 from banditree.models.dgt.tree_ops import FloatArray, IntArray
 
 _TWO_64 = float(1 << 64)
+_LOW_64 = (1 << 64) - 1
+_blake2b = hashlib.blake2b
 
 
 @runtime_checkable
@@ -39,18 +42,18 @@ def event_uniforms(seed: int, event_id: str) -> tuple[float, float]:
 
     The first samples the action, the second the perturbation sign.
     """
-    digest = hashlib.blake2b(f"{seed}:{event_id}".encode(), digest_size=16).digest()
-    return (
-        int.from_bytes(digest[:8], "little") / _TWO_64,
-        int.from_bytes(digest[8:], "little") / _TWO_64,
+    # the digest's two little-endian 8-byte halves, read as one 16-byte number
+    both = int.from_bytes(
+        _blake2b(f"{seed}:{event_id}".encode(), digest_size=16).digest(), "little"
     )
+    return (both & _LOW_64) / _TWO_64, (both >> 64) / _TWO_64
 
 
 def sample_action(pmf: FloatArray, u: float) -> int:
     """Inverse-CDF sample of an action from ``pmf`` with the uniform ``u``.
 
-    Returns the first ``k`` whose cumulative mass exceeds ``u`` times the total (a
-    plain loop: for the few actions of a bandit it beats ``cumsum`` + ``searchsorted``).
+    Returns the first ``k`` whose cumulative mass exceeds ``u`` times the total (on
+    Python floats: for the few actions of a bandit it beats ``cumsum`` + ``searchsorted``).
     """
     return _sample_list(pmf.tolist(), u)
 
@@ -58,11 +61,8 @@ def sample_action(pmf: FloatArray, u: float) -> int:
 def _sample_list(pmf: list[float], u: float) -> int:
     """:func:`sample_action` of a pmf held as Python floats."""
     cumulative = list(accumulate(pmf))
-    target = u * cumulative[-1]
-    for k, c in enumerate(cumulative):
-        if target < c:
-            return k
-    return len(cumulative) - 1
+    k = bisect_right(cumulative, u * cumulative[-1])  # the cumulative masses <= the target
+    return k if k < len(cumulative) else len(cumulative) - 1
 
 
 #: up to this many actions, :func:`explore_and_sample` computes the pmf on Python floats

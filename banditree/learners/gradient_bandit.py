@@ -24,7 +24,13 @@ from banditree.learners.batch_decisions import (
 from banditree.learners.optim import RMSprop
 from banditree.learners.records import Decision, Feedback
 from banditree.learners.standardize import RunningStandardizer
-from banditree.learners.validation import InvalidInput, as_context, as_contexts, check_loss
+from banditree.learners.validation import (
+    InvalidInput,
+    as_context,
+    as_contexts,
+    check_loss,
+    context_values,
+)
 from banditree.models.dgt.tree_ops import FloatArray
 from banditree.models.spec import ModelSpec, Params
 
@@ -152,7 +158,7 @@ class GradientBandit(Learner):
         return self._snapshot.version
 
     def act(self, context: Sequence[float] | FloatArray, event_id: str | None = None) -> Decision:
-        x = as_context(context, self.n_features)
+        x, values = context_values(context, self.n_features)
         snap = self._snapshot
         out = self.model.forward(snap.frozen, (x - snap.mean) * snap.inv_scale)
         event_id = self._next_event_id(event_id)
@@ -167,7 +173,7 @@ class GradientBandit(Learner):
             )
             return Decision(
                 event_id,
-                tuple(x.tolist()),
+                tuple(values),
                 snap.version,
                 action=action,
                 propensity=propensity,
@@ -185,7 +191,7 @@ class GradientBandit(Learner):
             probes = (y_hat + self.estimator.delta, y_hat - self.estimator.delta)
         return Decision(
             event_id,
-            tuple(x.tolist()),
+            tuple(values),
             snap.version,
             value=value,
             greedy_value=y_hat,

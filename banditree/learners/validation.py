@@ -9,6 +9,8 @@ import numpy as np
 
 from banditree.models.dgt.tree_ops import FloatArray
 
+_add_all = np.add.reduce  # the ufunc method itself: ndarray.sum adds a Python wrapper
+
 
 class InvalidInput(ValueError):
     """A context, decision or feedback the learner refuses; the model is left unchanged."""
@@ -22,6 +24,26 @@ def as_context(
     context: Sequence[float] | FloatArray, n_features: int, field: str = "context"
 ) -> FloatArray:
     """A fresh float64 copy of ``context``; raises :class:`InvalidInput` on a bad one."""
+    x = _context_array(context, n_features, field)
+    if not math.isfinite(float(_add_all(x, None))):  # cheap: a sum is finite when every term is
+        _refuse_non_finite(x, field)
+    return x
+
+
+def context_values(
+    context: Sequence[float] | FloatArray, n_features: int, field: str = "context"
+) -> tuple[FloatArray, list[float]]:
+    """:func:`as_context` and the same numbers as Python floats (what a decision records)."""
+    x = _context_array(context, n_features, field)
+    values: list[float] = x.tolist()
+    if not math.isfinite(sum(values)):
+        _refuse_non_finite(x, field)
+    return x, values
+
+
+def _context_array(
+    context: Sequence[float] | FloatArray, n_features: int, field: str
+) -> FloatArray:
     try:
         x = np.array(context, dtype=np.float64)
     except (TypeError, ValueError) as err:
@@ -30,13 +52,14 @@ def as_context(
         raise InvalidInput(
             field, f"must hold exactly {n_features} numbers, got shape {list(x.shape)}"
         )
-    if not math.isfinite(
-        float(np.add.reduce(x, None))
-    ):  # cheap: a sum is finite when every term is
-        bad = np.flatnonzero(~np.isfinite(x))
-        if bad.size:
-            raise InvalidInput(f"{field}[{int(bad[0])}]", f"must be finite, got {x[bad[0]]}")
     return x
+
+
+def _refuse_non_finite(x: FloatArray, field: str) -> None:
+    """Name the first non-finite entry of ``x`` (none: finite numbers whose sum overflowed)."""
+    bad = np.flatnonzero(~np.isfinite(x))
+    if bad.size:
+        raise InvalidInput(f"{field}[{int(bad[0])}]", f"must be finite, got {x[bad[0]]}")
 
 
 def as_contexts(
