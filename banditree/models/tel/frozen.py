@@ -81,6 +81,7 @@ class FrozenTEL:
     _scaled_leaves_t: FloatArray = field(init=False, repr=False, compare=False)
     _spans: tuple[slice, ...] = field(init=False, repr=False, compare=False)
     _paths: IntArray = field(init=False, repr=False, compare=False)
+    _node_rows: IntArray = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         m, n_int, p = self.node_weights.shape
@@ -97,6 +98,7 @@ class FrozenTEL:
         leaves = self.leaf_weights.reshape(m << depth, -1).take(layout.orders[-1], 0)
         for name, value in (
             ("_paths", layout.paths),
+            ("_node_rows", layout.node_rows),
             ("_levels", tuple(nodes[span] for span in layout.level_spans)),
             ("_orders", layout.orders),
             ("_leaves", leaves),

@@ -25,6 +25,7 @@ from banditree.learners.config import LearnerConfig
 from banditree.learners.factory import register_model
 from banditree.models.dgt.tree_ops import FloatArray
 from banditree.models.spec import BatchOutput, ModelOutput, ModelSpec, Params, UpstreamFn
+from banditree.models.tel.dense_grad import dense_forward, dense_gradients
 from banditree.models.tel.frozen import FrozenTEL
 from banditree.models.tel.layer import INIT_BOUND, check_depth
 from banditree.models.tel.smooth_step import check_gamma
@@ -107,14 +108,25 @@ class TELSpec(ModelSpec):
         upstreams: Sequence[UpstreamFn],
         rng: np.random.Generator,
     ) -> Params:
-        """One conditional forward and backward pass over the whole batch ``(B, p)``."""
+        """One forward and backward pass over the whole batch ``(B, p)``: over every node
+        for small ensembles (:mod:`.dense_grad`), the reachable ones otherwise."""
         frozen = self.freeze(params)
         x = np.asarray(x, dtype=np.float64)
-        levels = frozen.route(x)
-        rows = frozen.outputs(levels[-1], x.shape[0])
-        g = np.stack([up(row) for up, row in zip(upstreams, rows, strict=True)])
-        grad_w, grad_o = frozen.gradients(x, levels, g.astype(np.float64, copy=False))
+        if frozen.dense:  # every node: a fixed handful of numpy calls per level
+            forward = dense_forward(frozen, x)
+            g = self._upstream_rows(upstreams, forward.output)
+            grad_w, grad_o = dense_gradients(frozen, x, forward, g)
+        else:
+            levels = frozen.route(x)
+            g = self._upstream_rows(upstreams, frozen.outputs(levels[-1], x.shape[0]))
+            grad_w, grad_o = frozen.gradients(x, levels, g)
         return {"W": grad_w, "O": grad_o}
+
+    @staticmethod
+    def _upstream_rows(upstreams: Sequence[UpstreamFn], rows: FloatArray) -> FloatArray:
+        """``d loss / d output`` of every row ``(B, k)``, row ``b`` from ``upstreams[b]``."""
+        g = np.stack([up(row) for up, row in zip(upstreams, rows, strict=True)])
+        return g.astype(np.float64, copy=False)
 
     def export(self, frozen: FrozenTEL) -> dict[str, Any]:
         return {
