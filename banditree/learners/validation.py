@@ -9,8 +9,6 @@ import numpy as np
 
 from banditree.models.dgt.tree_ops import FloatArray
 
-_add_all = np.add.reduce  # the ufunc method itself: ndarray.sum adds a Python wrapper
-
 
 class InvalidInput(ValueError):
     """A context, decision or feedback the learner refuses; the model is left unchanged."""
@@ -24,10 +22,7 @@ def as_context(
     context: Sequence[float] | FloatArray, n_features: int, field: str = "context"
 ) -> FloatArray:
     """A fresh float64 copy of ``context``; raises :class:`InvalidInput` on a bad one."""
-    x = _context_array(context, n_features, field)
-    if not math.isfinite(float(_add_all(x, None))):  # cheap: a sum is finite when every term is
-        _refuse_non_finite(x, field)
-    return x
+    return context_values(context, n_features, field)[0]
 
 
 def context_values(
@@ -36,7 +31,7 @@ def context_values(
     """:func:`as_context` and the same numbers as Python floats (what a decision records)."""
     x = _context_array(context, n_features, field)
     values: list[float] = x.tolist()
-    if not math.isfinite(sum(values)):
+    if not math.isfinite(sum(values)):  # cheap: a sum is finite when every term is
         _refuse_non_finite(x, field)
     return x, values
 

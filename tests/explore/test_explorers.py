@@ -17,6 +17,7 @@ from banditree.explore import (
     Softmax,
     SquareCB,
     event_uniforms,
+    explore_and_sample,
     make_explorer,
     sample_action,
 )
@@ -216,3 +217,40 @@ def test_bad_settings_fail_in_the_learner_config() -> None:
         LearnerConfig(n_features=2, n_actions=3, explorer_exponent=3.0)
     with pytest.raises(ValueError, match="explorer must be one of"):
         make_explorer("thompson")
+
+
+@pytest.mark.parametrize(
+    "explorer",
+    [
+        EpsilonGreedy(0.3),
+        EpsilonGreedy(1.0, exponent=1 / 3),
+        SquareCB(10.0, 0.5),
+        SquareCB(0.0, 0.0),
+    ],
+    ids=lambda e: e.name,
+)
+@settings(max_examples=60, deadline=None)
+@given(scores=scores_strategy, t=st.integers(0, 10**6), u=st.floats(0.0, 1.0, exclude_max=True))
+def test_python_float_pmf_and_decision_equal_the_numpy_ones(
+    explorer: EpsilonGreedy | SquareCB, scores: np.ndarray, t: int, u: float
+) -> None:
+    """``pmf_list`` (what a single decision uses for few actions) gives the very numbers
+    of ``explorer(scores)`` and of its batched ``rows``; ``explore_and_sample`` plays the
+    action ``sample_action`` draws, with its pmf entry as the propensity."""
+    pmf = explorer(scores, t)
+    best = int(np.argmax(scores))
+    assert explorer.pmf_list(scores.tolist(), best, t) == pmf.tolist()
+    assert explorer.rows(scores[None, :], t)[0].tolist() == pmf.tolist()
+    action, propensity, greedy = explore_and_sample(explorer, scores, t, u)
+    assert (action, propensity, greedy) == (sample_action(pmf, u), float(pmf[action]), best)
+
+
+def test_explore_and_sample_takes_the_numpy_pmf_for_many_actions_or_other_explorers() -> None:
+    rng = np.random.default_rng(4)
+    for explorer, k in ((SquareCB(), 100), (Softmax(0.2), 5)):
+        scores = rng.uniform(size=k)
+        for u in rng.uniform(size=50):
+            pmf = explorer(scores, 9)
+            action, propensity, greedy = explore_and_sample(explorer, scores, 9, u)
+            assert action == sample_action(pmf, u) and propensity == pmf[action]
+            assert greedy == int(np.argmax(scores))

@@ -13,6 +13,7 @@ from banditree.models.tel.dense import (
     dense_smooth_step_ensemble,
     leaf_probabilities,
 )
+from banditree.models.tel.dense_grad import dense_forward, dense_gradients
 from banditree.models.tel.frozen import FrozenTEL
 from banditree.models.tel.function import tree_ensemble
 from banditree.models.tel.smooth_step import smooth_step
@@ -117,6 +118,32 @@ def test_gradients_equal_torch_autograd(
     assert w.grad is not None and o.grad is not None
     np.testing.assert_allclose(grad_w, w.grad.numpy(), rtol=0, atol=1e-10)
     np.testing.assert_allclose(grad_o, o.grad.numpy(), rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize(("depth", "n_trees", "gamma", "scale"), CASES)
+def test_dense_gradients_equal_the_conditional_pass_and_torch(
+    depth: int, n_trees: int, gamma: float, scale: float
+) -> None:
+    """The update's pass over every node: the outputs and gradients of Algorithms 1 and 2."""
+    frozen = make(depth, n_trees, gamma, scale)
+    xs = contexts(9)
+    grad_out = np.random.default_rng(3).normal(size=(9, 3))
+    levels = frozen.route(xs)
+    forward = dense_forward(frozen, xs)
+    np.testing.assert_allclose(forward.output, frozen.outputs(levels[-1], 9), rtol=0, atol=1e-12)
+    grad_w, grad_o = dense_gradients(frozen, xs, forward, grad_out)
+    want_w, want_o = frozen.gradients(xs, levels, grad_out)
+    np.testing.assert_allclose(grad_w, want_w, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(grad_o, want_o, rtol=1e-12, atol=1e-12)
+    w = torch.tensor(frozen.node_weights, requires_grad=True)
+    o = torch.tensor(frozen.leaf_weights, requires_grad=True)
+    out = dense_smooth_step_ensemble(torch.from_numpy(xs), w, o, gamma).sum(dim=1)
+    out.backward(torch.from_numpy(grad_out))
+    assert w.grad is not None and o.grad is not None
+    np.testing.assert_allclose(grad_w, w.grad.numpy(), rtol=0, atol=1e-10)
+    np.testing.assert_allclose(grad_o, o.grad.numpy(), rtol=0, atol=1e-10)
+    # a hard node (S' = 0) and an unreachable one get exactly zero, as in the conditional pass
+    np.testing.assert_array_equal(grad_w == 0.0, want_w == 0.0)
 
 
 def test_malformed_trees_are_refused() -> None:

@@ -27,10 +27,13 @@ import numpy as np
 from banditree.models.dgt.tree_ops import FloatArray, IntArray
 from banditree.models.tel.layout import tree_layout
 
-try:  # the clip ufunc itself: np.clip adds Python-level dispatch to every call
-    from numpy._core.umath import clip as _clip  # numpy >= 2
+try:
+    from numpy._core import umath as _umath  # numpy >= 2
 except ImportError:  # pragma: no cover - numpy 1.26
-    from numpy.core.umath import clip as _clip
+    from numpy.core import umath as _umath  # type: ignore[no-redef]
+
+#: the clip ufunc itself: np.clip adds Python-level dispatch to every call
+_clip: np.ufunc = _umath.clip  # type: ignore[attr-defined]
 
 #: sign of the cubic for the LEFT (S) and RIGHT (1 - S) child
 _SIGNS = np.array([1.0, -1.0])
