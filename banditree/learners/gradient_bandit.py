@@ -160,7 +160,9 @@ class GradientBandit(Learner):
     def act(self, context: Sequence[float] | FloatArray, event_id: str | None = None) -> Decision:
         x, values = context_values(context, self.n_features)
         snap = self._snapshot
-        out = self.model.forward(snap.frozen, (x - snap.mean) * snap.inv_scale)
+        x -= snap.mean  # in place: x is a fresh copy, the decision records ``values``
+        x *= snap.inv_scale
+        out = self.model.forward(snap.frozen, x)
         event_id = self._next_event_id(event_id)
         u_action, u_sign = event_uniforms(self.seed, event_id)
         if self.task == "classification":

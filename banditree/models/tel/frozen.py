@@ -85,6 +85,7 @@ class FrozenTEL:
     _spans: tuple[slice, ...] = field(init=False, repr=False, compare=False)
     _paths: IntArray = field(init=False, repr=False, compare=False)
     _node_rows: IntArray = field(init=False, repr=False, compare=False)
+    _dense: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         m, n_int, p = self.node_weights.shape
@@ -102,6 +103,7 @@ class FrozenTEL:
         for name, value in (
             ("_paths", layout.paths),
             ("_node_rows", layout.node_rows),
+            ("_dense", (m << depth) <= DENSE_MAX_LEAVES),
             ("_levels", tuple(nodes[span] for span in layout.level_spans)),
             ("_orders", layout.orders),
             ("_leaves", leaves),
@@ -127,7 +129,7 @@ class FrozenTEL:
     @property
     def dense(self) -> bool:
         """Whether :meth:`forward_one` and :meth:`forward_batch` compute every node."""
-        return int(self._leaves.shape[0]) <= DENSE_MAX_LEAVES
+        return self._dense
 
     def forward_one(
         self, x: FloatArray, visited: list[IntArray] | None = None
@@ -139,7 +141,7 @@ class FrozenTEL:
         2**l + node within the level``) of each level the conditional pass computed
         ``<w, x>`` for, then the reached leaves.
         """
-        if visited is None and self.dense:
+        if visited is None and self._dense:
             return self.forward_one_dense(x)
         return self.forward_one_conditional(x, visited)
 
