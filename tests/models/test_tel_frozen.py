@@ -178,3 +178,13 @@ def test_large_ensembles_take_the_conditional_pass() -> None:
     np.testing.assert_allclose(out, want, rtol=0, atol=1e-12)
     np.testing.assert_array_equal(counts, want_counts)
     assert large.forward_one(xs[0])[1] == want_counts[0]
+
+
+def test_dense_batch_pass_in_several_chunks_equals_the_conditional_pass() -> None:
+    """Ten trees of depth 6: 120 contexts run as three cache-sized chunks."""
+    frozen = make(6, 10, 1.0, 30.0)
+    xs = np.random.default_rng(11).normal(size=(120, 6))
+    dense, dense_counts = frozen.forward_batch_dense(xs)
+    conditional, conditional_counts = frozen.forward_batch_conditional(xs)
+    np.testing.assert_allclose(dense, conditional, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(dense_counts, conditional_counts)
