@@ -3,11 +3,13 @@
 The learner (:class:`~banditree.learners.gradient_bandit.GradientBandit`) standardises
 contexts online in front of the layer (a batch-norm needs a batch), explores on
 ``sigmoid(output)`` and runs RMSprop on the numpy parameters.  Decisions and updates
-run the conditional Algorithms 1 and 2 in numpy (:class:`~banditree.models.tel.frozen.FrozenTEL`,
-no torch on the serving path): a decision computes ``<w, x>`` only for the nodes the
-context reaches, and the gradients of the examples buffered for one update come from
-one batched pass.  The torch layer (:mod:`banditree.models.tel.function`) is the
-same maths for supervised training.
+run Algorithms 1 and 2 in numpy (:class:`~banditree.models.tel.frozen.FrozenTEL`, no
+torch on the serving path): for ensembles of up to
+:data:`~banditree.models.tel.frozen.DENSE_MAX_LEAVES` leaves over every node (a fixed
+handful of whole-array calls, :mod:`banditree.models.tel.dense_grad` for the updates),
+for larger ones over the nodes the context reaches only; the gradients of the examples
+buffered for one update come from one batched pass.  The torch layer
+(:mod:`banditree.models.tel.function`) is the same maths for supervised training.
 
 Learner options (``LearnerConfig.options``): ``gamma``, the smooth-step width,
 default :data:`DEFAULT_GAMMA` = 1.0 (the paper's worst-case setting for speed and the
