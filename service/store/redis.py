@@ -137,8 +137,11 @@ class RedisStore(Store):
     @_unavailable
     async def epoch(self) -> str:
         key = self.prefix + "epoch"
-        await self.client.set(key, uuid.uuid4().hex.encode(), nx=True)
-        return _text(await self.client.get(key))
+        value = await self.client.get(key)
+        if value is None:  # first use, or the data was lost: the first process to ask writes it
+            await self.client.set(key, uuid.uuid4().hex.encode(), nx=True)
+            value = await self.client.get(key)
+        return _text(value)
 
     # -- model records -------------------------------------------------------------
     @_unavailable

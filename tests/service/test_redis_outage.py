@@ -7,63 +7,20 @@ same server process predicts and takes feedback again without a restart.
 
 from __future__ import annotations
 
-import shutil
 import signal
-import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-import pytest
-import redis
 
-from tests.service.live_server import LiveServer, free_port
+from tests.service.live_server import LiveServer
+from tests.service.own_redis import OwnRedis, needs_redis_server
 
-pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server")
+pytestmark = needs_redis_server
 
 ADMIN = "outage-admin"
 CONTEXT = [0.1, 0.2, 0.3, 0.4]
 ANSWER_SECONDS = 1.0  # a call not answered within this raises httpx.TimeoutException
-
-
-class OwnRedis:
-    """``redis-server`` on a spare port without persistence; stopped only by this test."""
-
-    def __init__(self, port: int, log_path: Path) -> None:
-        self.port = port
-        self.log_path = log_path
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        args = ["redis-server", "--port", str(self.port), "--save", "", "--appendonly", "no"]
-        with self.log_path.open("ab") as log:
-            self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
-        client = redis.Redis(port=self.port)
-        for _ in range(100):
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                time.sleep(0.05)
-        client.close()
-
-    def signal(self, sig: signal.Signals) -> None:
-        assert self.process is not None
-        self.process.send_signal(sig)
-        if sig == signal.SIGKILL:
-            self.process.wait(timeout=10)
-
-
-@pytest.fixture
-def own_redis(tmp_path: Path) -> Iterator[OwnRedis]:
-    server = OwnRedis(free_port(), tmp_path / "redis.log")
-    server.start()
-    yield server
-    if server.process is not None and server.process.poll() is None:
-        server.process.send_signal(signal.SIGCONT)
-        server.process.send_signal(signal.SIGKILL)
-        server.process.wait(timeout=10)
 
 
 def calls(http: httpx.Client, event_id: str) -> list[httpx.Response]:
@@ -105,6 +62,16 @@ def recovered(http: httpx.Client) -> str:
         time.sleep(0.1)
 
 
+def feedback_once_recovered(http: httpx.Client, event_id: str) -> httpx.Response:
+    """Feedback, retried on 503 while the server writes back what an empty Redis lost."""
+    deadline = time.monotonic() + 10
+    while True:
+        answer = http.post("/v1/models/m/feedback", json={"event_id": event_id, "loss": 0.5})
+        if answer.status_code != 503 or time.monotonic() > deadline:
+            return answer
+        time.sleep(0.1)
+
+
 def test_redis_killed_then_frozen_answers_503_fast_and_recovers(
     own_redis: OwnRedis, tmp_path: Path
 ) -> None:
@@ -140,7 +107,7 @@ def test_redis_killed_then_frozen_answers_503_fast_and_recovers(
                 else:
                     own_redis.signal(signal.SIGCONT)
                 event_id = recovered(http)
-                fed = http.post("/v1/models/m/feedback", json={"event_id": event_id, "loss": 0.5})
+                fed = feedback_once_recovered(http, event_id)
                 assert fed.status_code == 200, fed.text
                 assert http.get("/readyz").json()["status"] == "ready"
                 assert http.get("/v1/models/unknown").status_code == 404
