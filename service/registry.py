@@ -12,12 +12,14 @@ models back (:mod:`service.recovery`) instead of dropping them.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
 import socket
 import time
 import uuid
+from collections.abc import AsyncIterator
 from typing import Any
 
 from banditree.learners import Apprentice, Learner, LearnerConfig, build_learner
@@ -33,6 +35,7 @@ from service.runtime.snapshot import SnapshotWatcher
 from service.schemas import ModelCreate, ModelPolicy
 from service.settings import Settings
 from service.store import ModelGone, Store, StoreUnavailable
+from service.store.budget import within_budget
 
 log = logging.getLogger("banditree.service")
 
@@ -66,6 +69,15 @@ class ModelRegistry:
         self.epoch: str | None = None  # the store epoch this process's models are held in
         self.records: dict[str, str] = {}  # the record of every model served or learned
         self._discovery_wanted = asyncio.Event()
+
+    @contextlib.asynccontextmanager
+    async def _locked(self) -> AsyncIterator[None]:
+        """The registry's lock; waiting for it spends the request's store budget."""
+        await within_budget(self._lock.acquire())
+        try:
+            yield
+        finally:
+            self._lock.release()
 
     def want_discovery(self) -> None:
         """Look at the store's models (and epoch) now rather than at the next poll."""
@@ -149,7 +161,7 @@ class ModelRegistry:
             raise ServiceError(
                 503, "this process only learns (role learner): send requests to an api process"
             )
-        async with self._lock:
+        async with self._locked():
             if name in self.runtimes:
                 return self.runtimes[name]
             record = await self.store.load_model(name)
@@ -212,7 +224,7 @@ class ModelRegistry:
     async def create(self, name: str, body: ModelCreate) -> ModelRuntime:
         """A new model; 409 when the name is taken."""
         config, policy = body.split()
-        async with self._lock:
+        async with self._locked():
             if name in self.runtimes or await self.store.load_model(name) is not None:
                 raise ServiceError(409, f"model {name!r} exists; DELETE it first", "name")
             try:
@@ -265,7 +277,7 @@ class ModelRegistry:
     async def delete(self, name: str) -> None:
         """Stop and forget ``name`` with its decisions, log and checkpoints."""
         await self.get(name)
-        async with self._lock:
+        async with self._locked():
             # read first: an unreachable store refuses the delete (503) before anything
             # changes, and a delete that fails half way leaves the model served and learned
             record = await self.store.load_model(name)

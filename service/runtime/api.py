@@ -27,6 +27,7 @@ from service.metrics import ModelMetrics
 from service.runtime.replay import decision_payload, feedback_json, read_decision
 from service.runtime.snapshot import ServedSnapshot
 from service.store import CheckpointInfo, EventLookup, ModelGone, Store, StoreUnavailable
+from service.store.budget import budget_seconds, store_budget
 
 log = logging.getLogger("banditree.service")
 
@@ -198,8 +199,10 @@ class ModelRuntime:
             before = stored[0].sequence if stored else 0
             await self.store.request_checkpoint(self.name)
             deadline = time.monotonic() + _CHECKPOINT_WAIT_SECONDS
+            each = budget_seconds()  # waiting for the learner is the point: each look has one
             while time.monotonic() < deadline:
-                stored = await self.store.list_checkpoints(self.name, limit=1)
+                with store_budget(each):
+                    stored = await self.store.list_checkpoints(self.name, limit=1)
                 if stored and stored[0].sequence > before and stored[0].offset >= last:
                     await self.served.refresh()
                     return stored[0]

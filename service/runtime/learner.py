@@ -16,6 +16,7 @@ lease keeps being renewed.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import time
 from collections.abc import Callable
@@ -78,7 +79,10 @@ class ModelLearner:
         self._stopping = False
 
     def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name=f"learner-{self.name}")
+        # a context of its own: a learner started by a request has no store budget
+        self._task = asyncio.create_task(
+            self._run(), name=f"learner-{self.name}", context=contextvars.Context()
+        )
 
     def wake(self) -> None:
         """A new log entry was appended by this process: look at the log now."""

@@ -50,6 +50,7 @@ from service.store.base import (
     StoreUnavailable,
     event_deadlines,
 )
+from service.store.budget import within_budget
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -58,12 +59,12 @@ T = TypeVar("T")
 def _unavailable(
     method: Callable[P, Coroutine[Any, Any, T]],
 ) -> Callable[P, Coroutine[Any, Any, T]]:
-    """Turn connection errors and timeouts into :class:`StoreUnavailable`."""
+    """Turn connection errors and timeouts into :class:`StoreUnavailable`; spend the budget."""
 
     @functools.wraps(method)
     async def wrapped(*args: P.args, **kwargs: P.kwargs) -> T:
         try:
-            return await method(*args, **kwargs)
+            return await within_budget(method(*args, **kwargs))
         except (RedisConnectionError, RedisTimeoutError, OSError) as err:
             raise StoreUnavailable(f"redis: {err or type(err).__name__}") from err
 
