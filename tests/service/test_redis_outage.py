@@ -145,7 +145,7 @@ def test_redis_killed_then_frozen_answers_503_fast_and_recovers(
         assert "Traceback" not in server.log_text(), server.log_text()[-4000:]
         server.stop(signal.SIGKILL)
         server = LiveServer(server_env(own_redis.port), log_path=tmp_path / "server-2.log")
-        with httpx.Client(base_url=server.url, timeout=10) as http:  # and stays deleted
+        with server.client(ADMIN) as http:  # and stays deleted
             assert http.get("/v1/models/m").status_code == 404
             assert http.get("/v1/models").json()["models"] == []
     finally:
