@@ -98,20 +98,25 @@ class ModelLearner:
 
     # -- leading -----------------------------------------------------------------------
     async def _run(self) -> None:
+        led = False  # this learner led until its last failure
         while not self._stopping:
             try:
                 token = await self.store.acquire_lease(
                     self.name, self.holder, ttl_seconds=self.policy.lease_seconds, now=time.time()
                 )
                 if token is None:
+                    if led:  # e.g. its last call timed out, then another learner took over
+                        log.warning("learner %s lost model %s to another", self.holder, self.name)
+                        led = False
                     await self._sleep(self.policy.lease_seconds / 3)
                     continue
-                self.token = token
+                self.token, led = token, True
                 self.metrics.lease_held.set(1)
                 log.info("learner %s leads model %s (token %d)", self.holder, self.name, token)
                 await self._lead(token)
             except LeaseLost as err:
                 log.warning("learner %s lost model %s: %s", self.holder, self.name, err)
+                led = False
             except ModelGone as err:  # deleted, or lost with the store's data: wait for
                 log.warning("learner of model %s: %s", self.name, err)  # the registry
                 if self.on_gone is not None:
