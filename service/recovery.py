@@ -56,6 +56,10 @@ async def _offer(runtime: ModelRuntime | None) -> OfferedSnapshot | None:
 async def recover(registry: ModelRegistry, epoch: str) -> None:
     """Write back every model of this process to a store that lost its data (now ``epoch``)."""
     store = registry.store
+    if not registry.serves:
+        # a learner-only process has no snapshot to offer: let serving processes (which
+        # do) hold the models first, so their snapshots are what learning restarts from
+        await asyncio.sleep(2 * registry.settings.snapshot_poll_seconds)
     names = sorted(set(registry.runtimes) | set(registry.learners))
     log.error(
         "the store lost its data (epoch %s, was %s): writing back %d models",

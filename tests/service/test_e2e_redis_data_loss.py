@@ -17,6 +17,7 @@ import httpx
 import pytest
 import redis
 
+from tests.service.chaos import ServiceProcess
 from tests.service.live_server import LiveServer
 from tests.service.own_redis import OwnRedis, needs_redis_server
 
@@ -126,3 +127,44 @@ def test_models_survive_a_redis_that_lost_its_data(own_redis: OwnRedis, tmp_path
         assert "Traceback" not in server.log_text(), server.log_text()[-4000:]
     finally:
         server.stop(signal.SIGKILL)
+
+
+def test_split_roles_restart_learning_from_the_served_snapshot(
+    own_redis: OwnRedis, tmp_path: Path
+) -> None:
+    """An api process and a learner process: the learner has no snapshot to offer."""
+    env = {
+        "BANDITREE_REDIS_URL": f"redis://127.0.0.1:{own_redis.port}/0",
+        "BANDITREE_API_KEYS": "",
+        "BANDITREE_ADMIN_KEYS": ADMIN,
+        "BANDITREE_SNAPSHOT_POLL_SECONDS": "0.5",
+    }
+    learner = ServiceProcess(
+        {**env, "BANDITREE_ROLE": "learner"}, log_path=tmp_path / "learner.log", serves=False
+    )
+    api = ServiceProcess({**env, "BANDITREE_ROLE": "api"}, log_path=tmp_path / "api.log")
+    try:
+        learner.wait_ready()
+        api.wait_ready()
+        with httpx.Client(
+            base_url=api.url, headers={"Authorization": f"Bearer {ADMIN}"}, timeout=30.0
+        ) as http:
+            config = {"n_features": MODELS["m1"], "n_actions": 3, "accumulate": 1}
+            assert http.put("/v1/models/m1", json=config).status_code == 201
+            before = learn(http, "m1", 10)
+            assert checkpointed(http, "m1")["version"] == before
+
+            own_redis.signal(signal.SIGKILL)
+            own_redis.start()
+            deadline = time.monotonic() + 20
+            while stored_records(own_redis.port) != {"m1"}:
+                assert time.monotonic() < deadline, api.log_path.read_text()[-3000:]
+                time.sleep(0.1)
+            after = learn(http, "m1", 6)
+            model = checkpointed(http, "m1")  # the learner process learned it on top
+            assert model["version"] == before + after, model
+        for process in (api, learner):
+            assert "Traceback" not in process.log_path.read_text()
+    finally:
+        for process in (api, learner):
+            process.kill()
