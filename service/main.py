@@ -134,7 +134,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         metrics=service_metrics,
         max_body_bytes=settings.max_body_bytes,
         access_log=settings.access_log,
-        store_budget_seconds=settings.store_budget_seconds,
+        store_budget_seconds=settings.store_budget_seconds or 2 * settings.redis_timeout_seconds,
     )
     return app
 
