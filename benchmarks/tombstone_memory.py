@@ -72,8 +72,10 @@ async def stream(port: int, seconds: float, rate: int) -> list[dict[str, float]]
             next_sample += INTERVAL_SECONDS
         now = time.time()
         batch = [(f"t{tick}-{e}", d, f) for e, d, f in pairs]
-        await store.put_events("m", [(e, d) for e, d, _ in batch], now=now, ttl_seconds=1.0)
-        await asyncio.gather(*(store.append_feedback("m", e, f, now=now) for e, _, f in batch))
+        for start in range(0, len(batch), 50):  # as the service's clients would, in parts
+            part = batch[start : start + 50]
+            await store.put_events("m", [(e, d) for e, d, _ in part], now=now, ttl_seconds=1.0)
+            await asyncio.gather(*(store.append_feedback("m", e, f, now=now) for e, _, f in part))
         last = (await store.log_bounds("m")).last
         await store.save_checkpoint(
             "m", version=tick, blob=b"x" * 8000, keep=3, now=now, offset=last, acked_at=0.0,
