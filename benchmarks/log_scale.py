@@ -63,6 +63,7 @@ def make_pairs(n: int) -> list[tuple[str, str, str]]:
 
 async def fill(store: Store, pairs: list[tuple[str, str, str]], now: float) -> None:
     """Store the decisions, then log each one's feedback (the service's two steps)."""
+    await store.hold_model("m")  # as the service does when it creates the model
     chunk = 50
     for start in tqdm(range(0, len(pairs), chunk), desc="filling the log", leave=False):
         part = pairs[start : start + chunk]
@@ -100,6 +101,7 @@ async def redis_memory(prefix: str, n: int) -> dict[str, float]:
     store = RedisStore.from_url(REDIS_URL, prefix=prefix, timeout_seconds=5.0)
     pairs = make_pairs(n)
     now = time.time()
+    await store.hold_model("m")
     await store.put_events("m", [(e, d) for e, d, _ in pairs], now=now, ttl_seconds=3600)
 
     async def usage(pattern: str) -> int:
@@ -190,6 +192,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 async def retention(store: Store, rounds: int, per_round: int, size: Any) -> list[dict[str, float]]:
     """Append ``per_round`` feedbacks, then checkpoint (keep 3): log length and size per round."""
     series = []
+    await store.hold_model("m")
     token = await store.acquire_lease("m", "bench", ttl_seconds=3600, now=time.time())
     assert token is not None
     blob = b"x" * 8000

@@ -219,6 +219,7 @@ async def checkpoint_figures(repeats: int) -> dict[str, float]:
     store = RedisStore.from_url(REDIS_URL, prefix=prefix)
     saves, restores = [], []
     try:
+        await store.hold_model("h10")  # as the service does when it creates the model
         for _ in range(repeats):
             started = time.perf_counter()
             info = await store.save_checkpoint(

@@ -13,6 +13,7 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.metrics import ServiceMetrics
+from service.store.budget import store_budget
 
 if TYPE_CHECKING:
     from service.auth import ApiKeyAuth
@@ -40,7 +41,8 @@ class ServiceHttp:
     (:class:`~service.auth.ApiKeyAuth`); a body declared larger than
     ``max_body_bytes`` is answered 413 before routing, and a body without a declared
     length is counted as it streams in.  With ``access_log`` each request is logged
-    as one JSON line on the ``banditree.access`` logger.
+    as one JSON line on the ``banditree.access`` logger.  Each request waits on the store
+    for at most ``store_budget_seconds`` in all (:mod:`service.store.budget`).
     """
 
     def __init__(
@@ -51,8 +53,10 @@ class ServiceHttp:
         metrics: ServiceMetrics,
         max_body_bytes: int,
         access_log: bool = False,
+        store_budget_seconds: float | None = None,
     ) -> None:
         self.app = app
+        self.store_budget_seconds = store_budget_seconds
         self.auth = auth
         self.metrics = metrics
         self.max_body_bytes = max_body_bytes
@@ -90,7 +94,8 @@ class ServiceHttp:
             if not await self.auth.refused(scope, send_with_status):
                 limited = await self._limited(scope, receive, send_with_status)
                 if limited is not None:
-                    await self.app(scope, limited, send_with_status)
+                    with store_budget(self.store_budget_seconds):
+                        await self.app(scope, limited, send_with_status)
         finally:
             elapsed_seconds = time.perf_counter() - started
             route = scope.get("route")

@@ -37,13 +37,19 @@ async def _maintain(registry: ModelRegistry, interval_seconds: float) -> None:
 
 
 async def _discover(registry: ModelRegistry, interval_seconds: float) -> None:
-    """Pick up models created (and drop those deleted) by other processes, forever."""
+    """Pick up models created (and drop those deleted) by other processes, forever.
+
+    Also writes the models back when the store lost its data (checked at once when a
+    store call found a model gone).
+    """
     while True:
-        await asyncio.sleep(interval_seconds)
+        await registry.discovery_due(interval_seconds)
         try:
             await registry.discover()
         except StoreUnavailable as err:
             log.warning("model discovery: %s", err)
+        except Exception:  # the loop must outlive any one failure
+            log.exception("model discovery failed; going on")
 
 
 def _openapi_with_settings(app: FastAPI, settings: Settings) -> None:
@@ -128,6 +134,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         metrics=service_metrics,
         max_body_bytes=settings.max_body_bytes,
         access_log=settings.access_log,
+        store_budget_seconds=settings.store_budget_seconds or 2 * settings.redis_timeout_seconds,
     )
     return app
 

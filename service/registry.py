@@ -4,18 +4,22 @@ A process with role ``api`` or ``all`` serves models (:class:`ModelRuntime`, loa
 first use or at start); a process with role ``learner`` or ``all`` runs a
 :class:`ModelLearner` for every stored model, of which the one holding the model's lease
 learns and the others stand by.  Models created by another process are discovered
-every ``snapshot_poll_seconds``.
+every ``snapshot_poll_seconds`` (and those deleted by another process dropped), unless
+the store lost its data meanwhile (a new store epoch): then this process writes its
+models back (:mod:`service.recovery`) instead of dropping them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
 import socket
 import time
 import uuid
+from collections.abc import AsyncIterator
 from typing import Any
 
 from banditree.learners import Apprentice, Learner, LearnerConfig, build_learner
@@ -25,11 +29,13 @@ from banditree.supervised.model_file import InvalidModelFile, TrainedTree
 from service.checkpoint_restore import newest_valid_checkpoint
 from service.errors import ServiceError, model_not_found
 from service.metrics import ServiceMetrics
+from service.recovery import recover
 from service.runtime import LearnerPolicy, ModelLearner, ModelRuntime, Policy
 from service.runtime.snapshot import SnapshotWatcher
 from service.schemas import ModelCreate, ModelPolicy
 from service.settings import Settings
-from service.store import Store, StoreUnavailable
+from service.store import ModelGone, Store, StoreUnavailable
+from service.store.budget import within_budget
 
 log = logging.getLogger("banditree.service")
 
@@ -60,6 +66,30 @@ class ModelRegistry:
             lambda: list(self.runtimes.values()), poll_seconds=settings.snapshot_poll_seconds
         )
         self._lock = asyncio.Lock()
+        self.epoch: str | None = None  # the store epoch this process's models are held in
+        self.records: dict[str, str] = {}  # the record of every model served or learned
+        self._discovery_wanted = asyncio.Event()
+
+    @contextlib.asynccontextmanager
+    async def _locked(self) -> AsyncIterator[None]:
+        """The registry's lock; waiting for it spends the request's store budget."""
+        await within_budget(self._lock.acquire())
+        try:
+            yield
+        finally:
+            self._lock.release()
+
+    def want_discovery(self) -> None:
+        """Look at the store's models (and epoch) now rather than at the next poll."""
+        self._discovery_wanted.set()
+
+    async def discovery_due(self, interval_seconds: float) -> None:
+        """Wait ``interval_seconds``, or less when :meth:`want_discovery` was called."""
+        try:
+            await asyncio.wait_for(self._discovery_wanted.wait(), interval_seconds)
+        except TimeoutError:
+            pass
+        self._discovery_wanted.clear()
 
     def _policy(self, policy: ModelPolicy) -> Policy:
         s = self.settings
@@ -89,8 +119,10 @@ class ModelRegistry:
         runtime = ModelRuntime(
             name=name, uid=uid, learner=learner, policy=policy, store=self.store,
             metrics=metrics, last_checkpoint=info, on_append=self._waker(name),
+            on_gone=self.want_discovery,
         )  # fmt: skip
         await runtime.refresh_bounds()
+        self.records[name] = record_json
         return runtime
 
     def _waker(self, name: str) -> Any:
@@ -107,8 +139,10 @@ class ModelRegistry:
 
     async def start(self) -> None:
         """Restore every stored model (serving roles) and start learners (learning roles)."""
+        self.epoch = await self.store.epoch()
         for name, record in (await self.store.load_models()).items():
             try:
+                await self.store.hold_model(name)  # a no-op unless stored by an older release
                 if self.serves:
                     self._publish(await self._restore(name, record))
                 if self.learns:
@@ -127,7 +161,7 @@ class ModelRegistry:
             raise ServiceError(
                 503, "this process only learns (role learner): send requests to an api process"
             )
-        async with self._lock:
+        async with self._locked():
             if name in self.runtimes:
                 return self.runtimes[name]
             record = await self.store.load_model(name)
@@ -152,13 +186,24 @@ class ModelRegistry:
                 default_loss=policy.default_loss, lease_seconds=self.settings.lease_seconds,
             ),
             store=self.store, metrics=self.metrics.for_model(name), holder=self.holder,
+            on_gone=self.want_discovery,
         )  # fmt: skip
+        self.records[name] = record_json
         self.learners[name] = learner
         learner.start()
 
     async def discover(self) -> None:
-        """Start learners for models created elsewhere; stop those of deleted models."""
+        """Start learners for models created elsewhere; stop those of deleted models.
+
+        Models missing from the store are dropped only when the store's epoch is the one
+        they were held in, read after the records: a store that lost its data gets them
+        written back instead (:func:`service.recovery.recover`).
+        """
         records = await self.store.load_models()
+        epoch = await self.store.epoch()
+        if epoch != self.epoch:
+            await recover(self, epoch)
+            return
         if self.serves:  # replicas hold every model, so each one serves its newest snapshot
             for name in records:
                 if name not in self.runtimes:
@@ -172,12 +217,14 @@ class ModelRegistry:
         for name in [n for n in self.runtimes if n not in records]:
             self.runtimes.pop(name, None)
             self.metrics.forget_model(name)
+        for name in [n for n in self.records if n not in records]:
+            del self.records[name]
 
     # -- create / delete -------------------------------------------------------------
     async def create(self, name: str, body: ModelCreate) -> ModelRuntime:
         """A new model; 409 when the name is taken."""
         config, policy = body.split()
-        async with self._lock:
+        async with self._locked():
             if name in self.runtimes or await self.store.load_model(name) is not None:
                 raise ServiceError(409, f"model {name!r} exists; DELETE it first", "name")
             try:
@@ -199,14 +246,16 @@ class ModelRegistry:
                 "created_at": time.time(),
             }
             record_json = json.dumps(record, sort_keys=True)
+            await self.store.hold_model(name)
             if body.initial_model is not None:
                 await self._save_initial(name, learner)
             await self.store.save_model(name, record_json)
             runtime = ModelRuntime(
                 name=name, uid=record["uid"], learner=learner, policy=resolved,
                 store=self.store, metrics=self.metrics.for_model(name),
-                on_append=self._waker(name),
+                on_append=self._waker(name), on_gone=self.want_discovery,
             )  # fmt: skip
+            self.records[name] = record_json
             self._publish(runtime)
             if self.learns:
                 self._start_learner(name, record_json)
@@ -228,10 +277,15 @@ class ModelRegistry:
     async def delete(self, name: str) -> None:
         """Stop and forget ``name`` with its decisions, log and checkpoints."""
         await self.get(name)
-        async with self._lock:
+        async with self._locked():
             # read first: an unreachable store refuses the delete (503) before anything
             # changes, and a delete that fails half way leaves the model served and learned
             record = await self.store.load_model(name)
+            if record is None and await self.store.epoch() != self.epoch:
+                self.want_discovery()
+                raise ServiceError(
+                    503, "the store lost its data; this model is being written back: retry"
+                )
             if record is None:
                 raise model_not_found(name)
             learner = self.learners.pop(name, None)
@@ -244,6 +298,7 @@ class ModelRegistry:
                     self._start_learner(name, record)
                 raise
             self.runtimes.pop(name, None)
+            self.records.pop(name, None)
             self.metrics.forget_model(name)
             self.metrics.models_loaded.set(len(self.runtimes))
 
@@ -264,6 +319,8 @@ class ModelRegistry:
                 await asyncio.sleep(0)  # thousands of models: let requests run between them
             try:
                 await runtime.sweep(now)
+            except ModelGone:
+                self.want_discovery()
             except Exception as err:  # a store hiccup must not stop the maintenance loop
                 log.error("maintenance of model %s failed: %s", runtime.name, err)
 

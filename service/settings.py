@@ -25,6 +25,11 @@ class Settings(BaseSettings):
     redis_timeout_seconds: float = Field(
         0.25, gt=0.0, le=30.0, description="Redis socket timeout; a call gives up after it"
     )
+    store_budget_seconds: float | None = Field(
+        None, gt=0.0, le=600.0,
+        description="the longest one request waits on the store in all, then 503; "
+        "unset: twice redis_timeout_seconds",
+    )  # fmt: skip
     data_dir: Path = Field(Path("data"), description="embedded store: the SQLite database")
     sqlite_synchronous: Literal["normal", "full"] = Field(
         "normal", description="normal: survives a killed process; full: also a power cut"

@@ -21,6 +21,7 @@ from service.deps import RuntimeDep
 from service.runtime import ModelRuntime
 from service.runtime.replay import default_feedback, read_decision
 from service.store import LogEntry, StoreUnavailable
+from service.store.budget import budget_seconds, store_budget
 
 router = APIRouter(prefix="/v1/models", tags=["log"])
 
@@ -50,8 +51,10 @@ async def _rows(
     runtime: ModelRuntime, since: int, until: int | None, limit: int
 ) -> AsyncIterator[dict[str, Any]]:
     after, left = since, limit
+    each = budget_seconds()  # every page may wait as long as the first
     while left > 0:
-        entries = await runtime.store.read_log(runtime.name, after=after, limit=PAGE_ENTRIES)
+        with store_budget(each):
+            entries = await runtime.store.read_log(runtime.name, after=after, limit=PAGE_ENTRIES)
         for entry in entries:
             if until is not None and entry.offset > until:
                 return

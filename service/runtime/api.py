@@ -26,7 +26,8 @@ from service.errors import ServiceError
 from service.metrics import ModelMetrics
 from service.runtime.replay import decision_payload, feedback_json, read_decision
 from service.runtime.snapshot import ServedSnapshot
-from service.store import CheckpointInfo, EventLookup, Store, StoreUnavailable
+from service.store import CheckpointInfo, EventLookup, ModelGone, Store, StoreUnavailable
+from service.store.budget import budget_seconds, store_budget
 
 log = logging.getLogger("banditree.service")
 
@@ -65,11 +66,13 @@ class ModelRuntime:
         metrics: ModelMetrics,
         last_checkpoint: CheckpointInfo | None = None,
         on_append: Callable[[], None] | None = None,
+        on_gone: Callable[[], None] | None = None,
     ) -> None:
         self.name, self.uid = name, uid
         self.policy, self.store, self.metrics = policy, store, metrics
         self.served = ServedSnapshot(self, learner, last_checkpoint)
         self.on_append = on_append
+        self.on_gone = on_gone  # the store no longer holds the model: deleted, or data lost
         self.log_last = last_checkpoint.offset if last_checkpoint else 0
         self.decisions_total = 0  # as last seen in the store, plus this process's since
         self._leaves_sum, self._leaves_count = 0.0, 0
@@ -150,6 +153,8 @@ class ModelRuntime:
             )
         except StoreUnavailable as err:
             log.error("model %s could not log feedback %s: %s", self.name, event_id, err)
+            if isinstance(err, ModelGone) and self.on_gone is not None:
+                self.on_gone()
             raise ServiceError(503, _UNAVAILABLE) from None
         if claimed.status != "claimed":
             raise self._refuse(claimed, event_id)
@@ -194,8 +199,10 @@ class ModelRuntime:
             before = stored[0].sequence if stored else 0
             await self.store.request_checkpoint(self.name)
             deadline = time.monotonic() + _CHECKPOINT_WAIT_SECONDS
+            each = budget_seconds()  # waiting for the learner is the point: each look has one
             while time.monotonic() < deadline:
-                stored = await self.store.list_checkpoints(self.name, limit=1)
+                with store_budget(each):
+                    stored = await self.store.list_checkpoints(self.name, limit=1)
                 if stored and stored[0].sequence > before and stored[0].offset >= last:
                     await self.served.refresh()
                     return stored[0]

@@ -16,8 +16,10 @@ lease keeps being renewed.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +28,7 @@ from banditree.persistence import dumps
 from service.checkpoint_restore import newest_valid_checkpoint
 from service.metrics import ModelMetrics
 from service.runtime.replay import apply_entry
-from service.store import FencedOut, LogEntry, Store, StoreUnavailable
+from service.store import FencedOut, LogEntry, ModelGone, Store, StoreUnavailable
 
 log = logging.getLogger("banditree.service")
 
@@ -65,16 +67,22 @@ class ModelLearner:
         store: Store,
         metrics: ModelMetrics,
         holder: str,
+        on_gone: Callable[[], None] | None = None,
     ) -> None:
         self.name, self.uid, self.config = name, uid, config
         self.policy, self.store, self.metrics, self.holder = policy, store, metrics, holder
+        self.on_gone = on_gone  # the store no longer holds the model: deleted, or data lost
         self.token: int | None = None
+        self.offset = 0  # the last log entry applied while leading
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
 
     def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name=f"learner-{self.name}")
+        # a context of its own: a learner started by a request has no store budget
+        self._task = asyncio.create_task(
+            self._run(), name=f"learner-{self.name}", context=contextvars.Context()
+        )
 
     def wake(self) -> None:
         """A new log entry was appended by this process: look at the log now."""
@@ -90,20 +98,30 @@ class ModelLearner:
 
     # -- leading -----------------------------------------------------------------------
     async def _run(self) -> None:
+        led = False  # this learner led until its last failure
         while not self._stopping:
             try:
                 token = await self.store.acquire_lease(
                     self.name, self.holder, ttl_seconds=self.policy.lease_seconds, now=time.time()
                 )
                 if token is None:
+                    if led:  # e.g. its last call timed out, then another learner took over
+                        log.warning("learner %s lost model %s to another", self.holder, self.name)
+                        led = False
                     await self._sleep(self.policy.lease_seconds / 3)
                     continue
-                self.token = token
+                self.token, led = token, True
                 self.metrics.lease_held.set(1)
                 log.info("learner %s leads model %s (token %d)", self.holder, self.name, token)
                 await self._lead(token)
             except LeaseLost as err:
                 log.warning("learner %s lost model %s: %s", self.holder, self.name, err)
+                led = False
+            except ModelGone as err:  # deleted, or lost with the store's data: wait for
+                log.warning("learner of model %s: %s", self.name, err)  # the registry
+                if self.on_gone is not None:
+                    self.on_gone()
+                await self._sleep(_RETRY_SECONDS)
             except StoreUnavailable as err:
                 log.error("learner of model %s: store unavailable: %s", self.name, err)
                 await self._sleep(_RETRY_SECONDS)
@@ -132,13 +150,32 @@ class ModelLearner:
         learner, info = found
         return learner, info.offset
 
+    async def _start_offset(self, restored: int) -> int:
+        """Where learning goes on: after the restored checkpoint, or after a gap in the log.
+
+        Entries between the checkpoint and the first one held are gone only when the store
+        lost them (or the newest valid checkpoint is older than the trimmed log): they
+        cannot be learned, so learning goes on after them instead of failing forever.
+        """
+        bounds = await self.store.log_bounds(self.name)
+        start = bounds.first - 1 if bounds.length else bounds.last
+        if start > restored:
+            log.error(
+                "model %s: log entries %d-%d are gone; learning goes on after them",
+                self.name, restored + 1, start,
+            )  # fmt: skip
+            return start
+        return restored
+
     async def _lead(self, token: int) -> None:
-        learner, offset = await self._restore()
+        learner, restored = await self._restore()
+        offset = await self._start_offset(restored)
+        self.offset = offset
         if offset == 0 and not await self.store.list_checkpoints(self.name, limit=1):
             # a new model: its first checkpoint is the initial one, at offset 0, so the
             # kept checkpoints (and the log after the oldest) always rebuild it
             await self._publish(learner, token, 0, 0.0)
-        published_offset, oldest_unpublished = offset, 0.0
+        published_offset, oldest_unpublished = restored, 0.0
         updates = 0
         last_publish = renewed = request_checked = time.monotonic()
         # publish once caught up: a request taken by a fenced-out predecessor is answered
@@ -150,6 +187,7 @@ class ModelLearner:
                     oldest_unpublished = entries[0].acked_at
                 done, changed = await asyncio.to_thread(self._apply, learner, entries)
                 offset, updates = entries[done - 1].offset, updates + changed
+                self.offset = offset
             asked = False
             if not entries or time.monotonic() - request_checked >= _REQUEST_CHECK_SECONDS:
                 asked = await self.store.take_checkpoint_request(self.name)

@@ -37,6 +37,7 @@ class ServedSnapshot:
         self.learner = learner
         self.sequence = info.sequence if info else 0
         self.offset = info.offset if info else 0
+        self.token = info.token if info else 0
         self.published_at = info.created_at if info else 0.0
         self._lock = asyncio.Lock()
         self._skipped: set[int] = set()  # corrupt checkpoints, reported once
@@ -79,6 +80,7 @@ class ServedSnapshot:
             self.runtime.metrics.staleness.observe(max(0.0, time.time() - info.acked_at))
         self.learner, self.sequence = learner, info.sequence
         self.offset, self.published_at = info.offset, info.created_at
+        self.token = info.token
         self._publish_gauges()
 
     async def find_version(self, version: int) -> tuple[bytes, CheckpointInfo] | None:

@@ -20,6 +20,19 @@ Lease and fencing: one learner per model holds a lease (holder id, expiry) with 
 fencing token that grows with every new holder.  ``save_checkpoint`` refuses a token
 older than the newest one issued (:class:`FencedOut`), so a learner that lost its lease
 can never overwrite the work of its successor.
+
+Held models and lost data: a store *holds* a model from :meth:`Store.hold_model` until
+:meth:`Store.delete_model`.  Appending to the log, taking the lease and saving a
+checkpoint of a model the store does not hold raise :class:`ModelGone`; writing a
+pending decision does not.  A store that loses its data (a Redis without persistence,
+restarted) loses the marks with everything else, so nothing is appended at offsets
+that restart from 1 under a learner that has applied higher ones.  :meth:`Store.epoch`
+tells a loss from a deletion: it is a random id written when the store is first used,
+and a different one means the data went.  Each process then holds its models again
+with the counters it knows (log offsets, checkpoint sequences and fencing tokens go on
+from there, never back), rewrites their records and offers the snapshot it serves as
+the checkpoint to restart from (see ``service.registry``).  Deletion tombstones were
+the alternative; they are lost with the data too, so they cannot tell the two apart.
 """
 
 from __future__ import annotations
@@ -33,6 +46,10 @@ EventStatus = Literal["pending", "claimed", "expired", "duplicate", "unknown"]
 
 class StoreUnavailable(Exception):
     """The store could not be reached in time (connection refused, timeout, disk error)."""
+
+
+class ModelGone(StoreUnavailable):
+    """The store does not hold the model (deleted, never created, or lost with its data)."""
 
 
 class FencedOut(Exception):
@@ -99,6 +116,29 @@ class CheckpointInfo:
     token: int = 0
 
 
+@dataclass(frozen=True)
+class HeldCounters:
+    """What a process knows of a model's counters; a store that lost them goes on from here."""
+
+    log_last: int = 0
+    sequence: int = 0
+    token: int = 0
+    decisions: int = 0
+
+
+@dataclass(frozen=True)
+class OfferedSnapshot:
+    """A snapshot a process serves, offered as the checkpoint to restart from after a loss.
+
+    ``sequence`` is the checkpoint sequence it had: the highest offered one wins.
+    """
+
+    sequence: int
+    version: int
+    blob: bytes
+    keep: int
+
+
 def tombstone_seconds(ttl_seconds: float) -> float:
     """How long used and expired ids (and unclaimed events past their deadline) are kept."""
     return max(ttl_seconds, 300.0)
@@ -124,10 +164,36 @@ class Store(ABC):
     async def close(self) -> None:
         """Release connections."""
 
+    @abstractmethod
+    async def epoch(self) -> str:
+        """The store's epoch id, written when first asked; a new one after the data was lost."""
+
     # -- model records -------------------------------------------------------------
     @abstractmethod
-    async def save_model(self, name: str, record: str) -> None:
-        """Store the JSON record (config and policy) that rebuilds model ``name``."""
+    async def hold_model(
+        self,
+        name: str,
+        *,
+        known: HeldCounters | None = None,
+        offer: OfferedSnapshot | None = None,
+        now: float = 0.0,
+    ) -> bool:
+        """Hold ``name``: its log, lease and checkpoints can be written; True when it was not.
+
+        On a model not held, each counter starts at least at ``known``, the lease is
+        revoked (older fencing tokens are refused) and the log goes on after
+        ``known.log_last`` (the *base* offset).  ``offer`` is saved as the newest
+        checkpoint, at the base offset, when its ``sequence`` is above every snapshot
+        offered since the model was held and the log after the base is whole; like an
+        operator write it fences out the learner, which restarts from it.
+        """
+
+    @abstractmethod
+    async def save_model(self, name: str, record: str, *, replace: bool = True) -> None:
+        """Store the JSON record (config and policy) that rebuilds model ``name``.
+
+        With ``replace`` False a record already stored is kept.
+        """
 
     @abstractmethod
     async def load_model(self, name: str) -> str | None:
@@ -139,7 +205,7 @@ class Store(ABC):
 
     @abstractmethod
     async def delete_model(self, name: str) -> None:
-        """Remove the record, decisions, log, lease and checkpoints of ``name``."""
+        """Remove the record, decisions, log, lease and checkpoints of ``name``; stop holding it."""
 
     # -- pending decisions -----------------------------------------------------------
     @abstractmethod
@@ -218,7 +284,8 @@ class Store(ABC):
     ) -> CheckpointInfo:
         """Store a checkpoint under the next sequence, keep the newest ``keep``, trim the log.
 
-        Raises :class:`FencedOut` when ``token`` is older than the newest issued token.
+        Raises :class:`FencedOut` when ``token`` is older than the newest issued token, or
+        was issued before the model was last held (the store lost its data since).
         ``token`` -1 is an operator write (rollback): it revokes the lease and fences out
         the learner holding it.
         """

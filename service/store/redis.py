@@ -7,7 +7,8 @@ deadlines, swept by every process), ``log:{name}`` (the feedback log, a Stream w
 ``<offset>-0``), ``ctr:{name}`` (hash: ``log_last``, fencing ``token``, checkpoint
 ``sequence``), ``lease:{name}`` (``holder|token`` with expiry), ``ckpt:{name}`` (hash
 sequence -> checkpoint bytes), ``ckpts:{name}`` (sorted set of checkpoint infos),
-``req:{name}`` (checkpoint asked for) and the channel ``snapshots`` (model names).
+``req:{name}`` (checkpoint asked for), ``epoch`` (the store's epoch id) and the channel
+``snapshots`` (model names).  ``ctr:{name}`` also holds the ``mark`` of a held model.
 
 Every multi-key step is one Lua script (see :mod:`service.store.redis_scripts`); the
 decision writes of concurrent predictions in one event-loop tick go to Redis in one
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import uuid
 from collections.abc import Callable, Coroutine
 from typing import Any, ParamSpec, TypeVar
 
@@ -38,13 +40,17 @@ from service.store.base import (
     CheckpointInfo,
     EventLookup,
     FencedOut,
+    HeldCounters,
     Lease,
     LogBounds,
     LogEntry,
+    ModelGone,
+    OfferedSnapshot,
     Store,
     StoreUnavailable,
     event_deadlines,
 )
+from service.store.budget import within_budget
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -53,12 +59,12 @@ T = TypeVar("T")
 def _unavailable(
     method: Callable[P, Coroutine[Any, Any, T]],
 ) -> Callable[P, Coroutine[Any, Any, T]]:
-    """Turn connection errors and timeouts into :class:`StoreUnavailable`."""
+    """Turn connection errors and timeouts into :class:`StoreUnavailable`; spend the budget."""
 
     @functools.wraps(method)
     async def wrapped(*args: P.args, **kwargs: P.kwargs) -> T:
         try:
-            return await method(*args, **kwargs)
+            return await within_budget(method(*args, **kwargs))
         except (RedisConnectionError, RedisTimeoutError, OSError) as err:
             raise StoreUnavailable(f"redis: {err or type(err).__name__}") from err
 
@@ -84,8 +90,12 @@ class RedisStore(Store):
         self.prefix = prefix
         self._scripts = {
             name: client.register_script(getattr(lua, name))
-            for name in ("PUT", "FEEDBACK", "EXPIRE", "ACQUIRE", "RENEW", "SAVE_CHECKPOINT")
-        }
+            for name in (
+                "PUT", "FEEDBACK", "EXPIRE", "ACQUIRE", "RENEW", "SAVE_CHECKPOINT", "HOLD",
+            )
+        }  # fmt: skip
+        # model -> (token, mark it was issued under): a token from before a loss is fenced
+        self._lease_marks: dict[str, tuple[int, str]] = {}
         self._pubsub: PubSub | None = None
         # decision writes of one event-loop tick, sent as one pipeline
         self._puts: list[tuple[list[str], list[Any], asyncio.Future[None]]] = []
@@ -125,10 +135,44 @@ class RedisStore(Store):
         await self.client.aclose()
         await self.client.connection_pool.disconnect()  # the client does not own its pool
 
+    @_unavailable
+    async def epoch(self) -> str:
+        key = self.prefix + "epoch"
+        value = await self.client.get(key)
+        if value is None:  # first use, or the data was lost: the first process to ask writes it
+            await self.client.set(key, uuid.uuid4().hex.encode(), nx=True)
+            value = await self.client.get(key)
+        return _text(value)
+
     # -- model records -------------------------------------------------------------
     @_unavailable
-    async def save_model(self, name: str, record: str) -> None:
-        await self.client.hset(self.prefix + "models", name, record.encode())
+    async def hold_model(
+        self,
+        name: str,
+        *,
+        known: HeldCounters | None = None,
+        offer: OfferedSnapshot | None = None,
+        now: float = 0.0,
+    ) -> bool:
+        k = known or HeldCounters()
+        keys = [self._key(kind, name) for kind in ("ctr", "ckpt", "ckpts", "log", "lease")]
+        args: list[Any] = [
+            uuid.uuid4().hex, k.log_last, k.sequence, k.token, k.decisions, repr(now),
+            self.prefix + "snapshots", name,
+        ]  # fmt: skip
+        if offer is not None:
+            args += [offer.sequence, offer.version, len(offer.blob), offer.keep, offer.blob]
+        else:
+            args += [0, 0, 0, 1, b""]
+        newly, _ = await self._run("HOLD", keys, args)
+        return bool(newly)
+
+    @_unavailable
+    async def save_model(self, name: str, record: str, *, replace: bool = True) -> None:
+        if replace:
+            await self.client.hset(self.prefix + "models", name, record.encode())
+        else:
+            await self.client.hsetnx(self.prefix + "models", name, record.encode())
 
     @_unavailable
     async def load_model(self, name: str) -> str | None:
@@ -221,6 +265,8 @@ class RedisStore(Store):
         ]
         reply = await self._run("FEEDBACK", keys, [event_id, repr(now), feedback])
         status = _text(reply[0])
+        if status == "gone":
+            raise ModelGone(f"the store does not hold model {name!r}")
         if status != "claimed":
             return EventLookup(status)  # type: ignore[arg-type]
         return EventLookup("claimed", _text(reply[1]), int(reply[2]))
@@ -232,7 +278,10 @@ class RedisStore(Store):
             repr(now), limit, "1" if log else "0",
             self._key("ev", name) + ":", self._key("done", name) + ":",
         ]  # fmt: skip
-        return int(await self._run("EXPIRE", keys, args))
+        expired = int(await self._run("EXPIRE", keys, args))
+        if expired < 0:
+            raise ModelGone(f"the store does not hold model {name!r}")
+        return expired
 
     @_unavailable
     async def pending_count(self, name: str) -> int:
@@ -273,8 +322,14 @@ class RedisStore(Store):
         self, name: str, holder: str, *, ttl_seconds: float, now: float
     ) -> int | None:
         keys = [self._key("lease", name), self._key("ctr", name)]
-        token = int(await self._run("ACQUIRE", keys, [holder, max(1, int(ttl_seconds * 1000))]))
-        return None if token < 0 else token
+        reply = await self._run("ACQUIRE", keys, [holder, max(1, int(ttl_seconds * 1000))])
+        token = int(reply[0])
+        if token == -2:
+            raise ModelGone(f"the store does not hold model {name!r}")
+        if token < 0:
+            return None
+        self._lease_marks[name] = (token, _text(reply[1]))
+        return token
 
     @_unavailable
     async def renew_lease(
@@ -313,11 +368,14 @@ class RedisStore(Store):
         token: int,
     ) -> CheckpointInfo:
         keys = [self._key(kind, name) for kind in ("ctr", "ckpt", "ckpts", "log", "lease")]
+        issued = self._lease_marks.get(name)
         args: list[Any] = [
             token, version, repr(now), len(blob), offset, repr(acked_at), keep, blob,
-            self.prefix + "snapshots", name,
+            self.prefix + "snapshots", name, issued[1] if issued and issued[0] == token else "",
         ]  # fmt: skip
         reply = await self._run("SAVE_CHECKPOINT", keys, args)
+        if _text(reply[0]) == "gone":
+            raise ModelGone(f"the store does not hold model {name!r}")
         if _text(reply[0]) == "fenced":
             raise FencedOut(f"fencing token {token} is older than {int(reply[1])}")
         return CheckpointInfo(

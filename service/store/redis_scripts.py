@@ -4,7 +4,23 @@ A model's keys share the hash tag ``{name}``, so they live in one Redis Cluster 
 Values of pending decisions are ``deadline|keep_until|payload``; log entries are stream
 entries with the id ``<offset>-0`` and fields ``e`` (event id), ``d`` (decision), ``f``
 (feedback JSON, absent for an expired decision) and ``t`` (acknowledged at).
+
+The counters hash holds ``mark`` while the store holds the model (see
+:mod:`service.store.base`): the scripts that append to the log, take the lease or save
+a checkpoint answer ``gone`` without it.  ``base`` is the log offset the model was held
+at, ``offered`` the highest snapshot sequence offered as a checkpoint since.
 """
+
+_HELD = """
+local mark = redis.call('HGET', KEYS[CTR], 'mark')
+if not mark then return GONE end
+"""
+
+
+def _held(ctr_key: int, gone: str) -> str:
+    """Lua that answers ``gone`` unless the counters hash (KEYS[ctr_key]) holds a mark."""
+    return _HELD.replace("CTR", str(ctr_key)).replace("GONE", gone)
+
 
 #: KEYS due, counters, ev... ; ARGV deadline, expire_ms, payload..., event_id...
 PUT = """
@@ -40,6 +56,9 @@ end
 local deadline, keep_until, payload = parse(v)
 local now = tonumber(ARGV[2])
 if now > deadline then return {'expired'} end
+"""
+    + _held(5, "{'gone'}")
+    + """
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
 redis.call('SET', KEYS[2], 'used', 'PX', math.max(1, math.floor((keep_until - now) * 1000)))
@@ -52,6 +71,7 @@ return {'claimed', payload, offset}
 #: KEYS due, log, counters ; ARGV now, limit, log (0/1), ev key prefix, done key prefix
 EXPIRE = (
     _PARSE
+    + _held(3, "-1")
     + """
 local now = tonumber(ARGV[1])
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1], 'LIMIT', 0, ARGV[2])
@@ -75,14 +95,17 @@ return n
 """
 )
 
-#: KEYS lease, counters ; ARGV holder, ttl_ms
-ACQUIRE = """
+#: KEYS lease, counters ; ARGV holder, ttl_ms ; {token, mark}, {-1} when held by another
+ACQUIRE = (
+    _held(2, "{-2}")
+    + """
 local held = redis.call('GET', KEYS[1])
-if held and string.sub(held, 1, #ARGV[1] + 1) ~= ARGV[1] .. '|' then return -1 end
+if held and string.sub(held, 1, #ARGV[1] + 1) ~= ARGV[1] .. '|' then return {-1} end
 local token = redis.call('HINCRBY', KEYS[2], 'token', 1)
 redis.call('SET', KEYS[1], ARGV[1] .. '|' .. token, 'PX', ARGV[2])
-return token
+return {token, mark}
 """
+)
 
 #: KEYS lease ; ARGV value, ttl_ms (0 = release)
 RENEW = """
@@ -91,38 +114,90 @@ if ARGV[2] == '0' then redis.call('DEL', KEYS[1]) else redis.call('PEXPIRE', KEY
 return 1
 """
 
-#: KEYS counters, blobs, index, log, lease
-#: ARGV token, version, created_at, size, offset, acked_at, keep, blob, channel, name
-SAVE_CHECKPOINT = """
-local newest = tonumber(redis.call('HGET', KEYS[1], 'token') or '0')
-local token = tonumber(ARGV[1])
-if token == -1 then
-  token = newest + 1
-  redis.call('DEL', KEYS[5])
-  redis.call('HSET', KEYS[1], 'token', token)
-elseif token < newest then
-  return {'fenced', newest}
-end
-local seq = redis.call('HINCRBY', KEYS[1], 'sequence', 1)
-local member = seq .. '|' .. ARGV[2] .. '|' .. ARGV[3] .. '|' .. ARGV[4] .. '|' .. ARGV[5]
-  .. '|' .. ARGV[6] .. '|' .. token
-redis.call('HSET', KEYS[2], seq, ARGV[8])
-redis.call('ZADD', KEYS[3], seq, member)
-local keep = tonumber(ARGV[7])
-for _, old in ipairs(redis.call('ZRANGE', KEYS[3], 0, -(keep + 1))) do
-  redis.call('HDEL', KEYS[2], string.match(old, '^(%d+)|'))
-  redis.call('ZREM', KEYS[3], old)
-end
-local oldest = nil
-for _, kept in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do
-  local i, offset = 0, nil
-  for part in string.gmatch(kept, '[^|]+') do
-    i = i + 1
-    if i == 5 then offset = tonumber(part) end
+_SAVE = """
+local function save(token, version, created, size, offset, acked, keep, blob, channel, name)
+  local newest = tonumber(redis.call('HGET', KEYS[1], 'token') or '0')
+  if token == -1 then
+    token = newest + 1
+    redis.call('DEL', KEYS[5])
+    redis.call('HSET', KEYS[1], 'token', token)
+  elseif token < newest then
+    return {'fenced', newest}
   end
-  if oldest == nil or offset < oldest then oldest = offset end
+  local seq = redis.call('HINCRBY', KEYS[1], 'sequence', 1)
+  local member = seq .. '|' .. version .. '|' .. created .. '|' .. size .. '|' .. offset
+    .. '|' .. acked .. '|' .. token
+  redis.call('HSET', KEYS[2], seq, blob)
+  redis.call('ZADD', KEYS[3], seq, member)
+  for _, old in ipairs(redis.call('ZRANGE', KEYS[3], 0, -(keep + 1))) do
+    redis.call('HDEL', KEYS[2], string.match(old, '^(%d+)|'))
+    redis.call('ZREM', KEYS[3], old)
+  end
+  local oldest = oldest_offset()
+  if oldest ~= nil then redis.call('XTRIM', KEYS[4], 'MINID', (oldest + 1) .. '-0') end
+  redis.call('PUBLISH', channel, name)
+  return {'ok', seq, token}
 end
-if oldest ~= nil then redis.call('XTRIM', KEYS[4], 'MINID', (oldest + 1) .. '-0') end
-redis.call('PUBLISH', ARGV[9], ARGV[10])
-return {'ok', seq, token}
 """
+
+_OLDEST = """
+local function oldest_offset()
+  local oldest = nil
+  for _, kept in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do
+    local i, offset = 0, nil
+    for part in string.gmatch(kept, '[^|]+') do
+      i = i + 1
+      if i == 5 then offset = tonumber(part) end
+    end
+    if oldest == nil or offset < oldest then oldest = offset end
+  end
+  return oldest
+end
+"""
+
+#: KEYS counters, blobs, index, log, lease
+#: ARGV token, version, created_at, size, offset, acked_at, keep, blob, channel, name, mark
+#: (the mark the token was issued under; '' = not known, then only the token is compared)
+SAVE_CHECKPOINT = (
+    _OLDEST
+    + _SAVE
+    + _held(1, "{'gone'}")
+    + """
+if ARGV[11] ~= '' and ARGV[1] ~= '-1' and ARGV[11] ~= mark then
+  return {'fenced', tonumber(redis.call('HGET', KEYS[1], 'token') or '0')}
+end
+return save(tonumber(ARGV[1]), ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], tonumber(ARGV[7]),
+  ARGV[8], ARGV[9], ARGV[10])
+"""
+)
+
+#: KEYS counters, blobs, index, log, lease
+#: ARGV mark, log_last, sequence, token, decisions, created_at, channel, name,
+#:      offered sequence (0 = none), version, size, keep, blob ; {1 if newly held, saved 0/1}
+HOLD = (
+    _OLDEST
+    + _SAVE
+    + """
+local newly = 0
+if not redis.call('HGET', KEYS[1], 'mark') then
+  for i, field in ipairs({'log_last', 'sequence', 'token', 'decisions'}) do
+    if tonumber(ARGV[i + 1]) > tonumber(redis.call('HGET', KEYS[1], field) or '0') then
+      redis.call('HSET', KEYS[1], field, ARGV[i + 1])
+    end
+  end
+  redis.call('HINCRBY', KEYS[1], 'token', 1)
+  redis.call('DEL', KEYS[5])
+  local base = redis.call('HGET', KEYS[1], 'log_last') or '0'
+  redis.call('HSET', KEYS[1], 'mark', ARGV[1], 'base', base, 'offered', 0)
+  newly = 1
+end
+local offered = tonumber(ARGV[9])
+if offered <= tonumber(redis.call('HGET', KEYS[1], 'offered')) then return {newly, 0} end
+local base = redis.call('HGET', KEYS[1], 'base')
+local oldest = oldest_offset()
+if oldest ~= nil and oldest > tonumber(base) then return {newly, 0} end
+redis.call('HSET', KEYS[1], 'offered', offered)
+save(-1, ARGV[10], ARGV[6], ARGV[11], base, '0', tonumber(ARGV[12]), ARGV[13], ARGV[7], ARGV[8])
+return {newly, 1}
+"""
+)

@@ -17,6 +17,7 @@ import fcntl
 import os
 import sqlite3
 import threading
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -25,9 +26,12 @@ from service.store.base import (
     CheckpointInfo,
     EventLookup,
     FencedOut,
+    HeldCounters,
     Lease,
     LogBounds,
     LogEntry,
+    ModelGone,
+    OfferedSnapshot,
     Store,
     StoreUnavailable,
     event_deadlines,
@@ -63,6 +67,7 @@ class SqliteStore(Store):
         self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         self._mutex = threading.Lock()
         self._notices: asyncio.Queue[str] | None = None
+        self._lease_marks: dict[str, tuple[int, str]] = {}  # as in the Redis store
         try:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(f"PRAGMA synchronous={synchronous.upper()}")
@@ -101,12 +106,76 @@ class SqliteStore(Store):
             self._db.close()
         self._lock_file.close()
 
+    async def epoch(self) -> str:
+        def work(db: sqlite3.Connection) -> str:
+            db.execute(
+                "INSERT OR IGNORE INTO meta(key, value) VALUES ('epoch', ?)", (uuid.uuid4().hex,)
+            )
+            return str(db.execute("SELECT value FROM meta WHERE key = 'epoch'").fetchone()[0])
+
+        return self._tx(work)
+
+    @staticmethod
+    def _mark(db: sqlite3.Connection, name: str) -> str:
+        """The mark under which the store holds ``name``; :class:`ModelGone` when it does not."""
+        row = db.execute("SELECT mark FROM held WHERE model = ?", (name,)).fetchone()
+        if row is None:
+            raise ModelGone(f"the store does not hold model {name!r}")
+        return str(row[0])
+
     # -- model records -------------------------------------------------------------
-    async def save_model(self, name: str, record: str) -> None:
+    def _hold(
+        self, name: str, known: HeldCounters, offer: OfferedSnapshot | None, now: float
+    ) -> bool:
+        def work(db: sqlite3.Connection) -> bool:
+            held = db.execute("SELECT base, offered FROM held WHERE model = ?", (name,)).fetchone()
+            newly = held is None
+            if held is None:
+                db.execute("INSERT OR IGNORE INTO counters(model) VALUES (?)", (name,))
+                db.execute(
+                    "UPDATE counters SET log_last = MAX(log_last, ?), sequence = MAX(sequence, ?),"
+                    " token = MAX(token, ?) + 1, decisions = MAX(decisions, ?) WHERE model = ?",
+                    (known.log_last, known.sequence, known.token, known.decisions, name),
+                )
+                db.execute("DELETE FROM lease WHERE model = ?", (name,))
+                base = db.execute(
+                    "SELECT log_last FROM counters WHERE model = ?", (name,)
+                ).fetchone()[0]
+                db.execute(
+                    "INSERT INTO held(model, mark, base) VALUES (?, ?, ?)",
+                    (name, uuid.uuid4().hex, base),
+                )
+                held = (base, 0)
+            base, offered = held
+            oldest = db.execute(
+                "SELECT MIN(offset) FROM checkpoints WHERE model = ?", (name,)
+            ).fetchone()[0]
+            if offer is not None and offer.sequence > offered and (oldest or 0) <= base:
+                db.execute("UPDATE held SET offered = ? WHERE model = ?", (offer.sequence, name))
+                args = dict(
+                    version=offer.version, blob=offer.blob, keep=offer.keep, now=now,
+                    offset=base, acked_at=0.0, token=-1,
+                )  # fmt: skip
+                self._save_rows(db, name, args)
+            return newly
+
+        return self._tx(work)
+
+    async def hold_model(
+        self,
+        name: str,
+        *,
+        known: HeldCounters | None = None,
+        offer: OfferedSnapshot | None = None,
+        now: float = 0.0,
+    ) -> bool:
+        return await asyncio.to_thread(self._hold, name, known or HeldCounters(), offer, now)
+
+    async def save_model(self, name: str, record: str, *, replace: bool = True) -> None:
+        conflict = "DO UPDATE SET record = excluded.record" if replace else "DO NOTHING"
         self._tx(
             lambda db: db.execute(
-                "INSERT INTO models(name, record) VALUES (?, ?) "
-                "ON CONFLICT(name) DO UPDATE SET record = excluded.record",
+                f"INSERT INTO models(name, record) VALUES (?, ?) ON CONFLICT(name) {conflict}",
                 (name, record),
             )
         )
@@ -123,7 +192,9 @@ class SqliteStore(Store):
 
     async def delete_model(self, name: str) -> None:
         def work(db: sqlite3.Connection) -> None:
-            for table in ("decisions", "log", "lease", "checkpoints", "requests", "counters"):
+            for table in (
+                "decisions", "log", "lease", "checkpoints", "requests", "counters", "held",
+            ):  # fmt: skip
                 db.execute(f"DELETE FROM {table} WHERE model = ?", (name,))
             db.execute("DELETE FROM models WHERE name = ?", (name,))
 
@@ -193,6 +264,7 @@ class SqliteStore(Store):
             found = self._lookup(db, name, event_id, now)
             if found.status != "pending" or found.payload is None:
                 return EventLookup(found.status)
+            self._mark(db, name)
             db.execute(
                 "UPDATE decisions SET state = 'used', payload = NULL "
                 "WHERE model = ? AND event_id = ?",
@@ -205,6 +277,7 @@ class SqliteStore(Store):
 
     async def expire_events(self, name: str, *, now: float, limit: int, log: bool) -> int:
         def work(db: sqlite3.Connection) -> int:
+            self._mark(db, name)
             db.execute("DELETE FROM decisions WHERE model = ? AND keep_until <= ?", (name, now))
             rows = db.execute(
                 "SELECT event_id, payload FROM decisions WHERE model = ? AND state = 'pending' "
@@ -260,6 +333,7 @@ class SqliteStore(Store):
         self, name: str, holder: str, *, ttl_seconds: float, now: float
     ) -> int | None:
         def work(db: sqlite3.Connection) -> int | None:
+            mark = self._mark(db, name)
             row = db.execute(
                 "SELECT holder, expires_at FROM lease WHERE model = ?", (name,)
             ).fetchone()
@@ -277,6 +351,7 @@ class SqliteStore(Store):
                 "INSERT OR REPLACE INTO lease(model, holder, token, expires_at) VALUES (?,?,?,?)",
                 (name, holder, token, now + ttl_seconds),
             )
+            self._lease_marks[name] = (token, mark)
             return token
 
         return self._tx(work)
@@ -310,42 +385,52 @@ class SqliteStore(Store):
         return None if row is None else Lease(str(row[0]), int(row[1]), float(row[2]))
 
     # -- checkpoints -----------------------------------------------------------------
+    @staticmethod
+    def _save_rows(db: sqlite3.Connection, name: str, args: dict[str, Any]) -> CheckpointInfo:
+        db.execute("INSERT OR IGNORE INTO counters(model) VALUES (?)", (name,))
+        newest, sequence = db.execute(
+            "SELECT token, sequence FROM counters WHERE model = ?", (name,)
+        ).fetchone()
+        token = args["token"]
+        if token == -1:  # an operator write: revoke the lease, fence its holder out
+            token = newest + 1
+            db.execute("DELETE FROM lease WHERE model = ?", (name,))
+        elif token < newest:
+            raise FencedOut(f"fencing token {token} is older than {newest}")
+        sequence += 1
+        db.execute(
+            "UPDATE counters SET sequence = ?, token = ? WHERE model = ?", (sequence, token, name)
+        )
+        blob: bytes = args["blob"]
+        info = CheckpointInfo(
+            sequence, args["version"], args["now"], len(blob), args["offset"],
+            args["acked_at"], token,
+        )  # fmt: skip
+        db.execute(
+            "INSERT INTO checkpoints(model, sequence, version, created_at, size_bytes, "
+            "offset, acked_at, token, blob) VALUES (?,?,?,?,?,?,?,?,?)",
+            (name, *info.__dict__.values(), blob),
+        )
+        db.execute(
+            "DELETE FROM checkpoints WHERE model = ? AND sequence <= ?",
+            (name, sequence - args["keep"]),
+        )
+        oldest = db.execute(
+            "SELECT MIN(offset) FROM checkpoints WHERE model = ?", (name,)
+        ).fetchone()[0]
+        db.execute("DELETE FROM log WHERE model = ? AND offset <= ?", (name, oldest))
+        return info
+
     def _save(self, name: str, args: dict[str, Any]) -> CheckpointInfo:
+        issued = self._lease_marks.get(name)
+
         def work(db: sqlite3.Connection) -> CheckpointInfo:
-            db.execute("INSERT OR IGNORE INTO counters(model) VALUES (?)", (name,))
-            newest, sequence = db.execute(
-                "SELECT token, sequence FROM counters WHERE model = ?", (name,)
-            ).fetchone()
-            token = args["token"]
-            if token == -1:  # an operator write: revoke the lease, fence its holder out
-                token = newest + 1
-                db.execute("DELETE FROM lease WHERE model = ?", (name,))
-            elif token < newest:
-                raise FencedOut(f"fencing token {token} is older than {newest}")
-            sequence += 1
-            db.execute(
-                "UPDATE counters SET sequence = ?, token = ? WHERE model = ?",
-                (sequence, token, name),
-            )
-            blob: bytes = args["blob"]
-            info = CheckpointInfo(
-                sequence, args["version"], args["now"], len(blob), args["offset"],
-                args["acked_at"], token,
-            )  # fmt: skip
-            db.execute(
-                "INSERT INTO checkpoints(model, sequence, version, created_at, size_bytes, "
-                "offset, acked_at, token, blob) VALUES (?,?,?,?,?,?,?,?,?)",
-                (name, *info.__dict__.values(), blob),
-            )
-            db.execute(
-                "DELETE FROM checkpoints WHERE model = ? AND sequence <= ?",
-                (name, sequence - args["keep"]),
-            )
-            oldest = db.execute(
-                "SELECT MIN(offset) FROM checkpoints WHERE model = ?", (name,)
-            ).fetchone()[0]
-            db.execute("DELETE FROM log WHERE model = ? AND offset <= ?", (name, oldest))
-            return info
+            mark = self._mark(db, name)
+            if args["token"] != -1 and issued and issued[0] == args["token"] and issued[1] != mark:
+                raise FencedOut(
+                    f"fencing token {args['token']} was issued before the data was lost"
+                )
+            return self._save_rows(db, name, args)
 
         return self._tx(work)
 

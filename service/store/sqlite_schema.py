@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import re
 import sqlite3
+import uuid
 from pathlib import Path
 
 log = logging.getLogger("banditree.service")
@@ -42,6 +43,9 @@ CREATE TABLE IF NOT EXISTS checkpoints (
   acked_at REAL NOT NULL, token INTEGER NOT NULL, blob BLOB NOT NULL,
   PRIMARY KEY (model, sequence));
 CREATE TABLE IF NOT EXISTS requests (model TEXT PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS held (
+  model TEXT PRIMARY KEY, mark TEXT NOT NULL, base INTEGER NOT NULL,
+  offered INTEGER NOT NULL DEFAULT 0);
 """
 
 _CHECKPOINT_FILE = re.compile(r"^(\d{10})-v(\d+)\.safetensors$")
@@ -85,6 +89,10 @@ def import_file_store(db: sqlite3.Connection, data_dir: Path) -> list[str]:
         db.execute(
             "INSERT OR REPLACE INTO counters(model, log_last, token, sequence) VALUES (?, 0, 0, ?)",
             (name, last),
+        )
+        db.execute(
+            "INSERT OR IGNORE INTO held(model, mark, base) VALUES (?, ?, 0)",
+            (name, uuid.uuid4().hex),
         )
         imported.append(name)
         log.warning(

@@ -11,7 +11,8 @@ import pytest
 import redis
 
 from service.store import RedisStore, SqliteStore, Store
-from tests.service.live_server import LiveServer
+from tests.service.live_server import LiveServer, free_port
+from tests.service.own_redis import OwnRedis
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 
@@ -67,3 +68,15 @@ def live_servers(tmp_path: Path) -> Iterator[Callable[[dict[str, str]], LiveServ
     for server in started:
         if server.process.poll() is None:
             server.stop(signal.SIGKILL)
+
+
+@pytest.fixture
+def own_redis(tmp_path: Path) -> Iterator[OwnRedis]:
+    """A Redis of the test's own without persistence (a test module may define its own)."""
+    server = OwnRedis(free_port(), tmp_path / "redis.log")
+    server.start()
+    yield server
+    if server.process is not None and server.process.poll() is None:
+        server.process.send_signal(signal.SIGCONT)
+        server.process.send_signal(signal.SIGKILL)
+        server.process.wait(timeout=10)

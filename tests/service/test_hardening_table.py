@@ -2,7 +2,10 @@
 
 Deep ``options``, loose coercion, a tree export of a large model, many models, a
 non-admin key pushing rollback targets out, answers that do not match the OpenAPI
-document, and connections that never finish their headers.
+document, and connections that never finish their headers.  The rows that need a Redis
+of the test's own are elsewhere: rows 2, 3, 4 and 10 (a Redis killed, then frozen) in
+``test_redis_outage.py`` and ``test_e2e_redis_outage.py``, row 5 (a Redis that comes
+back empty) in ``test_e2e_redis_data_loss.py``.
 """
 
 from __future__ import annotations

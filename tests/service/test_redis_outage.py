@@ -7,63 +7,21 @@ same server process predicts and takes feedback again without a restart.
 
 from __future__ import annotations
 
-import shutil
 import signal
-import subprocess
 import time
-from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
-import pytest
-import redis
 
-from tests.service.live_server import LiveServer, free_port
+from tests.service.live_server import LiveServer
+from tests.service.own_redis import OwnRedis, needs_redis_server
 
-pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server")
+pytestmark = needs_redis_server
 
 ADMIN = "outage-admin"
 CONTEXT = [0.1, 0.2, 0.3, 0.4]
 ANSWER_SECONDS = 1.0  # a call not answered within this raises httpx.TimeoutException
-
-
-class OwnRedis:
-    """``redis-server`` on a spare port without persistence; stopped only by this test."""
-
-    def __init__(self, port: int, log_path: Path) -> None:
-        self.port = port
-        self.log_path = log_path
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        args = ["redis-server", "--port", str(self.port), "--save", "", "--appendonly", "no"]
-        with self.log_path.open("ab") as log:
-            self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
-        client = redis.Redis(port=self.port)
-        for _ in range(100):
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                time.sleep(0.05)
-        client.close()
-
-    def signal(self, sig: signal.Signals) -> None:
-        assert self.process is not None
-        self.process.send_signal(sig)
-        if sig == signal.SIGKILL:
-            self.process.wait(timeout=10)
-
-
-@pytest.fixture
-def own_redis(tmp_path: Path) -> Iterator[OwnRedis]:
-    server = OwnRedis(free_port(), tmp_path / "redis.log")
-    server.start()
-    yield server
-    if server.process is not None and server.process.poll() is None:
-        server.process.send_signal(signal.SIGCONT)
-        server.process.send_signal(signal.SIGKILL)
-        server.process.wait(timeout=10)
 
 
 def calls(http: httpx.Client, event_id: str) -> list[httpx.Response]:
@@ -105,18 +63,51 @@ def recovered(http: httpx.Client) -> str:
         time.sleep(0.1)
 
 
+def server_env(redis_port: int) -> dict[str, str]:
+    return {
+        "BANDITREE_REDIS_URL": f"redis://127.0.0.1:{redis_port}/0",
+        "BANDITREE_API_KEYS": "",
+        "BANDITREE_ADMIN_KEYS": ADMIN,
+        "BANDITREE_REDIS_TIMEOUT_SECONDS": "0.3",
+    }
+
+
+def at_once(url: str, event_id: str, clients: int = 8) -> list[httpx.Response]:
+    """Calls from ``clients`` clients at the same time: none waits for another's store calls.
+
+    Several of them wait on the same store (a pooled connection, the registry's lock for
+    models not loaded): each is still answered within ``ANSWER_SECONDS``.
+    """
+
+    def one_client(i: int) -> list[httpx.Response]:
+        headers = {"Authorization": f"Bearer {ADMIN}"}
+        with httpx.Client(base_url=url, headers=headers, timeout=ANSWER_SECONDS) as http:
+            return [
+                http.get(f"/v1/models/unknown-{i}"),
+                http.post("/v1/models/m/feedback", json={"event_id": event_id, "loss": 0.5}),
+                http.put(f"/v1/models/new-{i}", json={"n_features": 4, "n_actions": 3}),
+                http.post("/v1/models/m/predict", json={"context": CONTEXT}),
+                http.delete(f"/v1/models/unknown-{i}"),
+            ]
+
+    with ThreadPoolExecutor(clients) as pool:
+        return [answer for answers in pool.map(one_client, range(clients)) for answer in answers]
+
+
+def feedback_once_recovered(http: httpx.Client, event_id: str) -> httpx.Response:
+    """Feedback, retried on 503 while the server writes back what an empty Redis lost."""
+    deadline = time.monotonic() + 10
+    while True:
+        answer = http.post("/v1/models/m/feedback", json={"event_id": event_id, "loss": 0.5})
+        if answer.status_code != 503 or time.monotonic() > deadline:
+            return answer
+        time.sleep(0.1)
+
+
 def test_redis_killed_then_frozen_answers_503_fast_and_recovers(
     own_redis: OwnRedis, tmp_path: Path
 ) -> None:
-    server = LiveServer(
-        {
-            "BANDITREE_REDIS_URL": f"redis://127.0.0.1:{own_redis.port}/0",
-            "BANDITREE_API_KEYS": "",
-            "BANDITREE_ADMIN_KEYS": ADMIN,
-            "BANDITREE_REDIS_TIMEOUT_SECONDS": "0.3",
-        },
-        log_path=tmp_path / "server.log",
-    )
+    server = LiveServer(server_env(own_redis.port), log_path=tmp_path / "server.log")
     try:
         with httpx.Client(
             base_url=server.url,
@@ -128,6 +119,9 @@ def test_redis_killed_then_frozen_answers_503_fast_and_recovers(
             for outage in (signal.SIGKILL, signal.SIGSTOP):
                 own_redis.signal(outage)
                 during = calls(http, event_id) + calls(http, event_id)
+                deleted = http.delete("/v1/models/m")  # refused, and nothing changes
+                assert deleted.status_code == 503, deleted.text
+                during += at_once(server.url, event_id)
                 assert http.get("/healthz").status_code == 200
                 assert http.get("/metrics").status_code == 200
                 assert assert_no_5xx_but_503(during) >= 4, outage  # at least the store-only calls
@@ -140,11 +134,19 @@ def test_redis_killed_then_frozen_answers_503_fast_and_recovers(
                 else:
                     own_redis.signal(signal.SIGCONT)
                 event_id = recovered(http)
-                fed = http.post("/v1/models/m/feedback", json={"event_id": event_id, "loss": 0.5})
+                fed = feedback_once_recovered(http, event_id)
                 assert fed.status_code == 200, fed.text
                 assert http.get("/readyz").json()["status"] == "ready"
                 assert http.get("/v1/models/unknown").status_code == 404
+                assert http.get("/v1/models/m").status_code == 200  # the refused DELETE
                 event_id = recovered(http)
+            assert http.delete("/v1/models/m").status_code == 204  # now it goes through
+            assert http.get("/v1/models/m").status_code == 404
         assert "Traceback" not in server.log_text(), server.log_text()[-4000:]
+        server.stop(signal.SIGKILL)
+        server = LiveServer(server_env(own_redis.port), log_path=tmp_path / "server-2.log")
+        with server.client(ADMIN) as http:  # and stays deleted
+            assert http.get("/v1/models/m").status_code == 404
+            assert http.get("/v1/models").json()["models"] == []
     finally:
         server.stop(signal.SIGKILL)

@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 
 import pytest
 
-from service.store import FencedOut, Store
+from service.store import (
+    FencedOut,
+    HeldCounters,
+    ModelGone,
+    OfferedSnapshot,
+    RedisStore,
+    SqliteStore,
+    Store,
+)
+from tests.service.conftest import delete_prefix
 
 pytestmark = pytest.mark.anyio
 
@@ -14,6 +24,7 @@ T0 = 1_000_000.0
 
 
 async def test_feedback_claims_its_decision_and_logs_it_once(store: Store) -> None:
+    await store.hold_model("m")
     await store.put_events("m", [("e1", '{"a": 1}'), ("e2", "two")], now=T0, ttl_seconds=10)
     assert await store.pending_count("m") == 2
     peeked = await store.peek_event("m", "e1", now=T0 + 1)
@@ -41,6 +52,7 @@ async def test_feedback_claims_its_decision_and_logs_it_once(store: Store) -> No
 
 
 async def test_concurrent_feedback_logs_a_decision_once(store: Store) -> None:
+    await store.hold_model("m")
     await store.put_events("m", [("e", "p")], now=T0, ttl_seconds=10)
     results = await asyncio.gather(
         *(store.append_feedback("m", "e", f'{{"loss": {i}}}', now=T0) for i in range(8))
@@ -50,6 +62,7 @@ async def test_concurrent_feedback_logs_a_decision_once(store: Store) -> None:
 
 
 async def test_expired_decisions_are_refused_then_logged_once(store: Store) -> None:
+    await store.hold_model("m")
     await store.put_events("m", [("old", "p-old"), ("new", "p-new")], now=T0, ttl_seconds=5)
     await store.put_events("m", [("late", "p-late")], now=T0 + 4, ttl_seconds=5)
     assert (await store.peek_event("m", "old", now=T0 + 6)).status == "expired"
@@ -67,6 +80,7 @@ async def test_expired_decisions_are_refused_then_logged_once(store: Store) -> N
 
 
 async def test_expiry_respects_limit_and_can_skip_the_log(store: Store) -> None:
+    await store.hold_model("m")
     await store.put_events("m", [(f"e{i}", f"p{i}") for i in range(5)], now=T0, ttl_seconds=1)
     assert await store.expire_events("m", now=T0 + 2, limit=3, log=False) == 3
     assert await store.expire_events("m", now=T0 + 2, limit=3, log=False) == 2
@@ -75,6 +89,7 @@ async def test_expiry_respects_limit_and_can_skip_the_log(store: Store) -> None:
 
 
 async def test_model_records_round_trip_and_delete(store: Store) -> None:
+    await store.hold_model("a")
     await store.save_model("a", '{"x": 1}')
     await store.save_model("b", '{"x": 2}')
     assert await store.load_models() == {"a": '{"x": 1}', "b": '{"x": 2}'}
@@ -95,6 +110,7 @@ async def test_model_records_round_trip_and_delete(store: Store) -> None:
 
 
 async def test_one_lease_holder_and_tokens_grow(store: Store) -> None:
+    await store.hold_model("m")
     first = await store.acquire_lease("m", "a", ttl_seconds=30, now=T0)
     assert first is not None
     assert await store.acquire_lease("m", "b", ttl_seconds=30, now=T0) is None
@@ -111,6 +127,7 @@ async def test_one_lease_holder_and_tokens_grow(store: Store) -> None:
 
 
 async def test_a_lapsed_lease_is_taken_over(store: Store) -> None:
+    await store.hold_model("m")
     first = await store.acquire_lease("m", "a", ttl_seconds=0.2, now=T0)
     assert first is not None
     await asyncio.sleep(0.3)  # Redis expires keys by its own clock
@@ -120,6 +137,7 @@ async def test_a_lapsed_lease_is_taken_over(store: Store) -> None:
 
 
 async def test_a_stale_token_cannot_write_a_checkpoint(store: Store) -> None:
+    await store.hold_model("m")
     old = await store.acquire_lease("m", "a", ttl_seconds=30, now=T0)
     assert old is not None
     saved = await store.save_checkpoint(
@@ -146,6 +164,7 @@ async def test_a_stale_token_cannot_write_a_checkpoint(store: Store) -> None:
 
 
 async def test_checkpoints_keep_the_newest_and_trim_the_log(store: Store) -> None:
+    await store.hold_model("m")
     events = [(f"e{i}", f"p{i}") for i in range(10)]
     await store.put_events("m", events, now=T0, ttl_seconds=10)
     for event_id, _ in events:
@@ -170,6 +189,7 @@ async def test_checkpoints_keep_the_newest_and_trim_the_log(store: Store) -> Non
 
 
 async def test_checkpoint_requests_and_notices(store: Store) -> None:
+    await store.hold_model("m")
     assert not await store.take_checkpoint_request("m")
     await store.request_checkpoint("m")
     assert await store.take_checkpoint_request("m")
@@ -192,3 +212,88 @@ async def test_concurrent_decision_writes_all_land(store: Store) -> None:
     assert (await store.log_bounds("m")).decisions == 60
     found = await store.peek_event("m", "e7-2", now=T0)
     assert (found.status, found.payload) == ("pending", "p7-2")
+
+
+async def test_the_log_lease_and_checkpoints_of_a_model_not_held_are_refused(
+    store: Store,
+) -> None:
+    await store.put_events("m", [("e", "p")], now=T0, ttl_seconds=10)
+    with pytest.raises(ModelGone):
+        await store.append_feedback("m", "e", "{}", now=T0)
+    with pytest.raises(ModelGone):
+        await store.acquire_lease("m", "a", ttl_seconds=30, now=T0)
+    with pytest.raises(ModelGone):
+        await store.expire_events("m", now=T0 + 20, limit=10, log=True)
+    with pytest.raises(ModelGone):
+        await store.save_checkpoint(
+            "m", version=1, blob=b"x", keep=2, now=T0, offset=0, acked_at=0.0, token=-1
+        )
+    assert await store.hold_model("m") and not await store.hold_model("m")
+    assert (await store.append_feedback("m", "e", "{}", now=T0)).offset == 1
+    await store.delete_model("m")
+    await store.put_events("m", [("g", "r")], now=T0, ttl_seconds=10)  # a replica not yet told
+    with pytest.raises(ModelGone):
+        await store.append_feedback("m", "g", "{}", now=T0)
+
+
+async def lose_everything(store: Store) -> None:
+    """What a Redis without persistence does when it restarts: every key is gone."""
+    if isinstance(store, RedisStore):
+        delete_prefix(store.prefix)
+    else:
+        assert isinstance(store, SqliteStore)
+        with sqlite3.connect(store.path) as db:
+            tables = [
+                row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            ]
+            for table in tables:
+                db.execute(f"DELETE FROM {table}")
+
+
+async def test_a_store_that_lost_its_data_goes_on_from_what_a_process_knew(store: Store) -> None:
+    epoch = await store.epoch()
+    assert await store.epoch() == epoch
+    await store.hold_model("m")
+    await store.save_model("m", "record")
+    await store.put_events("m", [(f"e{i}", f"p{i}") for i in range(3)], now=T0, ttl_seconds=10)
+    for i in range(3):
+        await store.append_feedback("m", f"e{i}", "{}", now=T0)
+    old = await store.acquire_lease("m", "a", ttl_seconds=30, now=T0)
+    assert old is not None
+    before = await store.save_checkpoint(
+        "m", version=3, blob=b"v3", keep=5, now=T0, offset=3, acked_at=T0, token=old
+    )
+
+    await lose_everything(store)
+    assert await store.epoch() != epoch  # a loss, not a deletion
+    assert await store.load_models() == {}
+    await store.put_events("m", [("late", "p-late")], now=T0, ttl_seconds=10)
+    with pytest.raises(ModelGone):  # never appended at offsets that start again from 1
+        await store.append_feedback("m", "late", "{}", now=T0)
+
+    known = HeldCounters(log_last=3, sequence=before.sequence, token=old, decisions=3)
+    offer = OfferedSnapshot(sequence=before.sequence, version=3, blob=b"v3", keep=5)
+    assert await store.hold_model("m", known=known, offer=offer, now=T0)
+    await store.save_model("m", "record", replace=False)
+    await store.save_model("m", "other", replace=False)
+    assert await store.load_models() == {"m": "record"}
+    (saved,) = await store.list_checkpoints("m")
+    assert (saved.offset, saved.version) == (3, 3) and saved.sequence > before.sequence
+    assert await store.load_checkpoint("m", saved.sequence) == b"v3"
+    assert (await store.append_feedback("m", "late", "{}", now=T0)).offset == 4
+    assert (await store.log_bounds("m")).decisions >= 3
+    with pytest.raises(FencedOut):  # the learner from before the loss cannot write
+        await store.save_checkpoint(
+            "m", version=9, blob=b"stale", keep=5, now=T0, offset=4, acked_at=T0, token=old
+        )
+    new = await store.acquire_lease("m", "b", ttl_seconds=30, now=T0)
+    assert new is not None and new > old
+    # a staler snapshot offered by another process is not saved; a newer one is
+    stale = OfferedSnapshot(sequence=before.sequence - 1, version=2, blob=b"v2", keep=5)
+    assert not await store.hold_model("m", known=known, offer=stale, now=T0)
+    assert len(await store.list_checkpoints("m")) == 1
+    newer = OfferedSnapshot(sequence=before.sequence + 5, version=4, blob=b"v4", keep=5)
+    await store.hold_model("m", offer=newer, now=T0)
+    newest = (await store.list_checkpoints("m"))[0]
+    assert (newest.version, newest.offset) == (4, 3)
+    assert [e.offset for e in await store.read_log("m", after=3, limit=10)] == [4]

@@ -1,0 +1,72 @@
+"""How long one request may wait on the store, all its store calls together.
+
+A store's socket timeout bounds one call; a request may make several (a feedback reads
+its decision, then claims it), wait for a pooled connection or for the registry's lock.
+The HTTP middleware gives each request a :class:`StoreBudget`
+(``BANDITREE_STORE_BUDGET_SECONDS``, twice the Redis timeout unless set); every Redis
+call and the lock waits spend from it, and once it is spent the request gets
+:class:`StoreUnavailable` (503) at once.  Only
+waiting on the store counts, never CPU work between the calls.  Background work
+(learners, sweeps, the snapshot watcher) has no budget; nor do the waits that are the
+point of a request (``POST .../checkpoints`` waiting for the learner, pages of a log
+export after the first, which get one budget each).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Awaitable, Iterator
+from contextvars import ContextVar
+from typing import TypeVar
+
+from service.store.base import StoreUnavailable
+
+T = TypeVar("T")
+
+
+class StoreBudget:
+    """Seconds left to wait on the store."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.left = seconds
+
+
+_budget: ContextVar[StoreBudget | None] = ContextVar("banditree_store_budget", default=None)
+
+
+@contextlib.contextmanager
+def store_budget(seconds: float | None) -> Iterator[None]:
+    """Store calls inside wait at most ``seconds`` in all (None: only their own timeouts)."""
+    token = _budget.set(None if seconds is None else StoreBudget(seconds))
+    try:
+        yield
+    finally:
+        _budget.reset(token)
+
+
+def budget_seconds() -> float | None:
+    """The size of the current budget (None when there is none)."""
+    budget = _budget.get()
+    return None if budget is None else budget.seconds
+
+
+async def within_budget(call: Awaitable[T]) -> T:
+    """Await ``call``; StoreUnavailable when the current budget runs out first."""
+    budget = _budget.get()
+    if budget is None:
+        return await call
+    if budget.left <= 0:
+        if asyncio.iscoroutine(call):
+            call.close()
+        raise StoreUnavailable(f"this request waited its {budget.seconds} s on the store")
+    started = time.monotonic()
+    try:
+        async with asyncio.timeout(budget.left):
+            return await call
+    except TimeoutError:
+        raise StoreUnavailable(f"this request waited its {budget.seconds} s on the store") from None
+    finally:
+        budget.left -= time.monotonic() - started

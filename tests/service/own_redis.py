@@ -1,0 +1,44 @@
+"""A ``redis-server`` of a test's own: no persistence, on a spare port, killed or frozen."""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import redis
+
+needs_redis_server = pytest.mark.skipif(
+    shutil.which("redis-server") is None, reason="needs redis-server"
+)
+
+
+class OwnRedis:
+    """``redis-server`` on a spare port without persistence; stopped only by this test."""
+
+    def __init__(self, port: int, log_path: Path) -> None:
+        self.port = port
+        self.log_path = log_path
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        args = ["redis-server", "--port", str(self.port), "--save", "", "--appendonly", "no"]
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+        client = redis.Redis(port=self.port)
+        for _ in range(100):
+            try:
+                client.ping()
+                break
+            except redis.ConnectionError:
+                time.sleep(0.05)
+        client.close()
+
+    def signal(self, sig: signal.Signals) -> None:
+        assert self.process is not None
+        self.process.send_signal(sig)
+        if sig == signal.SIGKILL:
+            self.process.wait(timeout=10)
