@@ -42,6 +42,19 @@ class LearnerConfig(BaseModel):
         True,
         description="dgt, dgt_forest: a per-action output bias shared by all leaves of a tree",
     )
+    linear_term: bool = Field(
+        False,
+        description=(
+            "dgt, dgt_forest: a per-action linear term on the standardised context beside "
+            "the leaves (output = leaf + bias + w_a . x)"
+        ),
+    )
+    linear_lr_scale: float = Field(
+        1.0,
+        gt=0.0,
+        le=1e3,
+        description="dgt, dgt_forest: factor on the learning rate of the shared bias and linear term",
+    )
     n_trees: int = Field(10, ge=1, le=256, description="forests and ensembles")
     aggregate: Literal["vote", "average"] = "vote"
     explorer: Literal["epsilon_greedy", "softmax", "squarecb"] = Field(
@@ -195,7 +208,9 @@ class LearnerConfig(BaseModel):
         n_int, n_leaves = (1 << h) - 1, 1 << h
         dims = [self.n_features + 1, *self.hidden, n_int]
         per_tree = (
-            sum(dims[i] * dims[i + 1] for i in range(len(dims) - 1)) + n_leaves * self.n_outputs
+            sum(dims[i] * dims[i + 1] for i in range(len(dims) - 1))
+            + n_leaves * self.n_outputs
+            + (self.n_outputs * self.n_features if self.linear_term else 0)
         )
         trees = self.n_trees if self.kind != "dgt" else 1
         return per_tree * trees

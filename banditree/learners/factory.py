@@ -41,7 +41,15 @@ def register_model(kind: str) -> Callable[[ModelBuilder], ModelBuilder]:
 
 @register_model("dgt")
 def _dgt(c: LearnerConfig) -> ModelSpec:
-    return DGTSpec(c.n_features, c.n_outputs, c.resolved_height, c.hidden, c.shared_bias)
+    return DGTSpec(
+        c.n_features,
+        c.n_outputs,
+        c.resolved_height,
+        c.hidden,
+        c.shared_bias,
+        c.linear_term,
+        c.linear_lr_scale,
+    )
 
 
 @register_model("dgt_forest")
@@ -54,6 +62,8 @@ def _dgt_forest(c: LearnerConfig) -> ModelSpec:
         c.aggregate,
         c.hidden,
         c.shared_bias,
+        c.linear_term,
+        c.linear_lr_scale,
     )
 
 

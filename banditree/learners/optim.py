@@ -15,8 +15,9 @@ class RMSprop:
     """``v = alpha v + (1 - alpha) g^2``; ``p -= lr g / (sqrt(v) + eps)`` (``torch.optim.RMSprop``).
 
     Optional ``l1`` / ``l2`` penalties are added to the gradient of the names in
-    ``regularised``.  :meth:`step` returns NEW arrays and never writes into the
-    parameters it was given, so a reader holding the old mapping stays consistent.
+    ``regularised``; ``lr_scales`` multiplies the step of the names it lists.
+    :meth:`step` returns NEW arrays and never writes into the parameters it was
+    given, so a reader holding the old mapping stays consistent.
     """
 
     def __init__(
@@ -27,6 +28,7 @@ class RMSprop:
         l1: float = 0.0,
         l2: float = 0.0,
         regularised: tuple[str, ...] = (),
+        lr_scales: Mapping[str, float] | None = None,
     ) -> None:
         for name, value, lo in (("learning_rate", lr, 0.0), ("l1", l1, 0.0), ("l2", l2, 0.0)):
             if not (math.isfinite(value) and value >= lo):
@@ -36,6 +38,7 @@ class RMSprop:
         self.lr, self.alpha, self.eps = float(lr), float(alpha), float(eps)
         self.l1, self.l2 = float(l1), float(l2)
         self.regularised = regularised
+        self.lr_scales = dict(lr_scales or {})
         self._square_avg: Params = {}
 
     def step(self, params: Mapping[str, FloatArray], grads: Mapping[str, FloatArray]) -> Params:
@@ -58,7 +61,7 @@ class RMSprop:
             step = np.sqrt(v)
             step += self.eps
             np.divide(g, step, out=step)
-            step *= self.lr
+            step *= self.lr * self.lr_scales.get(name, 1.0)
             new[name] = p - step  # a NEW array: readers of the old parameters stay consistent
         return new
 
