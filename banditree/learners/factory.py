@@ -39,6 +39,13 @@ def register_model(kind: str) -> Callable[[ModelBuilder], ModelBuilder]:
     return wrap
 
 
+def _linear_lr_scale(c: LearnerConfig) -> float:
+    """The linear term's (and shared bias's) step as a factor on the tree's."""
+    if not c.resolved_linear_term:
+        return 1.0
+    return c.resolved_linear_learning_rate / c.resolved_learning_rate
+
+
 @register_model("dgt")
 def _dgt(c: LearnerConfig) -> ModelSpec:
     return DGTSpec(
@@ -47,8 +54,8 @@ def _dgt(c: LearnerConfig) -> ModelSpec:
         c.resolved_height,
         c.hidden,
         c.shared_bias,
-        c.linear_term,
-        c.linear_lr_scale,
+        c.resolved_linear_term,
+        _linear_lr_scale(c),
     )
 
 
@@ -62,8 +69,8 @@ def _dgt_forest(c: LearnerConfig) -> ModelSpec:
         c.aggregate,
         c.hidden,
         c.shared_bias,
-        c.linear_term,
-        c.linear_lr_scale,
+        c.resolved_linear_term,
+        _linear_lr_scale(c),
     )
 
 

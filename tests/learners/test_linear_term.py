@@ -39,8 +39,8 @@ def test_checkpoint_without_the_linear_term_loads_with_it_at_zero(kind: str) -> 
     tensors, meta = old.state()
     assert not any(k.endswith("linear") for k in tensors)
     # a checkpoint written before the field existed, restored where the term is on
-    config = {k: v for k, v in meta["config"].items() if k not in ("linear_term", "linear_lr_scale")}
-    new = restore_learner(tensors, {**meta, "config": {**config, "linear_term": True}})
+    config = {k: v for k, v in meta["config"].items() if not k.startswith("linear_")}
+    new = restore_learner(tensors, {**meta, "config": config})  # the default: the term is on
     linear = {k: v for k, v in new.parameters().items() if k.endswith("linear")}
     assert linear and all(v.shape == (3, 5) and not v.any() for v in linear.values())
     x, _ = stream(25, seed=8)
@@ -52,15 +52,30 @@ def test_checkpoint_without_the_linear_term_loads_with_it_at_zero(kind: str) -> 
     assert any(v.any() for k, v in new.parameters().items() if k.endswith("linear"))
 
 
-def test_linear_lr_scale_scales_the_first_step_of_the_linear_term_and_bias() -> None:
-    steps = {}
-    for scale in (1.0, 4.0):
-        learner = build_learner(_config("dgt", linear_term=True, linear_lr_scale=scale))
-        before = learner.parameters()
-        _train(learner, n=2)  # one update (accumulate 2)
-        after = learner.parameters()
-        steps[scale] = {k: after[k] - before[k] for k in before}
-    for name in ("linear", "bias"):
-        assert np.abs(steps[1.0][name]).max() > 0
-        np.testing.assert_allclose(steps[4.0][name], 4.0 * steps[1.0][name], rtol=1e-9)
-    np.testing.assert_allclose(steps[4.0]["theta"], steps[1.0]["theta"], rtol=1e-9)
+def test_linear_learning_rate_sets_the_adagrad_steps_of_the_linear_term_and_bias() -> None:
+    """AdaGrad's first step moves each weight by its step size; later steps shrink."""
+    learner = build_learner(_config("dgt", linear_learning_rate=0.2, learning_rate=0.01))
+    params = [learner.parameters()]
+    for _ in range(3):
+        _train(learner, n=2)  # one update each (accumulate 2)
+        params.append(learner.parameters())
+    steps = [{k: b[k] - a[k] for k in a} for a, b in zip(params, params[1:])]
+    first = steps[0]
+    moved = np.abs(first["bias"]) > 0
+    assert moved.any()
+    np.testing.assert_allclose(np.abs(first["bias"][moved]), 0.2, rtol=1e-6)
+    moved = np.abs(first["linear"]) > 0
+    np.testing.assert_allclose(np.abs(first["linear"][moved]), 0.2 / np.sqrt(5), rtol=1e-6)
+    # the tree's own RMSprop step (torch's first step: lr / sqrt(1 - alpha) = 10 lr)
+    assert np.abs(first["theta"]).max() == pytest.approx(0.1, rel=1e-6)
+    # a running sum, not an average: a weight's step never grows for the same gradient size
+    later = np.abs(steps[2]["bias"])
+    assert (later <= 0.2 + 1e-12).all()
+
+
+def test_regression_and_other_families_keep_no_linear_term_by_default() -> None:
+    regression = build_learner({"n_features": 5, "task": "regression"})
+    assert "linear" not in regression.parameters()
+    tel = build_learner({**_config("tel"), "kind": "tel"})
+    assert not any(k.endswith("linear") for k in tel.parameters())
+    assert "linear" in build_learner(_config("dgt")).parameters()

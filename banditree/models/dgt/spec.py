@@ -24,9 +24,10 @@ class DGTSpec(ModelSpec):
     ``theta[l] + bias + linear @ x``.
     The shared per-action ``bias`` and the per-action linear term learn from every
     round, so a leaf that has seen few rounds starts from the tree-wide (linear)
-    estimate instead of from nothing, and the tree refines it.  Their steps are
-    ``linear_lr_scale`` times the learning rate, divided by ``sqrt(d)`` for ``linear``
-    (:attr:`lr_scales`).  Serving uses the
+    estimate instead of from nothing, and the tree refines it.  With ``linear`` both
+    are stepped by AdaGrad (:attr:`summed`), ``linear_lr_scale`` times the learning
+    rate, divided by ``sqrt(d)`` for ``linear`` (:attr:`lr_scales`); without it the
+    bias is stepped like the tree, ``linear_lr_scale`` times the learning rate.  Serving uses the
     collapsed :class:`FrozenTree` (``bias`` folded into its leaves, ``linear`` beside them).
     """
 
@@ -48,11 +49,13 @@ class DGTSpec(ModelSpec):
         self.shared_bias = bool(shared_bias)
         self.linear = bool(linear)
         self.linear_lr_scale = float(linear_lr_scale)
-        # RMSprop moves every weight by about the learning rate, so one step would move the
-        # linear term's output by up to lr * d; 1 / sqrt(d) measured best (bandit_vs_vw)
         self.lr_scales = {"bias": self.linear_lr_scale} if self.shared_bias else {}
         if self.linear:
+            # one step moves each weight by about the step size, so the linear term's
+            # output by up to step * d: 1 / sqrt(d) measured best (bandit_vs_vw)
             self.lr_scales["linear"] = self.linear_lr_scale / math.sqrt(self.n_features)
+            # parameters that learn from every round: AdaGrad's decaying step
+            self.summed = tuple(self.lr_scales)
         self.height = check_height(height)
         self.hidden = tuple(int(w) for w in hidden)
         self.n_layers = len(self.hidden) + 1
