@@ -126,7 +126,11 @@ class GradientBandit(Learner):
         self._config = dict(config or {})
         self._rng = np.random.default_rng(self.seed)
         self._optimizer = RMSprop(
-            lr=learning_rate, l1=l1, l2=l2, regularised=model.regularised, lr_scales=model.lr_scales,
+            lr=learning_rate,
+            l1=l1,
+            l2=l2,
+            regularised=model.regularised,
+            lr_scales=model.lr_scales,
             summed=model.summed,
         )
         self._params: Params = model.init_params(self._rng)

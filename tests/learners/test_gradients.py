@@ -111,7 +111,9 @@ def test_linear_term_gradients_equal_autograd(shared_bias: bool) -> None:
         g = rng.normal(size=(BATCH, N_OUTPUTS))
         # an upstream that depends on the output it is given: the full (linear-term) output
         targets = rng.normal(size=(BATCH, N_OUTPUTS))
-        upstreams = [lambda out, t=t, row=row: row * (out - t) for t, row in zip(targets, g)]
+        upstreams = [
+            lambda out, t=t, row=row: row * (out - t) for t, row in zip(targets, g, strict=True)
+        ]
 
         tree = DGTree(N_FEATURES, N_OUTPUTS, HEIGHT).double()
         linear = torch.tensor(params["linear"], requires_grad=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -59,7 +60,7 @@ def test_linear_learning_rate_sets_the_adagrad_steps_of_the_linear_term_and_bias
     for _ in range(3):
         _train(learner, n=2)  # one update each (accumulate 2)
         params.append(learner.parameters())
-    steps = [{k: b[k] - a[k] for k in a} for a, b in zip(params, params[1:])]
+    steps = [{k: b[k] - a[k] for k in a} for a, b in itertools.pairwise(params)]
     first = steps[0]
     moved = np.abs(first["bias"]) > 0
     assert moved.any()
