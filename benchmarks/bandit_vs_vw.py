@@ -79,6 +79,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "linear_lr0.3": {"linear_learning_rate": 0.3},
     "linear_lr0.03": {"linear_learning_rate": 0.03},
     "gamma3": {"explorer_parameter": 3.0},
+    "gamma20": {"explorer_parameter": 20.0},
+    "linear_lr0.05": {"linear_learning_rate": 0.05},
+    "lr5e-3": {"learning_rate": 5e-3},
 }
 #: rounds after which the progressive loss is also recorded
 CHECKPOINT_ROUNDS = (1000, 2000, 5000, 10000, 20000, 50000)
