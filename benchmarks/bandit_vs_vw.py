@@ -82,6 +82,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "gamma20": {"explorer_parameter": 20.0},
     "linear_lr0.05": {"linear_learning_rate": 0.05},
     "lr5e-3": {"learning_rate": 5e-3},
+    "accumulate1": {"accumulate": 1},
+    "accumulate2": {"accumulate": 2},
 }
 #: rounds after which the progressive loss is also recorded
 CHECKPOINT_ROUNDS = (1000, 2000, 5000, 10000, 20000, 50000)
