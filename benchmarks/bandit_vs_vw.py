@@ -50,6 +50,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "explorer": "epsilon_greedy",
         "reward_link": "sigmoid",
         "shared_bias": False,
+        "linear_term": False,
+        "max_importance_weight": 3.0,
     },
     "eps0.05": {"explorer": "epsilon_greedy", "explorer_parameter": 0.05},
     "eps_decay": {
@@ -59,6 +61,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     },
     "sigmoid": {"reward_link": "sigmoid"},
     "no_shared_bias": {"shared_bias": False},
+    "no_linear_term": {"linear_term": False},
     "importance_aware3": {"importance_aware": True},
     "importance_aware10": {"importance_aware": True, "max_importance_weight": 10.0},
     "no_cap": {"max_importance_weight": None},
@@ -68,7 +71,19 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "height8": {"height": 8},
     "height4": {"height": 4},
     "forest5": {"kind": "dgt_forest", "n_trees": 5},
-    "linear": {"kind": "linear"},
+    "linear": {"kind": "linear", "max_importance_weight": 3.0},
+    # the default before the linear term: shared bias only, tree at 1e-2, 1/p capped at 3
+    "bias_only": {"linear_term": False, "max_importance_weight": 3.0},
+    "iw3": {"max_importance_weight": 3.0},
+    "lr1e-2": {"learning_rate": 1e-2},
+    "linear_lr0.3": {"linear_learning_rate": 0.3},
+    "linear_lr0.03": {"linear_learning_rate": 0.03},
+    "gamma3": {"explorer_parameter": 3.0},
+    "gamma20": {"explorer_parameter": 20.0},
+    "linear_lr0.05": {"linear_learning_rate": 0.05},
+    "lr5e-3": {"learning_rate": 5e-3},
+    "accumulate1": {"accumulate": 1},
+    "accumulate2": {"accumulate": 2},
 }
 #: rounds after which the progressive loss is also recorded
 CHECKPOINT_ROUNDS = (1000, 2000, 5000, 10000, 20000, 50000)

@@ -77,7 +77,10 @@ def simulate_command(
         None, "--delta", help="One/two-point perturbation, target units (default 0.5)."
     ),
     learning_rate: float | None = typer.Option(
-        None, "--learning-rate", help="RMSprop step size (default 1e-2; regression 3e-3)."
+        None,
+        "--learning-rate",
+        help="RMSprop step of the model (default 3e-3; 1e-2 for classification without "
+        "the linear term: tel, hinge, linear).",
     ),
     accumulate: int | None = typer.Option(
         None, "--accumulate", help="Rounds per update (default 4)."

@@ -39,9 +39,24 @@ def register_model(kind: str) -> Callable[[ModelBuilder], ModelBuilder]:
     return wrap
 
 
+def _linear_lr_scale(c: LearnerConfig) -> float:
+    """The linear term's (and shared bias's) step as a factor on the tree's."""
+    if not c.resolved_linear_term:
+        return 1.0
+    return c.resolved_linear_learning_rate / c.resolved_learning_rate
+
+
 @register_model("dgt")
 def _dgt(c: LearnerConfig) -> ModelSpec:
-    return DGTSpec(c.n_features, c.n_outputs, c.resolved_height, c.hidden, c.shared_bias)
+    return DGTSpec(
+        c.n_features,
+        c.n_outputs,
+        c.resolved_height,
+        c.hidden,
+        c.shared_bias,
+        c.resolved_linear_term,
+        _linear_lr_scale(c),
+    )
 
 
 @register_model("dgt_forest")
@@ -54,6 +69,8 @@ def _dgt_forest(c: LearnerConfig) -> ModelSpec:
         c.aggregate,
         c.hidden,
         c.shared_bias,
+        c.resolved_linear_term,
+        _linear_lr_scale(c),
     )
 
 

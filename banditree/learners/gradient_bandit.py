@@ -131,7 +131,14 @@ class GradientBandit(Learner):
         self.n_actions = model.n_outputs if self.task == "classification" else 0
         self._config = dict(config or {})
         self._rng = np.random.default_rng(self.seed)
-        self._optimizer = RMSprop(lr=learning_rate, l1=l1, l2=l2, regularised=model.regularised)
+        self._optimizer = RMSprop(
+            lr=learning_rate,
+            l1=l1,
+            l2=l2,
+            regularised=model.regularised,
+            lr_scales=model.lr_scales,
+            summed=model.summed,
+        )
         self._params: Params = model.init_params(self._rng)
         self._standardizer = RunningStandardizer(self.n_features)
         self._accum: Params = {}

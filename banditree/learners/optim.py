@@ -15,8 +15,11 @@ class RMSprop:
     """``v = alpha v + (1 - alpha) g^2``; ``p -= lr g / (sqrt(v) + eps)`` (``torch.optim.RMSprop``).
 
     Optional ``l1`` / ``l2`` penalties are added to the gradient of the names in
-    ``regularised``.  :meth:`step` returns NEW arrays and never writes into the
-    parameters it was given, so a reader holding the old mapping stays consistent.
+    ``regularised``; ``lr_scales`` multiplies the step of the names it lists; the
+    names in ``summed`` keep a running SUM of squared gradients instead (AdaGrad:
+    a step that decays as the evidence grows).
+    :meth:`step` returns NEW arrays and never writes into the parameters it was
+    given, so a reader holding the old mapping stays consistent.
     """
 
     def __init__(
@@ -27,6 +30,8 @@ class RMSprop:
         l1: float = 0.0,
         l2: float = 0.0,
         regularised: tuple[str, ...] = (),
+        lr_scales: Mapping[str, float] | None = None,
+        summed: tuple[str, ...] = (),
     ) -> None:
         for name, value, lo in (("learning_rate", lr, 0.0), ("l1", l1, 0.0), ("l2", l2, 0.0)):
             if not (math.isfinite(value) and value >= lo):
@@ -36,6 +41,8 @@ class RMSprop:
         self.lr, self.alpha, self.eps = float(lr), float(alpha), float(eps)
         self.l1, self.l2 = float(l1), float(l2)
         self.regularised = regularised
+        self.lr_scales = dict(lr_scales or {})
+        self.summed = summed
         self._square_avg: Params = {}
 
     def step(self, params: Mapping[str, FloatArray], grads: Mapping[str, FloatArray]) -> Params:
@@ -48,17 +55,20 @@ class RMSprop:
             if name in self.regularised and (self.l1 or self.l2):
                 g = g + self.l2 * p + self.l1 * np.sign(p)
             g2 = g * g
-            g2 *= 1.0 - self.alpha
+            adagrad = name in self.summed
+            if not adagrad:
+                g2 *= 1.0 - self.alpha
             v = self._square_avg.get(name)
             if v is None:  # torch starts the average at zero
                 v = self._square_avg[name] = g2
             else:  # the optimizer owns v: update it in place (no per-step allocation)
-                v *= self.alpha
+                if not adagrad:
+                    v *= self.alpha
                 v += g2
             step = np.sqrt(v)
             step += self.eps
             np.divide(g, step, out=step)
-            step *= self.lr
+            step *= self.lr * self.lr_scales.get(name, 1.0)
             new[name] = p - step  # a NEW array: readers of the old parameters stay consistent
         return new
 

@@ -74,6 +74,11 @@ class ModelSpec(ABC):
     kind: str = "model"
     #: parameter names that L1 / L2 regularisation applies to
     regularised: tuple[str, ...] = ()
+    #: parameter name -> factor on the learning rate (names not listed: 1)
+    lr_scales: Mapping[str, float] = {}
+    #: parameter names stepped by AdaGrad (a running sum of squared gradients, a step
+    #: that decays) instead of RMSprop's running average
+    summed: tuple[str, ...] = ()
 
     def __init__(self, n_features: int, n_outputs: int) -> None:
         if n_features < 1 or n_outputs < 1:

@@ -195,6 +195,18 @@ def test_learner_config_passes_the_cap_and_null_gives_exact_eq8() -> None:
 
     base = {"kind": "dgt", "n_features": 3, "n_actions": 4}
     default = build_learner(base)
+    capped = build_learner({**base, "max_importance_weight": 3.0})
     exact = build_learner({**base, "max_importance_weight": None})
-    assert default.estimator.max_importance_weight == 3.0  # type: ignore[attr-defined]
+    # the default: weight 1, least squares on the played action's reward (SquareCB's oracle)
+    assert default.estimator.max_importance_weight == 1.0  # type: ignore[attr-defined]
+    assert capped.estimator.max_importance_weight == 3.0  # type: ignore[attr-defined]
     assert exact.estimator.max_importance_weight is None  # type: ignore[attr-defined]
+
+
+def test_weight_one_is_plain_least_squares_on_the_played_reward() -> None:
+    logits = np.array([0.4, -0.7, 1.1])
+    plain = ClassificationEstimator(max_importance_weight=1.0, link="identity")
+    for propensity in (0.9, 0.3, 0.01):
+        d = Decision("e", (0.0,), 0, action=2, propensity=propensity)
+        got = plain.upstream(logits, d, Feedback(loss=0.25))
+        np.testing.assert_allclose(got, [0.0, 0.0, 2.0 * (1.1 - 0.75)], rtol=1e-12)

@@ -28,6 +28,10 @@ VARIANTS: list[tuple[str, dict[str, Any]]] = [
     ("dgt", {"explorer": "softmax", "explorer_parameter": 0.05}),
     ("tel", {"explorer": "squarecb"}),
     ("linear", {"reward_link": "identity", "explorer": "softmax"}),
+    ("dgt", {"linear_term": True, "linear_learning_rate": 0.3}),  # the per-action linear term
+    ("dgt", {"linear_term": True, "shared_bias": False, "explorer": "epsilon_greedy"}),
+    ("dgt", {"linear_term": False, "max_importance_weight": 3.0}),  # the previous default
+    ("dgt_forest", {"linear_term": True}),
 ]
 
 

@@ -93,3 +93,72 @@ def test_batched_gradients_equal_the_per_example_sum(spec: DGTSpec) -> None:
     assert set(batch) == set(total)
     for name in total:
         np.testing.assert_allclose(batch[name], total[name], atol=1e-12, rtol=0)
+
+
+@pytest.mark.parametrize("shared_bias", [True, False], ids=["bias", "no_bias"])
+def test_linear_term_gradients_equal_autograd(shared_bias: bool) -> None:
+    """``theta[leaf] + bias + linear @ x``: every gradient, the node weights' included."""
+    rng = np.random.default_rng(11)
+    spec = DGTSpec(N_FEATURES, N_OUTPUTS, HEIGHT, shared_bias=shared_bias, linear=True)
+    for trial in range(4):
+        params = spec.init_params(rng)
+        params["W0"] *= 1.0 + trial
+        params["theta"] = rng.normal(size=params["theta"].shape)
+        params["linear"] = rng.normal(size=(N_OUTPUTS, N_FEATURES))
+        if shared_bias:
+            params["bias"] = rng.normal(size=N_OUTPUTS)
+        x = rng.normal(size=(BATCH, N_FEATURES))
+        g = rng.normal(size=(BATCH, N_OUTPUTS))
+        # an upstream that depends on the output it is given: the full (linear-term) output
+        targets = rng.normal(size=(BATCH, N_OUTPUTS))
+        upstreams = [
+            lambda out, t=t, row=row: row * (out - t) for t, row in zip(targets, g, strict=True)
+        ]
+
+        tree = DGTree(N_FEATURES, N_OUTPUTS, HEIGHT).double()
+        linear = torch.tensor(params["linear"], requires_grad=True)
+        bias = torch.tensor(params.get("bias", np.zeros(N_OUTPUTS)), requires_grad=True)
+        with torch.no_grad():
+            tree.layers[0].copy_(torch.from_numpy(params["W0"]))
+            tree.theta.copy_(torch.from_numpy(params["theta"]))
+        xt = torch.from_numpy(x)
+        out = tree(xt) + bias + xt @ linear.T
+        # the loss whose d/d out is row * (out - t)
+        loss = 0.5 * (torch.from_numpy(g) * (out - torch.from_numpy(targets)) ** 2).sum()
+        loss.backward()
+        expected = {"W0": tree.layers[0].grad, "theta": tree.theta.grad, "linear": linear.grad}
+        if shared_bias:
+            expected["bias"] = bias.grad
+        got = spec.gradients_batch(params, x, upstreams, rng)
+        assert set(got) == set(expected)
+        for name, value in expected.items():
+            assert value is not None
+            np.testing.assert_allclose(got[name], value.numpy(), atol=1e-9, rtol=0, err_msg=name)
+
+
+def test_linear_term_gradient_equals_finite_differences() -> None:
+    """The linear term and the bias enter the output linearly: central differences are exact."""
+    rng = np.random.default_rng(12)
+    spec = DGTSpec(N_FEATURES, N_OUTPUTS, HEIGHT, linear=True)
+    params = spec.init_params(rng)
+    params["theta"] = rng.normal(size=params["theta"].shape)
+    params["linear"] = rng.normal(size=(N_OUTPUTS, N_FEATURES))
+    x = rng.normal(size=(BATCH, N_FEATURES))
+    targets = rng.normal(size=(BATCH, N_OUTPUTS))
+
+    def loss(p: dict[str, np.ndarray]) -> float:
+        out = spec.forward_batch(spec.freeze(p), x)
+        return float(0.5 * ((out - targets) ** 2).sum())
+
+    upstreams = [lambda out, t=t: out - t for t in targets]
+    got = spec.gradients_batch(params, x, upstreams, rng)
+    eps = 1e-6
+    for name in ("linear", "bias"):
+        numeric = np.zeros_like(params[name])
+        for index in np.ndindex(params[name].shape):
+            plus = {k: v.copy() for k, v in params.items()}
+            minus = {k: v.copy() for k, v in params.items()}
+            plus[name][index] += eps
+            minus[name][index] -= eps
+            numeric[index] = (loss(plus) - loss(minus)) / (2 * eps)
+        np.testing.assert_allclose(got[name], numeric, atol=1e-5, rtol=0, err_msg=name)

@@ -113,3 +113,22 @@ def test_json_with_wrong_format_is_refused() -> None:
     doc["format"] = "something/else"
     with pytest.raises(ValueError, match="format"):
         FrozenTree.from_json(doc)
+
+
+def test_json_round_trip_keeps_the_linear_term() -> None:
+    rng = np.random.default_rng(4)
+    base = random_tree(3, (), seed=1, dtype=torch.float64).freeze()
+    linear = rng.normal(size=(base.n_outputs, base.n_features))
+    frozen = FrozenTree(weights=base.weights, theta=base.theta, linear=linear)
+    x = rng.normal(size=(20, base.n_features))
+    expected = base.predict(x) + x @ linear.T
+    np.testing.assert_allclose(frozen.predict(x), expected, atol=1e-12)
+    for row, want in zip(x, expected, strict=True):
+        leaf, out = frozen.predict_one(row)
+        assert leaf == base.leaf(row)
+        np.testing.assert_allclose(out, want, atol=1e-12)
+    back = FrozenTree.from_json(frozen.dumps())
+    np.testing.assert_array_equal(back.predict(x), frozen.predict(x))
+    assert FrozenTree.from_json(base.dumps()).linear is None
+    with pytest.raises(ValueError, match="linear"):
+        FrozenTree(weights=base.weights, theta=base.theta, linear=linear.T)

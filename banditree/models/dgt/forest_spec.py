@@ -34,16 +34,23 @@ class DGTForestSpec(ModelSpec):
         aggregate: str = "vote",
         hidden: Sequence[int] = (),
         shared_bias: bool = True,
+        linear: bool = False,
+        linear_lr_scale: float = 1.0,
     ) -> None:
         super().__init__(n_features, n_outputs)
         if not 1 <= n_trees <= 256:
             raise ValueError(f"n_trees must be in [1, 256], got {n_trees}")
         if aggregate not in AGGREGATES:
             raise ValueError(f"aggregate must be one of {AGGREGATES}, got {aggregate!r}")
-        self.tree = DGTSpec(n_features, n_outputs, height, hidden, shared_bias)
+        self.tree = DGTSpec(
+            n_features, n_outputs, height, hidden, shared_bias, linear, linear_lr_scale
+        )
         self.n_trees = n_trees
         self.aggregate = aggregate
         self.regularised = tuple(f"t{i}.{n}" for i in range(n_trees) for n in self.tree.regularised)
+        self.lr_scales = {
+            f"t{i}.{n}": v for i in range(n_trees) for n, v in self.tree.lr_scales.items()
+        }
 
     def _tree_params(self, params: Mapping[str, FloatArray], i: int) -> Params:
         prefix = f"t{i}."
@@ -57,10 +64,10 @@ class DGTForestSpec(ModelSpec):
         return params
 
     def upgrade_params(self, params: Params) -> Params:
-        """Checkpoints written before the shared ``bias`` hold it inside ``theta``."""
+        """Each tree's :meth:`DGTSpec.upgrade_params` (``bias`` and ``linear`` of old checkpoints)."""
         for i in range(self.n_trees):
-            if self.tree.shared_bias and f"t{i}.bias" not in params and f"t{i}.theta" in params:
-                params[f"t{i}.bias"] = np.zeros(params[f"t{i}.theta"].shape[1])
+            tree = self.tree.upgrade_params(self._tree_params(params, i))
+            params.update({f"t{i}.{k}": v for k, v in tree.items()})
         return params
 
     def freeze(self, params: Mapping[str, FloatArray]) -> list[FrozenTree]:
@@ -112,6 +119,7 @@ class DGTForestSpec(ModelSpec):
                 self.tree.height,
                 weights=weights[rows, i],
                 bias=tree.get("bias"),
+                linear=tree.get("linear"),
             )
             grads.update({f"t{i}.{k}": v for k, v in g.items()})
         return grads

@@ -19,11 +19,13 @@ class FrozenTree:
 
     ``weights`` ``(2**h - 1, d + 1)`` is the collapsed node matrix (last column is the
     bias), ``theta`` ``(2**h, K)`` the leaf values.  Routing goes RIGHT when
-    ``<w_i, [x; 1]> > 0``.
+    ``<w_i, [x; 1]> > 0``.  With the optional per-action ``linear`` term ``(K, d)`` the
+    output for ``x`` reaching leaf ``l`` is ``theta[l] + linear @ x``.
     """
 
     weights: FloatArray
     theta: FloatArray
+    linear: FloatArray | None = None
     # single-example fast path: one contiguous row per node and the biases as floats,
     # so a decision is ``h`` ndarray.dot calls and no per-call slicing
     _node_rows: tuple[FloatArray, ...] = field(init=False, repr=False, compare=False)
@@ -39,6 +41,11 @@ class FrozenTree:
             )
         if d1 < 2:
             raise ValueError("weights need at least one feature column and the bias column")
+        if self.linear is not None and self.linear.shape != (self.theta.shape[1], d1 - 1):
+            raise ValueError(
+                f"linear {self.linear.shape} must be (n_outputs, n_features) = "
+                f"{(self.theta.shape[1], d1 - 1)}"
+            )
         rows = tuple(np.ascontiguousarray(row, dtype=np.float64) for row in self.weights[:, :-1])
         object.__setattr__(self, "_node_rows", rows)
         object.__setattr__(self, "_node_bias", tuple(float(b) for b in self.weights[:, -1]))
@@ -67,15 +74,25 @@ class FrozenTree:
     def predict_one(self, x: FloatArray) -> tuple[int, FloatArray]:
         """``(leaf index, leaf row (K,))`` for one example ``(d,)``."""
         leaf = self.leaf(x)
-        return leaf, self.theta[leaf]
+        if self.linear is None:
+            return leaf, self.theta[leaf]
+        return leaf, self.theta[leaf] + self.linear.dot(x)
 
     def leaves(self, x: FloatArray) -> IntArray:
         """Leaf indices for a batch ``(B, d)`` -> ``(B,)``."""
         return route_batch(self.weights[:, :-1], x, self.height, self.weights[:, -1])
 
+    def outputs(self, x: FloatArray, leaves: IntArray) -> FloatArray:
+        """Outputs ``(B, K)`` of a batch ``(B, d)`` whose reached ``leaves`` are known."""
+        if self.linear is None:
+            return self.theta[leaves]
+        out: FloatArray = x @ self.linear.T
+        out += self.theta[leaves]
+        return out
+
     def predict(self, x: FloatArray) -> FloatArray:
-        """Leaf rows for a batch ``(B, d)`` -> ``(B, K)``."""
-        return self.theta[self.leaves(x)]
+        """Outputs for a batch ``(B, d)`` -> ``(B, K)`` (the leaf rows, plus the linear term)."""
+        return self.outputs(x, self.leaves(x))
 
     def to_json(self) -> dict[str, Any]:
         """The hard tree as nested JSON-ready data: nodes with weights and bias, leaves with values."""
@@ -95,7 +112,7 @@ class FrozenTree:
             {"id": n_int + j, "leaf": j, "value": self.theta[j].tolist()}
             for j in range(self.theta.shape[0])
         ]
-        return {
+        data: dict[str, Any] = {
             "format": JSON_FORMAT,
             "rule": "go right when dot(weights, x) + bias > 0",
             "height": self.height,
@@ -104,6 +121,10 @@ class FrozenTree:
             "nodes": nodes,
             "leaves": leaves,
         }
+        if self.linear is not None:
+            data["output"] = "leaf value + dot(linear[k], x) for output k"
+            data["linear"] = self.linear.tolist()
+        return data
 
     def dumps(self) -> str:
         """JSON text of :meth:`to_json` (floats written with full precision)."""
@@ -121,4 +142,9 @@ class FrozenTree:
         leaves = sorted(data["leaves"], key=lambda n: n["leaf"])
         weights = np.array([[*n["weights"], n["bias"]] for n in nodes], dtype=np.float64)
         theta = np.array([leaf["value"] for leaf in leaves], dtype=np.float64)
-        return cls(weights=weights, theta=theta)
+        linear = data.get("linear")
+        return cls(
+            weights=weights,
+            theta=theta,
+            linear=None if linear is None else np.array(linear, dtype=np.float64),
+        )

@@ -19,11 +19,16 @@ class DGTSpec(ModelSpec):
     """Hard oblique tree of height ``h`` with optional linear overparameterization.
 
     Parameters ``W0 .. W{L-1}`` (``W0`` takes ``d + 1`` inputs: the bias is the last),
-    ``theta`` ``(2**h, K)`` and, with ``shared_bias``, ``bias`` ``(K,)``: leaf ``l``
-    outputs ``theta[l] + bias``.
-    The shared per-action ``bias`` learns from every round, so a leaf that has seen
-    few rounds starts from the tree-wide estimate instead of from nothing.  Serving
-    uses the collapsed :class:`FrozenTree` (``bias`` folded into its leaves).
+    ``theta`` ``(2**h, K)``, with ``shared_bias`` ``bias`` ``(K,)`` and with ``linear``
+    ``linear`` ``(K, d)``: the output for ``x`` reaching leaf ``l`` is
+    ``theta[l] + bias + linear @ x``.
+    The shared per-action ``bias`` and the per-action linear term learn from every
+    round, so a leaf that has seen few rounds starts from the tree-wide (linear)
+    estimate instead of from nothing, and the tree refines it.  With ``linear`` both
+    are stepped by AdaGrad (:attr:`summed`), ``linear_lr_scale`` times the learning
+    rate, divided by ``sqrt(d)`` for ``linear`` (:attr:`lr_scales`); without it the
+    bias is stepped like the tree, ``linear_lr_scale`` times the learning rate.  Serving uses the
+    collapsed :class:`FrozenTree` (``bias`` folded into its leaves, ``linear`` beside them).
     """
 
     kind = "dgt"
@@ -35,9 +40,22 @@ class DGTSpec(ModelSpec):
         height: int = 6,
         hidden: Sequence[int] = (),
         shared_bias: bool = True,
+        linear: bool = False,
+        linear_lr_scale: float = 1.0,
     ) -> None:
         super().__init__(n_features, n_outputs)
+        if not (math.isfinite(linear_lr_scale) and linear_lr_scale > 0.0):
+            raise ValueError(f"linear_lr_scale must be > 0, got {linear_lr_scale}")
         self.shared_bias = bool(shared_bias)
+        self.linear = bool(linear)
+        self.linear_lr_scale = float(linear_lr_scale)
+        self.lr_scales = {"bias": self.linear_lr_scale} if self.shared_bias else {}
+        if self.linear:
+            # one step moves each weight by about the step size, so the linear term's
+            # output by up to step * d: 1 / sqrt(d) measured best (bandit_vs_vw)
+            self.lr_scales["linear"] = self.linear_lr_scale / math.sqrt(self.n_features)
+            # parameters that learn from every round: AdaGrad's decaying step
+            self.summed = tuple(self.lr_scales)
         self.height = check_height(height)
         self.hidden = tuple(int(w) for w in hidden)
         self.n_layers = len(self.hidden) + 1
@@ -57,12 +75,17 @@ class DGTSpec(ModelSpec):
             params["bias"] = np.full(self.n_outputs, self.output_bias)
         else:
             params["theta"] = theta + self.output_bias
+        if self.linear:
+            params["linear"] = np.zeros((self.n_outputs, self.n_features))
         return params
 
     def upgrade_params(self, params: Params) -> Params:
-        """Checkpoints written before the shared ``bias`` hold it inside ``theta``."""
+        """Checkpoints written before the shared ``bias`` hold it inside ``theta``;
+        those written before the ``linear`` term load it as zero (the same outputs)."""
         if self.shared_bias and "bias" not in params and "theta" in params:
             params["bias"] = np.zeros(params["theta"].shape[1])
+        if self.linear and "linear" not in params and "theta" in params:
+            params["linear"] = np.zeros((params["theta"].shape[1], self.n_features))
         return params
 
     def layers(self, params: Mapping[str, FloatArray]) -> list[FloatArray]:
@@ -72,6 +95,7 @@ class DGTSpec(ModelSpec):
         return FrozenTree(
             weights=effective_weights_np(self.layers(params)),
             theta=params["theta"] + params["bias"] if self.shared_bias else params["theta"],
+            linear=params["linear"] if self.linear else None,  # replaced whole, never mutated
         )
 
     def forward(self, frozen: FrozenTree, x: FloatArray) -> ModelOutput:
@@ -83,7 +107,7 @@ class DGTSpec(ModelSpec):
 
     def forward_rows(self, frozen: FrozenTree, x: FloatArray) -> BatchOutput:
         leaves = frozen.leaves(x)
-        return BatchOutput(output=frozen.theta[leaves], leaf=leaves)
+        return BatchOutput(output=frozen.outputs(x, leaves), leaf=leaves)
 
     def gradients_batch(
         self,
@@ -93,7 +117,13 @@ class DGTSpec(ModelSpec):
         rng: np.random.Generator,
     ) -> Params:
         return dgt_gradients_batch(
-            self.layers(params), params["theta"], x, upstreams, self.height, bias=params.get("bias")
+            self.layers(params),
+            params["theta"],
+            x,
+            upstreams,
+            self.height,
+            bias=params.get("bias"),
+            linear=params.get("linear"),
         )
 
     def export(self, frozen: FrozenTree) -> dict[str, Any]:
@@ -105,6 +135,8 @@ class DGTSpec(ModelSpec):
             "height": self.height,
             "hidden": list(self.hidden),
             "shared_bias": self.shared_bias,
+            "linear": self.linear,
+            "linear_lr_scale": self.linear_lr_scale,
         }
 
 
@@ -135,12 +167,15 @@ def dgt_gradients_batch(
     height: int,
     weights: FloatArray | None = None,
     bias: FloatArray | None = None,
+    linear: FloatArray | None = None,
 ) -> Params:
     """Algorithm 2 summed over a batch ``(B, d)``, example ``b`` with ``upstreams[b]``.
 
     ``weights`` ``(B,)`` scale each example's gradient (online bagging).  With the
-    shared ``bias`` ``(K,)`` leaf ``l`` outputs ``theta[l] + bias`` and the result
-    holds its gradient too.  The path
+    shared ``bias`` ``(K,)`` leaf ``l`` outputs ``theta[l] + bias`` and with the
+    ``linear`` term ``(K, d)`` example ``b`` adds ``linear @ x[b]``; the result holds
+    their gradients too.  Both are the same for every leaf, so they cancel from the
+    node gradient (``dq`` sums to zero over the leaves).  The path
     algebra uses the dense path matrix ``S`` (``q = sign S^T``, adjoint ``dq S``):
     two small products instead of ``2h`` reshapes.  The reached leaf is the unique
     one with ``q = h``.
@@ -153,7 +188,10 @@ def dgt_gradients_batch(
     q = np.where(a > 0.0, 1.0, -1.0) @ s.T  # (B, n_leaves): integers in [-h, h]
     leaves = q.argmax(axis=1)
     outputs = theta if bias is None else theta + bias
-    g = np.array([up(outputs[leaf]) for up, leaf in zip(upstreams, leaves.tolist(), strict=True)])
+    reached = outputs[leaves]  # (B, K)
+    if linear is not None:
+        reached += x @ linear.T
+    g = np.array([up(row) for up, row in zip(upstreams, reached, strict=True)])
     if weights is not None:
         g *= weights[:, None]
     grad_theta = np.zeros(theta.shape)
@@ -161,6 +199,8 @@ def dgt_gradients_batch(
     grads: Params = {"theta": grad_theta}
     if bias is not None:
         grads["bias"] = np.add.reduce(g, axis=0)
+    if linear is not None:
+        grads["linear"] = g.T @ x
     p = np.exp(q - float(height))  # softmax over leaves; the maximum q is h
     p /= np.add.reduce(p, axis=1, keepdims=True)
     u = g @ outputs.T  # (B, n_leaves): output_l . g_b
