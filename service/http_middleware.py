@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from service.hot_path import PREDICT_ROUTE, predict_name, serve_predict
 from service.metrics import ServiceMetrics
 
 if TYPE_CHECKING:
@@ -40,7 +41,9 @@ class ServiceHttp:
     (:class:`~service.auth.ApiKeyAuth`); a body declared larger than
     ``max_body_bytes`` is answered 413 before routing, and a body without a declared
     length is counted as it streams in.  With ``access_log`` each request is logged
-    as one JSON line on the ``banditree.access`` logger.
+    as one JSON line on the ``banditree.access`` logger.  With ``fast_predict`` a
+    predict with a JSON body is answered by :mod:`service.hot_path` in front of the
+    router.
     """
 
     def __init__(
@@ -51,8 +54,10 @@ class ServiceHttp:
         metrics: ServiceMetrics,
         max_body_bytes: int,
         access_log: bool = False,
+        fast_predict: bool = True,
     ) -> None:
         self.app = app
+        self.fast_predict = fast_predict
         self.auth = auth
         self.metrics = metrics
         self.max_body_bytes = max_body_bytes
@@ -79,6 +84,7 @@ class ServiceHttp:
             return
         started = time.perf_counter()
         status = 500
+        template = "unmatched"
 
         async def send_with_status(message: Message) -> None:
             nonlocal status
@@ -90,11 +96,18 @@ class ServiceHttp:
             if not await self.auth.refused(scope, send_with_status):
                 limited = await self._limited(scope, receive, send_with_status)
                 if limited is not None:
-                    await self.app(scope, limited, send_with_status)
+                    name = predict_name(scope) if self.fast_predict else None
+                    if name is None:
+                        await self.app(scope, limited, send_with_status)
+                    else:
+                        template = PREDICT_ROUTE
+                        await serve_predict(
+                            scope, limited, send_with_status, name=name, route=self.app
+                        )
         finally:
             elapsed_seconds = time.perf_counter() - started
             route = scope.get("route")
-            template = getattr(route, "path", None) or "unmatched"
+            template = getattr(route, "path", None) or template
             requests, duration = self._series(template, scope["method"], status)
             requests.inc()
             duration.observe(elapsed_seconds)
