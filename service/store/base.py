@@ -99,9 +99,13 @@ class CheckpointInfo:
     token: int = 0
 
 
+#: the shortest time used and expired ids are kept after their deadline
+MIN_TOMBSTONE_SECONDS = 300.0
+
+
 def tombstone_seconds(ttl_seconds: float) -> float:
     """How long used and expired ids (and unclaimed events past their deadline) are kept."""
-    return max(ttl_seconds, 300.0)
+    return max(ttl_seconds, MIN_TOMBSTONE_SECONDS)
 
 
 def event_deadlines(now: float, ttl_seconds: float) -> tuple[float, float]:
