@@ -48,6 +48,8 @@ from service.store.base import (
 )
 
 P = ParamSpec("P")
+#: queued decisions that go to Redis at once, even while another batch is in flight
+_FULL_BATCH = 256
 T = TypeVar("T")
 
 
@@ -100,6 +102,7 @@ class RedisStore(Store):
         self._pubsub: PubSub | None = None
         # decision writes queued for the next PUT batch (one batch in flight at a time)
         self._puts: list[tuple[str, _PutGroup, asyncio.Future[None]]] = []
+        self._queued = 0  # decisions in self._puts
         self._sending: set[asyncio.Task[None]] = set()
 
     @classmethod
@@ -180,20 +183,24 @@ class RedisStore(Store):
         """Queue one request's decisions until they are stored.
 
         Decisions queued together go in one ``PUT`` script call per model (one round
-        trip), and one batch is in flight at a time: what is queued while a batch
-        travels goes as the next batch, so under load a batch holds many requests.
+        trip).  One batch is in flight at a time, unless the queue holds a full batch
+        (``_FULL_BATCH`` decisions): what is queued while a batch travels goes as the
+        next batch, so under load a batch holds many requests.
         """
         loop = asyncio.get_running_loop()
         done: asyncio.Future[None] = loop.create_future()
         self._puts.append((name, group, done))
+        self._queued += len(group.event_ids)
         if len(self._puts) == 1 and not self._sending:
             loop.call_soon(self._send_puts)
+        elif self._queued >= _FULL_BATCH:  # worth a round trip of its own now
+            loop.call_soon(self._send_puts, True)
         await done
 
-    def _send_puts(self) -> None:
-        if not self._puts or self._sending:
+    def _send_puts(self, full: bool = False) -> None:
+        if not self._puts or (self._sending and not (full and self._queued >= _FULL_BATCH)):
             return
-        batch, self._puts = self._puts, []
+        batch, self._puts, self._queued = self._puts, [], 0
         task = asyncio.ensure_future(self._execute_puts(batch))
         self._sending.add(task)
         task.add_done_callback(self._sent)
