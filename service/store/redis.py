@@ -218,7 +218,7 @@ class RedisStore(Store):
             return_exceptions=True,
         )
         for queued, result in zip(by_model.values(), results, strict=True):
-            failure = None
+            failure: BaseException | None = None
             if isinstance(result, RedisError | OSError):
                 failure = StoreUnavailable(f"redis: {result or type(result).__name__}")
             elif isinstance(result, BaseException):

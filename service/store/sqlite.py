@@ -24,12 +24,12 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from service.store.base import (
+    MIN_TOMBSTONE_SECONDS,
     CheckpointInfo,
     EventLookup,
     FencedOut,
     Lease,
     LogBounds,
-    MIN_TOMBSTONE_SECONDS,
     LogEntry,
     Store,
     StoreUnavailable,
