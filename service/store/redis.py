@@ -210,14 +210,21 @@ class RedisStore(Store):
         self._send_puts()  # what was queued while that batch travelled
 
     async def _execute_puts(self, batch: list[tuple[str, _PutGroup, asyncio.Future[None]]]) -> None:
-        by_model: dict[str, list[tuple[_PutGroup, asyncio.Future[None]]]] = {}
+        # one call per model, split at _FULL_BATCH decisions: a long script blocks Redis
+        calls: list[tuple[str, list[tuple[_PutGroup, asyncio.Future[None]]]]] = []
+        filling: dict[str, tuple[list[tuple[_PutGroup, asyncio.Future[None]]], int]] = {}
         for name, group, done in batch:
-            by_model.setdefault(name, []).append((group, done))
+            queued, size = filling.pop(name, ([], 0))
+            if not queued:
+                calls.append((name, queued))
+            queued.append((group, done))
+            size += len(group.event_ids)
+            if size < _FULL_BATCH:
+                filling[name] = (queued, size)
         results = await asyncio.gather(
-            *(self._put_model(name, queued) for name, queued in by_model.items()),
-            return_exceptions=True,
+            *(self._put_model(name, queued) for name, queued in calls), return_exceptions=True
         )
-        for queued, result in zip(by_model.values(), results, strict=True):
+        for (_, queued), result in zip(calls, results, strict=True):
             failure: BaseException | None = None
             if isinstance(result, RedisError | OSError):
                 failure = StoreUnavailable(f"redis: {result or type(result).__name__}")
