@@ -81,6 +81,8 @@ class SqliteStore(Store):
             raise
         self.imported_models: list[str] = imported
         self._checkpointer = WalCheckpointer(self.path)
+        self._read_db: sqlite3.Connection | None = None  # gauge counts, in worker threads
+        self._read_mutex = threading.Lock()
 
     # -- plumbing --------------------------------------------------------------------
     def _tx(self, work: Callable[[sqlite3.Connection], T]) -> T:
@@ -106,6 +108,9 @@ class SqliteStore(Store):
 
     async def close(self) -> None:
         self._checkpointer.stop()
+        with self._read_mutex:
+            if self._read_db is not None:
+                self._read_db.close()
         with self._mutex:
             self._db.close()
         self._lock_file.close()
@@ -269,11 +274,22 @@ class SqliteStore(Store):
         return self._tx(work)
 
     async def pending_count(self, name: str) -> int:
-        row = self._tx(
-            lambda db: db.execute(
-                "SELECT COUNT(*) FROM decisions WHERE model = ? AND state = 'pending'", (name,)
-            ).fetchone()
-        )
+        # O(pending): counted on a reading connection in a worker thread, off the loop
+        return await asyncio.to_thread(self._count_pending, name)
+
+    def _count_pending(self, name: str) -> int:
+        with self._read_mutex:
+            try:
+                if self._read_db is None:
+                    self._read_db = sqlite3.connect(
+                        self.path, isolation_level=None, check_same_thread=False
+                    )
+                row = self._read_db.execute(
+                    "SELECT COUNT(*) FROM decisions WHERE model = ? AND state = 'pending'",
+                    (name,),
+                ).fetchone()
+            except sqlite3.Error as err:
+                raise StoreUnavailable(f"sqlite: {err}") from err
         return int(row[0])
 
     # -- the log ---------------------------------------------------------------------
