@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import re
 import sqlite3
+from collections.abc import Callable
 from typing import Any
 
 import redis.exceptions
@@ -149,14 +150,32 @@ def _http_error(request: Request, exc: Exception) -> JSONResponse:
     return response
 
 
+#: exception type -> the handler that answers it (looked up along the exception's MRO)
+ERROR_HANDLERS: dict[type[Exception], Callable[[Request, Exception], JSONResponse]] = {
+    ServiceError: _service_error,
+    InvalidInput: _invalid_input,
+    RequestValidationError: _validation_error,
+    HTTPException: _http_error,
+    **dict.fromkeys(STORE_ERRORS, _store_error),
+}
+
+
+def error_answer(request: Request, exc: Exception) -> JSONResponse | None:
+    """The answer to ``exc`` that the app's handlers give, or None for an unhandled error.
+
+    For code that answers outside FastAPI's routing (the predict fast path).
+    """
+    for cls in type(exc).__mro__:
+        handler = ERROR_HANDLERS.get(cls)
+        if handler is not None:
+            return handler(request, exc)
+    return None
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Answer every error of ``app`` with :class:`ErrorPublic`."""
-    app.add_exception_handler(ServiceError, _service_error)
-    app.add_exception_handler(InvalidInput, _invalid_input)
-    app.add_exception_handler(RequestValidationError, _validation_error)
-    app.add_exception_handler(HTTPException, _http_error)
-    for error in STORE_ERRORS:
-        app.add_exception_handler(error, _store_error)
+    for error, handler in ERROR_HANDLERS.items():
+        app.add_exception_handler(error, handler)
 
 
 def _statuses(route: APIRoute, admin_routes: set[tuple[str, str]]) -> set[int]:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from service.hot_path import PREDICT_ROUTE, predict_name, serve_predict
 from service.metrics import ServiceMetrics
 from service.store.budget import store_budget
 
@@ -42,7 +43,9 @@ class ServiceHttp:
     ``max_body_bytes`` is answered 413 before routing, and a body without a declared
     length is counted as it streams in.  With ``access_log`` each request is logged
     as one JSON line on the ``banditree.access`` logger.  Each request waits on the store
-    for at most ``store_budget_seconds`` in all (:mod:`service.store.budget`).
+    for at most ``store_budget_seconds`` in all (:mod:`service.store.budget`).  With
+    ``fast_predict`` a predict with a JSON body is answered by :mod:`service.hot_path`
+    in front of the router.
     """
 
     def __init__(
@@ -54,9 +57,11 @@ class ServiceHttp:
         max_body_bytes: int,
         access_log: bool = False,
         store_budget_seconds: float | None = None,
+        fast_predict: bool = True,
     ) -> None:
         self.app = app
         self.store_budget_seconds = store_budget_seconds
+        self.fast_predict = fast_predict
         self.auth = auth
         self.metrics = metrics
         self.max_body_bytes = max_body_bytes
@@ -83,6 +88,7 @@ class ServiceHttp:
             return
         started = time.perf_counter()
         status = 500
+        template = "unmatched"
 
         async def send_with_status(message: Message) -> None:
             nonlocal status
@@ -94,12 +100,19 @@ class ServiceHttp:
             if not await self.auth.refused(scope, send_with_status):
                 limited = await self._limited(scope, receive, send_with_status)
                 if limited is not None:
+                    name = predict_name(scope) if self.fast_predict else None
                     with store_budget(self.store_budget_seconds):
-                        await self.app(scope, limited, send_with_status)
+                        if name is None:
+                            await self.app(scope, limited, send_with_status)
+                        else:
+                            template = PREDICT_ROUTE
+                            await serve_predict(
+                                scope, limited, send_with_status, name=name, route=self.app
+                            )
         finally:
             elapsed_seconds = time.perf_counter() - started
             route = scope.get("route")
-            template = getattr(route, "path", None) or "unmatched"
+            template = getattr(route, "path", None) or template
             requests, duration = self._series(template, scope["method"], status)
             requests.inc()
             duration.observe(elapsed_seconds)

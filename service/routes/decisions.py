@@ -7,6 +7,7 @@ from typing import Any
 import orjson
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
+from starlette.datastructures import State
 
 from banditree.learners import Apprentice, Decision, Feedback
 from service.deps import ModelName
@@ -51,16 +52,11 @@ def decision_public(d: Decision) -> dict[str, Any]:
     return out
 
 
-@router.post(
-    "/{name}/predict",
-    responses={200: {"model": DecisionPublic | DecisionBatchPublic}},
-    response_class=JSONResponse,
-)
-async def predict(name: ModelName, body: PredictCreate, request: Request) -> Response:
-    """Decide for one ``context`` (one decision) or a batch of ``contexts`` (``decisions``)."""
-    settings: Settings = request.app.state.settings
-    registry: ModelRegistry = request.app.state.registry
-    runtime = await registry.get(name)  # no dependency nodes: this is the hot path
+async def decide(state: State, name: str, body: PredictCreate) -> bytes:
+    """The JSON answer of a predict: the route and the fast path (:mod:`service.hot_path`)."""
+    settings: Settings = state.settings
+    registry: ModelRegistry = state.registry
+    runtime = await registry.get(name)
     if body.contexts is not None and len(body.contexts) > settings.max_batch:
         raise ServiceError(
             413, f"contexts holds {len(body.contexts)} items, more than max_batch={settings.max_batch}",
@@ -79,7 +75,21 @@ async def predict(name: ModelName, body: PredictCreate, request: Request) -> Res
     if not logged:  # the store is away: answered from memory, feedback cannot be taken
         content["logged"] = False
     # the same compact JSON as JSONResponse, encoded by orjson (a fraction of the time)
-    return Response(orjson.dumps(content), media_type="application/json")
+    return orjson.dumps(content)
+
+
+@router.post(
+    "/{name}/predict",
+    responses={200: {"model": DecisionPublic | DecisionBatchPublic}},
+    response_class=JSONResponse,
+)
+async def predict(name: ModelName, body: PredictCreate, request: Request) -> Response:
+    """Decide for one ``context`` (one decision) or a batch of ``contexts`` (``decisions``).
+
+    Requests with a JSON body are usually answered by the fast path in front of the
+    router (:mod:`service.hot_path`), which runs the same :func:`decide`.
+    """
+    return Response(await decide(request.app.state, name, body), media_type="application/json")
 
 
 @router.post("/{name}/feedback")

@@ -41,6 +41,20 @@ _UNAVAILABLE = "the store is unreachable: the feedback was not recorded; retry l
 _CHECKPOINT_WAIT_SECONDS = 30.0
 
 
+def new_event_ids(count: int) -> list[str]:
+    """``count`` fresh event ids: the time in milliseconds (12 hex digits), then 96 random bits.
+
+    The random part makes an id unguessable; the time prefix makes successive ids
+    neighbours in a store's index, so the embedded store appends decisions to the end
+    of its B-tree instead of writing a random page for each.
+    """
+    prefix = f"{time.time_ns() // 1_000_000:012x}"
+    if count == 1:
+        return [prefix + secrets.token_hex(12)]
+    noise = secrets.token_bytes(12 * count).hex()
+    return [prefix + noise[i : i + 24] for i in range(0, 24 * count, 24)]
+
+
 @dataclass(frozen=True)
 class Policy:
     """Resolved per-model service settings."""
@@ -98,9 +112,9 @@ class ModelRuntime:
         started = time.perf_counter()
         learner = self.learner
         if len(contexts) == 1:
-            decisions = [learner.act(contexts[0], event_id=secrets.token_hex(12))]
+            decisions = [learner.act(contexts[0], event_id=new_event_ids(1)[0])]
         else:  # one standardisation, one batched forward, one vectorised draw
-            decisions = learner.act_batch(contexts, [secrets.token_hex(12) for _ in contexts])
+            decisions = learner.act_batch(contexts, new_event_ids(len(contexts)))
         events = [(d.event_id, decision_payload(self.uid, d)) for d in decisions]
         m = self.metrics
         logged = True

@@ -116,6 +116,10 @@ class CheckpointInfo:
     token: int = 0
 
 
+#: the shortest time used and expired ids are kept after their deadline
+MIN_TOMBSTONE_SECONDS = 300.0
+
+
 @dataclass(frozen=True)
 class HeldCounters:
     """What a process knows of a model's counters; a store that lost them goes on from here."""
@@ -141,7 +145,7 @@ class OfferedSnapshot:
 
 def tombstone_seconds(ttl_seconds: float) -> float:
     """How long used and expired ids (and unclaimed events past their deadline) are kept."""
-    return max(ttl_seconds, 300.0)
+    return max(ttl_seconds, MIN_TOMBSTONE_SECONDS)
 
 
 def event_deadlines(now: float, ttl_seconds: float) -> tuple[float, float]:

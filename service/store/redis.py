@@ -11,8 +11,8 @@ sequence -> checkpoint bytes), ``ckpts:{name}`` (sorted set of checkpoint infos)
 ``snapshots`` (model names).  ``ctr:{name}`` also holds the ``mark`` of a held model.
 
 Every multi-key step is one Lua script (see :mod:`service.store.redis_scripts`); the
-decision writes of concurrent predictions in one event-loop tick go to Redis in one
-pipeline (one round trip).  Socket
+decision writes of concurrent predictions go to Redis in one script call per model
+(one round trip), one batch in flight at a time.  Socket
 timeouts are short and nothing is retried: when Redis is away a call fails fast with
 :class:`StoreUnavailable` and the caller decides (a predict is still answered, a
 feedback gets 503).  Durability is Redis's own: with ``appendonly yes`` and
@@ -25,6 +25,7 @@ import asyncio
 import functools
 import uuid
 from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar
 
 from redis.asyncio import BlockingConnectionPool, Redis
@@ -53,6 +54,8 @@ from service.store.base import (
 from service.store.budget import within_budget
 
 P = ParamSpec("P")
+#: queued decisions that go to Redis at once, even while another batch is in flight
+_FULL_BATCH = 256
 T = TypeVar("T")
 
 
@@ -82,6 +85,16 @@ def _info(member: Any) -> CheckpointInfo:
     )
 
 
+@dataclass(frozen=True)
+class _PutGroup:
+    """The decisions of one ``put_events`` call, as ``PUT`` arguments."""
+
+    deadline: str
+    expire_ms: int
+    values: list[str]
+    event_ids: list[str]
+
+
 class RedisStore(Store):
     """Decisions, the log, leases and checkpoints in Redis."""
 
@@ -97,8 +110,9 @@ class RedisStore(Store):
         # model -> (token, mark it was issued under): a token from before a loss is fenced
         self._lease_marks: dict[str, tuple[int, str]] = {}
         self._pubsub: PubSub | None = None
-        # decision writes of one event-loop tick, sent as one pipeline
-        self._puts: list[tuple[list[str], list[Any], asyncio.Future[None]]] = []
+        # decision writes queued for the next PUT batch (one batch in flight at a time)
+        self._puts: list[tuple[str, _PutGroup, asyncio.Future[None]]] = []
+        self._queued = 0  # decisions in self._puts
         self._sending: set[asyncio.Task[None]] = set()
 
     @classmethod
@@ -201,46 +215,87 @@ class RedisStore(Store):
             return
         deadline, keep_until = event_deadlines(now, ttl_seconds)
         head = f"{deadline!r}|{keep_until!r}|"
-        keys = [self._key("due", name), self._key("ctr", name)]
-        keys.extend(self._key("ev", name, event_id) for event_id, _ in events)
-        args: list[Any] = [repr(deadline), int((keep_until - now) * 1000)]
-        args.extend(head + payload for _, payload in events)
-        args.extend(event_id for event_id, _ in events)
-        await self._put_in_next_batch(keys, args)
+        await self._put_in_next_batch(
+            name,
+            _PutGroup(
+                repr(deadline), int((keep_until - now) * 1000),
+                [head + payload for _, payload in events], [event_id for event_id, _ in events],
+            ),
+        )  # fmt: skip
 
-    async def _put_in_next_batch(self, keys: list[str], args: list[Any]) -> None:
-        """Queue one PUT; all PUTs queued in one event-loop tick go in one round trip."""
+    async def _put_in_next_batch(self, name: str, group: _PutGroup) -> None:
+        """Queue one request's decisions until they are stored.
+
+        Decisions queued together go in one ``PUT`` script call per model (one round
+        trip).  One batch is in flight at a time, unless the queue holds a full batch
+        (``_FULL_BATCH`` decisions): what is queued while a batch travels goes as the
+        next batch, so under load a batch holds many requests.
+        """
         loop = asyncio.get_running_loop()
         done: asyncio.Future[None] = loop.create_future()
-        self._puts.append((keys, args, done))
-        if len(self._puts) == 1:
+        self._puts.append((name, group, done))
+        self._queued += len(group.event_ids)
+        if len(self._puts) == 1 and not self._sending:
             loop.call_soon(self._send_puts)
+        elif self._queued >= _FULL_BATCH:  # worth a round trip of its own now
+            loop.call_soon(self._send_puts, True)
         await done
 
-    def _send_puts(self) -> None:
-        batch, self._puts = self._puts, []
+    def _send_puts(self, full: bool = False) -> None:
+        if not self._puts or (self._sending and not (full and self._queued >= _FULL_BATCH)):
+            return
+        batch, self._puts, self._queued = self._puts, [], 0
         task = asyncio.ensure_future(self._execute_puts(batch))
         self._sending.add(task)
-        task.add_done_callback(self._sending.discard)
+        task.add_done_callback(self._sent)
 
-    async def _execute_puts(self, batch: list[tuple[list[str], list[Any], Any]]) -> None:
-        try:
-            if len(batch) == 1:
-                await self._run("PUT", batch[0][0], batch[0][1])
-            else:
-                async with self.client.pipeline(transaction=False) as pipe:
-                    for keys, args, _ in batch:
-                        await self._scripts["PUT"](keys=keys, args=args, client=pipe)
-                    await pipe.execute()
-        except (RedisError, OSError) as err:
-            failure = StoreUnavailable(f"redis: {err or type(err).__name__}")
-            for _, _, done in batch:
-                if not done.done():
+    def _sent(self, task: asyncio.Task[None]) -> None:
+        self._sending.discard(task)
+        self._send_puts()  # what was queued while that batch travelled
+
+    async def _execute_puts(self, batch: list[tuple[str, _PutGroup, asyncio.Future[None]]]) -> None:
+        # one call per model, split at _FULL_BATCH decisions: a long script blocks Redis
+        calls: list[tuple[str, list[tuple[_PutGroup, asyncio.Future[None]]]]] = []
+        filling: dict[str, tuple[list[tuple[_PutGroup, asyncio.Future[None]]], int]] = {}
+        for name, group, done in batch:
+            queued, size = filling.pop(name, ([], 0))
+            if not queued:
+                calls.append((name, queued))
+            queued.append((group, done))
+            size += len(group.event_ids)
+            if size < _FULL_BATCH:
+                filling[name] = (queued, size)
+        results = await asyncio.gather(
+            *(self._put_model(name, queued) for name, queued in calls), return_exceptions=True
+        )
+        for (_, queued), result in zip(calls, results, strict=True):
+            failure: BaseException | None = None
+            if isinstance(result, RedisError | OSError):
+                failure = StoreUnavailable(f"redis: {result or type(result).__name__}")
+            elif isinstance(result, BaseException):
+                failure = result
+            for _, done in queued:
+                if done.done():
+                    continue
+                if failure is None:
+                    done.set_result(None)
+                else:
                     done.set_exception(failure)
-            return
-        for _, _, done in batch:
-            if not done.done():
-                done.set_result(None)
+
+    async def _put_model(self, name: str, queued: list[tuple[_PutGroup, Any]]) -> None:
+        """One ``PUT`` call for every group of decisions queued for ``name``."""
+        keys = [self._key("due", name), self._key("ctr", name)]
+        args: list[Any] = [len(queued)]
+        values: list[str] = []
+        ids: list[str] = []
+        for group, _ in queued:
+            args.extend((group.deadline, group.expire_ms, len(group.event_ids)))
+            values.extend(group.values)
+            ids.extend(group.event_ids)
+        keys.extend(self._key("ev", name, event_id) for event_id in ids)
+        args.extend(values)
+        args.extend(ids)
+        await self._run("PUT", keys, args)
 
     @_unavailable
     async def peek_event(self, name: str, event_id: str, *, now: float) -> EventLookup:

@@ -22,12 +22,20 @@ def _held(ctr_key: int, gone: str) -> str:
     return _HELD.replace("CTR", str(ctr_key)).replace("GONE", gone)
 
 
-#: KEYS due, counters, ev... ; ARGV deadline, expire_ms, payload..., event_id...
+#: KEYS due, counters, ev... ; ARGV g, then g groups of (deadline, expire_ms, count),
+#: then payload..., event_id... (one per ev key, in group order)
 PUT = """
+local g = tonumber(ARGV[1])
 local n = #KEYS - 2
-for i = 1, n do
-  redis.call('SET', KEYS[i + 2], ARGV[i + 2], 'PX', ARGV[2])
-  redis.call('ZADD', KEYS[1], ARGV[1], ARGV[n + i + 2])
+local base = 1 + 3 * g
+local i = 1
+for j = 0, g - 1 do
+  local deadline, expire_ms = ARGV[2 + 3 * j], ARGV[3 + 3 * j]
+  for _ = 1, tonumber(ARGV[4 + 3 * j]) do
+    redis.call('SET', KEYS[i + 2], ARGV[base + i], 'PX', expire_ms)
+    redis.call('ZADD', KEYS[1], deadline, ARGV[base + n + i])
+    i = i + 1
+  end
 end
 redis.call('HINCRBY', KEYS[2], 'decisions', n)
 return n

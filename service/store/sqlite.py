@@ -8,6 +8,8 @@ the answer); with ``FULL`` it also survives a power cut, at one fsync per commit
 
 One process owns the database at a time (an exclusive lock on ``banditree.lock``).
 Small statements run on the caller's thread; checkpoint bytes move in a worker thread.
+The decision writes of one event-loop tick share one transaction, and the WAL is
+checkpointed by a thread of its own (:mod:`service.store.sqlite_wal`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from service.store.base import (
+    MIN_TOMBSTONE_SECONDS,
     CheckpointInfo,
     EventLookup,
     FencedOut,
@@ -37,6 +40,7 @@ from service.store.base import (
     event_deadlines,
 )
 from service.store.sqlite_schema import SCHEMA, import_file_store
+from service.store.sqlite_wal import WalCheckpointer
 
 T = TypeVar("T")
 DATABASE_NAME = "banditree.sqlite3"
@@ -68,9 +72,12 @@ class SqliteStore(Store):
         self._mutex = threading.Lock()
         self._notices: asyncio.Queue[str] | None = None
         self._lease_marks: dict[str, tuple[int, str]] = {}  # as in the Redis store
+        # decisions queued in this event-loop tick: (rows, woken when committed)
+        self._puts: list[tuple[list[tuple[Any, ...]], asyncio.Future[None]]] = []
         try:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(f"PRAGMA synchronous={synchronous.upper()}")
+            self._db.execute("PRAGMA wal_autocheckpoint=0")  # WalCheckpointer's thread does it
             self._db.executescript(SCHEMA)
             imported = self._tx(lambda db: import_file_store(db, self.data_dir))
         except BaseException:
@@ -78,6 +85,9 @@ class SqliteStore(Store):
             self._lock_file.close()
             raise
         self.imported_models: list[str] = imported
+        self._checkpointer = WalCheckpointer(self.path)
+        self._read_db: sqlite3.Connection | None = None  # gauge counts, in worker threads
+        self._read_mutex = threading.Lock()
 
     # -- plumbing --------------------------------------------------------------------
     def _tx(self, work: Callable[[sqlite3.Connection], T]) -> T:
@@ -102,6 +112,10 @@ class SqliteStore(Store):
             raise StoreUnavailable(f"data directory {self.data_dir} is not writable")
 
     async def close(self) -> None:
+        self._checkpointer.stop()
+        with self._read_mutex:
+            if self._read_db is not None:
+                self._read_db.close()
         with self._mutex:
             self._db.close()
         self._lock_file.close()
@@ -204,22 +218,51 @@ class SqliteStore(Store):
     async def put_events(
         self, name: str, events: list[tuple[str, str]], *, now: float, ttl_seconds: float
     ) -> None:
+        """Store the decisions in the commit of this event-loop tick (group commit).
+
+        Every ``put_events`` of one loop tick goes in one transaction, committed before
+        any of them returns: each decision is stored before its answer, at the cost of
+        one commit per tick instead of one per request.
+        """
         deadline, keep_until = event_deadlines(now, ttl_seconds)
         rows = [(name, event_id, deadline, keep_until, payload) for event_id, payload in events]
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+        self._puts.append((rows, done))
+        if len(self._puts) == 1:
+            loop.call_soon(self._commit_puts)
+        await done
+
+    def _commit_puts(self) -> None:
+        """Commit the decisions queued in this tick in one transaction; wake their callers."""
+        batch, self._puts = self._puts, []
+        counts: dict[str, int] = {}
+        for rows, _ in batch:
+            if rows:
+                counts[rows[0][0]] = counts.get(rows[0][0], 0) + len(rows)
 
         def work(db: sqlite3.Connection) -> None:
             db.executemany(
                 "INSERT OR REPLACE INTO decisions(model, event_id, deadline, keep_until, "
                 "payload, state) VALUES (?, ?, ?, ?, ?, 'pending')",
-                rows,
+                [row for rows, _ in batch for row in rows],
             )
-            db.execute(
+            db.executemany(
                 "INSERT INTO counters(model, decisions) VALUES (?, ?) "
                 "ON CONFLICT(model) DO UPDATE SET decisions = decisions + excluded.decisions",
-                (name, len(rows)),
+                counts.items(),
             )
 
-        self._tx(work)
+        try:
+            self._tx(work)
+        except Exception as err:
+            for _, done in batch:
+                if not done.done():
+                    done.set_exception(err)
+            return
+        for _, done in batch:
+            if not done.done():
+                done.set_result(None)
 
     @staticmethod
     def _lookup(db: sqlite3.Connection, name: str, event_id: str, now: float) -> EventLookup:
@@ -278,7 +321,14 @@ class SqliteStore(Store):
     async def expire_events(self, name: str, *, now: float, limit: int, log: bool) -> int:
         def work(db: sqlite3.Connection) -> int:
             self._mark(db, name)
-            db.execute("DELETE FROM decisions WHERE model = ? AND keep_until <= ?", (name, now))
+            # keep_until >= deadline + MIN_TOMBSTONE_SECONDS, so the deadline bound lets the
+            # decisions_due index skip the rows still young, instead of a whole-table scan
+            db.execute(
+                "DELETE FROM decisions INDEXED BY decisions_due WHERE model = ? "
+                "AND state IN ('pending', 'used', 'expired') "
+                "AND deadline <= ? AND keep_until <= ?",
+                (name, now - MIN_TOMBSTONE_SECONDS, now),
+            )
             rows = db.execute(
                 "SELECT event_id, payload FROM decisions WHERE model = ? AND state = 'pending' "
                 "AND deadline < ? ORDER BY deadline, event_id LIMIT ?",
@@ -297,11 +347,22 @@ class SqliteStore(Store):
         return self._tx(work)
 
     async def pending_count(self, name: str) -> int:
-        row = self._tx(
-            lambda db: db.execute(
-                "SELECT COUNT(*) FROM decisions WHERE model = ? AND state = 'pending'", (name,)
-            ).fetchone()
-        )
+        # O(pending): counted on a reading connection in a worker thread, off the loop
+        return await asyncio.to_thread(self._count_pending, name)
+
+    def _count_pending(self, name: str) -> int:
+        with self._read_mutex:
+            try:
+                if self._read_db is None:
+                    self._read_db = sqlite3.connect(
+                        self.path, isolation_level=None, check_same_thread=False
+                    )
+                row = self._read_db.execute(
+                    "SELECT COUNT(*) FROM decisions WHERE model = ? AND state = 'pending'",
+                    (name,),
+                ).fetchone()
+            except sqlite3.Error as err:
+                raise StoreUnavailable(f"sqlite: {err}") from err
         return int(row[0])
 
     # -- the log ---------------------------------------------------------------------
