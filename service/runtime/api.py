@@ -37,7 +37,10 @@ _REFUSALS = {
     "duplicate": (409, "has already received its feedback"),
     "expired": (410, "expired before its feedback arrived"),
 }
-_UNAVAILABLE = "the store is unreachable: the feedback was not recorded; retry later"
+_UNAVAILABLE = (
+    "the store is unreachable: the feedback may not have been recorded; retry it "
+    "(a repeat of a feedback that was recorded answers 409)"
+)
 _CHECKPOINT_WAIT_SECONDS = 30.0
 
 

@@ -79,16 +79,19 @@ def _stored_ids(store: SqliteStore) -> list[str]:
 async def test_ids_are_deleted_once_their_tombstone_passes(tmp_path: Path) -> None:
     """The sweep deletes used, expired and unclaimed ids at their keep-until, not before."""
     store = SqliteStore(tmp_path)
-    t0, ttl = 1_000.0, 10.0
-    await store.put_events("m", [("a", "pa"), ("b", "pb"), ("c", "pc")], now=t0, ttl_seconds=ttl)
-    await store.put_events("m", [("late", "pl")], now=t0 + 100, ttl_seconds=ttl)
-    await store.put_events("other", [("o", "po")], now=t0, ttl_seconds=ttl)
-    assert (await store.append_feedback("m", "a", "{}", now=t0 + 1)).status == "claimed"
-    assert await store.expire_events("m", now=t0 + ttl + 1, limit=1, log=False) == 1  # b
-    assert await store.expire_events("m", now=t0 + ttl + 2, limit=10, log=False) == 1  # c
-    keep_until = t0 + ttl + 300.0
-    await store.expire_events("m", now=keep_until - 1, limit=0, log=False)
-    assert _stored_ids(store) == ["a", "b", "c", "late", "o"]
-    await store.expire_events("m", now=keep_until, limit=0, log=False)
-    assert _stored_ids(store) == ["late", "o"]  # another model's ids are its own sweep's
-    await store.close()
+    try:
+        await store.hold_model("m")  # a model the store holds: the log takes its feedback
+        t0, ttl = 1_000.0, 10.0
+        await store.put_events("m", [("a", "pa"), ("b", "pb"), ("c", "pc")], now=t0, ttl_seconds=ttl)
+        await store.put_events("m", [("late", "pl")], now=t0 + 100, ttl_seconds=ttl)
+        await store.put_events("other", [("o", "po")], now=t0, ttl_seconds=ttl)
+        assert (await store.append_feedback("m", "a", "{}", now=t0 + 1)).status == "claimed"
+        assert await store.expire_events("m", now=t0 + ttl + 1, limit=1, log=False) == 1  # b
+        assert await store.expire_events("m", now=t0 + ttl + 2, limit=10, log=False) == 1  # c
+        keep_until = t0 + ttl + 300.0
+        await store.expire_events("m", now=keep_until - 1, limit=0, log=False)
+        assert _stored_ids(store) == ["a", "b", "c", "late", "o"]
+        await store.expire_events("m", now=keep_until, limit=0, log=False)
+        assert _stored_ids(store) == ["late", "o"]  # another model's ids are its own sweep's
+    finally:
+        await store.close()
