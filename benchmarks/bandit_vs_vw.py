@@ -86,6 +86,11 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "accumulate2": {"accumulate": 2},
     "accumulate2_lr5e-3": {"accumulate": 2, "learning_rate": 5e-3},
     "lr7e-3": {"learning_rate": 7e-3},
+    "accumulate2_lr4e-3": {"accumulate": 2, "learning_rate": 4e-3},
+    "accumulate3_lr5e-3": {"accumulate": 3, "learning_rate": 5e-3},
+    "accumulate3_lr4e-3": {"accumulate": 3, "learning_rate": 4e-3},
+    "accumulate3": {"accumulate": 3},
+    "lr4e-3": {"learning_rate": 4e-3},
 }
 #: rounds after which the progressive loss is also recorded
 CHECKPOINT_ROUNDS = (1000, 2000, 5000, 10000, 20000, 50000)
