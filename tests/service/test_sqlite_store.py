@@ -82,7 +82,9 @@ async def test_ids_are_deleted_once_their_tombstone_passes(tmp_path: Path) -> No
     try:
         await store.hold_model("m")  # a model the store holds: the log takes its feedback
         t0, ttl = 1_000.0, 10.0
-        await store.put_events("m", [("a", "pa"), ("b", "pb"), ("c", "pc")], now=t0, ttl_seconds=ttl)
+        await store.put_events(
+            "m", [("a", "pa"), ("b", "pb"), ("c", "pc")], now=t0, ttl_seconds=ttl
+        )
         await store.put_events("m", [("late", "pl")], now=t0 + 100, ttl_seconds=ttl)
         await store.put_events("other", [("o", "po")], now=t0, ttl_seconds=ttl)
         assert (await store.append_feedback("m", "a", "{}", now=t0 + 1)).status == "claimed"
