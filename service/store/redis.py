@@ -144,6 +144,15 @@ class RedisStore(Store):
         await self.client.ping()
 
     async def close(self) -> None:
+        sending, self._sending = set(self._sending), set()
+        for task in sending:  # decision writes still travelling (their waiters get 503)
+            task.cancel()
+        if sending:
+            await asyncio.wait(sending, timeout=1.0)
+        puts, self._puts, self._queued = self._puts, [], 0
+        for _, _, done in puts:
+            if not done.done():
+                done.set_exception(StoreUnavailable("redis: the store is closing"))
         if self._pubsub is not None:
             await self._pubsub.aclose()
         await self.client.aclose()
@@ -265,9 +274,15 @@ class RedisStore(Store):
             size += len(group.event_ids)
             if size < _FULL_BATCH:
                 filling[name] = (queued, size)
-        results = await asyncio.gather(
-            *(self._put_model(name, queued) for name, queued in calls), return_exceptions=True
-        )
+        try:
+            results = await asyncio.gather(
+                *(self._put_model(name, queued) for name, queued in calls), return_exceptions=True
+            )
+        except BaseException:  # cancelled (the store closing): no waiter waits forever
+            for _, done in (entry for _, queued in calls for entry in queued):
+                if not done.done():
+                    done.set_exception(StoreUnavailable("redis: the store is closing"))
+            raise
         for (_, queued), result in zip(calls, results, strict=True):
             failure: BaseException | None = None
             if isinstance(result, RedisError | OSError):
