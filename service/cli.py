@@ -58,4 +58,5 @@ def register(app: typer.Typer) -> None:
             http=HeaderDeadline,  # closes connections whose headers never complete
             timeout_keep_alive=settings.keep_alive_timeout_seconds,
             limit_concurrency=settings.max_connections,
+            timeout_graceful_shutdown=max(1, round(settings.shutdown_seconds)),
         )

@@ -19,8 +19,9 @@ from service.openapi_links import add_links
 from service.registry import ModelRegistry
 from service.routes import apprentice, checkpoints, decisions, health, metrics, models
 from service.routes import log as log_route
+from service.runtime.tasks import stop_tasks
 from service.settings import Settings, load_settings
-from service.store import StoreUnavailable, open_store
+from service.store import Store, StoreUnavailable, open_store
 
 log = logging.getLogger("banditree.service")
 
@@ -50,6 +51,28 @@ async def _discover(registry: ModelRegistry, interval_seconds: float) -> None:
             log.warning("model discovery: %s", err)
         except Exception:  # the loop must outlive any one failure
             log.exception("model discovery failed; going on")
+
+
+async def _shut_down(
+    registry: ModelRegistry, store: Store, tasks: list[asyncio.Task[None]], seconds: float
+) -> None:
+    """Stop the loops, let the learners publish and close the store, in ``seconds`` at most.
+
+    Whatever is still running at the deadline is logged and left: the process exits, and
+    nothing acknowledged is lost (feedback is in the store's log before its answer).
+    """
+    deadline = asyncio.get_running_loop().time() + seconds
+    await stop_tasks(tasks, seconds / 4)
+    try:
+        async with asyncio.timeout_at(deadline):
+            await registry.close()
+    except TimeoutError:
+        log.error("the learners did not stop within %.1f s; exiting anyway", seconds)
+    try:
+        async with asyncio.timeout(max(1.0, seconds / 4)):
+            await store.close()
+    except TimeoutError:
+        log.error("the store did not close in time; exiting anyway")
 
 
 def _openapi_with_settings(app: FastAPI, settings: Settings) -> None:
@@ -99,12 +122,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         try:
             yield
         finally:
-            for task in tasks:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-            await registry.close()
-            await store.close()
+            await _shut_down(registry, store, tasks, settings.shutdown_seconds)
 
     app = FastAPI(
         title="banditree",

@@ -51,6 +51,9 @@ class Settings(BaseSettings):
     event_ttl_seconds: float = Field(600.0, gt=0.0, le=7 * 86400, description="reward wait time")
     default_loss: float | None = Field(None, description="loss applied when an event expires")
     sweep_interval_seconds: float = Field(1.0, gt=0.0, le=3600)
+    shutdown_seconds: float = Field(
+        10.0, gt=0.0, le=600.0, description="longest graceful stop (requests, then learners)"
+    )
     max_body_bytes: int = Field(1_048_576, ge=1024, le=1 << 30)
     max_batch: int = Field(256, ge=1, le=10_000)
     max_models: int = Field(

@@ -134,6 +134,8 @@ class ModelLearner:
 
     async def _sleep(self, seconds: float) -> None:
         self._wake.clear()
+        if self._stopping:  # stop() set the wake-up before this clear: do not sleep it away
+            return
         try:
             await asyncio.wait_for(self._wake.wait(), seconds)
         except TimeoutError:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from banditree.learners import Learner
 from banditree.persistence import CorruptCheckpoint, loads
+from service.runtime.tasks import stop_tasks
 from service.store import CheckpointInfo, StoreUnavailable
 
 if TYPE_CHECKING:
@@ -113,13 +114,9 @@ class SnapshotWatcher:
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="snapshot-watcher")
 
-    async def stop(self) -> None:
+    async def stop(self, seconds: float = 5.0) -> None:
         if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except asyncio.CancelledError:
-                pass
+            await stop_tasks([self._task], seconds)
             self._task = None
 
     async def _run(self) -> None:

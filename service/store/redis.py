@@ -30,10 +30,11 @@ from typing import Any, ParamSpec, TypeVar
 
 from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.client import PubSub
+from redis.asyncio.connection import Connection
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError
+from redis.exceptions import RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from service.store import redis_scripts as lua
@@ -52,6 +53,7 @@ from service.store.base import (
     event_deadlines,
 )
 from service.store.budget import within_budget
+from service.store.redis_wire import WireConnection
 
 P = ParamSpec("P")
 #: queued decisions that go to Redis at once, even while another batch is in flight
@@ -85,6 +87,19 @@ def _info(member: Any) -> CheckpointInfo:
     )
 
 
+def _put_connection(client: Redis) -> WireConnection | None:
+    """A connection of its own for the decision writes, for a plain TCP Redis with timeouts."""
+    pool = client.connection_pool
+    kwargs = pool.connection_kwargs
+    if pool.connection_class is not Connection or not kwargs.get("socket_timeout"):
+        return None  # TLS, a unix socket or no timeout: the pooled client does them
+    return WireConnection(
+        kwargs.get("host", "localhost"), int(kwargs.get("port", 6379)),
+        timeout_seconds=float(kwargs["socket_timeout"]), db=int(kwargs.get("db") or 0),
+        username=kwargs.get("username"), password=kwargs.get("password"),
+    )  # fmt: skip
+
+
 @dataclass(frozen=True)
 class _PutGroup:
     """The decisions of one ``put_events`` call, as ``PUT`` arguments."""
@@ -114,6 +129,7 @@ class RedisStore(Store):
         self._puts: list[tuple[str, _PutGroup, asyncio.Future[None]]] = []
         self._queued = 0  # decisions in self._puts
         self._sending: set[asyncio.Task[None]] = set()
+        self._wire = _put_connection(client)
 
     @classmethod
     def from_url(
@@ -144,6 +160,17 @@ class RedisStore(Store):
         await self.client.ping()
 
     async def close(self) -> None:
+        sending, self._sending = set(self._sending), set()
+        for task in sending:  # decision writes still travelling (their waiters get 503)
+            task.cancel()
+        if sending:
+            await asyncio.wait(sending, timeout=1.0)
+        puts, self._puts, self._queued = self._puts, [], 0
+        for _, _, done in puts:
+            if not done.done():
+                done.set_exception(StoreUnavailable("redis: the store is closing"))
+        if self._wire is not None:
+            self._wire.close()
         if self._pubsub is not None:
             await self._pubsub.aclose()
         await self.client.aclose()
@@ -265,9 +292,15 @@ class RedisStore(Store):
             size += len(group.event_ids)
             if size < _FULL_BATCH:
                 filling[name] = (queued, size)
-        results = await asyncio.gather(
-            *(self._put_model(name, queued) for name, queued in calls), return_exceptions=True
-        )
+        try:
+            results = await asyncio.gather(
+                *(self._put_model(name, queued) for name, queued in calls), return_exceptions=True
+            )
+        except BaseException:  # cancelled (the store closing): no waiter waits forever
+            for _, done in (entry for _, queued in calls for entry in queued):
+                if not done.done():
+                    done.set_exception(StoreUnavailable("redis: the store is closing"))
+            raise
         for (_, queued), result in zip(calls, results, strict=True):
             failure: BaseException | None = None
             if isinstance(result, RedisError | OSError):
@@ -295,7 +328,17 @@ class RedisStore(Store):
         keys.extend(self._key("ev", name, event_id) for event_id in ids)
         args.extend(values)
         args.extend(ids)
-        await self._run("PUT", keys, args)
+        if self._wire is None:
+            await self._run("PUT", keys, args)
+            return
+        script = self._scripts["PUT"]
+        try:
+            await self._wire.call("EVALSHA", script.sha, len(keys), *keys, *args)
+        except ResponseError as err:
+            if not str(err).startswith("NOSCRIPT"):
+                raise
+            # Redis restarted (or flushed its scripts): send the script itself
+            await self._wire.call("EVAL", script.script, len(keys), *keys, *args)
 
     @_unavailable
     async def peek_event(self, name: str, event_id: str, *, now: float) -> EventLookup:

@@ -11,11 +11,13 @@ from banditree.explore import (
     EpsilonGreedy,
     Softmax,
     SquareCB,
+    event_uniforms,
     explore_rows,
     sample_action,
     sample_actions,
 )
 from banditree.learners import Decision, InvalidInput, Learner, build_learner
+from banditree.learners.batch_decisions import event_uniform_rows
 from banditree.models.spec import ModelSpec
 from tests.learners.test_contract import CASES, IDS, feedback_for, make, stream
 
@@ -159,3 +161,14 @@ def test_batched_forward_rows_equal_the_per_row_default(kind: str) -> None:
     for name, column in want.extras.items():
         np.testing.assert_array_equal(got.extras[name], column)
     assert ModelSpec.forward_rows(model, frozen, x[:0]).output.shape == (0, model.n_outputs)
+
+
+@pytest.mark.parametrize("seed", [0, 7, 2**40])
+def test_event_uniform_rows_are_event_uniforms_bit_for_bit(seed: int) -> None:
+    rng = np.random.default_rng(seed % 1000)
+    ids = [rng.bytes(18).hex() for _ in range(5000)] + ["", "a", "\u00fc\u20ac", "x" * 128]
+    rows = event_uniform_rows(seed, ids)
+    assert rows.shape == (len(ids), 2) and rows.dtype == np.float64
+    expected = [event_uniforms(seed, event_id) for event_id in ids]
+    assert [tuple(row) for row in rows.tolist()] == expected
+    assert event_uniform_rows(seed, []).shape == (0, 2)

@@ -1,0 +1,45 @@
+"""Stopping background tasks within a deadline.
+
+On Python 3.11 ``asyncio.wait_for`` (used inside redis-py for every socket write) drops
+a cancellation that arrives in the loop iteration where the wrapped write completes
+(CPython gh-86296, fixed in 3.12).  A task cancelled once at that moment goes on, and a
+``while True`` loop that was told to stop by one ``cancel()`` then runs forever: the
+process never finishes its shutdown.  :func:`stop_tasks` cancels again until the tasks
+are done, and gives up (logging where each one is) at a deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import logging
+from collections.abc import Iterable
+
+log = logging.getLogger("banditree.service")
+
+#: how often a task that went on after a cancel is cancelled again
+_RECANCEL_SECONDS = 0.1
+
+
+async def stop_tasks(tasks: Iterable[asyncio.Task[None]], seconds: float) -> bool:
+    """Cancel ``tasks`` (again if one goes on) and wait; False when some outlive ``seconds``."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    pending = {task for task in tasks if not task.done()}
+    while pending:
+        left = deadline - loop.time()
+        if left <= 0:
+            for task in pending:
+                stack = io.StringIO()
+                task.print_stack(file=stack)
+                log.error(
+                    "task %s did not stop in %.1f s:\n%s",
+                    task.get_name(),
+                    seconds,
+                    stack.getvalue(),
+                )
+            return False
+        for task in pending:
+            task.cancel()
+        _, pending = await asyncio.wait(pending, timeout=min(left, _RECANCEL_SECONDS))
+    return True
