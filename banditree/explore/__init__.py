@@ -10,6 +10,7 @@ the event id so that one event always gets the same decision.
 from banditree.explore.base import (
     EXPLORER_DEFAULTS,
     Explorer,
+    event_uniform_rows,
     event_uniforms,
     explore_and_sample,
     explore_rows,
@@ -28,6 +29,7 @@ __all__ = [
     "Softmax",
     "SquareCB",
     "epsilon_greedy",
+    "event_uniform_rows",
     "event_uniforms",
     "explore_and_sample",
     "explore_rows",

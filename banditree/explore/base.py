@@ -37,16 +37,30 @@ class Explorer(Protocol):
         ...
 
 
+def _event_digest(seed: int, event_id: str) -> bytes:
+    """The 16 bytes that fix an event's uniforms."""
+    return _blake2b(f"{seed}:{event_id}".encode(), digest_size=16).digest()
+
+
 def event_uniforms(seed: int, event_id: str) -> tuple[float, float]:
     """Two independent uniforms in ``[0, 1)`` fixed by ``(seed, event_id)``.
 
     The first samples the action, the second the perturbation sign.
     """
     # the digest's two little-endian 8-byte halves, read as one 16-byte number
-    both = int.from_bytes(
-        _blake2b(f"{seed}:{event_id}".encode(), digest_size=16).digest(), "little"
-    )
+    both = int.from_bytes(_event_digest(seed, event_id), "little")
     return (both & _LOW_64) / _TWO_64, (both >> 64) / _TWO_64
+
+
+def event_uniform_rows(seed: int, event_ids: list[str]) -> FloatArray:
+    """``event_uniforms(seed, id)`` for every event id, as ``(B, 2)`` (bit-identical).
+
+    The digests are read as little-endian 64-bit halves in one array: converting each to
+    float64 rounds as Python's int-to-float does, and the scale by 2**-64 is exact.
+    """
+    digests = b"".join([_event_digest(seed, event_id) for event_id in event_ids])
+    halves = np.frombuffer(digests, dtype="<u8").reshape(-1, 2)
+    return halves.astype(np.float64) * (1.0 / _TWO_64)
 
 
 def sample_action(pmf: FloatArray, u: float) -> int:

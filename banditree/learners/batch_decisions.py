@@ -9,30 +9,12 @@ uniforms of each event id.
 
 from __future__ import annotations
 
-import hashlib
-
 import numpy as np
 
 from banditree.explore import Explorer, explore_rows, sample_actions
 from banditree.learners.records import Decision
 from banditree.models.dgt.tree_ops import FloatArray
 from banditree.models.spec import BatchOutput
-
-_blake2b = hashlib.blake2b
-_TWO_TO_MINUS_64 = 2.0**-64
-
-
-def event_uniform_rows(seed: int, event_ids: list[str]) -> FloatArray:
-    """``event_uniforms(seed, id)`` for every event id, as ``(B, 2)`` (bit-identical).
-
-    The digests are read as little-endian 64-bit halves in one array: converting each to
-    float64 rounds as Python's int-to-float does, and the scale by 2**-64 is exact.
-    """
-    digests = b"".join(
-        [_blake2b(f"{seed}:{event_id}".encode(), digest_size=16).digest() for event_id in event_ids]
-    )
-    halves = np.frombuffer(digests, dtype="<u8").reshape(-1, 2)
-    return halves.astype(np.float64) * _TWO_TO_MINUS_64
 
 
 def _row_extras(out: BatchOutput, batch: int) -> list[dict[str, float]]:

@@ -14,13 +14,15 @@ from banditree.estimators import (
     OnePointEstimator,
     TwoPointEstimator,
 )
-from banditree.explore import EpsilonGreedy, Explorer, event_uniforms, explore_and_sample
-from banditree.learners.base import Learner, Tensors
-from banditree.learners.batch_decisions import (
-    classification_decisions,
+from banditree.explore import (
+    EpsilonGreedy,
+    Explorer,
     event_uniform_rows,
-    regression_decisions,
+    event_uniforms,
+    explore_and_sample,
 )
+from banditree.learners.base import Learner, Tensors
+from banditree.learners.batch_decisions import classification_decisions, regression_decisions
 from banditree.learners.optim import RMSprop
 from banditree.learners.records import Decision, Feedback
 from banditree.learners.standardize import RunningStandardizer

@@ -11,13 +11,13 @@ from banditree.explore import (
     EpsilonGreedy,
     Softmax,
     SquareCB,
+    event_uniform_rows,
     event_uniforms,
     explore_rows,
     sample_action,
     sample_actions,
 )
 from banditree.learners import Decision, InvalidInput, Learner, build_learner
-from banditree.learners.batch_decisions import event_uniform_rows
 from banditree.models.spec import ModelSpec
 from tests.learners.test_contract import CASES, IDS, feedback_for, make, stream
 
