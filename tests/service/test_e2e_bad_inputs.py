@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
+from banditree.client import Client
 from tests.service.conftest import REDIS_URL, delete_prefix
 from tests.service.live_server import LiveServer
 
@@ -67,14 +68,10 @@ def predict(http: httpx.Client, model: str) -> dict[str, Any]:
 
 
 def checkpoint(http: httpx.Client, name: str) -> None:
-    """Checkpoint ``name``; a 503 (a Redis call past its 0.25 s timeout on a loaded machine)
-    is retried, as :mod:`banditree.client` does: this is set-up, not the case under test."""
-    for _ in range(4):
-        answer = http.post(f"/v1/models/{name}/checkpoints")
-        if answer.status_code != 503:
-            break
-        time.sleep(0.5)
-    answer.raise_for_status()
+    """Checkpoint ``name`` through :class:`banditree.client.Client`, which retries a 503 (a
+    Redis call past its 0.25 s timeout on a loaded machine): set-up, not the case under test."""
+    with Client(str(http.base_url), api_key=ADMIN) as client:
+        client.checkpoint(name)
 
 
 def snapshot(http: httpx.Client) -> dict[str, Any]:
