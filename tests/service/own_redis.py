@@ -17,15 +17,24 @@ needs_redis_server = pytest.mark.skipif(
 
 
 class OwnRedis:
-    """``redis-server`` on a spare port without persistence; stopped only by this test."""
+    """``redis-server`` on a spare port; stopped only by this test.
 
-    def __init__(self, port: int, log_path: Path) -> None:
+    Without persistence, or with ``aof_dir`` an append-only file there, fsynced on every
+    write (a restart then finds everything acknowledged before).
+    """
+
+    def __init__(self, port: int, log_path: Path, *, aof_dir: Path | None = None) -> None:
         self.port = port
         self.log_path = log_path
+        self.aof_dir = aof_dir
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
-        args = ["redis-server", "--port", str(self.port), "--save", "", "--appendonly", "no"]
+        args = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", ""]
+        if self.aof_dir is None:
+            args += ["--appendonly", "no"]
+        else:
+            args += ["--appendonly", "yes", "--appendfsync", "always", "--dir", str(self.aof_dir)]
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
         client = redis.Redis(port=self.port)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import subprocess
+import signal
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -10,49 +10,22 @@ from pathlib import Path
 import pytest
 
 from tests.service.live_server import LiveServer, free_port
+from tests.service.own_redis import OwnRedis, needs_redis_server
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
 
-class OwnRedis:
-    """A ``redis-server`` of this test alone (AOF, fsync always), on a spare port."""
-
-    def __init__(self, directory: Path) -> None:
-        self.port, self.directory = free_port(), directory
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        self.process = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "yes", "--appendfsync", "always", "--dir", str(self.directory)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        deadline = time.monotonic() + 30
-        while (
-            subprocess.run(
-                ["redis-cli", "-p", str(self.port), "ping"], capture_output=True, text=True
-            ).stdout.strip()
-            != "PONG"
-        ):
-            assert time.monotonic() < deadline, "redis-server did not start"
-            time.sleep(0.05)
-
-    def kill(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(timeout=30)
-
-
 @pytest.fixture
 def own_redis(tmp_path: Path) -> Iterator[OwnRedis]:
-    if subprocess.run(["which", "redis-server"], capture_output=True).returncode != 0:
-        pytest.skip("redis-server is not installed")
-    server = OwnRedis(tmp_path)
+    """This module's own Redis keeps an AOF, so a restart brings the acknowledged back."""
+    server = OwnRedis(free_port(), tmp_path / "redis.log", aof_dir=tmp_path)
     server.start()
     yield server
-    server.kill()
+    if server.process is not None and server.process.poll() is None:
+        server.signal(signal.SIGKILL)
 
 
+@needs_redis_server
 def test_service_rides_out_a_redis_outage(
     live_servers: Callable[[dict[str, str]], LiveServer], own_redis: OwnRedis
 ) -> None:
@@ -69,7 +42,7 @@ def test_service_rides_out_a_redis_outage(
             body = {"event_id": d["event_id"], "loss": 1.0}
             http.post("/v1/models/m/feedback", json=body).raise_for_status()
 
-        own_redis.kill()
+        own_redis.signal(signal.SIGKILL)
         answer = http.post("/v1/models/m/predict", json={"context": [0.0, 1.0]})
         assert answer.status_code == 200 and answer.json()["logged"] is False
         refused = http.post(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -14,13 +13,8 @@ from typing import Any
 import pytest
 
 from simulate import SimulationOptions, simulate
+from tests.service.live_server import free_port
 from tests.simulate.conftest import check_report
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +25,7 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     import httpx
 
     tmp_path = tmp_path_factory.mktemp("serve")
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "BANDITREE_DATA_DIR": str(tmp_path / "service-data")}
     env.pop("BANDITREE_REDIS_URL", None)  # the embedded store
     log = (tmp_path / "serve.log").open("w")
