@@ -61,6 +61,11 @@ _FULL_BATCH = 256
 T = TypeVar("T")
 
 
+def _store_error(err: BaseException) -> StoreUnavailable:
+    """The store's error for a Redis or socket failure (its message names Redis)."""
+    return StoreUnavailable(f"redis: {err or type(err).__name__}")
+
+
 def _unavailable(
     method: Callable[P, Coroutine[Any, Any, T]],
 ) -> Callable[P, Coroutine[Any, Any, T]]:
@@ -71,7 +76,7 @@ def _unavailable(
         try:
             return await within_budget(method(*args, **kwargs))
         except (RedisConnectionError, RedisTimeoutError, OSError) as err:
-            raise StoreUnavailable(f"redis: {err or type(err).__name__}") from err
+            raise _store_error(err) from err
 
     return wrapped
 
@@ -304,7 +309,7 @@ class RedisStore(Store):
         for (_, queued), result in zip(calls, results, strict=True):
             failure: BaseException | None = None
             if isinstance(result, RedisError | OSError):
-                failure = StoreUnavailable(f"redis: {result or type(result).__name__}")
+                failure = _store_error(result)
             elif isinstance(result, BaseException):
                 failure = result
             for _, done in queued:
@@ -516,4 +521,4 @@ class RedisStore(Store):
             pubsub, self._pubsub = self._pubsub, None
             if pubsub is not None:
                 await asyncio.shield(pubsub.aclose())
-            raise StoreUnavailable(f"redis: {err or type(err).__name__}") from err
+            raise _store_error(err) from err
