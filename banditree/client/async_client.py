@@ -152,11 +152,7 @@ class AsyncClient:
     ) -> AsyncIterator[dict[str, Any]]:
         """Every joined log row with ``since < offset <= until``, streamed page by page."""
         while True:
-            params: dict[str, Any] = {"limit": page_rows}
-            if since is not None:
-                params["since"] = since
-            if until is not None:
-                params["until"] = until
+            params = wire.log_page_params(since, until, page_rows)
             count = 0
             response = await self._open_stream(wire.model_path(name, "/log"), params)
             try:

@@ -112,6 +112,16 @@ def feedback_body(
     return body
 
 
+def log_page_params(since: int | None, until: int | None, page_rows: int) -> dict[str, Any]:
+    """Query of one page of ``GET /v1/models/{name}/log``."""
+    params: dict[str, Any] = {"limit": page_rows}
+    if since is not None:
+        params["since"] = since
+    if until is not None:
+        params["until"] = until
+    return params
+
+
 def feedback_result(response: httpx.Response, event_id: str) -> FeedbackResult:
     """2xx: accepted; 409: the service already holds this event's feedback."""
     if response.status_code == 409:
