@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 import torch
 from torch import nn
@@ -14,13 +12,7 @@ from banditree.models.tel.layer import TEL
 F64 = torch.float64
 
 
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    """Keep torch single-threaded so busy shared cores do not stall small ops."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def pendigits_tensors() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, int]:

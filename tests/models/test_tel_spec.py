@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy as np
 import pytest
 import torch
@@ -15,14 +13,7 @@ from banditree.models.tel.dense import dense_smooth_step_ensemble
 from banditree.models.tel.spec import DEFAULT_GAMMA, TELSpec
 from banditree.persistence import dumps, loads
 
-
-@pytest.fixture(autouse=True)
-def one_thread() -> Iterator[None]:
-    """Per-example tensors are tiny: keep torch single-threaded on busy shared cores."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def config(**overrides: object) -> dict[str, object]:
