@@ -21,10 +21,11 @@ ROUNDS = 800
 def test_exported_log_holds_every_feedback_and_evaluates_to_the_live_loss(
     live_servers: Callable[[dict[str, str]], LiveServer], tmp_path: Path
 ) -> None:
-    # a snapshot every 10 updates (little staleness), all kept so retention keeps the log
+    # a snapshot every update (the least staleness: the offline replay has none), all kept
+    # so retention keeps the log
     env = {
         "BANDITREE_DATA_DIR": str(tmp_path / "data"),
-        "BANDITREE_CHECKPOINT_EVERY_UPDATES": "10",
+        "BANDITREE_CHECKPOINT_EVERY_UPDATES": "1",
         "BANDITREE_CHECKPOINT_KEEP": "10000",
     }
     server = live_servers(env)
