@@ -52,3 +52,29 @@ def test_pool_reads_the_inner_product_features() -> None:
     x = rng.normal(size=(8, 3))
     np.testing.assert_allclose(frozen.forward_batch(x), plain.forward_batch(x @ pool.T))
     np.testing.assert_allclose(frozen.forward_one(x[0])[0], plain.forward_one(pool @ x[0])[0])
+
+
+@pytest.mark.parametrize("ferns", [False, True])
+def test_every_leaf_pass_equals_the_path_walk_with_ties(ferns: bool) -> None:
+    """A forest's single context (all leaves at once) equals walking each tree's path,
+    also when inputs sit exactly on thresholds (ties go LEFT, ``|r*| = 0``)."""
+    rng = np.random.default_rng(11)
+    features, thresholds, weights = init_forest(rng, 6, 5, 4, 3, ferns)
+    weights = rng.normal(size=weights.shape)
+    thresholds = np.round(rng.uniform(-1.0, 1.0, size=thresholds.shape), 1)
+    bias = rng.normal(size=3)
+    forest = FrozenHingeForest(features, thresholds, weights, bias, None, 5, ferns)
+    one = slice(0, 1)
+    trees = [
+        FrozenHingeForest(
+            features[t:][one], thresholds[t:][one], weights[t:][one], np.zeros(3), None, 5, ferns
+        )
+        for t in range(6)
+    ]
+    z = np.round(rng.uniform(-1.0, 1.0, size=(200, 4)), 1)  # many exact ties
+    assert np.isin(z, thresholds).any()
+    for row in z:
+        want = bias + sum(tree.forward_one(row)[0] for tree in trees)
+        out, leaf = forest.forward_one(row)
+        assert leaf is None
+        np.testing.assert_allclose(out, want, rtol=0, atol=1e-12)

@@ -1,11 +1,18 @@
 """The inference form of a random hinge forest or fern ensemble (numpy, no autograd).
 
-Conventions are those of :mod:`banditree.models.hinge.ops`.  A single context walks
-one path per tree, all trees at once: ``D`` steps of four numpy calls each, reading
-the margins of the decisions on the path.  Node and leaf ids are flat: decision ``i`` of tree ``t``
-is ``t * N + i`` and leaf ``j`` is ``t * 2**D + j``; a lookup table gives each
-decision's LEFT child (the RIGHT child is the next id), so a step is
-``child = left[node] + (r > 0)``.
+Conventions are those of :mod:`banditree.models.hinge.ops`.  Node and leaf ids are
+flat: decision ``i`` of tree ``t`` is ``t * N + i`` and leaf ``j`` is ``t * 2**D + j``.
+
+A single context of a forest of several trees takes every leaf at once, in a fixed
+handful of numpy calls whatever the depth: leaf ``l`` reads, at each level, the margin
+``r`` of the decision on its path signed by the side it takes there (``+r`` RIGHT,
+``-r`` LEFT).  On the leaf the context reaches each of these is ``|r|`` (RIGHT when
+``r > 0``), so their minimum is ``|r*|``; every other leaf has a negative (or zero)
+entry where the context turns away from it.  ``max(min, 0)`` is therefore ``|r*|`` on
+the reached leaf and 0 elsewhere, and one product with the leaf rows gives the forest
+output: exactly the traversal's ``w[leaf] * |r*|``, summed.  A single tree, whose
+reached leaf is reported, walks its path (``child = left[node] + (r > 0)``, a lookup
+table giving each decision's LEFT child).
 """
 
 from __future__ import annotations
@@ -16,6 +23,13 @@ import numpy as np
 
 from banditree.models.dgt.tree_ops import FloatArray, IntArray
 from banditree.models.hinge.ops import hinge_traverse, hinge_traverse_one
+
+#: ``z`` and ``-z`` interleaved (``multiply.outer(z, _PLUS_MINUS).ravel()``): input ``f``
+#: at ``2 f``, its negative at ``2 f + 1``
+_PLUS_MINUS = np.array([1.0, -1.0])
+_outer = np.multiply.outer
+_min_levels = np.minimum.reduce
+_maximum = np.maximum
 
 
 @dataclass(frozen=True)
@@ -39,6 +53,8 @@ class FrozenHingeForest:
     _left: IntArray = field(init=False, repr=False, compare=False)
     _roots: IntArray = field(init=False, repr=False, compare=False)
     _leaf_rows: FloatArray = field(init=False, repr=False, compare=False)
+    _path_inputs: IntArray = field(init=False, repr=False, compare=False)
+    _path_thresholds: FloatArray = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         n_trees, n_nodes = self.features.shape
@@ -51,7 +67,10 @@ class FrozenHingeForest:
             child < n_nodes, trees * n_nodes + child, trees * n_leaves + (child - n_nodes)
         )
         scale = 1.0 / n_trees if self.mean else 1.0
+        inputs, thresholds = self._leaf_paths()
         for name, value in (
+            ("_path_inputs", inputs),
+            ("_path_thresholds", thresholds),
             ("_flat_features", np.ascontiguousarray(self.features.ravel())),
             ("_flat_thresholds", np.ascontiguousarray(self.thresholds.ravel())),
             ("_left", np.ascontiguousarray(left.ravel())),
@@ -60,6 +79,23 @@ class FrozenHingeForest:
         ):
             object.__setattr__(self, name, value)
 
+    def _leaf_paths(self) -> tuple[IntArray, FloatArray]:
+        """Per level and leaf ``(D, T 2**D)``: where the signed margin's input sits among
+        ``z`` and ``-z`` interleaved, and the threshold signed the same way."""
+        n_trees, n_leaves = self.features.shape[0], 1 << self.depth
+        leaf = np.arange(n_leaves)
+        inputs = np.empty((self.depth, n_trees * n_leaves), dtype=np.int64)
+        thresholds = np.empty((self.depth, n_trees * n_leaves))
+        node = np.zeros(n_leaves, dtype=np.int64)  # the decision on the path, per level
+        for level in range(self.depth):
+            right = (leaf >> (self.depth - 1 - level)) & 1
+            decision = np.full(n_leaves, level) if self.ferns else node
+            # RIGHT reads +r = z[f] - t; LEFT reads -r = (-z[f]) - (-t)
+            inputs[level] = (2 * self.features[:, decision] + 1 - right).ravel()
+            thresholds[level] = (self.thresholds[:, decision] * (2 * right - 1)).ravel()
+            node = 2 * node + 1 + right
+        return inputs, thresholds
+
     @property
     def n_trees(self) -> int:
         return int(self.features.shape[0])
@@ -67,13 +103,21 @@ class FrozenHingeForest:
     def forward_one(self, x: FloatArray) -> tuple[FloatArray, int | None]:
         """Forest output ``(K,)`` for one context ``(d,)`` and, for a single tree, its leaf."""
         z = x if self.pool is None else self.pool @ x
+        if self.n_trees > 1:  # every leaf at once (see the module notes)
+            signed = _outer(z, _PLUS_MINUS).take(self._path_inputs)  # (D, leaves)
+            signed -= self._path_thresholds
+            reached = _min_levels(signed, axis=0)  # |r*| on the reached leaves, <= 0 elsewhere
+            _maximum(reached, 0.0, out=reached)
+            out: FloatArray = reached @ self._leaf_rows
+            out += self.bias
+            return out, None
         if self.ferns:
             leaf, margin, _ = hinge_traverse_one(
                 z, self.features, self.thresholds, self.depth, ferns=True
             )
             rows = leaf + np.arange(self.n_trees) * (1 << self.depth)
-            out: FloatArray = self.bias + np.abs(margin) @ self._leaf_rows.take(rows, 0)
-            return out, int(leaf[0]) if self.n_trees == 1 else None
+            fern_out: FloatArray = self.bias + np.abs(margin) @ self._leaf_rows.take(rows, 0)
+            return fern_out, int(leaf[0])
         # every decision's margin in two gathers (T * N values, cheaper than three
         # gathers per level); only the D margins on each path are read below
         all_margins = z.take(self._flat_features)
@@ -87,8 +131,8 @@ class FrozenHingeForest:
             node += r > 0.0
         # |r*|: the smallest |r| on each path (the first of equals, as in the traversal)
         smallest = np.abs(margins).min(axis=0)
-        out = self.bias + smallest @ self._leaf_rows.take(node, 0)
-        return out, int(node[0]) if self.n_trees == 1 else None
+        tree_out: FloatArray = self.bias + smallest @ self._leaf_rows.take(node, 0)
+        return tree_out, int(node[0])
 
     def forward_batch(self, x: FloatArray) -> FloatArray:
         """Forest outputs ``(B, K)`` for a batch ``(B, d)``."""
