@@ -4,6 +4,7 @@ from banditree.learners.records import Decision, Feedback  # noqa: I001  (estima
 from banditree.learners.base import Learner
 from banditree.learners.apprentice import Apprentice, caller_defaults
 from banditree.learners.config import LearnerConfig
+from banditree.learners.decision_columns import DecisionColumns
 from banditree.learners.factory import build_learner, known_kinds, register_model, restore_learner
 from banditree.learners.gradient_bandit import GradientBandit
 from banditree.learners.uniform import UniformRandom
@@ -12,6 +13,7 @@ from banditree.learners.validation import InvalidInput
 __all__ = [
     "Apprentice",
     "Decision",
+    "DecisionColumns",
     "Feedback",
     "GradientBandit",
     "InvalidInput",

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from banditree.learners.decision_columns import DecisionColumns
 from banditree.learners.records import Decision, Feedback
 from banditree.learners.validation import InvalidInput, as_contexts
 from banditree.models.dgt.tree_ops import FloatArray
@@ -52,6 +53,18 @@ class Learner(ABC):
         x = as_contexts(contexts, self.n_features)
         ids = self._check_event_ids(event_ids, x.shape[0])
         return [self.act(row, event_id) for row, event_id in zip(x, ids, strict=True)]
+
+    def act_columns(
+        self,
+        contexts: Sequence[Sequence[float]] | FloatArray,
+        event_ids: Sequence[str | None] | None = None,
+    ) -> DecisionColumns:
+        """:meth:`act_batch` held column by column (what a service writes out).
+
+        This default takes the columns of :meth:`act_batch`; learners with a batched
+        pass build the columns directly and make ``act_batch`` their rows.
+        """
+        return DecisionColumns.from_decisions(self.act_batch(contexts, event_ids))
 
     @abstractmethod
     def check(self, decision: Decision, feedback: Feedback) -> None:

@@ -22,7 +22,8 @@ from banditree.explore import (
     explore_and_sample,
 )
 from banditree.learners.base import Learner, Tensors
-from banditree.learners.batch_decisions import classification_decisions, regression_decisions
+from banditree.learners.batch_decisions import classification_columns, regression_columns
+from banditree.learners.decision_columns import DecisionColumns
 from banditree.learners.optim import RMSprop
 from banditree.learners.records import Decision, Feedback
 from banditree.learners.standardize import RunningStandardizer
@@ -213,11 +214,11 @@ class GradientBandit(Learner):
             extras=out.extras,
         )
 
-    def act_batch(
+    def act_columns(
         self,
         contexts: Sequence[Sequence[float]] | FloatArray,
         event_ids: Sequence[str | None] | None = None,
-    ) -> list[Decision]:
+    ) -> DecisionColumns:
         """:meth:`act` for every context of a batch ``(B, d)``, in one batched pass.
 
         One standardisation, one batched model forward, one explorer call and one
@@ -227,13 +228,13 @@ class GradientBandit(Learner):
         x = as_contexts(contexts, self.n_features)
         ids = self._next_event_ids(event_ids, x.shape[0])
         if not ids:
-            return []
+            return DecisionColumns([], [], self._snapshot.version, [])
         snap = self._snapshot
         out = self.model.forward_rows(snap.frozen, (x - snap.mean) * snap.inv_scale)
         uniforms = event_uniform_rows(self.seed, ids)
         if self.task == "classification":
             assert self.explorer is not None
-            return classification_decisions(
+            return classification_columns(
                 out,
                 x,
                 ids,
@@ -244,7 +245,7 @@ class GradientBandit(Learner):
                 sigmoid_link=self.reward_link == "sigmoid",
             )
         est = self.estimator
-        return regression_decisions(
+        return regression_columns(
             out,
             x,
             ids,
@@ -255,6 +256,14 @@ class GradientBandit(Learner):
             one_point_delta=est.delta if isinstance(est, OnePointEstimator) else None,
             two_point_delta=est.delta if isinstance(est, TwoPointEstimator) else None,
         )
+
+    def act_batch(
+        self,
+        contexts: Sequence[Sequence[float]] | FloatArray,
+        event_ids: Sequence[str | None] | None = None,
+    ) -> list[Decision]:
+        """The decisions of :meth:`act_columns`, row by row."""
+        return self.act_columns(contexts, event_ids).rows()
 
     def predict(self, contexts: FloatArray) -> FloatArray:
         snap = self._snapshot

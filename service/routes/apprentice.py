@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
 from fastapi import APIRouter
 
-from banditree.learners import Apprentice, Decision, caller_defaults
+from banditree.learners import Apprentice, caller_defaults
 from service.deps import RuntimeDep
 from service.errors import ServiceError
 from service.routes.models import model_public
@@ -12,12 +15,17 @@ from service.runtime import ModelRuntime
 from service.schemas import ModelPublic, ModelUpdate
 
 router = APIRouter(prefix="/v1/models", tags=["models"])
+T = TypeVar("T")
 
 
 async def apprentice_predict(
-    runtime: ModelRuntime, contexts: list[list[float]], defaults: list[int] | None
-) -> tuple[list[Decision], bool]:
-    """Predict with the caller's defaults (checked first, so a refusal changes nothing).
+    runtime: ModelRuntime,
+    contexts: list[list[float]],
+    defaults: list[int] | None,
+    predict: Callable[[list[list[float]]], Awaitable[tuple[T, bool]]],
+) -> tuple[T, bool]:
+    """``predict(contexts)`` with the caller's defaults (checked first, so a refusal
+    changes nothing); ``predict`` is the runtime's ``predict`` or ``predict_columns``.
 
     An apprentice-mode model plays the defaults; an online model ignores them.
     """
@@ -29,7 +37,7 @@ async def apprentice_predict(
                 422, "this model is in apprentice mode: send the caller's default_action",
                 "default_action",
             )  # fmt: skip
-        return await runtime.predict(contexts)
+        return await predict(contexts)
     field = "default_action" if len(defaults) == 1 else "default_actions"
     n_actions = learner.n_actions
     for i, action in enumerate(defaults):
@@ -37,7 +45,7 @@ async def apprentice_predict(
             where = field if field == "default_action" else f"{field}[{i}]"
             raise ServiceError(422, f"{where} must be in [0, {n_actions - 1}], got {action}", field)
     with caller_defaults(defaults):
-        return await runtime.predict(contexts)
+        return await predict(contexts)
 
 
 @router.patch("/{name}")

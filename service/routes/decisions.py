@@ -9,7 +9,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.datastructures import State
 
-from banditree.learners import Apprentice, Decision, Feedback
+from banditree.learners import Apprentice, Decision, DecisionColumns, Feedback
 from service.deps import ModelName
 from service.errors import ServiceError
 from service.registry import ModelRegistry
@@ -52,6 +52,34 @@ def decision_public(d: Decision) -> dict[str, Any]:
     return out
 
 
+def columns_public(columns: DecisionColumns) -> list[dict[str, Any]]:
+    """:func:`decision_public` of every row of ``columns`` (no Decision object per row)."""
+    n, version = len(columns), columns.model_version
+    leaves: list[int | None] = [None] * n if columns.leaf is None else list(columns.leaf)
+    if columns.action is not None:
+        assert columns.propensity is not None and columns.greedy_action is not None
+        return [
+            {"event_id": event_id, "model_version": version, "leaf": leaf, "action": action,
+             "probability": probability, "greedy_action": greedy}
+            for event_id, leaf, action, probability, greedy in zip(
+                columns.event_ids, leaves, columns.action, columns.propensity,
+                columns.greedy_action, strict=True,
+            )
+        ]  # fmt: skip
+    assert columns.value is not None and columns.greedy_value is not None
+    rows: list[dict[str, Any]] = [
+        {"event_id": event_id, "model_version": version, "leaf": leaf, "value": value,
+         "greedy_value": greedy}
+        for event_id, leaf, value, greedy in zip(
+            columns.event_ids, leaves, columns.value, columns.greedy_value, strict=True
+        )
+    ]  # fmt: skip
+    if columns.probes is not None:
+        for row, probes in zip(rows, columns.probes, strict=True):
+            row["probes"] = list(probes)
+    return rows
+
+
 async def decide(state: State, name: str, body: PredictCreate) -> bytes:
     """The JSON answer of a predict: the route and the fast path (:mod:`service.hot_path`)."""
     settings: Settings = state.settings
@@ -62,16 +90,27 @@ async def decide(state: State, name: str, body: PredictCreate) -> bytes:
             413, f"contexts holds {len(body.contexts)} items, more than max_batch={settings.max_batch}",
             "contexts",
         )  # fmt: skip
-    contexts = [body.context] if body.context is not None else body.contexts or []
     defaults = body.defaults()
-    if defaults is not None or isinstance(runtime.learner, Apprentice):
-        decisions, logged = await apprentice_predict(runtime, contexts, defaults)
-    else:
-        decisions, logged = await runtime.predict(contexts)
+    apprentice = defaults is not None or isinstance(runtime.learner, Apprentice)
+    content: dict[str, Any]
     if body.context is not None:
+        contexts = [body.context]
+        if apprentice:
+            decisions, logged = await apprentice_predict(
+                runtime, contexts, defaults, runtime.predict
+            )
+        else:
+            decisions, logged = await runtime.predict(contexts)
         content = decision_public(decisions[0])
-    else:
-        content = {"decisions": [decision_public(d) for d in decisions]}
+    else:  # a batch: its decisions held column by column
+        contexts = body.contexts or []
+        if apprentice:
+            columns, logged = await apprentice_predict(
+                runtime, contexts, defaults, runtime.predict_columns
+            )
+        else:
+            columns, logged = await runtime.predict_columns(contexts)
+        content = {"decisions": columns_public(columns)}
     if not logged:  # the store is away: answered from memory, feedback cannot be taken
         content["logged"] = False
     # the same compact JSON as JSONResponse, encoded by orjson (a fraction of the time)

@@ -20,11 +20,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from banditree.learners import Decision, Feedback, InvalidInput, Learner
+from banditree.learners import Decision, DecisionColumns, Feedback, InvalidInput, Learner
 from banditree.persistence import dumps, loads
 from service.errors import ServiceError
 from service.metrics import ModelMetrics
-from service.runtime.replay import decision_payload, feedback_json, read_decision
+from service.runtime.replay import column_payloads, decision_payload, feedback_json, read_decision
 from service.runtime.snapshot import ServedSnapshot
 from service.store import CheckpointInfo, EventLookup, ModelGone, Store, StoreUnavailable
 from service.store.budget import budget_seconds, store_budget
@@ -119,6 +119,22 @@ class ModelRuntime:
         else:  # one standardisation, one batched forward, one vectorised draw
             decisions = learner.act_batch(contexts, new_event_ids(len(contexts)))
         events = [(d.event_id, decision_payload(self.uid, d)) for d in decisions]
+        leaves = [d.extras["reachable_leaves"] for d in decisions if "reachable_leaves" in d.extras]
+        explored = sum(d.explored for d in decisions)
+        return decisions, await self._store(events, explored, leaves, started)
+
+    async def predict_columns(self, contexts: list[list[float]]) -> tuple[DecisionColumns, bool]:
+        """:meth:`predict` of a batch, its decisions held column by column (no object per row)."""
+        started = time.perf_counter()
+        columns = self.learner.act_columns(contexts, new_event_ids(len(contexts)))
+        events = list(zip(columns.event_ids, column_payloads(self.uid, columns), strict=True))
+        leaves = (columns.extras or {}).get("reachable_leaves") or []
+        return columns, await self._store(events, sum(columns.explored), leaves, started)
+
+    async def _store(
+        self, events: list[tuple[str, str]], explored: int, leaves: list[float], started: float
+    ) -> bool:
+        """Store the decisions and count them; False when the store could not be reached."""
         m = self.metrics
         logged = True
         try:
@@ -127,21 +143,19 @@ class ModelRuntime:
             )
         except StoreUnavailable as err:
             log.warning("model %s answers without logging: %s", self.name, err)
-            m.unlogged.inc(len(decisions))
+            m.unlogged.inc(len(events))
             logged = False
         if logged:
-            self.decisions_total += len(decisions)
-        m.predictions.inc(len(decisions))
-        explored = sum(d.explored for d in decisions)
+            self.decisions_total += len(events)
+        m.predictions.inc(len(events))
         if explored:
             m.explored.inc(explored)
-        leaves = [d.extras["reachable_leaves"] for d in decisions if "reachable_leaves" in d.extras]
         if leaves:
             self._leaves_sum += float(sum(leaves))
             self._leaves_count += len(leaves)
             m.reachable_leaves.set(self._leaves_sum / self._leaves_count)
         m.predict_latency.observe(time.perf_counter() - started)
-        return decisions, logged
+        return logged
 
     # -- feedback --------------------------------------------------------------------
     def _refuse(self, found: EventLookup, event_id: str) -> ServiceError:
