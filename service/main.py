@@ -181,7 +181,8 @@ def create_app_from_env() -> FastAPI:
 
     A serving process answers many small requests concurrently, so torch's intra-op
     thread pool only adds contention (a TEL round took ~100x longer with two threads on
-    a busy 2-core machine): each worker process uses one torch thread.
+    a busy 2-core machine): each worker process uses one torch thread.  Once started,
+    the process's objects are left out of later garbage collections (``freeze_startup``).
     """
     import torch
 
