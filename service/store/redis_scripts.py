@@ -31,10 +31,15 @@ local base = 1 + 3 * g
 local i = 1
 for j = 0, g - 1 do
   local deadline, expire_ms = ARGV[2 + 3 * j], ARGV[3 + 3 * j]
-  for _ = 1, tonumber(ARGV[4 + 3 * j]) do
+  local due = {}
+  for k = 1, tonumber(ARGV[4 + 3 * j]) do
     redis.call('SET', KEYS[i + 2], ARGV[base + i], 'PX', expire_ms)
-    redis.call('ZADD', KEYS[1], deadline, ARGV[base + n + i])
+    due[2 * k - 1], due[2 * k] = deadline, ARGV[base + n + i]
     i = i + 1
+  end
+  -- a group shares its deadline: one ZADD per 500 decisions (unpack's stack bound)
+  for s = 1, #due, 1000 do
+    redis.call('ZADD', KEYS[1], unpack(due, s, math.min(s + 999, #due)))
   end
 end
 redis.call('HINCRBY', KEYS[2], 'decisions', n)

@@ -79,6 +79,19 @@ async def test_expired_decisions_are_refused_then_logged_once(store: Store) -> N
     assert entries[2].event_id == "late"
 
 
+async def test_a_large_batch_of_decisions_is_stored_and_expires_whole(store: Store) -> None:
+    """More decisions in one write than one call of a store script takes at a time."""
+    await store.hold_model("m")
+    events = [(f"e{i}", f"p{i}") for i in range(1234)]
+    await store.put_events("m", events, now=T0, ttl_seconds=1)
+    await store.put_events("m", [("late", "p")], now=T0 + 5, ttl_seconds=1)
+    assert await store.pending_count("m") == 1235
+    found = await store.peek_event("m", "e1233", now=T0)
+    assert (found.status, found.payload) == ("pending", "p1233")
+    assert await store.expire_events("m", now=T0 + 2, limit=5000, log=False) == 1234
+    assert await store.pending_count("m") == 1
+
+
 async def test_expiry_respects_limit_and_can_skip_the_log(store: Store) -> None:
     await store.hold_model("m")
     await store.put_events("m", [(f"e{i}", f"p{i}") for i in range(5)], now=T0, ttl_seconds=1)
