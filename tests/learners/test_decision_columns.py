@@ -31,9 +31,7 @@ def test_default_columns_of_a_learner_without_a_columnar_pass() -> None:
     x, _ = stream(6, seed=2)
     columns = learner.act_columns(x[:, :4])
     assert columns.leaf is None and columns.value is None and columns.extras is None
-    assert [d.to_dict() for d in columns.rows()] == [
-        d.to_dict() for d in twin.act_batch(x[:, :4])
-    ]
+    assert [d.to_dict() for d in columns.rows()] == [d.to_dict() for d in twin.act_batch(x[:, :4])]
 
 
 def test_mixed_decisions_are_refused() -> None:
