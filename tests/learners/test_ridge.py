@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from banditree.learners import Feedback, build_learner
+from banditree.learners import Feedback, LearnerConfig, build_learner
 from banditree.learners.factory import restore_learner
 from banditree.learners.ridge import PerActionRidge
 from tests.learners.test_contract import stream
@@ -90,3 +90,49 @@ def test_learner_bias_and_linear_term_are_the_ridge_fit_and_survive_a_checkpoint
         model.learn(d, Feedback(loss=float(d.action != label)))
         model.learn(d, Feedback(loss=float(d.action != label)))
     np.testing.assert_array_equal(copy.parameters()["linear"], learner.parameters()["linear"])
+
+
+def test_ridge_and_the_clip_are_the_classification_defaults_where_they_fit() -> None:
+    base = {"n_features": 5, "n_actions": 3}
+    default = LearnerConfig(**base)
+    assert default.uses_ridge and default.resolved_context_clip == 3.0
+    assert not LearnerConfig(**base, reward_link="sigmoid").uses_ridge  # fits the reward itself
+    assert not LearnerConfig(**base, max_importance_weight=3.0).uses_ridge  # unweighted fit
+    assert LearnerConfig(**base, max_importance_weight=3.0, linear_update="ridge").uses_ridge
+    assert not LearnerConfig(**base, mode="apprentice").uses_ridge
+    assert not LearnerConfig(**base, kind="dgt_forest").uses_ridge
+    big = {"n_features": 2000, "n_actions": 3}  # a ridge state of 3 x 2001^2 numbers
+    assert not LearnerConfig(**big).uses_ridge
+    assert "linear" in build_learner(big).parameters()  # the AdaGrad linear term instead
+    regression = LearnerConfig(n_features=5, task="regression")
+    assert not regression.uses_ridge and regression.resolved_context_clip is None
+    assert LearnerConfig(**base, standardize=False).resolved_context_clip is None
+    assert LearnerConfig(**base, context_clip=0.0).resolved_context_clip is None
+    assert LearnerConfig(**base, context_clip=5.0).resolved_context_clip == 5.0
+
+
+def test_contexts_are_clipped_after_standardisation_for_decisions_and_learning() -> None:
+    learner = build_learner({"n_features": 5, "n_actions": 3, "height": 3, "seed": 2})
+    x, labels = stream(60, seed=4)
+    for row, label in zip(x, labels.tolist(), strict=True):
+        d = learner.act(row)
+        learner.learn(d, Feedback(loss=float(d.action != label)))
+    snap = learner._snapshot  # type: ignore[attr-defined]
+    edge = snap.mean + 3.0 / snap.inv_scale  # three standard deviations above the mean
+    far = snap.mean + 50.0 / snap.inv_scale
+    np.testing.assert_array_equal(learner.reward_estimates(far), learner.reward_estimates(edge))
+    a, b = learner.act(far, event_id="e"), learner.act(edge, event_id="e")
+    assert (a.action, a.propensity, a.greedy_action, a.leaf) == (
+        b.action,
+        b.propensity,
+        b.greedy_action,
+        b.leaf,
+    )
+    np.testing.assert_array_equal(learner.predict(far[None]), learner.predict(edge[None]))
+    unclipped = build_learner(
+        {"n_features": 5, "n_actions": 3, "height": 3, "seed": 2, "context_clip": 0}
+    )
+    for row, label in zip(x, labels.tolist(), strict=True):
+        d = unclipped.act(row)
+        unclipped.learn(d, Feedback(loss=float(d.action != label)))
+    assert not np.array_equal(unclipped.reward_estimates(far), unclipped.reward_estimates(edge))
