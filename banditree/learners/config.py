@@ -88,7 +88,7 @@ class LearnerConfig(BaseModel):
         description=(
             "clip standardised contexts to [-c, c] everywhere (decisions and learning), so a "
             "rare extreme value cannot swing the linear term; null: 3 for classification "
-            "with standardize, else off; 0: off"
+            "with standardize and no initial model, else off; 0: off"
         ),
     )
     n_trees: int = Field(10, ge=1, le=256, description="forests and ensembles")

@@ -121,10 +121,11 @@ def build_learner(
     """
     if initial_model is not None:
         c = config if isinstance(config, LearnerConfig) else LearnerConfig.model_validate(config)
-        if c.linear_update is None:
-            # the ridge fits the reward itself, not the residual of a trained tree: a
-            # warm-started tree keeps the gradient-stepped linear term
-            config = c.model_copy(update={"linear_update": "adagrad"})
+        # the ridge fits the reward itself, not the residual of a trained tree, and the
+        # tree was trained on unclipped inputs: a warm start keeps the AdaGrad linear
+        # term and no clip unless they are asked for
+        update: dict[str, Any] = {"linear_update": "adagrad", "context_clip": 0.0}
+        config = c.model_copy(update={k: v for k, v in update.items() if getattr(c, k) is None})
     learner = _build_fresh(config)
     if initial_model is not None:
         from banditree.supervised.warm_start import warm_start
