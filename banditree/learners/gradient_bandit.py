@@ -390,9 +390,9 @@ class GradientBandit(Learner):
         x = self._standardized(np.stack([b[0] for b in self._buffer]), snap)
         upstreams = [self._upstream(d, f) for _, d, f in self._buffer]
         if self._ridge is not None:
-            for row, (_, d, f) in zip(x, self._buffer, strict=True):
-                assert d.action is not None and f.loss is not None
-                self._ridge.update(row, d.action, 1.0 - f.loss)
+            actions = [cast(int, d.action) for _, d, _ in self._buffer]
+            rewards = [1.0 - cast(float, f.loss) for _, _, f in self._buffer]
+            self._ridge.update_rows(x, actions, rewards)
         self._buffer = []
         grads = self.model.gradients_batch(self._params, x, upstreams, self._rng)
         # a sum is finite only if every term is (an overflowing sum counts as not finite)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
+
 import numpy as np
 
 from banditree.models.dgt.tree_ops import FloatArray
@@ -59,19 +62,31 @@ class PerActionRidge:
 
         Returns False (and changes nothing) when the update would not be finite.
         """
-        u = np.append(x, 1.0)
-        inv = self.inv_gram[action]
-        w = self.weights[action]
-        with np.errstate(all="ignore"):  # an overflow is caught below
-            iu = inv @ u
-            gain = iu / (1.0 + float(u @ iu))
-            new_w = w + gain * (reward - float(w @ u))
-            new_inv = inv - np.outer(gain, iu)
-        if not (np.isfinite(new_w).all() and np.isfinite(new_inv).all()):
-            return False
-        self.weights[action] = new_w
-        self.inv_gram[action] = new_inv
-        return True
+        return self.update_rows(x[None, :], [action], [reward]) == 1
+
+    def update_rows(self, x: FloatArray, actions: Sequence[int], rewards: Sequence[float]) -> int:
+        """:meth:`update` for every row of ``x`` ``(B, d)`` in order; returns the rows applied.
+
+        A row whose update would not be finite (an overflow in ``u . A^-1 u`` or in the
+        residual) is skipped whole: with both finite every new entry is finite, since
+        ``gain (A^-1 u)^T`` is bounded by ``A^-1`` itself.
+        """
+        u = np.ones(x.shape[1] + 1)
+        applied = 0
+        with np.errstate(all="ignore"):  # overflows are caught below
+            for row, action, reward in zip(x, actions, rewards, strict=True):
+                u[:-1] = row
+                inv, w = self.inv_gram[action], self.weights[action]
+                iu = inv @ u
+                denom = 1.0 + float(u @ iu)
+                residual = reward - float(w @ u)
+                if not (math.isfinite(denom) and math.isfinite(residual)):
+                    continue
+                gain = iu / denom
+                w += gain * residual
+                inv -= np.outer(gain, iu)
+                applied += 1
+        return applied
 
     @property
     def slopes(self) -> FloatArray:
