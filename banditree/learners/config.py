@@ -255,6 +255,16 @@ class LearnerConfig(BaseModel):
             and self.n_outputs * (self.n_features + 1) ** 2 <= RIDGE_AUTO_MAX
         )
 
+    def for_initial_model(self) -> LearnerConfig:
+        """This configuration as a warm start from a trained tree builds it.
+
+        The ridge fits the reward itself, not the residual of a trained tree, and the
+        tree was trained on unclipped inputs: unless they are set, ``linear_update``
+        becomes ``adagrad`` and ``context_clip`` 0 (off).
+        """
+        update = {"linear_update": "adagrad", "context_clip": 0.0}
+        return self.model_copy(update={k: v for k, v in update.items() if getattr(self, k) is None})
+
     @property
     def resolved_context_clip(self) -> float | None:
         """``context_clip``: null is 3 for standardised classification, else none; 0 is none."""

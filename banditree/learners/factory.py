@@ -121,11 +121,7 @@ def build_learner(
     """
     if initial_model is not None:
         c = config if isinstance(config, LearnerConfig) else LearnerConfig.model_validate(config)
-        # the ridge fits the reward itself, not the residual of a trained tree, and the
-        # tree was trained on unclipped inputs: a warm start keeps the AdaGrad linear
-        # term and no clip unless they are asked for
-        update: dict[str, Any] = {"linear_update": "adagrad", "context_clip": 0.0}
-        config = c.model_copy(update={k: v for k, v in update.items() if getattr(c, k) is None})
+        config = c.for_initial_model()
     learner = _build_fresh(config)
     if initial_model is not None:
         from banditree.supervised.warm_start import warm_start
