@@ -224,6 +224,8 @@ class ModelRegistry:
     async def create(self, name: str, body: ModelCreate) -> ModelRuntime:
         """A new model; 409 when the name is taken."""
         config, policy = body.split()
+        if body.initial_model is not None:  # recorded as built, so its checkpoints match it
+            config = config.for_initial_model()
         async with self._locked():
             if name in self.runtimes or await self.store.load_model(name) is not None:
                 raise ServiceError(409, f"model {name!r} exists; DELETE it first", "name")

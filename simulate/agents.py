@@ -33,6 +33,9 @@ def learner_config(
     learning_rate: float | None = None,
     accumulate: int | None = None,
     n_trees: int | None = None,
+    linear_update: str | None = None,
+    ridge_l2: float | None = None,
+    context_clip: float | None = None,
     seed: int = 0,
 ) -> dict[str, Any]:
     """The ``LearnerConfig`` body for ``kind`` on ``dataset`` under ``env``'s feedback.
@@ -43,7 +46,8 @@ def learner_config(
     Classification explores with ``explorer`` (``explorer_parameter``,
     ``explorer_exponent``; unset: the ``LearnerConfig`` defaults); ``explore`` is the
     shorthand for epsilon-greedy with that epsilon.  The full-information twin plays
-    greedily.  The full-information estimator gets ``env``'s loss: its Huber threshold
+    greedily.  ``linear_update``, ``ridge_l2`` and ``context_clip`` are passed on when
+    set (unset: the ``LearnerConfig`` defaults).  The full-information estimator gets ``env``'s loss: its Huber threshold
     (``huber_delta``) and, when not 0/1, its loss matrix.
     """
     config: dict[str, Any] = {
@@ -60,6 +64,13 @@ def learner_config(
         config["accumulate"] = accumulate
     if n_trees is not None:
         config["n_trees"] = n_trees
+    for name, value in (
+        ("linear_update", linear_update),
+        ("ridge_l2", ridge_l2),
+        ("context_clip", context_clip),
+    ):
+        if value is not None:
+            config[name] = value
     if dataset.task == "classification":
         assert isinstance(env, ClassificationEnvironment)
         config["n_actions"] = dataset.n_classes

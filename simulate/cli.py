@@ -86,6 +86,20 @@ def simulate_command(
         None, "--accumulate", help="Rounds per update (default 4)."
     ),
     n_trees: int | None = typer.Option(None, "--n-trees", help="Trees of a forest or ensemble."),
+    linear_update: str | None = typer.Option(
+        None,
+        "--linear-update",
+        help="adagrad or ridge: how a dgt's per-action bias and linear term learn "
+        "(default: ridge where its state is small).",
+    ),
+    ridge_l2: float | None = typer.Option(
+        None, "--ridge-l2", help="Penalty of the ridge linear term (default 10)."
+    ),
+    context_clip: float | None = typer.Option(
+        None,
+        "--context-clip",
+        help="Clip standardised contexts to [-c, c] (default 3 for classification; 0: off).",
+    ),
     vw_learning_rate: float | None = typer.Option(
         None, "--vw-learning-rate", help="VW -l (default VW's own)."
     ),
@@ -120,6 +134,7 @@ def simulate_command(
     _choice(loss, ("zero_one", "squared", "huber"), "--loss")
     _choice(task, ("auto", "classification", "regression"), "--task")
     _choice(explorer, tuple(EXPLORER_DEFAULTS), "--explorer")
+    _choice(linear_update, ("adagrad", "ridge"), "--linear-update")
     if explore is not None and (explorer is not None or explorer_parameter is not None):
         raise typer.BadParameter(
             "give --explore or --explorer/--explorer-parameter, not both", param_hint="--explore"
@@ -172,6 +187,9 @@ def simulate_command(
                 learning_rate=learning_rate,
                 accumulate=accumulate,
                 n_trees=n_trees,
+                linear_update=linear_update,
+                ridge_l2=ridge_l2,
+                context_clip=context_clip,
                 vw_learning_rate=vw_learning_rate,
                 eval_points=eval_points,
                 log_decisions=log_decisions,

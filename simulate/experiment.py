@@ -63,6 +63,9 @@ class SimulationOptions:
     learning_rate: float | None = None
     accumulate: int | None = None
     n_trees: int | None = None
+    linear_update: str | None = None
+    ridge_l2: float | None = None
+    context_clip: float | None = None
     vw_learning_rate: float | None = None
     eval_points: int = 12
     log_decisions: bool = False
@@ -126,6 +129,9 @@ def _competitors(
                 learning_rate=options.learning_rate,
                 accumulate=options.accumulate,
                 n_trees=options.n_trees,
+                linear_update=options.linear_update,
+                ridge_l2=options.ridge_l2,
+                context_clip=options.context_clip,
                 seed=seed,
             )
 

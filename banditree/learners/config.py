@@ -14,6 +14,8 @@ from banditree.models.dgt.tree_ops import MAX_HEIGHT
 
 #: Largest number of parameters one learner may hold.
 MAX_PARAMETERS = 20_000_000
+#: Largest ``n_actions (n_features + 1)^2`` (ridge state) for which ridge is the default.
+RIDGE_AUTO_MAX = 4_000_000
 
 
 class LearnerConfig(BaseModel):
@@ -25,9 +27,11 @@ class LearnerConfig(BaseModel):
     output read as the predicted reward (``reward_link`` identity, not sigmoid), least
     squares on the played action's reward (``max_importance_weight`` 1, the regression
     SquareCB assumes, not eq. 8's ``1/p``), and, for classification trees, a per-action
-    bias and a per-action linear term on the context beside the leaves, both learned by
-    AdaGrad at 0.1 from every round, with the tree's RMSprop step at 3e-3 (not 1e-3);
-    regression keeps the shared bias only, at 3e-3.
+    bias and a per-action linear term on the context beside the leaves, fitted by online
+    ridge regression of the played reward (penalty 10; AdaGrad at 0.1 where the ridge
+    state would be too large), the tree learning the residual by RMSprop at 3e-3 (not
+    1e-3), on contexts standardised and clipped to [-3, 3]; regression keeps the shared
+    bias only, at 3e-3, unclipped.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -61,6 +65,30 @@ class LearnerConfig(BaseModel):
         description=(
             "dgt, dgt_forest with linear_term: AdaGrad step of the shared bias and the linear "
             "term (divided by sqrt(n_features) for the linear term); null: 0.1"
+        ),
+    )
+    linear_update: Literal["adagrad", "ridge"] | None = Field(
+        None,
+        description=(
+            "classification dgt (bandit estimator, identity reward link, linear_term, "
+            "shared_bias): how the per-action bias "
+            "and linear term learn: adagrad (a gradient step on the whole output) or ridge "
+            "(exact online ridge regression of the played reward, O(d^2) a round; the tree "
+            "learns the residual); null: ridge where n_actions (n_features + 1)^2 <= "
+            f"{RIDGE_AUTO_MAX:,} and no initial model is given, else adagrad"
+        ),
+    )
+    ridge_l2: float = Field(
+        10.0, gt=0.0, le=1e6, description="linear_update ridge: the penalty (prior weight, rounds)"
+    )
+    context_clip: float | None = Field(
+        None,
+        ge=0.0,
+        le=1e6,
+        description=(
+            "clip standardised contexts to [-c, c] everywhere (decisions and learning), so a "
+            "rare extreme value cannot swing the linear term; null: 3 for classification "
+            "with standardize and no initial model, else off; 0: off"
         ),
     )
     n_trees: int = Field(10, ge=1, le=256, description="forests and ensembles")
@@ -206,6 +234,45 @@ class LearnerConfig(BaseModel):
         return self.task == "classification" and self.kind in ("dgt", "dgt_forest")
 
     @property
+    def uses_ridge(self) -> bool:
+        """Whether the bias and linear term are fitted by ridge regression (``linear_update``)."""
+        if self.linear_update == "adagrad":
+            return False
+        fits = (
+            self.task == "classification"
+            and self.kind == "dgt"
+            and self.shared_bias
+            and self.resolved_linear_term
+            and self.reward_link == "identity"
+            and self.estimator in (None, "bandit")
+        )
+        if self.linear_update == "ridge" or not fits:
+            return fits
+        # the unweighted fit the default importance weight (1) asks for, within the size
+        return (
+            self.max_importance_weight == 1.0
+            and not self.importance_aware
+            and self.n_outputs * (self.n_features + 1) ** 2 <= RIDGE_AUTO_MAX
+        )
+
+    def for_initial_model(self) -> LearnerConfig:
+        """This configuration as a warm start from a trained tree builds it.
+
+        The ridge fits the reward itself, not the residual of a trained tree, and the
+        tree was trained on unclipped inputs: unless they are set, ``linear_update``
+        becomes ``adagrad`` and ``context_clip`` 0 (off).
+        """
+        update = {"linear_update": "adagrad", "context_clip": 0.0}
+        return self.model_copy(update={k: v for k, v in update.items() if getattr(self, k) is None})
+
+    @property
+    def resolved_context_clip(self) -> float | None:
+        """``context_clip``: null is 3 for standardised classification, else none; 0 is none."""
+        if self.context_clip is None:
+            return 3.0 if self.task == "classification" and self.standardize else None
+        return self.context_clip or None
+
+    @property
     def resolved_linear_learning_rate(self) -> float:
         return 0.1 if self.linear_learning_rate is None else self.linear_learning_rate
 
@@ -240,5 +307,7 @@ class LearnerConfig(BaseModel):
             + n_leaves * self.n_outputs
             + (self.n_outputs * self.n_features if self.resolved_linear_term else 0)
         )
+        if self.uses_ridge:
+            per_tree += self.n_outputs * (self.n_features + 1) ** 2
         trees = self.n_trees if self.kind != "dgt" else 1
         return per_tree * trees

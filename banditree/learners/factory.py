@@ -19,6 +19,7 @@ from banditree.learners.apprentice import Apprentice
 from banditree.learners.base import Learner, Tensors
 from banditree.learners.config import LearnerConfig
 from banditree.learners.gradient_bandit import GradientBandit
+from banditree.learners.ridge import PerActionRidge
 from banditree.learners.uniform import UniformRandom
 from banditree.models.dgt.forest_spec import DGTForestSpec
 from banditree.models.dgt.spec import DGTSpec
@@ -118,6 +119,9 @@ def build_learner(
     :class:`~banditree.supervised.model_file.TrainedTree`) warm-starts a ``dgt`` learner
     from the trained tree (:func:`banditree.supervised.warm_start.warm_start`).
     """
+    if initial_model is not None:
+        c = config if isinstance(config, LearnerConfig) else LearnerConfig.model_validate(config)
+        config = c.for_initial_model()
     learner = _build_fresh(config)
     if initial_model is not None:
         from banditree.supervised.warm_start import warm_start
@@ -157,6 +161,10 @@ def _build_fresh(config: LearnerConfig | dict[str, Any]) -> Learner:
         target_scale=c.target_scale,
         seed=c.seed,
         config=stored,
+        ridge=PerActionRidge(c.n_outputs, c.n_features, c.ridge_l2, model.output_bias)
+        if c.uses_ridge
+        else None,
+        context_clip=c.resolved_context_clip,
     )
     return Apprentice(learner) if c.mode == "apprentice" else learner
 

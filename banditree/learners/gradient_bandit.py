@@ -26,6 +26,7 @@ from banditree.learners.batch_decisions import classification_columns, regressio
 from banditree.learners.decision_columns import DecisionColumns
 from banditree.learners.optim import RMSprop
 from banditree.learners.records import Decision, Feedback
+from banditree.learners.ridge import PerActionRidge
 from banditree.learners.standardize import RunningStandardizer
 from banditree.learners.validation import (
     InvalidInput,
@@ -85,6 +86,15 @@ class GradientBandit(Learner):
         Regression: the played value is ``target_offset + target_scale * output``.
     seed
         Seeds parameter initialisation, event ids, sampling and bagging.
+    ridge
+        Classification with a model whose ``bias`` and ``linear`` parameters are the
+        per-action intercept and linear term: fit them by online ridge regression of
+        the played reward (:class:`PerActionRidge`) instead of by gradient; the rest
+        of the model learns the residual by gradient.
+    context_clip
+        Clip standardised contexts to ``[-context_clip, context_clip]`` (every use:
+        decisions, predictions and learning), so a rare extreme value cannot swing
+        the linear term.
 
     Decisions read an immutable snapshot that is replaced whole after each update,
     so a reader never sees a half-applied update.
@@ -107,6 +117,8 @@ class GradientBandit(Learner):
         target_scale: float = 1.0,
         seed: int = 0,
         config: dict[str, Any] | None = None,
+        ridge: PerActionRidge | None = None,
+        context_clip: float | None = None,
     ) -> None:
         self.task = estimator.task
         if self.task == "classification":
@@ -143,6 +155,14 @@ class GradientBandit(Learner):
             summed=model.summed,
         )
         self._params: Params = model.init_params(self._rng)
+        self._ridge = ridge
+        if context_clip is not None and not (math.isfinite(context_clip) and context_clip > 0):
+            raise ValueError(f"context_clip must be > 0, got {context_clip}")
+        self.context_clip = context_clip
+        if ridge is not None:
+            if self.task != "classification" or not {"bias", "linear"} <= set(self._params):
+                raise ValueError("ridge needs a classification model with bias and linear")
+            self._params.update(bias=ridge.intercepts, linear=ridge.slopes)
         self._standardizer = RunningStandardizer(self.n_features)
         self._accum: Params = {}
         self._accum_finite = True
@@ -163,6 +183,13 @@ class GradientBandit(Learner):
         )
         return _Snapshot(version, self.model.freeze(self._params), mean, inv_scale)
 
+    def _standardized(self, x: FloatArray, snap: _Snapshot) -> FloatArray:
+        """``x`` ``(d,)`` or ``(B, d)`` standardised with ``snap``'s statistics (a new array)."""
+        z: FloatArray = (x - snap.mean) * snap.inv_scale
+        if self.context_clip is not None:
+            np.clip(z, -self.context_clip, self.context_clip, out=z)
+        return z
+
     @property
     def version(self) -> int:
         return self._snapshot.version
@@ -172,6 +199,8 @@ class GradientBandit(Learner):
         snap = self._snapshot
         x -= snap.mean  # in place: x is a fresh copy, the decision records ``values``
         x *= snap.inv_scale
+        if self.context_clip is not None:
+            np.clip(x, -self.context_clip, self.context_clip, out=x)
         out = self.model.forward(snap.frozen, x)
         event_id = self._next_event_id(event_id)
         u_action, u_sign = event_uniforms(self.seed, event_id)
@@ -230,7 +259,7 @@ class GradientBandit(Learner):
         if not ids:
             return DecisionColumns([], [], self._snapshot.version, [])
         snap = self._snapshot
-        out = self.model.forward_rows(snap.frozen, (x - snap.mean) * snap.inv_scale)
+        out = self.model.forward_rows(snap.frozen, self._standardized(x, snap))
         uniforms = event_uniform_rows(self.seed, ids)
         if self.task == "classification":
             assert self.explorer is not None
@@ -268,7 +297,7 @@ class GradientBandit(Learner):
     def predict(self, contexts: FloatArray) -> FloatArray:
         snap = self._snapshot
         x = np.asarray(contexts, dtype=np.float64)
-        out = self.model.forward_batch(snap.frozen, (x - snap.mean) * snap.inv_scale)
+        out = self.model.forward_batch(snap.frozen, self._standardized(x, snap))
         if self.task == "classification":
             result: FloatArray = np.argmax(out, axis=1)
             return result
@@ -280,7 +309,7 @@ class GradientBandit(Learner):
             raise ValueError("reward_estimates is for classification learners")
         snap = self._snapshot
         x = as_context(context, self.n_features)
-        out = self.model.forward(snap.frozen, (x - snap.mean) * snap.inv_scale)
+        out = self.model.forward(snap.frozen, self._standardized(x, snap))
         if out.scores is not None:
             return out.scores
         return _sigmoid(out.output) if self.reward_link == "sigmoid" else out.output
@@ -348,7 +377,12 @@ class GradientBandit(Learner):
         self._accum, self._accum_finite, self._pending = {}, True, 0
         if not finite:
             return False
+        ridge = self._ridge
+        if ridge is not None:  # fitted by ridge regression in _flush, not by gradient
+            grads = {k: v for k, v in grads.items() if k not in ("bias", "linear")}
         new = self._optimizer.step(self._params, grads)
+        if ridge is not None:
+            new.update(bias=ridge.intercepts, linear=ridge.slopes)
         if not all(np.isfinite(p).all() for p in new.values()):
             return False  # never let a model hold NaN: drop the step
         self._params = new
@@ -362,8 +396,12 @@ class GradientBandit(Learner):
         snap = self._snapshot
         # the gradient of the function now served: current parameters AND the input
         # statistics of the current snapshot (both change only with an update)
-        x = (np.stack([b[0] for b in self._buffer]) - snap.mean) * snap.inv_scale
+        x = self._standardized(np.stack([b[0] for b in self._buffer]), snap)
         upstreams = [self._upstream(d, f) for _, d, f in self._buffer]
+        if self._ridge is not None:
+            actions = [cast(int, d.action) for _, d, _ in self._buffer]
+            rewards = [1.0 - cast(float, f.loss) for _, _, f in self._buffer]
+            self._ridge.update_rows(x, actions, rewards)
         self._buffer = []
         grads = self.model.gradients_batch(self._params, x, upstreams, self._rng)
         # a sum is finite only if every term is (an overflowing sum counts as not finite)
@@ -389,6 +427,9 @@ class GradientBandit(Learner):
         tensors: Tensors = {f"param.{k}": v for k, v in self._params.items()}
         tensors.update({f"optim.{k}": v for k, v in self._optimizer.state_tensors().items()})
         tensors.update({f"accum.{k}": v.copy() for k, v in self._accum.items()})
+        if self._ridge is not None:
+            tensors["ridge.inv_gram"] = self._ridge.inv_gram.copy()
+            tensors["ridge.weights"] = self._ridge.weights.copy()
         tensors["std.mean"] = self._standardizer.mean
         tensors["std.m2"] = self._standardizer.m2
         # the statistics decisions read: those of the last update, not the running ones
@@ -426,6 +467,16 @@ class GradientBandit(Learner):
         if not all(np.isfinite(p).all() for p in params.values()):
             raise ValueError("checkpoint holds non-finite parameters")
         self._params = params
+        ridge = self._ridge
+        if ridge is not None and "ridge.weights" not in tensors:
+            # a checkpoint of a gradient-stepped linear term: the ridge starts from it
+            ridge.restart(params["linear"], params["bias"])
+        elif ridge is not None:
+            for name in ("inv_gram", "weights"):
+                value = np.array(tensors[f"ridge.{name}"], dtype=np.float64)
+                if value.shape != getattr(ridge, name).shape or not np.isfinite(value).all():
+                    raise ValueError(f"checkpoint ridge.{name} does not match the model")
+                setattr(ridge, name, value)
         self._optimizer.load_state_tensors(group("optim."))
         self._accum = group("accum.")
         self._standardizer.mean = np.array(tensors["std.mean"], dtype=np.float64)

@@ -55,7 +55,9 @@ def test_checkpoint_without_the_linear_term_loads_with_it_at_zero(kind: str) -> 
 
 def test_linear_learning_rate_sets_the_adagrad_steps_of_the_linear_term_and_bias() -> None:
     """AdaGrad's first step moves each weight by its step size; later steps shrink."""
-    learner = build_learner(_config("dgt", linear_learning_rate=0.2, learning_rate=0.01))
+    learner = build_learner(
+        _config("dgt", linear_update="adagrad", linear_learning_rate=0.2, learning_rate=0.01)
+    )
     params = [learner.parameters()]
     for _ in range(3):
         _train(learner, n=2)  # one update each (accumulate 2)

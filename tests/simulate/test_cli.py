@@ -26,6 +26,9 @@ CONTRACT = [
     "--explorer",
     "--explorer-parameter",
     "--explorer-exponent",
+    "--linear-update",
+    "--ridge-l2",
+    "--context-clip",
 ]
 
 
@@ -60,6 +63,22 @@ def test_explorer_settings_reach_the_learner_config(tmp_path: Path) -> None:
         "softmax",
         0.2,
         0.5,
+    )
+
+
+def test_linear_term_settings_reach_the_learner_config(tmp_path: Path) -> None:
+    args = ["simulate", "wine", "--model", "dgt", "--rounds", "60", "--seeds", "1"]
+    args += ["--baselines", "", "--eval-points", "2", "--no-progress", "--out", str(tmp_path)]
+    bad = CliRunner().invoke(app, [*args, "--linear-update", "newton"], terminal_width=200)
+    assert bad.exit_code != 0 and "--linear-update" in bad.output
+    chosen = ["--linear-update", "adagrad", "--ridge-l2", "3", "--context-clip", "0"]
+    result = CliRunner().invoke(app, [*args, *chosen], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    config = json.loads((tmp_path / "report.json").read_text())["learners"]["dgt"]["config"]
+    assert (config["linear_update"], config["ridge_l2"], config["context_clip"]) == (
+        "adagrad",
+        3.0,
+        0.0,
     )
 
 
