@@ -14,8 +14,10 @@ from banditree.models.dgt.tree_ops import MAX_HEIGHT
 
 #: Largest number of parameters one learner may hold.
 MAX_PARAMETERS = 20_000_000
-#: Largest ``n_actions (n_features + 1)^2`` (ridge state) for which ridge is the default.
-RIDGE_AUTO_MAX = 4_000_000
+#: Largest ``n_actions (n_features + 1)^2`` (ridge state, 2 MB of float64 in every
+#: checkpoint at this bound) for which ridge is the default; the largest bundled set
+#: needs 42,250 (optdigits).
+RIDGE_AUTO_MAX = 250_000
 
 
 class LearnerConfig(BaseModel):
