@@ -102,6 +102,11 @@ def scrape_times(url: str, scrapes: int, out: list[float], sizes: list[int]) -> 
             time.sleep(0.3)
 
 
+def quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
 def baseline_render_seconds(models: int) -> float:
     """Render an exposition with the same series in one piece, as a scrape used to."""
     metrics = ServiceMetrics()
@@ -161,6 +166,12 @@ def run_store(store: str, models: int, scrapes: int) -> None:
     print(
         f"largest predict stall while scraping: {stall_ms:.1f} ms "
         f"(goal <= {STALL_GOAL_MS:.0f}; stall / goal {stall_ms / STALL_GOAL_MS:.2f})"
+    )
+    quiet_stall_ms = 1e3 * (max(quiet) - statistics.median(quiet))
+    p99_ms = 1e3 * (quantile(busy, 0.99) - statistics.median(quiet))
+    print(
+        f"for scale: largest stall without scraping {quiet_stall_ms:.1f} ms; "
+        f"99th percentile stall while scraping {p99_ms:.1f} ms"
     )
     baseline = baseline_render_seconds(models)
     print(f"baseline, rendering in one piece on the loop: {baseline:.3f} s")

@@ -41,8 +41,11 @@ _RETRY_SECONDS = 0.5  # wait after the store failed
 
 
 def _retry_seconds() -> float:
-    """The wait after a failure: about ``_RETRY_SECONDS``, spread so that the learners
-    of thousands of models that met one failure do not all retry at the same moment."""
+    """The wait after a failure, about ``_RETRY_SECONDS``.
+
+    Spread, so that the learners of thousands of models that met one failure do not all
+    retry at the same moment.
+    """
     return _RETRY_SECONDS * (0.5 + random.random())
 
 
@@ -232,7 +235,13 @@ class ModelLearner:
                 await self.store.release_lease(self.name, self.holder, token)
                 return
             renewed = await self._renew(token, renewed)
-            if not entries and not asked:
+            if entries or asked:
+                continue
+            if offset != published_offset:  # learned, not yet published: until it is due
+                publish_at = last_publish + self.policy.every_seconds
+                renew_at = renewed + self.policy.lease_seconds / 3
+                await self._sleep(max(0.0, min(publish_at, renew_at) - time.monotonic()))
+            else:
                 renewed = await self._wait_for_work(token, offset, renewed)
 
     async def _wait_for_work(self, token: int, offset: int, renewed: float) -> float:
