@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import gc
 import logging
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -20,7 +21,7 @@ from service.openapi_links import add_links
 from service.registry import ModelRegistry
 from service.routes import apprentice, checkpoints, decisions, health, metrics, models
 from service.routes import log as log_route
-from service.runtime.tasks import stop_tasks
+from service.runtime.tasks import pause_after_pass, stop_tasks
 from service.settings import Settings, load_settings
 from service.store import Store, StoreUnavailable, open_store
 
@@ -32,10 +33,13 @@ async def _maintain(registry: ModelRegistry, interval_seconds: float) -> None:
 
     ``/metrics`` only renders what is set here, so a scrape never waits on the store.
     """
+    wait = interval_seconds
     while True:
-        await asyncio.sleep(interval_seconds)
+        await asyncio.sleep(wait)
+        started = time.monotonic()
         await registry.sweep()
         await registry.refresh_gauges()
+        wait = pause_after_pass(time.monotonic() - started, interval_seconds)
 
 
 async def _discover(registry: ModelRegistry, interval_seconds: float) -> None:
@@ -44,14 +48,17 @@ async def _discover(registry: ModelRegistry, interval_seconds: float) -> None:
     Also writes the models back when the store lost its data (checked at once when a
     store call found a model gone).
     """
+    wait = interval_seconds
     while True:
-        await registry.discovery_due(interval_seconds)
+        await registry.discovery_due(wait)
+        started = time.monotonic()
         try:
             await registry.discover()
         except StoreUnavailable as err:
             log.warning("model discovery: %s", err)
         except Exception:  # the loop must outlive any one failure
             log.exception("model discovery failed; going on")
+        wait = pause_after_pass(time.monotonic() - started, interval_seconds)
 
 
 async def _shut_down(

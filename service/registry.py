@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
 import logging
 import os
@@ -31,6 +32,7 @@ from service.errors import ServiceError, model_not_found
 from service.metrics import ServiceMetrics
 from service.recovery import recover
 from service.runtime import LearnerPolicy, ModelLearner, ModelRuntime, Policy
+from service.runtime.idle import IdleLearners
 from service.runtime.snapshot import SnapshotWatcher
 from service.schemas import ModelCreate, ModelPolicy
 from service.settings import Settings
@@ -65,19 +67,34 @@ class ModelRegistry:
         self.watcher = SnapshotWatcher(
             lambda: list(self.runtimes.values()), poll_seconds=settings.snapshot_poll_seconds
         )
-        self._lock = asyncio.Lock()
+        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}  # per name: lock, users
         self.epoch: str | None = None  # the store epoch this process's models are held in
         self.records: dict[str, str] = {}  # the record of every model served or learned
         self._discovery_wanted = asyncio.Event()
+        self.idle = IdleLearners(store, holder=self.holder, lease_seconds=settings.lease_seconds)
 
     @contextlib.asynccontextmanager
-    async def _locked(self) -> AsyncIterator[None]:
-        """The registry's lock; waiting for it spends the request's store budget."""
-        await within_budget(self._lock.acquire())
+    async def _locked(self, name: str) -> AsyncIterator[None]:
+        """The lock of model ``name``: its create, first load and delete never overlap.
+
+        One lock per name, so requests for other models never wait for it (with
+        thousands of models, creates and first loads run side by side); waiting for it
+        spends the request's store budget, as the calls of the request holding it do.
+        """
+        lock, users = self._locks.get(name) or (asyncio.Lock(), 0)
+        self._locks[name] = (lock, users + 1)
         try:
-            yield
+            await within_budget(lock.acquire())
+            try:
+                yield
+            finally:
+                lock.release()
         finally:
-            self._lock.release()
+            lock, users = self._locks[name]
+            if users == 1:
+                del self._locks[name]
+            else:
+                self._locks[name] = (lock, users - 1)
 
     def want_discovery(self) -> None:
         """Look at the store's models (and epoch) now rather than at the next poll."""
@@ -118,7 +135,7 @@ class ModelRegistry:
         log.info("model %s restored at version %d", name, learner.version)
         runtime = ModelRuntime(
             name=name, uid=uid, learner=learner, policy=policy, store=self.store,
-            metrics=metrics, last_checkpoint=info, on_append=self._waker(name),
+            metrics=metrics, last_checkpoint=info, wake_learner=self._waker(name),
             on_gone=self.want_discovery,
         )  # fmt: skip
         await runtime.refresh_bounds()
@@ -136,6 +153,12 @@ class ModelRegistry:
     def _publish(self, runtime: ModelRuntime) -> None:
         self.runtimes[runtime.name] = runtime
         self.metrics.models_loaded.set(len(self.runtimes))
+        # A model holds hundreds of long-lived objects (its learner, its metric series):
+        # with thousands of models, each full collection of the cyclic garbage collector
+        # walks a million objects and holds the event loop for most of a second.  Move
+        # what exists now out of its reach (constant time); what is made later is still
+        # collected.  The cost: reference cycles among a deleted model's objects are kept.
+        gc.freeze()
 
     async def start(self) -> None:
         """Restore every stored model (serving roles) and start learners (learning roles)."""
@@ -161,7 +184,7 @@ class ModelRegistry:
             raise ServiceError(
                 503, "this process only learns (role learner): send requests to an api process"
             )
-        async with self._locked():
+        async with self._locked(name):
             if name in self.runtimes:
                 return self.runtimes[name]
             record = await self.store.load_model(name)
@@ -186,7 +209,7 @@ class ModelRegistry:
                 default_loss=policy.default_loss, lease_seconds=self.settings.lease_seconds,
             ),
             store=self.store, metrics=self.metrics.for_model(name), holder=self.holder,
-            on_gone=self.want_discovery,
+            on_gone=self.want_discovery, idle=self.idle,
         )  # fmt: skip
         self.records[name] = record_json
         self.learners[name] = learner
@@ -226,7 +249,7 @@ class ModelRegistry:
         config, policy = body.split()
         if body.initial_model is not None:  # recorded as built, so its checkpoints match it
             config = config.for_initial_model()
-        async with self._locked():
+        async with self._locked(name):
             if name in self.runtimes or await self.store.load_model(name) is not None:
                 raise ServiceError(409, f"model {name!r} exists; DELETE it first", "name")
             try:
@@ -255,7 +278,7 @@ class ModelRegistry:
             runtime = ModelRuntime(
                 name=name, uid=record["uid"], learner=learner, policy=resolved,
                 store=self.store, metrics=self.metrics.for_model(name),
-                on_append=self._waker(name), on_gone=self.want_discovery,
+                wake_learner=self._waker(name), on_gone=self.want_discovery,
             )  # fmt: skip
             self.records[name] = record_json
             self._publish(runtime)
@@ -279,7 +302,7 @@ class ModelRegistry:
     async def delete(self, name: str) -> None:
         """Stop and forget ``name`` with its decisions, log and checkpoints."""
         await self.get(name)
-        async with self._locked():
+        async with self._locked(name):
             # read first: an unreachable store refuses the delete (503) before anything
             # changes, and a delete that fails half way leaves the model served and learned
             record = await self.store.load_model(name)
@@ -312,6 +335,7 @@ class ModelRegistry:
                 await learner.stop()
             except StoreUnavailable as err:
                 log.error("learner of model %s could not stop cleanly: %s", learner.name, err)
+        await self.idle.stop()
 
     async def sweep(self) -> None:
         """Expire overdue decisions of every served model."""

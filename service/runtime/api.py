@@ -82,13 +82,13 @@ class ModelRuntime:
         store: Store,
         metrics: ModelMetrics,
         last_checkpoint: CheckpointInfo | None = None,
-        on_append: Callable[[], None] | None = None,
+        wake_learner: Callable[[], None] | None = None,
         on_gone: Callable[[], None] | None = None,
     ) -> None:
         self.name, self.uid = name, uid
         self.policy, self.store, self.metrics = policy, store, metrics
         self.served = ServedSnapshot(self, learner, last_checkpoint)
-        self.on_append = on_append
+        self.wake_learner = wake_learner  # work for this process's learner: look now
         self.on_gone = on_gone  # the store no longer holds the model: deleted, or data lost
         self.log_last = last_checkpoint.offset if last_checkpoint else 0
         self.decisions_total = 0  # as last seen in the store, plus this process's since
@@ -191,8 +191,8 @@ class ModelRuntime:
             raise self._refuse(claimed, event_id)
         self.log_last = max(self.log_last, claimed.offset)
         self.metrics.feedback["applied"].inc()
-        if self.on_append is not None:
-            self.on_append()
+        if self.wake_learner is not None:
+            self.wake_learner()
         return claimed.offset
 
     async def sweep(self, now: float) -> None:
@@ -202,8 +202,8 @@ class ModelRuntime:
         expired = await self.store.expire_events(self.name, now=now, limit=1000, log=logged)
         if expired:
             self.metrics.expired.inc(expired)
-            if logged and self.on_append is not None:
-                self.on_append()
+            if logged and self.wake_learner is not None:
+                self.wake_learner()
 
     async def refresh_bounds(self) -> None:
         """Last log offset, log length and decisions made, from the store."""
@@ -229,6 +229,8 @@ class ModelRuntime:
             stored = await self.store.list_checkpoints(self.name, limit=1)
             before = stored[0].sequence if stored else 0
             await self.store.request_checkpoint(self.name)
+            if self.wake_learner is not None:  # an idle learner of this process looks now
+                self.wake_learner()
             deadline = time.monotonic() + _CHECKPOINT_WAIT_SECONDS
             each = budget_seconds()  # waiting for the learner is the point: each look has one
             while time.monotonic() < deadline:
@@ -269,8 +271,8 @@ class ModelRuntime:
             await served.refresh()
         except StoreUnavailable as err:
             raise ServiceError(503, f"the change was not saved: {err}") from None
-        if self.on_append is not None:
-            self.on_append()
+        if self.wake_learner is not None:
+            self.wake_learner()
         return saved
 
     async def rollback(self, version: int) -> CheckpointInfo:
@@ -297,6 +299,6 @@ class ModelRuntime:
             await self.served.refresh()
         except StoreUnavailable as err:
             raise ServiceError(503, f"rollback failed: {err}") from None
-        if self.on_append is not None:
-            self.on_append()
+        if self.wake_learner is not None:
+            self.wake_learner()
         return saved

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from banditree.learners import Learner, build_learner
 from banditree.persistence import dumps
 from service.checkpoint_restore import newest_valid_checkpoint
 from service.metrics import ModelMetrics
+from service.runtime.idle import IdleLearners
 from service.runtime.replay import apply_entry
 from service.store import FencedOut, LogEntry, ModelGone, Store, StoreUnavailable
 
@@ -34,9 +36,17 @@ log = logging.getLogger("banditree.service")
 
 _BATCH = 512  # log entries read per round trip
 _SLICE_SECONDS = 0.05  # longest stretch of learning between two looks at the lease
-_IDLE_SECONDS = 0.01  # wait between two reads of an idle log (or until woken)
 _REQUEST_CHECK_SECONDS = 0.1  # how often a busy learner looks for a checkpoint request
 _RETRY_SECONDS = 0.5  # wait after the store failed
+
+
+def _retry_seconds() -> float:
+    """The wait after a failure, about ``_RETRY_SECONDS``.
+
+    Spread, so that the learners of thousands of models that met one failure do not all
+    retry at the same moment.
+    """
+    return _RETRY_SECONDS * (0.5 + random.random())
 
 
 class LeaseLost(Exception):
@@ -68,8 +78,10 @@ class ModelLearner:
         metrics: ModelMetrics,
         holder: str,
         on_gone: Callable[[], None] | None = None,
+        idle: IdleLearners,
     ) -> None:
         self.name, self.uid, self.config = name, uid, config
+        self.idle = idle  # where this learner waits when its log is read to the end
         self.policy, self.store, self.metrics, self.holder = policy, store, metrics, holder
         self.on_gone = on_gone  # the store no longer holds the model: deleted, or data lost
         self.token: int | None = None
@@ -101,19 +113,26 @@ class ModelLearner:
         led = False  # this learner led until its last failure
         while not self._stopping:
             try:
-                token = await self.store.acquire_lease(
-                    self.name, self.holder, ttl_seconds=self.policy.lease_seconds, now=time.time()
-                )
-                if token is None:
+                acquired = time.monotonic()
+                # a few at a time (thousands may start at once), the lease taken inside:
+                # it lapses 3 s after it is taken, not after a wait for the others
+                async with self.idle.starting:
+                    token = await self.store.acquire_lease(
+                        self.name, self.holder, ttl_seconds=self.policy.lease_seconds,
+                        now=time.time(),
+                    )  # fmt: skip
+                    self.token = token
+                    started = None if token is None else await self._start(token)
+                if token is None or started is None:
                     if led:  # e.g. its last call timed out, then another learner took over
                         log.warning("learner %s lost model %s to another", self.holder, self.name)
                         led = False
                     await self._sleep(self.policy.lease_seconds / 3)
                     continue
-                self.token, led = token, True
+                led = True
                 self.metrics.lease_held.set(1)
                 log.info("learner %s leads model %s (token %d)", self.holder, self.name, token)
-                await self._lead(token)
+                await self._lead(token, *started, renewed=acquired)
             except LeaseLost as err:
                 log.warning("learner %s lost model %s: %s", self.holder, self.name, err)
                 led = False
@@ -121,13 +140,13 @@ class ModelLearner:
                 log.warning("learner of model %s: %s", self.name, err)  # the registry
                 if self.on_gone is not None:
                     self.on_gone()
-                await self._sleep(_RETRY_SECONDS)
+                await self._sleep(_retry_seconds())
             except StoreUnavailable as err:
                 log.error("learner of model %s: store unavailable: %s", self.name, err)
-                await self._sleep(_RETRY_SECONDS)
+                await self._sleep(_retry_seconds())
             except Exception:
                 log.exception("learner of model %s failed; restarting it", self.name)
-                await self._sleep(_RETRY_SECONDS)
+                await self._sleep(_retry_seconds())
             finally:
                 self.token = None
                 self.metrics.lease_held.set(0)
@@ -169,7 +188,8 @@ class ModelLearner:
             return start
         return restored
 
-    async def _lead(self, token: int) -> None:
+    async def _start(self, token: int) -> tuple[Learner, int, int]:
+        """Restore the model: the learner, the offset restored, the offset to go on from."""
         learner, restored = await self._restore()
         offset = await self._start_offset(restored)
         self.offset = offset
@@ -177,9 +197,15 @@ class ModelLearner:
             # a new model: its first checkpoint is the initial one, at offset 0, so the
             # kept checkpoints (and the log after the oldest) always rebuild it
             await self._publish(learner, token, 0, 0.0)
+        return learner, restored, offset
+
+    async def _lead(
+        self, token: int, learner: Learner, restored: int, offset: int, *, renewed: float
+    ) -> None:
+        """Learn the log from ``offset`` under the lease ``token`` (taken at ``renewed``)."""
         published_offset, oldest_unpublished = restored, 0.0
         updates = 0
-        last_publish = renewed = request_checked = time.monotonic()
+        last_publish = request_checked = time.monotonic()
         # publish once caught up: a request taken by a fenced-out predecessor is answered
         caught_up_publish = True
         while True:
@@ -209,8 +235,26 @@ class ModelLearner:
                 await self.store.release_lease(self.name, self.holder, token)
                 return
             renewed = await self._renew(token, renewed)
-            if not entries:
-                await self._sleep(_IDLE_SECONDS)
+            if entries or asked:
+                continue
+            if offset != published_offset:  # learned, not yet published: until it is due
+                publish_at = last_publish + self.policy.every_seconds
+                renew_at = renewed + self.policy.lease_seconds / 3
+                await self._sleep(max(0.0, min(publish_at, renew_at) - time.monotonic()))
+            else:
+                renewed = await self._wait_for_work(token, offset, renewed)
+
+    async def _wait_for_work(self, token: int, offset: int, renewed: float) -> float:
+        """Wait, idle, until woken (the lease renewed meanwhile): when it was renewed last."""
+        self._wake.clear()
+        if self._stopping:  # stop() set the wake-up before this clear: do not wait it away
+            return renewed
+        renewed, lost = await self.idle.wait(
+            self.name, self._wake, token=token, offset=offset, renewed=renewed
+        )
+        if lost:
+            raise LeaseLost("the lease lapsed or was revoked")
+        return renewed
 
     async def _renew(self, token: int, renewed: float) -> float:
         """Renew the lease when a third of it has passed: when it was renewed last."""

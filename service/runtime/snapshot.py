@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from banditree.learners import Learner
 from banditree.persistence import CorruptCheckpoint, loads
-from service.runtime.tasks import stop_tasks
+from service.runtime.tasks import pause_after_pass, stop_tasks
 from service.store import CheckpointInfo, StoreUnavailable
 
 if TYPE_CHECKING:
@@ -130,12 +130,14 @@ class SnapshotWatcher:
             try:
                 wait = max(0.0, next_poll - time.monotonic())
                 names = await store.snapshot_notices(wait)
-                polling = time.monotonic() >= next_poll
-                if polling:
-                    next_poll = time.monotonic() + self.poll_seconds
+                started = time.monotonic()
+                polling = started >= next_poll
                 for runtime in runtimes:
                     if polling or runtime.name in names:
                         await runtime.served.refresh()
+                if polling:  # thousands of models: the poll takes at most a fifth of the time
+                    took = time.monotonic() - started
+                    next_poll = time.monotonic() + pause_after_pass(took, self.poll_seconds)
             except StoreUnavailable as err:
                 log.warning("snapshot watcher: %s", err)
                 await asyncio.sleep(min(self.poll_seconds, 0.5))

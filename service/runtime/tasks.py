@@ -1,4 +1,4 @@
-"""Stopping background tasks within a deadline.
+"""Stopping background tasks within a deadline; pacing passes over every model.
 
 On Python 3.11 ``asyncio.wait_for`` (used inside redis-py for every socket write) drops
 a cancellation that arrives in the loop iteration where the wrapped write completes
@@ -19,6 +19,18 @@ log = logging.getLogger("banditree.service")
 
 #: how often a task that went on after a cancel is cancelled again
 _RECANCEL_SECONDS = 0.1
+
+
+def pause_after_pass(pass_seconds: float, interval_seconds: float, *, share: float = 0.05) -> float:
+    """The wait before a periodic pass over every model runs again.
+
+    Its interval, or longer when the last pass took long: a pass whose cost grows with
+    the number of models (the maintenance sweep, the snapshot poll, discovery, the idle
+    learners' scan) then takes at most ``share`` of the time (the default: nineteen
+    times its length for a twentieth), and requests keep the rest of the event loop.
+    With thousands of models such passes run less often than their interval.
+    """
+    return max(interval_seconds, pass_seconds * (1 - share) / share)
 
 
 async def stop_tasks(tasks: Iterable[asyncio.Task[None]], seconds: float) -> bool:

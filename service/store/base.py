@@ -38,6 +38,7 @@ the alternative; they are lost with the data too, so they cannot tell the two ap
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -87,6 +88,19 @@ class LogBounds:
     last: int
     length: int
     decisions: int = 0
+
+
+@dataclass(frozen=True)
+class IdleLearner:
+    """A learner waiting for work: its model, its lease's fencing token, the offset applied."""
+
+    name: str
+    token: int
+    offset: int
+
+
+#: what :meth:`Store.scan_idle` says of an idle learner
+IdleVerdict = Literal["idle", "work", "lost"]
 
 
 @dataclass(frozen=True)
@@ -263,6 +277,19 @@ class Store(ABC):
         self, name: str, holder: str, token: int, *, ttl_seconds: float, now: float
     ) -> bool:
         """Extend a lease still held with ``token``; False when it was lost."""
+
+    @abstractmethod
+    async def scan_idle(
+        self, holder: str, idle: Sequence[IdleLearner], *, ttl_seconds: float, now: float
+    ) -> dict[str, IdleVerdict]:
+        """Renew the leases ``holder`` holds for ``idle`` learners and find their work, at once.
+
+        Per model: ``"lost"`` when the lease is no longer ``holder``'s under that token
+        (nothing renewed); else the lease is renewed as :meth:`renew_lease` does, and the
+        answer is ``"work"`` when the log holds entries after ``offset`` or a checkpoint
+        was asked for (the request stays, for the learner to take), ``"idle"`` otherwise.
+        One round trip, whatever the number of models.
+        """
 
     @abstractmethod
     async def release_lease(self, name: str, holder: str, token: int) -> None:

@@ -1,11 +1,11 @@
 """How long one request may wait on the store, all its store calls together.
 
 A store's socket timeout bounds one call; a request may make several (a feedback reads
-its decision, then claims it), wait for a pooled connection or for the registry's lock.
-The HTTP middleware gives each request a :class:`StoreBudget`
-(``BANDITREE_STORE_BUDGET_SECONDS``, twice the Redis timeout unless set); every Redis
-call and the lock waits spend from it, and once it is spent the request gets
-:class:`StoreUnavailable` (503) at once.  Only
+its decision, then claims it), wait for a pooled connection or for the lock of its
+model's name (while another request creates, loads or deletes that model).  The HTTP
+middleware gives each request a :class:`StoreBudget` (``BANDITREE_STORE_BUDGET_SECONDS``,
+twice the Redis timeout unless set); every Redis call and the lock waits spend from it,
+and once it is spent the request gets :class:`StoreUnavailable` (503) at once.  Only
 waiting on the store counts, never CPU work between the calls.  Background work
 (learners, sweeps, the snapshot watcher) has no budget; nor do the waits that are the
 point of a request (``POST .../checkpoints`` waiting for the learner, pages of a log

@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import uuid
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar
 
@@ -43,6 +43,8 @@ from service.store.base import (
     EventLookup,
     FencedOut,
     HeldCounters,
+    IdleLearner,
+    IdleVerdict,
     Lease,
     LogBounds,
     LogEntry,
@@ -124,7 +126,8 @@ class RedisStore(Store):
         self._scripts = {
             name: client.register_script(getattr(lua, name))
             for name in (
-                "PUT", "FEEDBACK", "EXPIRE", "ACQUIRE", "RENEW", "SAVE_CHECKPOINT", "HOLD",
+                "PUT", "FEEDBACK", "EXPIRE", "ACQUIRE", "RENEW", "IDLE", "SAVE_CHECKPOINT",
+                "HOLD",
             )
         }  # fmt: skip
         # model -> (token, mark it was issued under): a token from before a loss is fenced
@@ -440,6 +443,24 @@ class RedisStore(Store):
     ) -> bool:
         args = [f"{holder}|{token}", max(1, int(ttl_seconds * 1000))]
         return bool(await self._run("RENEW", [self._key("lease", name)], args))
+
+    @_unavailable
+    async def scan_idle(
+        self, holder: str, idle: Sequence[IdleLearner], *, ttl_seconds: float, now: float
+    ) -> dict[str, IdleVerdict]:
+        script, ttl_ms = self._scripts["IDLE"], max(1, int(ttl_seconds * 1000))
+        async with self.client.pipeline(transaction=False) as pipe:
+            # loaded by the pipeline if Redis lacks it (as AsyncScript.__call__ does)
+            pipe.scripts.add(script)  # type: ignore[arg-type]
+            for learner in idle:
+                keys = [self._key(kind, learner.name) for kind in ("lease", "ctr", "req")]
+                args: list[str | int] = [f"{holder}|{learner.token}", ttl_ms, learner.offset]
+                pipe.evalsha(script.sha, len(keys), *keys, *args)
+            replies = await pipe.execute()
+        codes: dict[int, IdleVerdict] = {0: "lost", 1: "idle", 2: "work"}
+        return {
+            learner.name: codes[int(reply)] for learner, reply in zip(idle, replies, strict=True)
+        }
 
     @_unavailable
     async def release_lease(self, name: str, holder: str, token: int) -> None:

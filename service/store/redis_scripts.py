@@ -127,6 +127,17 @@ if ARGV[2] == '0' then redis.call('DEL', KEYS[1]) else redis.call('PEXPIRE', KEY
 return 1
 """
 
+# an idle learner: renew its lease (KEYS[1]) if still held under ARGV[1]; 0 when lost,
+# 2 when its log (last offset in KEYS[2]) went past ARGV[3] or a checkpoint was asked
+# for (KEYS[3]), 1 when there is nothing to do
+IDLE = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+if tonumber(redis.call('HGET', KEYS[2], 'log_last') or '0') > tonumber(ARGV[3]) then return 2 end
+if redis.call('EXISTS', KEYS[3]) == 1 then return 2 end
+return 1
+"""
+
 _SAVE = """
 local function save(token, version, created, size, offset, acked, keep, blob, channel, name)
   local newest = tonumber(redis.call('HGET', KEYS[1], 'token') or '0')

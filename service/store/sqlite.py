@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
+import json
 import os
 import sqlite3
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -30,6 +31,8 @@ from service.store.base import (
     EventLookup,
     FencedOut,
     HeldCounters,
+    IdleLearner,
+    IdleVerdict,
     Lease,
     LogBounds,
     LogEntry,
@@ -427,6 +430,36 @@ class SqliteStore(Store):
             )
         )
         return cursor.rowcount == 1
+
+    async def scan_idle(
+        self, holder: str, idle: Sequence[IdleLearner], *, ttl_seconds: float, now: float
+    ) -> dict[str, IdleVerdict]:
+        def work(db: sqlite3.Connection) -> dict[str, IdleVerdict]:
+            names = json.dumps([learner.name for learner in idle])
+            among = "model IN (SELECT value FROM json_each(?))"
+            held = dict(
+                db.execute(
+                    f"SELECT model, token FROM lease WHERE holder = ? AND {among}", (holder, names)
+                )
+            )
+            kept = [learner for learner in idle if held.get(learner.name) == learner.token]
+            db.executemany(
+                "UPDATE lease SET expires_at = ? WHERE model = ?",
+                [(now + ttl_seconds, learner.name) for learner in kept],
+            )
+            lasts = dict(
+                db.execute(f"SELECT model, log_last FROM counters WHERE {among}", (names,))
+            )
+            asked = {
+                row[0] for row in db.execute(f"SELECT model FROM requests WHERE {among}", (names,))
+            }
+            verdicts: dict[str, IdleVerdict] = {learner.name: "lost" for learner in idle}
+            for learner in kept:
+                busy = lasts.get(learner.name, 0) > learner.offset or learner.name in asked
+                verdicts[learner.name] = "work" if busy else "idle"
+            return verdicts
+
+        return self._tx(work)
 
     async def release_lease(self, name: str, holder: str, token: int) -> None:
         self._tx(
