@@ -187,7 +187,7 @@ class GradientBandit(Learner):
         """``x`` ``(d,)`` or ``(B, d)`` standardised with ``snap``'s statistics (a new array)."""
         z: FloatArray = (x - snap.mean) * snap.inv_scale
         if self.context_clip is not None:
-            np.clip(z, -self.context_clip, self.context_clip, out=z)
+            _clip_in_place(z, self.context_clip)
         return z
 
     @property
@@ -200,7 +200,7 @@ class GradientBandit(Learner):
         x -= snap.mean  # in place: x is a fresh copy, the decision records ``values``
         x *= snap.inv_scale
         if self.context_clip is not None:
-            np.clip(x, -self.context_clip, self.context_clip, out=x)
+            _clip_in_place(x, self.context_clip)
         out = self.model.forward(snap.frozen, x)
         event_id = self._next_event_id(event_id)
         u_action, u_sign = event_uniforms(self.seed, event_id)
@@ -498,3 +498,10 @@ class GradientBandit(Learner):
             np.array(tensors["snapshot.mean"], dtype=np.float64),
             np.array(tensors["snapshot.inv_scale"], dtype=np.float64),
         )
+
+
+def _clip_in_place(x: FloatArray, bound: float) -> None:
+    """``np.clip(x, -bound, bound, out=x)`` by the two ufuncs, without ``np.clip``'s
+    wrapper (about half its 2.7 us per decision; the same values)."""
+    np.maximum(x, -bound, out=x)
+    np.minimum(x, bound, out=x)
