@@ -21,6 +21,10 @@ held-out accuracy of the greedy policy after the pass, act+learn examples per se
 (VW's text is formatted outside the timing), the ratio default / best VW and its
 geometric mean.  Writes ``results.jsonl`` (one line per run), ``report.md`` and
 ``ratio.png`` in ``--out``; ``--report-only`` re-renders them from ``results.jsonl``.
+
+``--datasets`` also takes the public sets this repository does not hold
+(:data:`benchmarks.external_sets.EXTERNAL`, read from River's wheel), e.g.
+``--datasets river_bananas river_phishing --out runs/bandit_vs_vw_external``.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from banditree.datasets import CLASSIFICATION, Dataset, load
 from banditree.explore import event_uniforms
 from banditree.learners import Feedback, build_learner
 from benchmarks.bandit_vs_vw_report import write_report
+from benchmarks.external_sets import EXTERNAL, load_external
 from simulate.vw import VW_ALGORITHMS, VWPolicy
 
 #: banditree variants (overrides of the LearnerConfig defaults); ``default`` is none
@@ -200,7 +205,7 @@ def best_constant(ds: Dataset, seed: int, max_rounds: int) -> dict[str, Any]:
 def run_task(task: dict[str, Any]) -> list[dict[str, Any]]:
     """Every competitor on one (dataset, seed): a list of result records."""
     name, seed, max_rounds = task["dataset"], task["seed"], task["max_rounds"]
-    ds = load(name)
+    ds = load_external(name) if name in EXTERNAL else load(name)
     head = {"dataset": name, "seed": seed, "n_actions": ds.n_classes}
     records = [{**head, "learner": "best_constant", **best_constant(ds, seed, max_rounds)}]
     ours = [("banditree", variant) for variant in task["variants"]]
@@ -218,7 +223,9 @@ def run_task(task: dict[str, Any]) -> list[dict[str, Any]]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--datasets", nargs="+", default=list(CLASSIFICATION))
+    parser.add_argument(
+        "--datasets", nargs="+", default=list(CLASSIFICATION), choices=[*CLASSIFICATION, *EXTERNAL]
+    )
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--first-seed", type=int, default=0, help="seeds run: first .. first+S-1")
     parser.add_argument("--max-rounds", type=int, default=50_000)

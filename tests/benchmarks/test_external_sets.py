@@ -1,0 +1,30 @@
+"""The public sets read from River's wheel (skipped where River is not installed)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from benchmarks.external_sets import EXTERNAL, load_external
+
+
+@pytest.mark.parametrize(
+    "name,rows,features", [("river_bananas", 5300, 2), ("river_phishing", 1250, 9)]
+)
+def test_external_set_loads_with_a_stratified_split(name: str, rows: int, features: int) -> None:
+    pytest.importorskip("river")
+    ds = load_external(name)
+    assert ds.task == "classification" and ds.n_classes == 2
+    assert len(ds.y_train) + len(ds.y_test) == rows and ds.n_features == features
+    assert np.isfinite(ds.X_train).all() and np.isfinite(ds.X_test).all()
+    # stratified: both splits hold the classes in the same share (to one row)
+    share = [np.mean(ds.y_train == 1), np.mean(ds.y_test == 1)]
+    assert abs(share[0] - share[1]) < 2 / len(ds.y_test)
+    # seeded: the same seed gives the same split
+    assert np.array_equal(load_external(name).y_test, ds.y_test)
+
+
+def test_unknown_external_set_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown external set"):
+        load_external("nope")
+    assert "river_bananas" in EXTERNAL
