@@ -26,7 +26,7 @@ from service.store import IdleLearner, Store, StoreUnavailable
 log = logging.getLogger("banditree.service")
 
 _PASS_SECONDS = 0.01  # between two passes, with few models
-_CHUNK = 64  # learners per store call; requests run between two calls
+_CHUNK = 128  # learners per store call; requests run between two calls
 _RETRY_SECONDS = 0.5  # wait after a pass found the store unreachable
 _STARTS = 8  # learners restoring their model at once (each makes several store calls)
 
@@ -103,7 +103,9 @@ class IdleLearners:
             await asyncio.sleep(max(0.0, min(wait, self.lease_seconds / 3 - took)))
 
     async def _pass(self, started: float) -> None:
-        names = list(self._parked)
+        # the leases renewed longest ago first: a learner parked during a long pass (its
+        # lease taken a second or more before) is renewed at the start of the next one
+        names = sorted(self._parked, key=lambda name: self._parked[name].renewed)
         share = LoopShare()
         for i in range(0, len(names), _CHUNK):
             await share.turn()
