@@ -34,6 +34,7 @@ from service.recovery import recover
 from service.runtime import LearnerPolicy, ModelLearner, ModelRuntime, Policy
 from service.runtime.idle import IdleLearners
 from service.runtime.snapshot import SnapshotWatcher
+from service.runtime.tasks import LoopShare
 from service.schemas import ModelCreate, ModelPolicy
 from service.settings import Settings
 from service.store import ModelGone, Store, StoreUnavailable
@@ -227,15 +228,18 @@ class ModelRegistry:
         if epoch != self.epoch:
             await recover(self, epoch)
             return
+        share = LoopShare()
         if self.serves:  # replicas hold every model, so each one serves its newest snapshot
-            for name in records:
-                if name not in self.runtimes:
-                    await self.get(name)
+            for name in [n for n in records if n not in self.runtimes]:
+                await share.turn()
+                await self.get(name)
         if self.learns:
             for name, record in records.items():
                 if name not in self.learners:
+                    await share.turn()
                     self._start_learner(name, record)
         for name in [n for n in self.learners if n not in records]:
+            await share.turn()
             await self.learners.pop(name).stop()
         for name in [n for n in self.runtimes if n not in records]:
             self.runtimes.pop(name, None)
@@ -339,10 +343,9 @@ class ModelRegistry:
 
     async def sweep(self) -> None:
         """Expire overdue decisions of every served model."""
-        now = time.time()
-        for i, runtime in enumerate(list(self.runtimes.values())):
-            if i % 50 == 49:
-                await asyncio.sleep(0)  # thousands of models: let requests run between them
+        now, share = time.time(), LoopShare()
+        for runtime in list(self.runtimes.values()):
+            await share.turn()  # thousands of models: requests run between them
             try:
                 await runtime.sweep(now)
             except ModelGone:
@@ -352,8 +355,9 @@ class ModelRegistry:
 
     async def refresh_gauges(self) -> None:
         """Pending decisions, log length and lease holder of every model, for a scrape."""
-        now = time.time()
+        now, share = time.time(), LoopShare()
         for runtime in list(self.runtimes.values()):
+            await share.turn()
             try:
                 await runtime.refresh_gauges(now)
             except Exception as err:

@@ -5,8 +5,8 @@ its own (with thousands of models, a read and a lease renewal per model every fe
 milliseconds is more work than the event loop can do).  A pass renews the leases of
 the parked learners and finds those with work (log entries after the offset they
 applied, or a checkpoint request) in one store call per ``_CHUNK`` learners
-(:meth:`Store.scan_idle`), and wakes those, and those whose lease was lost.  Work this
-process gives a learner (an append, a checkpoint request) wakes it at once; the passes
+(:meth:`Store.scan_idle`; requests run between two), and wakes those, and those whose
+lease was lost.  Work this process gives a learner (an append, a checkpoint request) wakes it at once; the passes
 are for the work of other processes.  A pass runs every 10 ms, or less often when it
 takes long (:func:`~service.runtime.tasks.pause_after_pass`), but at least every third
 of the lease's length, so that every lease is renewed in time.
@@ -20,13 +20,13 @@ import logging
 import time
 from dataclasses import dataclass
 
-from service.runtime.tasks import pause_after_pass, stop_tasks
+from service.runtime.tasks import LoopShare, pause_after_pass, stop_tasks
 from service.store import IdleLearner, Store, StoreUnavailable
 
 log = logging.getLogger("banditree.service")
 
 _PASS_SECONDS = 0.01  # between two passes, with few models
-_CHUNK = 256  # learners per store call: the loop is never held for all of them at once
+_CHUNK = 128  # learners per store call; requests run between two calls
 _RETRY_SECONDS = 0.5  # wait after a pass found the store unreachable
 _STARTS = 8  # learners restoring their model at once (each makes several store calls)
 
@@ -103,8 +103,12 @@ class IdleLearners:
             await asyncio.sleep(max(0.0, min(wait, self.lease_seconds / 3 - took)))
 
     async def _pass(self, started: float) -> None:
-        names = list(self._parked)
+        # the leases renewed longest ago first: a learner parked during a long pass (its
+        # lease taken a second or more before) is renewed at the start of the next one
+        names = sorted(self._parked, key=lambda name: self._parked[name].renewed)
+        share = LoopShare()
         for i in range(0, len(names), _CHUNK):
+            await share.turn()
             chunk = [(name, self._parked.get(name)) for name in names[i : i + _CHUNK]]
             parked = {name: p for name, p in chunk if p is not None}
             idle = [IdleLearner(name, p.token, p.offset) for name, p in parked.items()]

@@ -89,6 +89,7 @@ class ModelLearner:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
+        self._published_initial = False  # the last start published a new model's first one
 
     def start(self) -> None:
         # a context of its own: a learner started by a request has no store budget
@@ -193,10 +194,12 @@ class ModelLearner:
         learner, restored = await self._restore()
         offset = await self._start_offset(restored)
         self.offset = offset
+        self._published_initial = False
         if offset == 0 and not await self.store.list_checkpoints(self.name, limit=1):
             # a new model: its first checkpoint is the initial one, at offset 0, so the
             # kept checkpoints (and the log after the oldest) always rebuild it
             await self._publish(learner, token, 0, 0.0)
+            self._published_initial = True
         return learner, restored, offset
 
     async def _lead(
@@ -207,7 +210,8 @@ class ModelLearner:
         updates = 0
         last_publish = request_checked = time.monotonic()
         # publish once caught up: a request taken by a fenced-out predecessor is answered
-        caught_up_publish = True
+        # (the initial checkpoint of a new model, just published, already answers it)
+        caught_up_publish = not self._published_initial
         while True:
             entries = [] if self._stopping else await self._read(offset)
             if entries:

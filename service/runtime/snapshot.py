@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from banditree.learners import Learner
 from banditree.persistence import CorruptCheckpoint, loads
-from service.runtime.tasks import pause_after_pass, stop_tasks
+from service.runtime.tasks import LoopShare, pause_after_pass, stop_tasks
 from service.store import CheckpointInfo, StoreUnavailable
 
 if TYPE_CHECKING:
@@ -132,7 +132,9 @@ class SnapshotWatcher:
                 names = await store.snapshot_notices(wait)
                 started = time.monotonic()
                 polling = started >= next_poll
+                share = LoopShare()
                 for runtime in runtimes:
+                    await share.turn()
                     if polling or runtime.name in names:
                         await runtime.served.refresh()
                 if polling:  # thousands of models: the poll takes at most a fifth of the time

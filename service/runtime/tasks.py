@@ -13,12 +13,36 @@ from __future__ import annotations
 import asyncio
 import io
 import logging
+import time
 from collections.abc import Iterable
 
 log = logging.getLogger("banditree.service")
 
 #: how often a task that went on after a cancel is cancelled again
 _RECANCEL_SECONDS = 0.1
+#: the longest a pass over every model holds the event loop before requests get a turn
+LOOP_SLICE_SECONDS = 0.002
+
+
+class LoopShare:
+    """Gives the event loop back during a long pass: one :meth:`turn` per model.
+
+    A pass over thousands of models awaits store calls that often complete without
+    suspending (the embedded store answers on the calling thread, a Redis reply may be
+    buffered already), so it would hold the loop for the whole pass.  :meth:`turn`
+    yields once the pass has run ``slice_seconds`` since it last did, so a request
+    waits at most about that long for each step it takes on the loop.
+    """
+
+    def __init__(self, slice_seconds: float = LOOP_SLICE_SECONDS) -> None:
+        self.slice_seconds = slice_seconds
+        self._since = time.perf_counter()
+
+    async def turn(self) -> None:
+        """Let other tasks run if this pass has held the loop for a slice."""
+        if time.perf_counter() - self._since >= self.slice_seconds:
+            await asyncio.sleep(0)
+            self._since = time.perf_counter()
 
 
 def pause_after_pass(pass_seconds: float, interval_seconds: float, *, share: float = 0.05) -> float:

@@ -204,7 +204,8 @@ class SqliteStore(Store):
         return None if row is None else str(row[0])
 
     async def load_models(self) -> dict[str, str]:
-        rows = self._tx(lambda db: db.execute("SELECT name, record FROM models").fetchall())
+        # O(models), polled by discovery: read on the reading connection in a worker thread
+        rows = await asyncio.to_thread(self._read, "SELECT name, record FROM models", ())
         return {str(name): str(record) for name, record in sorted(rows)}
 
     async def delete_model(self, name: str) -> None:
@@ -351,22 +352,27 @@ class SqliteStore(Store):
 
     async def pending_count(self, name: str) -> int:
         # O(pending): counted on a reading connection in a worker thread, off the loop
-        return await asyncio.to_thread(self._count_pending, name)
+        rows = await asyncio.to_thread(
+            self._read,
+            "SELECT COUNT(*) FROM decisions WHERE model = ? AND state = 'pending'",
+            (name,),
+        )
+        return int(rows[0][0])
 
-    def _count_pending(self, name: str) -> int:
+    def _read(self, sql: str, args: tuple[Any, ...]) -> list[Any]:
+        """The rows of a query on the reading connection (committed data; in a worker thread).
+
+        The writing connection's mutex is not taken, so the event loop never waits on it.
+        """
         with self._read_mutex:
             try:
                 if self._read_db is None:
                     self._read_db = sqlite3.connect(
                         self.path, isolation_level=None, check_same_thread=False
                     )
-                row = self._read_db.execute(
-                    "SELECT COUNT(*) FROM decisions WHERE model = ? AND state = 'pending'",
-                    (name,),
-                ).fetchone()
+                return self._read_db.execute(sql, args).fetchall()
             except sqlite3.Error as err:
                 raise StoreUnavailable(f"sqlite: {err}") from err
-        return int(row[0])
 
     # -- the log ---------------------------------------------------------------------
     async def read_log(self, name: str, *, after: int, limit: int) -> list[LogEntry]:
