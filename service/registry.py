@@ -20,6 +20,7 @@ import os
 import socket
 import time
 import uuid
+import weakref
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -68,7 +69,9 @@ class ModelRegistry:
         self.watcher = SnapshotWatcher(
             lambda: list(self.runtimes.values()), poll_seconds=settings.snapshot_poll_seconds
         )
-        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}  # per name: lock, users
+        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = (
+            weakref.WeakValueDictionary()
+        )  # per name, dropped with its last user
         self.epoch: str | None = None  # the store epoch this process's models are held in
         self.records: dict[str, str] = {}  # the record of every model served or learned
         self._discovery_wanted = asyncio.Event()
@@ -82,20 +85,14 @@ class ModelRegistry:
         thousands of models, creates and first loads run side by side); waiting for it
         spends the request's store budget, as the calls of the request holding it do.
         """
-        lock, users = self._locks.get(name) or (asyncio.Lock(), 0)
-        self._locks[name] = (lock, users + 1)
+        lock = self._locks.get(name)
+        if lock is None:  # kept while a request holds or awaits it (weakly referenced)
+            lock = self._locks[name] = asyncio.Lock()
+        await within_budget(lock.acquire())
         try:
-            await within_budget(lock.acquire())
-            try:
-                yield
-            finally:
-                lock.release()
+            yield
         finally:
-            lock, users = self._locks[name]
-            if users == 1:
-                del self._locks[name]
-            else:
-                self._locks[name] = (lock, users - 1)
+            lock.release()
 
     def want_discovery(self) -> None:
         """Look at the store's models (and epoch) now rather than at the next poll."""

@@ -111,13 +111,11 @@ class ModelRuntime:
 
     # -- predict ---------------------------------------------------------------------
     async def predict(self, contexts: list[list[float]]) -> tuple[list[Decision], bool]:
-        """Decide for every context and store the decisions: ``(decisions, logged)``."""
+        """Decide for the one context of ``contexts`` and store the decision:
+        ``([decision], logged)``.  A batch goes through :meth:`predict_columns`."""
         started = time.perf_counter()
-        learner = self.learner
-        if len(contexts) == 1:
-            decisions = [learner.act(contexts[0], event_id=new_event_ids(1)[0])]
-        else:  # one standardisation, one batched forward, one vectorised draw
-            decisions = learner.act_batch(contexts, new_event_ids(len(contexts)))
+        (context,) = contexts
+        decisions = [self.learner.act(context, event_id=new_event_ids(1)[0])]
         events = [(d.event_id, decision_payload(self.uid, d)) for d in decisions]
         leaves = [d.extras["reachable_leaves"] for d in decisions if "reachable_leaves" in d.extras]
         explored = sum(d.explored for d in decisions)

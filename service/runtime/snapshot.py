@@ -137,7 +137,7 @@ class SnapshotWatcher:
                     await share.turn()
                     if polling or runtime.name in names:
                         await runtime.served.refresh()
-                if polling:  # thousands of models: the poll takes at most a fifth of the time
+                if polling:  # thousands of models: the poll takes at most a twentieth of the time
                     took = time.monotonic() - started
                     next_poll = time.monotonic() + pause_after_pass(took, self.poll_seconds)
             except StoreUnavailable as err:
