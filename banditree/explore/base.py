@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import struct
 from bisect import bisect_right
 from itertools import accumulate
 from typing import Protocol, runtime_checkable
@@ -12,8 +13,10 @@ import numpy as np
 from banditree.models.dgt.tree_ops import FloatArray, IntArray
 
 _TWO_64 = float(1 << 64)
-_LOW_64 = (1 << 64) - 1
+_INV_TWO_64 = 1.0 / _TWO_64  # exact: a power of two
 _blake2b = hashlib.blake2b
+#: a digest's two little-endian 8-byte halves, as two Python ints
+_halves = struct.Struct("<QQ").unpack
 
 
 @runtime_checkable
@@ -47,9 +50,9 @@ def event_uniforms(seed: int, event_id: str) -> tuple[float, float]:
 
     The first samples the action, the second the perturbation sign.
     """
-    # the digest's two little-endian 8-byte halves, read as one 16-byte number
-    both = int.from_bytes(_event_digest(seed, event_id), "little")
-    return (both & _LOW_64) / _TWO_64, (both >> 64) / _TWO_64
+    # each half rounded to float64 (as int / float does), then scaled exactly by 2**-64
+    low, high = _halves(_blake2b(f"{seed}:{event_id}".encode(), digest_size=16).digest())
+    return low * _INV_TWO_64, high * _INV_TWO_64
 
 
 def event_uniform_rows(seed: int, event_ids: list[str]) -> FloatArray:

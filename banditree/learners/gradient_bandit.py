@@ -9,6 +9,11 @@ from typing import Any, cast
 
 import numpy as np
 
+try:
+    from numpy._core import umath as _umath  # numpy >= 2
+except ImportError:  # pragma: no cover - numpy 1.26
+    from numpy.core import umath as _umath  # type: ignore[no-redef]
+
 from banditree.estimators import (
     Estimator,
     OnePointEstimator,
@@ -52,6 +57,9 @@ class _Snapshot:
 #: examples buffered before their gradients are summed into the accumulator
 _MAX_BUFFERED = 64
 _add_all = np.add.reduce  # the ufunc method itself: ndarray.sum adds a Python wrapper
+_subtract, _multiply = np.subtract, np.multiply
+#: the clip ufunc itself: np.clip adds Python-level dispatch to every call
+_clip: np.ufunc = _umath.clip  # type: ignore[attr-defined]
 
 
 def _sigmoid(z: FloatArray) -> FloatArray:
@@ -197,8 +205,10 @@ class GradientBandit(Learner):
     def act(self, context: Sequence[float] | FloatArray, event_id: str | None = None) -> Decision:
         x, values = context_values(context, self.n_features)
         snap = self._snapshot
-        x -= snap.mean  # in place: x is a fresh copy, the decision records ``values``
-        x *= snap.inv_scale
+        # in place: x is a fresh copy, the decision records ``values`` (the ufuncs
+        # themselves: the operators add a Python-level dispatch per call)
+        _subtract(x, snap.mean, out=x)
+        _multiply(x, snap.inv_scale, out=x)
         if self.context_clip is not None:
             _clip_in_place(x, self.context_clip)
         out = self.model.forward(snap.frozen, x)
@@ -212,16 +222,15 @@ class GradientBandit(Learner):
             action, propensity, greedy = explore_and_sample(
                 self.explorer, scores, self._n_learned, u_action
             )
-            return Decision(
+            return Decision.of_action(
                 event_id,
                 tuple(values),
                 snap.version,
-                action=action,
-                propensity=propensity,
-                greedy_action=greedy,
-                leaf=out.leaf,
-                explored=action != greedy,
-                extras=out.extras,
+                action,
+                propensity,
+                greedy,
+                out.leaf,
+                out.extras,
             )
         y_hat = self.target_offset + self.target_scale * float(out.output[0])
         value, perturbation, probes = y_hat, 0, None
@@ -501,7 +510,6 @@ class GradientBandit(Learner):
 
 
 def _clip_in_place(x: FloatArray, bound: float) -> None:
-    """``np.clip(x, -bound, bound, out=x)`` by the two ufuncs, without ``np.clip``'s
-    wrapper (about half its 2.7 us per decision; the same values)."""
-    np.maximum(x, -bound, out=x)
-    np.minimum(x, bound, out=x)
+    """``np.clip(x, -bound, bound, out=x)`` by the clip ufunc itself, without ``np.clip``'s
+    Python wrapper (0.5 us against its 2.7 us per decision; the same values)."""
+    _clip(x, -bound, bound, out=x)

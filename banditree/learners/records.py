@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 _set_attribute = object.__setattr__
+_new_object = object.__new__
 
 
 @dataclass(frozen=True, init=False)
@@ -71,6 +72,45 @@ class Decision:
                 "extras": {} if extras is None else extras,
             },
         )
+
+    @classmethod
+    def of_action(
+        cls,
+        event_id: str,
+        context: tuple[float, ...],
+        model_version: int,
+        action: int,
+        propensity: float,
+        greedy_action: int,
+        leaf: int | None,
+        extras: dict[str, float],
+    ) -> Decision:
+        """A classification decision (``explored`` when ``action != greedy_action``).
+
+        What ``Decision(..., action=..., ...)`` builds, without the keyword parsing of
+        the general constructor: a third of its cost, paid on every decision.
+        """
+        decision = _new_object(cls)
+        _set_attribute(
+            decision,
+            "__dict__",
+            {
+                "event_id": event_id,
+                "context": context,
+                "model_version": model_version,
+                "action": action,
+                "propensity": propensity,
+                "greedy_action": greedy_action,
+                "value": None,
+                "greedy_value": None,
+                "perturbation": 0,
+                "probes": None,
+                "leaf": leaf,
+                "explored": action != greedy_action,
+                "extras": extras,
+            },
+        )
+        return decision
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready mapping (round-trips through :meth:`from_dict`)."""

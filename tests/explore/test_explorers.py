@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Callable
 
@@ -110,6 +111,17 @@ def test_make_explorer_defaults_and_exponents() -> None:
 def test_epsilon_greedy_is_eq7() -> None:
     pmf = EpsilonGreedy(0.3)(np.array([0.2, 0.7, 0.1, 0.7]))
     np.testing.assert_allclose(pmf, [0.075, 0.775, 0.075, 0.075])  # ties: lowest index
+
+
+@pytest.mark.parametrize("seed", [0, 7, 2**40 + 3])
+def test_event_uniforms_are_the_halves_of_the_event_digest(seed: int) -> None:
+    """The draw of an event is fixed by (seed, event id): blake2b-128 of ``"seed:id"``,
+    its two little-endian 64-bit halves over 2**64 (stored decisions rely on it)."""
+    for event_id in ["0-0", "7-1f", "", "given-42", "\u00fc\u20ac", "x" * 200]:
+        digest = hashlib.blake2b(f"{seed}:{event_id}".encode(), digest_size=16).digest()
+        low, high = (int.from_bytes(half, "little") for half in (digest[:8], digest[8:]))
+        assert event_uniforms(seed, event_id) == (low / 2.0**64, high / 2.0**64)
+    assert event_uniforms(0, "0-0") == event_uniforms(0, "0-0") != event_uniforms(1, "0-0")
 
 
 def test_sampling_frequencies_match_the_pmf() -> None:

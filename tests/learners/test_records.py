@@ -42,6 +42,28 @@ def test_decision_is_a_frozen_record() -> None:
     assert "propensity=0.25" in repr(d)
 
 
+@pytest.mark.parametrize(("action", "greedy", "leaf"), [(2, 2, None), (0, 1, 5)])
+def test_of_action_is_the_keyword_constructor(action: int, greedy: int, leaf: int | None) -> None:
+    """Every field, ``explored`` included, as ``Decision(..., action=...)`` sets it."""
+    extras = {"reachable_leaves": 1.5}
+    d = Decision.of_action("e", (1.0, -2.0), 7, action, 0.125, greedy, leaf, extras)
+    want = Decision(
+        "e",
+        (1.0, -2.0),
+        7,
+        action=action,
+        propensity=0.125,
+        greedy_action=greedy,
+        leaf=leaf,
+        explored=action != greedy,
+        extras=extras,
+    )
+    assert d == want and d.to_dict() == want.to_dict()
+    assert d.explored is (action != greedy)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        d.action = 1  # type: ignore[misc]
+
+
 def test_context_values_checks_as_as_context_and_returns_the_floats() -> None:
     x, values = context_values(np.array([1, 2.5, -3.0]), 3)
     assert x.dtype == np.float64 and values == [1.0, 2.5, -3.0]

@@ -39,6 +39,7 @@ _clip: np.ufunc = _umath.clip  # type: ignore[attr-defined]
 _SIGNS = np.array([1.0, -1.0])
 _SIGN_COLUMN = _SIGNS[:, None]
 _count_nonzero = np.count_nonzero
+_add, _subtract, _multiply, _dot = np.add, np.subtract, np.multiply, np.dot
 #: up to this many leaves (all trees) the forward passes compute every node: a fixed
 #: handful of whole-array numpy calls, cheaper than pruning at this size
 DENSE_MAX_LEAVES = 4096
@@ -143,7 +144,7 @@ class FrozenTEL:
         2**l + node within the level``) of each level the conditional pass computed
         ``<w, x>`` for, then the reached leaves.
         """
-        if visited is None and self._dense:
+        if self._dense and visited is None:
             return self.forward_one_dense(x)
         return self.forward_one_conditional(x, visited)
 
@@ -170,10 +171,17 @@ class FrozenTEL:
         About a dozen numpy calls whatever the depth: at this size numpy's per-call
         cost, not arithmetic, sets the time.
         """
-        steps = self._odd_steps(x @ self._double_nodes_t) * _SIGN_COLUMN
-        steps += 2.0  # (2, nodes): 4 S, then 4 (1 - S)
+        # _odd_steps inlined, by the ufuncs and np.dot (the operators and ``@`` dispatch
+        # through Python-level wrappers: 1.4 of 13 us here; the same numbers)
+        v = _dot(x, self._double_nodes_t)
+        _clip(v, -1.0, 1.0, out=v)
+        odd = _multiply(v, v)
+        _subtract(3.0, odd, out=odd)
+        _multiply(odd, v, out=odd)
+        steps = _multiply(odd, _SIGN_COLUMN)
+        _add(steps, 2.0, out=steps)  # (2, nodes): 4 S, then 4 (1 - S)
         prob = _multiply_levels(steps.take(self._paths), axis=0)  # 4**depth P(x -> leaf)
-        out: FloatArray = self._scaled_leaves_t @ prob
+        out: FloatArray = _dot(self._scaled_leaves_t, prob)
         return out, int(_count_nonzero(prob))
 
     def forward_one_conditional(
