@@ -86,7 +86,8 @@ class FrozenTEL:
     _double_nodes_t: FloatArray = field(init=False, repr=False, compare=False)
     _scaled_leaves_t: FloatArray = field(init=False, repr=False, compare=False)
     _spans: tuple[slice, ...] = field(init=False, repr=False, compare=False)
-    _paths: IntArray = field(init=False, repr=False, compare=False)
+    _parent_paths: IntArray = field(init=False, repr=False, compare=False)
+    _last_level: slice = field(init=False, repr=False, compare=False)
     _node_rows: IntArray = field(init=False, repr=False, compare=False)
     _dense: bool = field(init=False, repr=False, compare=False)
 
@@ -104,7 +105,9 @@ class FrozenTEL:
         nodes *= 1.0 / self.gamma
         leaves = self.leaf_weights.reshape(m << depth, -1).take(layout.orders[-1], 0)
         for name, value in (
-            ("_paths", layout.paths),
+            # the steps of the paths to the nodes of the last level, and that level
+            ("_parent_paths", np.ascontiguousarray(layout.paths[:-1, : m << (depth - 1)])),
+            ("_last_level", layout.level_spans[-1]),
             ("_node_rows", layout.node_rows),
             ("_dense", (m << depth) <= DENSE_MAX_LEAVES),
             ("_levels", tuple(nodes[span] for span in layout.level_spans)),
@@ -165,8 +168,9 @@ class FrozenTEL:
 
     def forward_one_dense(self, x: FloatArray) -> tuple[FloatArray, int]:
         """:meth:`forward_one` computing every node: one product for all the nodes of all
-        the trees, the smooth step on the whole array, then every leaf probability as
-        the product of the steps on its path (one gather, one reduction over the levels).
+        the trees, the smooth step on the whole array, then the probability of every node
+        of the last level as the product of the steps on its path (one gather, one
+        reduction over the levels), times its two steps (one product) for the leaves.
 
         About a dozen numpy calls whatever the depth: at this size numpy's per-call
         cost, not arithmetic, sets the time.
@@ -180,7 +184,10 @@ class FrozenTEL:
         _multiply(odd, v, out=odd)
         steps = _multiply(odd, _SIGN_COLUMN)
         _add(steps, 2.0, out=steps)  # (2, nodes): 4 S, then 4 (1 - S)
-        prob = _multiply_levels(steps.take(self._paths), axis=0)  # 4**depth P(x -> leaf)
+        prob = _multiply_levels(steps.take(self._parent_paths), axis=0)  # last level's nodes
+        # children of position i: i and i + E (the leaves' products in the same order
+        # as a gather over the whole paths, a third fewer entries gathered)
+        prob = _multiply(steps[:, self._last_level], prob).ravel()  # 4**depth P(x -> leaf)
         out: FloatArray = _dot(self._scaled_leaves_t, prob)
         return out, int(_count_nonzero(prob))
 
