@@ -67,6 +67,14 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "no_clip": {"context_clip": 0.0},
     # the ridge penalty (9 hard sets, 1 seed, 10,000 rounds, unclipped: geometric mean of
     # loss / best VW 0.821 at 1, 0.792 at 10, 0.841 at 30, 0.890 at 100)
+    # the default before the mix and the greedier SquareCB (gamma scale 10, VW's)
+    "ridge_gamma10": {"ridge_mix_rate": 0.0, "explorer_parameter": 10.0},
+    # each change alone (14 sets x 3 seeds, geometric mean of loss / best VW, coil2000's
+    # ratio; the ridge default 0.753, 1.079): gamma scale 30 0.701, 1.044; 50 0.701,
+    # 1.043; 100 0.688, 1.035 (segmentation and letter lose on a seed); the mix at 50 0.698, 1.015
+    "no_ridge_mix": {"ridge_mix_rate": 0.0},
+    "gamma10": {"explorer_parameter": 10.0},
+    "gamma100": {"explorer_parameter": 100.0},
     "ridge_l2_3": {"ridge_l2": 3.0},
     "ridge_l2_30": {"ridge_l2": 30.0},
     "eps0.05": {"explorer": "epsilon_greedy", "explorer_parameter": 0.05},

@@ -62,7 +62,8 @@ class PerActionRidge:
             raise ValueError(f"mix_rate must be >= 0, got {mix_rate}")
         self.mix_rate = float(mix_rate)
         #: per action: rounds learned, their summed reward, and the progressive squared
-        #: error of the mean minus that of the ridge (> 0: the ridge predicts better)
+        #: error of the mean minus that of the ridge (> 0: the ridge predicts better);
+        #: counted until the action has ``d`` rounds, when the mix ends
         self.mix_stats: FloatArray = np.zeros((n_actions, 3))
         dim = n_features + 1
         penalty = np.full(dim, float(l2))
@@ -102,7 +103,7 @@ class PerActionRidge:
         """
         u = np.ones(x.shape[1] + 1)
         applied = 0
-        mixing, stats = self.mix_rate > 0.0, self.mix_stats
+        mixing, stats, dim = self.mix_rate > 0.0, self.mix_stats, x.shape[1]
         with np.errstate(all="ignore"):  # overflows are caught below
             for row, action, reward in zip(x, actions, rewards, strict=True):
                 u[:-1] = row
@@ -116,7 +117,7 @@ class PerActionRidge:
                 w += gain * residual
                 inv -= np.outer(gain, iu)
                 applied += 1
-                if mixing:
+                if mixing and stats[action, 0] < dim:
                     st = stats[action]
                     mean = (MIX_MEAN_PRIOR * self.prior[action] + st[1]) / (MIX_MEAN_PRIOR + st[0])
                     st += (1.0, reward, (reward - mean) ** 2 - residual**2)
@@ -133,7 +134,7 @@ class PerActionRidge:
 
     def served(self) -> tuple[FloatArray, FloatArray]:
         """``(slopes (K, d), intercepts (K,))`` served: the ridge fit, or its mix (``mix_rate``)."""
-        if self.mix_rate == 0.0:
+        if self.mix_rate == 0.0 or self.mix_stats[:, 0].min() >= self.weights.shape[1] - 1:
             return self.slopes, self.intercepts
         alpha = self.mix_weights()
         n, total = self.mix_stats[:, 0], self.mix_stats[:, 1]
