@@ -74,7 +74,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # 1.043; 100 0.688, 1.035 (segmentation and letter lose on a seed); the mix at 50
     # 0.698, 1.015.  Rejected mixes at 50: without the head start 0.741, 1.008 (texture
     # 0.185 against 0.119, optdigits 0.112 against 0.096); at 100 without it 0.735, 1.004,
-    # fars 1.001; mixing at every round count, not only below d rounds, 0.724 (waveform_40
+    # fars 1.001; mixing at every round count, not only below d rounds (rate 30, head start
+    # 0.3), 0.724 (waveform_40
     # 0.181 against 0.164: its ridge ties the mean in squared error but ranks better);
     # a tree step every round for the first 300 rounds, coil2000 1.012 (texture noisier)
     "no_ridge_mix": {"ridge_mix_rate": 0.0},
