@@ -35,6 +35,7 @@ def learner_config(
     n_trees: int | None = None,
     linear_update: str | None = None,
     ridge_l2: float | None = None,
+    ridge_mix_rate: float | None = None,
     context_clip: float | None = None,
     seed: int = 0,
 ) -> dict[str, Any]:
@@ -46,8 +47,9 @@ def learner_config(
     Classification explores with ``explorer`` (``explorer_parameter``,
     ``explorer_exponent``; unset: the ``LearnerConfig`` defaults); ``explore`` is the
     shorthand for epsilon-greedy with that epsilon.  The full-information twin plays
-    greedily.  ``linear_update``, ``ridge_l2`` and ``context_clip`` are passed on when
-    set (unset: the ``LearnerConfig`` defaults).  The full-information estimator gets ``env``'s loss: its Huber threshold
+    greedily.  ``linear_update``, ``ridge_l2``, ``ridge_mix_rate`` and ``context_clip``
+    are passed on when set (unset: the ``LearnerConfig`` defaults).  The
+    full-information estimator gets ``env``'s loss: its Huber threshold
     (``huber_delta``) and, when not 0/1, its loss matrix.
     """
     config: dict[str, Any] = {
@@ -67,6 +69,7 @@ def learner_config(
     for name, value in (
         ("linear_update", linear_update),
         ("ridge_l2", ridge_l2),
+        ("ridge_mix_rate", ridge_mix_rate),
         ("context_clip", context_clip),
     ):
         if value is not None:

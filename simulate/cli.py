@@ -65,7 +65,7 @@ def simulate_command(
     explorer_parameter: float | None = typer.Option(
         None,
         "--explorer-parameter",
-        help="Gamma scale (squarecb, default 10), epsilon (0.3) or temperature (0.1).",
+        help="Gamma scale (squarecb, default 50), epsilon (0.3) or temperature (0.1).",
     ),
     explorer_exponent: float | None = typer.Option(
         None,
@@ -94,6 +94,12 @@ def simulate_command(
     ),
     ridge_l2: float | None = typer.Option(
         None, "--ridge-l2", help="Penalty of the ridge linear term (default 10)."
+    ),
+    ridge_mix_rate: float | None = typer.Option(
+        None,
+        "--ridge-mix-rate",
+        help="Rate of the ridge's mix with the mean reward while an action has fewer "
+        "rounds than features (default 10; 0: off).",
     ),
     context_clip: float | None = typer.Option(
         None,
@@ -189,6 +195,7 @@ def simulate_command(
                 n_trees=n_trees,
                 linear_update=linear_update,
                 ridge_l2=ridge_l2,
+                ridge_mix_rate=ridge_mix_rate,
                 context_clip=context_clip,
                 vw_learning_rate=vw_learning_rate,
                 eval_points=eval_points,

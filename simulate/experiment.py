@@ -65,6 +65,7 @@ class SimulationOptions:
     n_trees: int | None = None
     linear_update: str | None = None
     ridge_l2: float | None = None
+    ridge_mix_rate: float | None = None
     context_clip: float | None = None
     vw_learning_rate: float | None = None
     eval_points: int = 12
@@ -131,6 +132,7 @@ def _competitors(
                 n_trees=options.n_trees,
                 linear_update=options.linear_update,
                 ridge_l2=options.ridge_l2,
+                ridge_mix_rate=options.ridge_mix_rate,
                 context_clip=options.context_clip,
                 seed=seed,
             )

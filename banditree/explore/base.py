@@ -140,7 +140,7 @@ def explore_rows(explorer: Explorer, scores: FloatArray, t: int = 0) -> FloatArr
 EXPLORER_DEFAULTS: dict[str, tuple[str, float, float]] = {
     "epsilon_greedy": ("epsilon", 0.3, 0.0),
     "softmax": ("temperature", 0.1, 0.0),
-    "squarecb": ("gamma_scale", 10.0, 0.5),
+    "squarecb": ("gamma_scale", 50.0, 0.5),
 }
 
 

@@ -25,15 +25,16 @@ class LearnerConfig(BaseModel):
 
     Defaults are the paper's bandit defaults except where ``benchmarks/bandit_vs_vw.py``
     measured better ones (``benchmarks/bandit_regression.py`` for regression):
-    SquareCB exploration with ``gamma_t = 10 t^0.5`` (not epsilon-greedy 0.3), the
-    output read as the predicted reward (``reward_link`` identity, not sigmoid), least
-    squares on the played action's reward (``max_importance_weight`` 1, the regression
-    SquareCB assumes, not eq. 8's ``1/p``), and, for classification trees, a per-action
-    bias and a per-action linear term on the context beside the leaves, fitted by online
-    ridge regression of the played reward (penalty 10; AdaGrad at 0.1 where the ridge
-    state would be too large), the tree learning the residual by RMSprop at 3e-3 (not
-    1e-3), on contexts standardised and clipped to [-3, 3]; regression keeps the shared
-    bias only, at 3e-3, unclipped.
+    SquareCB exploration with ``gamma_t = 50 t^0.5`` (not epsilon-greedy 0.3, nor VW's
+    scale 10), the output read as the predicted reward (``reward_link`` identity, not
+    sigmoid), least squares on the played action's reward (``max_importance_weight`` 1,
+    the regression SquareCB assumes, not eq. 8's ``1/p``), and, for classification
+    trees, a per-action bias and a per-action linear term on the context beside the
+    leaves, fitted by online ridge regression of the played reward (penalty 10; while an
+    action has fewer rounds than features, mixed with its mean reward by progressive
+    validation; AdaGrad at 0.1 where the ridge state would be too large), the tree
+    learning the residual by RMSprop at 3e-3 (not 1e-3), on contexts standardised and
+    clipped to [-3, 3]; regression keeps the shared bias only, at 3e-3, unclipped.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -83,6 +84,16 @@ class LearnerConfig(BaseModel):
     ridge_l2: float = Field(
         10.0, gt=0.0, le=1e6, description="linear_update ridge: the penalty (prior weight, rounds)"
     )
+    ridge_mix_rate: float = Field(
+        10.0,
+        ge=0.0,
+        le=1e6,
+        description=(
+            "linear_update ridge: while an action has fewer rounds than n_features, serve the "
+            "exponential-weights mix (this rate) of its ridge fit and its mean reward, by "
+            "their progressive squared errors on its rounds; 0: the ridge fit alone"
+        ),
+    )
     context_clip: float | None = Field(
         None,
         ge=0.0,
@@ -103,7 +114,7 @@ class LearnerConfig(BaseModel):
         None,
         ge=0.0,
         le=1e6,
-        description="epsilon / temperature / gamma scale (null: 0.3 / 0.1 / 10)",
+        description="epsilon / temperature / gamma scale (null: 0.3 / 0.1 / 50)",
     )
     explorer_exponent: float | None = Field(
         None,

@@ -161,7 +161,9 @@ def _build_fresh(config: LearnerConfig | dict[str, Any]) -> Learner:
         target_scale=c.target_scale,
         seed=c.seed,
         config=stored,
-        ridge=PerActionRidge(c.n_outputs, c.n_features, c.ridge_l2, model.output_bias)
+        ridge=PerActionRidge(
+            c.n_outputs, c.n_features, c.ridge_l2, model.output_bias, mix_rate=c.ridge_mix_rate
+        )
         if c.uses_ridge
         else None,
         context_clip=c.resolved_context_clip,

@@ -170,7 +170,7 @@ class GradientBandit(Learner):
         if ridge is not None:
             if self.task != "classification" or not {"bias", "linear"} <= set(self._params):
                 raise ValueError("ridge needs a classification model with bias and linear")
-            self._params.update(bias=ridge.intercepts, linear=ridge.slopes)
+            self._serve_ridge(self._params)
         self._standardizer = RunningStandardizer(self.n_features)
         self._accum: Params = {}
         self._accum_finite = True
@@ -391,12 +391,18 @@ class GradientBandit(Learner):
             grads = {k: v for k, v in grads.items() if k not in ("bias", "linear")}
         new = self._optimizer.step(self._params, grads)
         if ridge is not None:
-            new.update(bias=ridge.intercepts, linear=ridge.slopes)
+            self._serve_ridge(new)
         if not all(np.isfinite(p).all() for p in new.values()):
             return False  # never let a model hold NaN: drop the step
         self._params = new
         self._snapshot = self._make_snapshot(self._snapshot.version + 1)
         return True
+
+    def _serve_ridge(self, params: Params) -> None:
+        """Set ``params``' bias and linear term to what the ridge serves."""
+        assert self._ridge is not None
+        slopes, intercepts = self._ridge.served()
+        params.update(bias=intercepts, linear=slopes)
 
     def _flush(self) -> None:
         """Add the buffered examples' gradients into the accumulator."""
@@ -439,6 +445,8 @@ class GradientBandit(Learner):
         if self._ridge is not None:
             tensors["ridge.inv_gram"] = self._ridge.inv_gram.copy()
             tensors["ridge.weights"] = self._ridge.weights.copy()
+            tensors["ridge.mix_stats"] = self._ridge.mix_stats.copy()
+            tensors["ridge.prior"] = self._ridge.prior.copy()
         tensors["std.mean"] = self._standardizer.mean
         tensors["std.m2"] = self._standardizer.m2
         # the statistics decisions read: those of the last update, not the running ones
@@ -479,9 +487,13 @@ class GradientBandit(Learner):
         ridge = self._ridge
         if ridge is not None and "ridge.weights" not in tensors:
             # a checkpoint of a gradient-stepped linear term: the ridge starts from it
-            ridge.restart(params["linear"], params["bias"])
+            ridge.restart(params["linear"], params["bias"], trusted=True)
         elif ridge is not None:
-            for name in ("inv_gram", "weights"):
+            if "ridge.mix_stats" not in tensors:  # before the mix: the ridge fit was served
+                ridge.restart(params["linear"], params["bias"], trusted=True)
+            for name in ("inv_gram", "weights", "mix_stats", "prior"):
+                if f"ridge.{name}" not in tensors:
+                    continue
                 value = np.array(tensors[f"ridge.{name}"], dtype=np.float64)
                 if value.shape != getattr(ridge, name).shape or not np.isfinite(value).all():
                     raise ValueError(f"checkpoint ridge.{name} does not match the model")

@@ -9,6 +9,13 @@ import numpy as np
 
 from banditree.models.dgt.tree_ops import FloatArray
 
+#: exponent of the mix that serves the ridge fit alone (weight 1 - 2e-22)
+_TRUSTED = 50.0
+#: squared error the ridge may lose to the mean before the mix leaves it (a head start)
+MIX_HEAD_START = 0.5
+#: weight of the prior in the mean reward the mix compares the ridge with, in rounds
+MIX_MEAN_PRIOR = 1.0
+
 
 class PerActionRidge:
     """``w_a = argmin sum_t (w . u_t - r_t)^2 + l2 |w - w0|^2`` over the rounds that played ``a``.
@@ -29,6 +36,13 @@ class PerActionRidge:
         Penalty on the intercept (``None``: ``l2``).
     prior
         Initial intercept of every action (the predicted reward before any round).
+    mix_rate
+        ``> 0``: while an action has fewer rounds than features (when its slopes can
+        fit noise), :meth:`served` gives it the exponential-weights mix (this rate) of
+        the ridge fit and its mean reward (prior weight :data:`MIX_MEAN_PRIOR`), by
+        their progressive squared errors on its rounds (each predicts a round before
+        learning it), the ridge with a head start of :data:`MIX_HEAD_START`; from
+        ``d`` rounds on, and with ``0``, the ridge fit alone.
     """
 
     def __init__(
@@ -38,11 +52,19 @@ class PerActionRidge:
         l2: float = 1.0,
         prior: float = 0.0,
         intercept_l2: float | None = None,
+        mix_rate: float = 0.0,
     ) -> None:
         intercept_l2 = l2 if intercept_l2 is None else intercept_l2
         for name, value in (("l2", l2), ("intercept_l2", intercept_l2)):
             if not (np.isfinite(value) and value > 0.0):
                 raise ValueError(f"{name} must be > 0, got {value}")
+        if not (np.isfinite(mix_rate) and mix_rate >= 0.0):
+            raise ValueError(f"mix_rate must be >= 0, got {mix_rate}")
+        self.mix_rate = float(mix_rate)
+        #: per action: rounds learned, their summed reward, and the progressive squared
+        #: error of the mean minus that of the ridge (> 0: the ridge predicts better);
+        #: counted until the action has ``d`` rounds, when the mix ends
+        self.mix_stats: FloatArray = np.zeros((n_actions, 3))
         dim = n_features + 1
         penalty = np.full(dim, float(l2))
         penalty[-1] = intercept_l2
@@ -51,11 +73,19 @@ class PerActionRidge:
         self.weights: FloatArray = np.zeros((n_actions, dim))
         self.restart(np.zeros((n_actions, n_features)), np.full(n_actions, float(prior)))
 
-    def restart(self, slopes: FloatArray, intercepts: FloatArray) -> None:
-        """Forget every round: the prior becomes ``slopes`` ``(K, d)`` and ``intercepts`` ``(K,)``."""
+    def restart(self, slopes: FloatArray, intercepts: FloatArray, trusted: bool = False) -> None:
+        """Forget every round: the prior becomes ``slopes`` ``(K, d)`` and ``intercepts`` ``(K,)``.
+
+        ``trusted``: the mix (``mix_rate``) serves the prior whole from the start (a
+        linear term trained elsewhere), not its mix with the mean reward.
+        """
         self.inv_gram[:] = np.diag(1.0 / self._penalty)
         self.weights[:, :-1] = slopes
         self.weights[:, -1] = intercepts
+        self.prior = intercepts.astype(np.float64).copy()
+        self.mix_stats[:] = 0.0
+        if trusted and self.mix_rate > 0.0:
+            self.mix_stats[:, 2] = _TRUSTED / self.mix_rate
 
     def update(self, x: FloatArray, action: int, reward: float) -> bool:
         """One round: context ``x`` ``(d,)``, played ``action``, observed ``reward``.
@@ -73,6 +103,7 @@ class PerActionRidge:
         """
         u = np.ones(x.shape[1] + 1)
         applied = 0
+        mixing, stats, dim = self.mix_rate > 0.0, self.mix_stats, x.shape[1]
         with np.errstate(all="ignore"):  # overflows are caught below
             for row, action, reward in zip(x, actions, rewards, strict=True):
                 u[:-1] = row
@@ -86,7 +117,31 @@ class PerActionRidge:
                 w += gain * residual
                 inv -= np.outer(gain, iu)
                 applied += 1
+                if mixing and stats[action, 0] < dim:
+                    st = stats[action]
+                    mean = (MIX_MEAN_PRIOR * self.prior[action] + st[1]) / (MIX_MEAN_PRIOR + st[0])
+                    st += (1.0, reward, (reward - mean) ** 2 - residual**2)
         return applied
+
+    def mix_weights(self) -> FloatArray:
+        """``(K,)``: the weight of the ridge fit in the served prediction of each action."""
+        if self.mix_rate == 0.0:
+            return np.ones(len(self.weights))
+        gap = MIX_HEAD_START + self.mix_stats[:, 2]
+        out: FloatArray = 1.0 / (1.0 + np.exp(-np.clip(self.mix_rate * gap, -_TRUSTED, _TRUSTED)))
+        out[self.mix_stats[:, 0] >= self.weights.shape[1] - 1] = 1.0
+        return out
+
+    def served(self) -> tuple[FloatArray, FloatArray]:
+        """``(slopes (K, d), intercepts (K,))`` served: the ridge fit, or its mix (``mix_rate``)."""
+        if self.mix_rate == 0.0 or self.mix_stats[:, 0].min() >= self.weights.shape[1] - 1:
+            return self.slopes, self.intercepts
+        alpha = self.mix_weights()
+        n, total = self.mix_stats[:, 0], self.mix_stats[:, 1]
+        mean = (MIX_MEAN_PRIOR * self.prior + total) / (MIX_MEAN_PRIOR + n)
+        slopes = self.weights[:, :-1] * alpha[:, None]
+        intercepts = alpha * self.weights[:, -1] + (1.0 - alpha) * mean
+        return slopes, intercepts
 
     @property
     def slopes(self) -> FloatArray:

@@ -102,7 +102,7 @@ def test_squarecb_matches_vowpal_wabbits_inverse_gap_weighting() -> None:
 
 
 def test_make_explorer_defaults_and_exponents() -> None:
-    assert make_explorer("squarecb") == SquareCB(10.0, 0.5)
+    assert make_explorer("squarecb") == SquareCB(50.0, 0.5)
     assert make_explorer("epsilon_greedy") == EpsilonGreedy(0.3, 0.0)
     assert make_explorer("epsilon_greedy", 0.5, 0.25) == EpsilonGreedy(0.5, 0.25)
     assert make_explorer("softmax", None, 0.5) == Softmax(0.1, 0.5)

@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 from banditree.learners import Feedback, LearnerConfig, build_learner
 from banditree.learners.factory import restore_learner
-from banditree.learners.ridge import PerActionRidge
-from tests.learners.test_contract import stream
+from banditree.learners.ridge import MIX_HEAD_START, MIX_MEAN_PRIOR, PerActionRidge
+from tests.learners.test_contract import N_FEATURES, stream
 
 
 def batch_ridge(
@@ -68,6 +68,91 @@ def test_penalty_must_be_positive(l2: float) -> None:
         PerActionRidge(2, 3, l2)
 
 
+def slow_mix(
+    x: np.ndarray, actions: np.ndarray, r: np.ndarray, l2: float, prior: float, rate: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """The slow reference of the mix: each round scored by batch fits of the rounds before."""
+    k, d = 3, x.shape[1]
+    slopes, intercepts = np.zeros((k, d)), np.zeros(k)
+    for a in range(k):
+        xa, ra = x[actions == a], r[actions == a]
+        gap = MIX_HEAD_START
+        for i in range(len(ra)):
+            w = batch_ridge(xa[:i], ra[:i], l2, l2, prior)
+            mean = (MIX_MEAN_PRIOR * prior + ra[:i].sum()) / (MIX_MEAN_PRIOR + i)
+            gap += (ra[i] - mean) ** 2 - (ra[i] - w[:-1] @ xa[i] - w[-1]) ** 2
+        w = batch_ridge(xa, ra, l2, l2, prior)
+        mean = (MIX_MEAN_PRIOR * prior + ra.sum()) / (MIX_MEAN_PRIOR + len(ra))
+        alpha = 1.0 if len(ra) >= d else 1.0 / (1.0 + np.exp(-np.clip(rate * gap, -50, 50)))
+        slopes[a] = alpha * w[:-1]
+        intercepts[a] = alpha * w[-1] + (1.0 - alpha) * mean
+    return slopes, intercepts
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    n=st.integers(0, 40),
+    d=st.integers(1, 12),
+    l2=st.floats(0.1, 50.0),
+    prior=st.floats(0.0, 1.0),
+    rate=st.floats(0.1, 100.0),
+)
+def test_served_mix_equals_the_slow_reference(
+    seed: int, n: int, d: int, l2: float, prior: float, rate: float
+) -> None:
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, d))
+    actions = rng.integers(0, 3, size=n)
+    rewards = rng.integers(0, 2, size=n).astype(float)
+    ridge = PerActionRidge(3, d, l2, prior, mix_rate=rate)
+    assert ridge.update_rows(x, actions.tolist(), rewards.tolist()) == n
+    slopes, intercepts = ridge.served()
+    expected = slow_mix(x, actions, rewards, l2, prior, rate)
+    np.testing.assert_allclose(slopes, expected[0], rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(intercepts, expected[1], rtol=1e-6, atol=1e-8)
+
+
+def test_mix_keeps_the_mean_while_the_slopes_fit_noise_and_the_ridge_once_they_predict() -> None:
+    rng = np.random.default_rng(0)
+    d, n = 40, 30  # fewer rounds than features
+    x = rng.normal(size=(2 * n, d))
+    noise = (rng.uniform(size=2 * n) < 0.1).astype(float)  # reward unrelated to x
+    signal = (x[:, 0] > 0).astype(float)  # reward a function of x
+    ridge = PerActionRidge(2, d, 10.0, 0.5, mix_rate=10.0)
+    ridge.update_rows(x[:n], [0] * n, noise[:n].tolist())
+    ridge.update_rows(x[:n], [1] * n, signal[:n].tolist())
+    alpha = ridge.mix_weights()
+    assert alpha[0] < 0.01 and alpha[1] > 0.99
+    slopes, intercepts = ridge.served()
+    assert np.abs(slopes[0]).max() < 1e-3
+    assert intercepts[0] == pytest.approx((MIX_MEAN_PRIOR * 0.5 + noise[:n].sum()) / (1 + n), 1e-3)
+    ridge.update_rows(x[n:], [0] * n, noise[n:].tolist())  # d rounds and more: the ridge
+    assert ridge.mix_weights()[0] == 1.0
+    np.testing.assert_array_equal(ridge.served()[0][0], ridge.slopes[0])
+    off = PerActionRidge(2, d, 10.0, 0.5)  # mix_rate 0: the ridge fit alone
+    off.update_rows(x[:n], [0] * n, noise[:n].tolist())
+    np.testing.assert_array_equal(off.served()[0], off.slopes)
+    with pytest.raises(ValueError, match="mix_rate"):
+        PerActionRidge(2, d, mix_rate=-1.0)
+
+
+def test_a_checkpoint_from_before_the_mix_serves_its_ridge_fit() -> None:
+    learner = build_learner({"n_features": N_FEATURES, "n_actions": 3, "height": 3, "seed": 1})
+    x, labels = stream(8, seed=3)  # fewer rounds per action than features: the mix is on
+    for row, label in zip(x, labels.tolist(), strict=True):
+        d = learner.act(row)
+        learner.learn(d, Feedback(loss=float(d.action != label)))
+    tensors, meta = learner.state()
+    old = {k: v for k, v in tensors.items() if k not in ("ridge.mix_stats", "ridge.prior")}
+    ridge = learner._ridge  # type: ignore[attr-defined]
+    old["param.linear"], old["param.bias"] = ridge.slopes, ridge.intercepts  # served then
+    assert (ridge.mix_stats[:, 0] < N_FEATURES).any()
+    copy = restore_learner(old, meta)
+    np.testing.assert_array_equal(copy._ridge.served()[0], ridge.slopes)  # type: ignore[attr-defined]
+    np.testing.assert_array_equal(copy._ridge.weights, ridge.weights)  # type: ignore[attr-defined]
+
+
 def test_learner_bias_and_linear_term_are_the_ridge_fit_and_survive_a_checkpoint() -> None:
     config = {"n_features": 5, "n_actions": 3, "height": 3, "accumulate": 2, "seed": 1}
     learner = build_learner({**config, "linear_update": "ridge", "ridge_l2": 5.0})
@@ -77,8 +162,9 @@ def test_learner_bias_and_linear_term_are_the_ridge_fit_and_survive_a_checkpoint
         learner.learn(d, Feedback(loss=float(d.action != label)))
     params = learner.parameters()
     ridge = learner._ridge  # type: ignore[attr-defined]
-    np.testing.assert_array_equal(params["linear"], ridge.slopes)
-    np.testing.assert_array_equal(params["bias"], ridge.intercepts)
+    slopes, intercepts = ridge.served()
+    np.testing.assert_array_equal(params["linear"], slopes)
+    np.testing.assert_array_equal(params["bias"], intercepts)
     assert params["linear"].any()
     tensors, meta = learner.state()
     copy = restore_learner(tensors, meta)

@@ -28,6 +28,7 @@ CONTRACT = [
     "--explorer-exponent",
     "--linear-update",
     "--ridge-l2",
+    "--ridge-mix-rate",
     "--context-clip",
 ]
 
@@ -72,6 +73,7 @@ def test_linear_term_settings_reach_the_learner_config(tmp_path: Path) -> None:
     bad = CliRunner().invoke(app, [*args, "--linear-update", "newton"], terminal_width=200)
     assert bad.exit_code != 0 and "--linear-update" in bad.output
     chosen = ["--linear-update", "adagrad", "--ridge-l2", "3", "--context-clip", "0"]
+    chosen += ["--ridge-mix-rate", "2"]
     result = CliRunner().invoke(app, [*args, *chosen], terminal_width=200)
     assert result.exit_code == 0, result.output
     config = json.loads((tmp_path / "report.json").read_text())["learners"]["dgt"]["config"]
@@ -80,6 +82,7 @@ def test_linear_term_settings_reach_the_learner_config(tmp_path: Path) -> None:
         3.0,
         0.0,
     )
+    assert config["ridge_mix_rate"] == 2.0
 
 
 def test_python_dash_m_simulate_writes_a_report(tmp_path: Path) -> None:
