@@ -1,0 +1,206 @@
+"""The decision writes of the Redis store: every predict's pending decisions, batched.
+
+A predict is answered only once its decisions are in Redis, so this write is on every
+answer.  :class:`DecisionWrites` queues the decisions of concurrent predictions and
+sends them together: one ``PUT`` script call per model (see
+:mod:`service.store.redis_scripts`), all calls of a batch in one socket write on the
+store's :class:`~service.store.redis_wire.WireConnection`, one batch in flight at a time
+(unless the queue holds a full batch: what is queued while a batch travels goes as the
+next one, so under load a batch holds many requests).  Queueing, sending and handing out
+the replies are plain callbacks: a batch costs no task and no coroutine.
+
+A caller waits on a future that gets ``None`` once its decisions are stored, or
+:class:`~service.store.base.StoreUnavailable` (Redis away, a timeout, an error reply).
+Without a wire connection (TLS, a unix socket) the pooled client sends the calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import hiredis
+from redis.asyncio.client import Redis
+from redis.commands.core import AsyncScript
+from redis.exceptions import RedisError, ResponseError
+
+from service.store.base import StoreUnavailable
+from service.store.redis_wire import WireConnection, store_error
+
+#: queued decisions that go to Redis at once, even while another batch is in flight
+FULL_BATCH = 256
+
+#: one request's decisions of one model: deadline, expire_ms, values, event ids
+_Group = tuple[str, int, list[str], list[str]]
+#: one PUT call: keys, args, and the waiters of the requests whose decisions it holds
+_Call = tuple[list[str], list[Any], list[asyncio.Future[None]]]
+
+
+def _settle(calls: list[_Call], errors: list[BaseException | None]) -> None:
+    for (_, _, waiters), error in zip(calls, errors, strict=True):
+        for done in waiters:
+            if done.done():  # its request gave up waiting
+                continue
+            if error is None:
+                done.set_result(None)
+            else:
+                done.set_exception(error)
+
+
+class DecisionWrites:
+    """A queue of decision writes, sent to Redis a batch at a time."""
+
+    def __init__(
+        self,
+        client: Redis,
+        script: AsyncScript,
+        key: Callable[..., str],
+        wire: WireConnection | None,
+    ) -> None:
+        self.client, self.script, self.key, self.wire = client, script, key, wire
+        self._queue: list[tuple[str, _Group, asyncio.Future[None]]] = []
+        self._queued = 0  # decisions in self._queue
+        self._in_flight = 0  # batches sent and not answered
+        self._tasks: set[asyncio.Task[None]] = set()  # connecting, or the pooled client
+        self._closed = False
+
+    def put(
+        self, name: str, deadline: str, expire_ms: int, values: list[str], event_ids: list[str]
+    ) -> asyncio.Future[None]:
+        """Queue one request's decisions; the future is done once they are stored."""
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+        self._queue.append((name, (deadline, expire_ms, values, event_ids), done))
+        self._queued += len(event_ids)
+        if len(self._queue) == 1 and not self._in_flight:
+            loop.call_soon(self._send)
+        elif self._queued >= FULL_BATCH:  # worth a round trip of its own now
+            loop.call_soon(self._send, True)
+        return done
+
+    def _send(self, full: bool = False) -> None:
+        if not self._queue or (self._in_flight and not (full and self._queued >= FULL_BATCH)):
+            return
+        if self._closed:
+            self._fail_queue()
+            return
+        batch, self._queue, self._queued = self._queue, [], 0
+        calls = self._calls(batch)
+        self._in_flight += 1
+        if self.wire is not None and self.wire.connected:
+            self._submit(calls, self.script.sha)
+        else:
+            task = asyncio.ensure_future(self._send_later(calls))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    def _calls(self, batch: list[tuple[str, _Group, asyncio.Future[None]]]) -> list[_Call]:
+        """One call per model, split at FULL_BATCH decisions (a long script blocks Redis)."""
+        grouped: list[tuple[str, list[_Group], list[asyncio.Future[None]]]] = []
+        filling: dict[str, tuple[list[_Group], list[asyncio.Future[None]], int]] = {}
+        for name, group, done in batch:
+            groups, waiters, size = filling.pop(name, ([], [], 0))
+            if not groups:
+                grouped.append((name, groups, waiters))
+            groups.append(group)
+            waiters.append(done)
+            size += len(group[3])
+            if size < FULL_BATCH:
+                filling[name] = (groups, waiters, size)
+        calls: list[_Call] = []
+        for name, groups, waiters in grouped:
+            args: list[Any] = [len(groups)]
+            values: list[str] = []
+            ids: list[str] = []
+            for deadline, expire_ms, group_values, group_ids in groups:
+                args += (deadline, expire_ms, len(group_ids))
+                values += group_values
+                ids += group_ids
+            keys = [self.key("due", name), self.key("ctr", name)]
+            keys += [self.key("ev", name, event_id) for event_id in ids]
+            calls.append((keys, args + values + ids, waiters))
+        return calls
+
+    def _submit(self, calls: list[_Call], sha: str | None) -> None:
+        """Write every call (by ``sha``, or the script itself when None) at once."""
+        assert self.wire is not None
+        head = ("EVALSHA", sha) if sha is not None else ("EVAL", self.script.script)
+        packed = b"".join(
+            hiredis.pack_command((*head, len(keys), *keys, *args)) for keys, args, _ in calls
+        )
+
+        def replied(replies: list[Any] | None, error: BaseException | None) -> None:
+            if replies is None:
+                self._done(calls, [store_error(error or RedisError("no reply"))] * len(calls))
+                return
+            errors = [_error(reply) for reply in replies]
+            missing = [
+                i for i, reply in enumerate(replies)
+                if isinstance(reply, hiredis.ReplyError) and str(reply).startswith("NOSCRIPT")
+            ]  # fmt: skip
+            if missing and sha is not None and self.wire is not None and self.wire.connected:
+                # Redis restarted (or flushed its scripts): send the script itself
+                self._in_flight += 1
+                self._submit([calls[i] for i in missing], None)
+                for i in missing:
+                    errors[i] = None
+                    calls[i] = (calls[i][0], calls[i][1], [])  # answered by the resend
+            self._done(calls, errors)
+
+        self.wire.submit(packed, len(calls), replied)
+
+    async def _send_later(self, calls: list[_Call]) -> None:
+        """The cold path: open the wire connection first, or send through the pool."""
+        try:
+            if self.wire is not None:
+                await self.wire.connect()
+                self._submit(calls, self.script.sha)
+                return
+            results = await asyncio.gather(
+                *(self._pooled(keys, args) for keys, args, _ in calls), return_exceptions=True
+            )
+            self._done(calls, [_failure(result) for result in results])
+        except (RedisError, OSError) as err:
+            self._done(calls, [store_error(err)] * len(calls))
+        except BaseException:  # cancelled (the store closing): no waiter waits forever
+            self._done(calls, [StoreUnavailable("redis: the store is closing")] * len(calls))
+            raise
+
+    def _pooled(self, keys: list[str], args: list[Any]) -> Awaitable[Any]:
+        return self.script(keys=keys, args=args, client=self.client)
+
+    def _done(self, calls: list[_Call], errors: list[BaseException | None]) -> None:
+        _settle(calls, errors)
+        self._in_flight -= 1
+        self._send()  # what was queued while that batch travelled
+
+    async def close(self) -> None:
+        """Fail what is queued and in flight (their waiters get StoreUnavailable)."""
+        self._closed = True
+        tasks, self._tasks = set(self._tasks), set()
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=1.0)
+        if self.wire is not None:
+            self.wire.close()  # what is in flight fails
+        self._fail_queue()
+
+    def _fail_queue(self) -> None:
+        queue, self._queue, self._queued = self._queue, [], 0
+        closing = StoreUnavailable("redis: the store is closing")
+        _settle([([], [], [done for _, _, done in queue])], [closing])
+
+
+def _error(reply: Any) -> BaseException | None:
+    """None for a reply, the store's error for an error reply."""
+    if isinstance(reply, hiredis.ReplyError):
+        return store_error(ResponseError(str(reply)))
+    return None
+
+
+def _failure(result: Any) -> BaseException | None:
+    if isinstance(result, RedisError | OSError):
+        return store_error(result)
+    return result if isinstance(result, BaseException) else None

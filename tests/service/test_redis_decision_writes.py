@@ -1,0 +1,155 @@
+"""Decision writes of the Redis store: batched into few calls, and kept working on the cold paths.
+
+Each test has a Redis of its own, so ``INFO commandstats`` counts only its calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+
+import pytest
+import redis
+from redis.asyncio import Redis
+
+from service.store import RedisStore, StoreUnavailable
+from service.store.redis_decisions import FULL_BATCH
+from tests.service.own_redis import OwnRedis, needs_redis_server
+
+pytestmark = [pytest.mark.anyio, needs_redis_server]
+T0 = 1_000.0
+
+
+def script_calls(port: int) -> dict[str, int]:
+    """Calls of EVALSHA and EVAL since the last reset, then reset."""
+    client = redis.Redis(port=port)
+    try:
+        stats = client.info("commandstats")
+        client.config_resetstat()
+    finally:
+        client.close()
+    return {
+        name: int(stats.get(f"cmdstat_{name}", {}).get("calls", 0)) for name in ("evalsha", "eval")
+    }
+
+
+async def pending(store: RedisStore, name: str, event_ids: list[str]) -> list[str]:
+    found = [await store.peek_event(name, event_id, now=T0) for event_id in event_ids]
+    return [f.status for f in found]
+
+
+async def put_many(store: RedisStore, names: list[str], count: int, tag: str) -> list[str]:
+    ids = [f"{tag}{i}" for i in range(count)]
+    await asyncio.gather(
+        *(
+            store.put_events(names[i % len(names)], [(event_id, f"p{i}")], now=T0, ttl_seconds=60)
+            for i, event_id in enumerate(ids)
+        )
+    )
+    return ids
+
+
+async def test_concurrent_writes_go_as_one_script_call_per_model(own_redis: OwnRedis) -> None:
+    store = RedisStore.from_url(f"redis://127.0.0.1:{own_redis.port}/0")
+    try:
+        await store.ping()
+        await put_many(store, ["a"], 1, "warm")  # connects and loads the script
+        script_calls(own_redis.port)
+        ids = await put_many(store, ["a", "b"], 40, "e")
+        assert script_calls(own_redis.port) == {"evalsha": 2, "eval": 0}
+        assert await pending(store, "a", ids[0::2]) == ["pending"] * 20
+        assert await pending(store, "b", ids[1::2]) == ["pending"] * 20
+        assert await pending(store, "a", ids[1:2]) == ["unknown"]
+    finally:
+        await store.close()
+
+
+async def test_writes_queued_while_a_batch_travels_go_together_next(own_redis: OwnRedis) -> None:
+    store = RedisStore.from_url(f"redis://127.0.0.1:{own_redis.port}/0")
+    try:
+        await put_many(store, ["a"], 1, "warm")
+        script_calls(own_redis.port)
+        first = asyncio.ensure_future(put_many(store, ["a"], 1, "first"))
+        await asyncio.sleep(0)  # the first write is queued ...
+        await asyncio.sleep(0)  # ... and sent
+        later = await put_many(store, ["a"], 30, "later")
+        await first
+        assert script_calls(own_redis.port) == {"evalsha": 2, "eval": 0}
+        assert await pending(store, "a", ["first0", *later]) == ["pending"] * 31
+    finally:
+        await store.close()
+
+
+async def test_a_full_batch_is_split_into_calls_of_at_most_full_batch(own_redis: OwnRedis) -> None:
+    store = RedisStore.from_url(f"redis://127.0.0.1:{own_redis.port}/0")
+    try:
+        await put_many(store, ["a"], 1, "warm")
+        script_calls(own_redis.port)
+        events = [(f"big{i}", "p") for i in range(FULL_BATCH + 10)]
+        await store.put_events("a", events, now=T0, ttl_seconds=60)
+        ids = await put_many(store, ["a"], 5, "small")
+        assert script_calls(own_redis.port)["evalsha"] <= 3
+        assert await pending(store, "a", [e for e, _ in events] + ids) == ["pending"] * (
+            FULL_BATCH + 15
+        )
+    finally:
+        await store.close()
+
+
+async def test_writes_after_redis_lost_its_scripts_send_the_script(own_redis: OwnRedis) -> None:
+    store = RedisStore.from_url(f"redis://127.0.0.1:{own_redis.port}/0")
+    try:
+        await put_many(store, ["a"], 1, "warm")
+        redis.Redis(port=own_redis.port).script_flush()
+        script_calls(own_redis.port)
+        ids = await put_many(store, ["a", "b"], 10, "e")
+        assert script_calls(own_redis.port) == {"evalsha": 2, "eval": 2}
+        assert await pending(store, "a", ids[0::2]) == ["pending"] * 5
+        assert await pending(store, "b", ids[1::2]) == ["pending"] * 5
+        ids = await put_many(store, ["a"], 3, "again")  # loaded again by EVAL: by sha now
+        assert script_calls(own_redis.port) == {"evalsha": 1, "eval": 0}
+    finally:
+        await store.close()
+
+
+async def test_a_dropped_connection_is_opened_again(own_redis: OwnRedis) -> None:
+    store = RedisStore.from_url(f"redis://127.0.0.1:{own_redis.port}/0")
+    try:
+        await put_many(store, ["a"], 1, "warm")
+        killer = redis.Redis(port=own_redis.port)
+        assert killer.client_kill_filter(_type="normal", skipme=True) >= 1
+        killer.close()
+        for _ in range(50):  # the store learns of the loss when the socket reports it
+            await asyncio.sleep(0.01)
+            try:
+                ids = await put_many(store, ["a"], 5, "after")
+                break
+            except StoreUnavailable:
+                continue
+        assert await pending(store, "a", ids) == ["pending"] * 5
+    finally:
+        await store.close()
+
+
+async def test_without_socket_timeouts_the_pooled_client_writes(own_redis: OwnRedis) -> None:
+    store = RedisStore(Redis(port=own_redis.port))  # no wire connection without a timeout
+    try:
+        ids = await put_many(store, ["a", "b"], 12, "e")
+        assert await pending(store, "a", ids[0::2]) == ["pending"] * 6
+        assert await pending(store, "b", ids[1::2]) == ["pending"] * 6
+    finally:
+        await store.close()
+
+
+async def test_writes_to_a_stopped_redis_fail_as_unavailable(own_redis: OwnRedis) -> None:
+    store = RedisStore.from_url(f"redis://127.0.0.1:{own_redis.port}/0", timeout_seconds=0.2)
+    try:
+        await put_many(store, ["a"], 1, "warm")
+        own_redis.signal(signal.SIGSTOP)
+        results = await asyncio.gather(
+            *(put_many(store, ["a"], 3, f"frozen{i}") for i in range(3)), return_exceptions=True
+        )
+        assert all(isinstance(r, StoreUnavailable) for r in results), results
+    finally:
+        own_redis.signal(signal.SIGCONT)
+        await store.close()
