@@ -10,9 +10,10 @@ sequence -> checkpoint bytes), ``ckpts:{name}`` (sorted set of checkpoint infos)
 ``req:{name}`` (checkpoint asked for), ``epoch`` (the store's epoch id) and the channel
 ``snapshots`` (model names).  ``ctr:{name}`` also holds the ``mark`` of a held model.
 
-Every multi-key step is one Lua script (see :mod:`service.store.redis_scripts`); the
-decision writes of concurrent predictions go to Redis in one script call per model
-(one round trip), one batch in flight at a time.  Socket
+Every multi-key step is one Lua script (see :mod:`service.store.redis_scripts`), but the
+decision writes: those of concurrent predictions go to Redis as one ``MULTI``/``EXEC``
+transaction per model, in one round trip, one batch in flight at a time
+(:mod:`service.store.redis_decisions`).  Socket
 timeouts are short and nothing is retried: when Redis is away a call fails fast with
 :class:`StoreUnavailable` and the caller decides (a predict is still answered, a
 feedback gets 503).  Durability is Redis's own: with ``appendonly yes`` and
@@ -108,16 +109,14 @@ class RedisStore(Store):
         self._scripts = {
             name: client.register_script(getattr(lua, name))
             for name in (
-                "PUT", "FEEDBACK", "EXPIRE", "ACQUIRE", "RENEW", "IDLE", "SAVE_CHECKPOINT",
+                "FEEDBACK", "EXPIRE", "ACQUIRE", "RENEW", "IDLE", "SAVE_CHECKPOINT",
                 "HOLD",
             )
         }  # fmt: skip
         # model -> (token, mark it was issued under): a token from before a loss is fenced
         self._lease_marks: dict[str, tuple[int, str]] = {}
         self._pubsub: PubSub | None = None
-        self._decisions = DecisionWrites(
-            client, self._scripts["PUT"], self._key, _put_connection(client)
-        )
+        self._decisions = DecisionWrites(client, self._key, _put_connection(client))
 
     @classmethod
     def from_url(

@@ -13,6 +13,7 @@ import redis
 from redis.asyncio import Redis
 
 from service.store import RedisStore, StoreUnavailable
+from service.store.base import event_deadlines
 from service.store.redis_decisions import FULL_BATCH
 from tests.service.own_redis import OwnRedis, needs_redis_server
 
@@ -20,17 +21,16 @@ pytestmark = [pytest.mark.anyio, needs_redis_server]
 T0 = 1_000.0
 
 
-def script_calls(port: int) -> dict[str, int]:
-    """Calls of EVALSHA and EVAL since the last reset, then reset."""
+def transactions(port: int) -> dict[str, int]:
+    """Calls of EXEC, ZADD, HINCRBY and SET since the last reset, then reset."""
     client = redis.Redis(port=port)
     try:
         stats = client.info("commandstats")
         client.config_resetstat()
     finally:
         client.close()
-    return {
-        name: int(stats.get(f"cmdstat_{name}", {}).get("calls", 0)) for name in ("evalsha", "eval")
-    }
+    names = ("exec", "zadd", "hincrby", "set")
+    return {name: int(stats.get(f"cmdstat_{name}", {}).get("calls", 0)) for name in names}
 
 
 async def pending(store: RedisStore, name: str, event_ids: list[str]) -> list[str]:
@@ -49,14 +49,14 @@ async def put_many(store: RedisStore, names: list[str], count: int, tag: str) ->
     return ids
 
 
-async def test_concurrent_writes_go_as_one_script_call_per_model(own_redis: OwnRedis) -> None:
+async def test_concurrent_writes_go_as_one_transaction_per_model(own_redis: OwnRedis) -> None:
     store = RedisStore.from_url(f"redis://127.0.0.1:{own_redis.port}/0")
     try:
         await store.ping()
-        await put_many(store, ["a"], 1, "warm")  # connects and loads the script
-        script_calls(own_redis.port)
+        await put_many(store, ["a"], 1, "warm")  # connects
+        transactions(own_redis.port)
         ids = await put_many(store, ["a", "b"], 40, "e")
-        assert script_calls(own_redis.port) == {"evalsha": 2, "eval": 0}
+        assert transactions(own_redis.port) == {"exec": 2, "zadd": 2, "hincrby": 2, "set": 40}
         assert await pending(store, "a", ids[0::2]) == ["pending"] * 20
         assert await pending(store, "b", ids[1::2]) == ["pending"] * 20
         assert await pending(store, "a", ids[1:2]) == ["unknown"]
@@ -68,13 +68,13 @@ async def test_writes_queued_while_a_batch_travels_go_together_next(own_redis: O
     store = RedisStore.from_url(f"redis://127.0.0.1:{own_redis.port}/0")
     try:
         await put_many(store, ["a"], 1, "warm")
-        script_calls(own_redis.port)
+        transactions(own_redis.port)
         first = asyncio.ensure_future(put_many(store, ["a"], 1, "first"))
         await asyncio.sleep(0)  # the first write is queued ...
         await asyncio.sleep(0)  # ... and sent
         later = await put_many(store, ["a"], 30, "later")
         await first
-        assert script_calls(own_redis.port) == {"evalsha": 2, "eval": 0}
+        assert transactions(own_redis.port) == {"exec": 2, "zadd": 2, "hincrby": 2, "set": 31}
         assert await pending(store, "a", ["first0", *later]) == ["pending"] * 31
     finally:
         await store.close()
@@ -84,11 +84,11 @@ async def test_a_full_batch_is_split_into_calls_of_at_most_full_batch(own_redis:
     store = RedisStore.from_url(f"redis://127.0.0.1:{own_redis.port}/0")
     try:
         await put_many(store, ["a"], 1, "warm")
-        script_calls(own_redis.port)
+        transactions(own_redis.port)
         events = [(f"big{i}", "p") for i in range(FULL_BATCH + 10)]
         await store.put_events("a", events, now=T0, ttl_seconds=60)
         ids = await put_many(store, ["a"], 5, "small")
-        assert script_calls(own_redis.port)["evalsha"] <= 3
+        assert transactions(own_redis.port)["exec"] <= 3
         assert await pending(store, "a", [e for e, _ in events] + ids) == ["pending"] * (
             FULL_BATCH + 15
         )
@@ -96,18 +96,38 @@ async def test_a_full_batch_is_split_into_calls_of_at_most_full_batch(own_redis:
         await store.close()
 
 
-async def test_writes_after_redis_lost_its_scripts_send_the_script(own_redis: OwnRedis) -> None:
-    store = RedisStore.from_url(f"redis://127.0.0.1:{own_redis.port}/0")
+async def test_the_decision_count_and_deadlines_are_stored(own_redis: OwnRedis) -> None:
+    store = RedisStore.from_url(f"redis://127.0.0.1:{own_redis.port}/0", prefix="p:")
     try:
-        await put_many(store, ["a"], 1, "warm")
-        redis.Redis(port=own_redis.port).script_flush()
-        script_calls(own_redis.port)
-        ids = await put_many(store, ["a", "b"], 10, "e")
-        assert script_calls(own_redis.port) == {"evalsha": 2, "eval": 2}
-        assert await pending(store, "a", ids[0::2]) == ["pending"] * 5
-        assert await pending(store, "b", ids[1::2]) == ["pending"] * 5
-        ids = await put_many(store, ["a"], 3, "again")  # loaded again by EVAL: by sha now
-        assert script_calls(own_redis.port) == {"evalsha": 1, "eval": 0}
+        await store.put_events("a", [("x", "px"), ("y", "py")], now=T0, ttl_seconds=60)
+        await store.put_events("a", [("z", "pz")], now=T0 + 1, ttl_seconds=60)
+        client = redis.Redis(port=own_redis.port)
+        assert client.hget("p:ctr:{a}", "decisions") == b"3"
+        due = client.zrange("p:due:{a}", 0, -1, withscores=True)
+        assert due == [(b"x", T0 + 60), (b"y", T0 + 60), (b"z", T0 + 61)]
+        keep_ms = 1000 * (event_deadlines(T0, 60)[1] - T0)  # kept until, from when stored
+        assert keep_ms - 1000 < client.pttl("p:ev:{a}:x") <= keep_ms
+        assert (
+            client.get("p:ev:{a}:z")
+            == f"{T0 + 61!r}|{event_deadlines(T0 + 1, 60)[1]!r}|pz".encode()
+        )
+        client.close()
+    finally:
+        await store.close()
+
+
+async def test_a_failed_transaction_fails_only_its_requests(own_redis: OwnRedis) -> None:
+    store = RedisStore.from_url(f"redis://127.0.0.1:{own_redis.port}/0", prefix="p:")
+    try:
+        redis.Redis(port=own_redis.port).set("p:due:{broken}", "not a sorted set")
+        results = await asyncio.gather(
+            store.put_events("broken", [("b", "p")], now=T0, ttl_seconds=60),
+            store.put_events("fine", [("f", "p")], now=T0, ttl_seconds=60),
+            return_exceptions=True,
+        )
+        assert isinstance(results[0], StoreUnavailable) and "WRONGTYPE" in str(results[0])
+        assert results[1] is None
+        assert await pending(store, "fine", ["f"]) == ["pending"]
     finally:
         await store.close()
 
