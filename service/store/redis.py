@@ -34,7 +34,7 @@ from redis.asyncio.connection import Connection
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError
+from redis.exceptions import RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from service.store import redis_scripts as lua
@@ -87,8 +87,9 @@ def _info(member: Any) -> CheckpointInfo:
     )
 
 
-def _put_connection(client: Redis) -> WireConnection | None:
-    """A connection of its own for the decision writes, for a plain TCP Redis with timeouts."""
+def _wire_connection(client: Redis) -> WireConnection | None:
+    """A connection of its own for the calls of requests (decision writes, a feedback's
+    look-up and claim), for a plain TCP Redis with timeouts."""
     pool = client.connection_pool
     kwargs = pool.connection_kwargs
     if pool.connection_class is not Connection or not kwargs.get("socket_timeout"):
@@ -116,7 +117,9 @@ class RedisStore(Store):
         # model -> (token, mark it was issued under): a token from before a loss is fenced
         self._lease_marks: dict[str, tuple[int, str]] = {}
         self._pubsub: PubSub | None = None
-        self._decisions = DecisionWrites(client, self._key, _put_connection(client))
+        # one kept-open connection for the calls of every request (None: the pool does them)
+        self._wire = _wire_connection(client)
+        self._decisions = DecisionWrites(client, self._key, self._wire)
 
     @classmethod
     def from_url(
@@ -141,6 +144,19 @@ class RedisStore(Store):
 
     async def _run(self, script: str, keys: list[str], args: list[Any]) -> Any:
         return await self._scripts[script](keys=keys, args=args)
+
+    async def _run_on_wire(self, script: str, keys: list[str], args: list[Any]) -> Any:
+        """:meth:`_run` on the wire connection (the calls of requests), if there is one."""
+        if self._wire is None:
+            return await self._run(script, keys, args)
+        lua = self._scripts[script]
+        try:
+            return await self._wire.call("EVALSHA", lua.sha, len(keys), *keys, *args)
+        except ResponseError as err:
+            if not str(err).startswith("NOSCRIPT"):
+                raise
+            # Redis restarted (or flushed its scripts): send the script itself
+            return await self._wire.call("EVAL", lua.script, len(keys), *keys, *args)
 
     @_unavailable
     async def ping(self) -> None:
@@ -227,10 +243,14 @@ class RedisStore(Store):
 
     @_unavailable
     async def peek_event(self, name: str, event_id: str, *, now: float) -> EventLookup:
-        async with self.client.pipeline(transaction=False) as pipe:
-            pipe.get(self._key("ev", name, event_id))
-            pipe.get(self._key("done", name, event_id))
-            value, mark = await pipe.execute()
+        keys = self._key("ev", name, event_id), self._key("done", name, event_id)
+        if self._wire is not None:
+            value, mark = await self._wire.execute(("GET", keys[0]), ("GET", keys[1]))
+        else:
+            async with self.client.pipeline(transaction=False) as pipe:
+                pipe.get(keys[0])
+                pipe.get(keys[1])
+                value, mark = await pipe.execute()
         if value is not None:
             deadline, _, payload = _text(value).split("|", 2)
             return EventLookup("pending" if now <= float(deadline) else "expired", payload)
@@ -246,7 +266,7 @@ class RedisStore(Store):
             self._key(kind, name, event_id) if kind in ("ev", "done") else self._key(kind, name)
             for kind in ("ev", "done", "due", "log", "ctr")
         ]
-        reply = await self._run("FEEDBACK", keys, [event_id, repr(now), feedback])
+        reply = await self._run_on_wire("FEEDBACK", keys, [event_id, repr(now), feedback])
         status = _text(reply[0])
         if status == "gone":
             raise ModelGone(f"the store does not hold model {name!r}")

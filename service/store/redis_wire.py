@@ -8,7 +8,8 @@ speaks RESP directly: commands are packed by hiredis and written to the transpor
 and the replies are parsed by a hiredis reader as they arrive and handed, in order, to
 the callback of the write they answer (writes may overlap: they are pipelined on the one
 connection).  :meth:`WireConnection.submit` is a plain function, so a batch of writes
-costs no task and no coroutine; :meth:`WireConnection.call` awaits one reply.
+costs no task and no coroutine; :meth:`WireConnection.execute` awaits the replies of a
+few commands (a feedback's look-up and claim).
 
 Failures keep the store's rules: every write gives up after the Redis timeout, a timeout
 or a lost connection fails every write in flight with redis-py's ``TimeoutError`` /
@@ -148,25 +149,33 @@ class WireConnection:
 
     async def call(self, *args: Any) -> Any:
         """Send one command and wait for its reply (an error reply raises ``ResponseError``)."""
-        await self.connect()
-        assert self._resp is not None
-        reply = await self._roundtrip(self._resp, hiredis.pack_command(args))
-        if isinstance(reply, hiredis.ReplyError):
-            raise ResponseError(str(reply))
+        (reply,) = await self.execute(args)
         return reply
 
-    async def _roundtrip(self, resp: _Resp, packed: bytes) -> Any:
-        waiter: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    async def execute(self, *commands: tuple[Any, ...]) -> list[Any]:
+        """Write ``commands`` together and wait for their replies (an error reply raises
+        ``ResponseError``)."""
+        await self.connect()
+        assert self._resp is not None
+        packed = b"".join(hiredis.pack_command(command) for command in commands)
+        replies = await self._roundtrip(self._resp, packed, len(commands))
+        for reply in replies:
+            if isinstance(reply, hiredis.ReplyError):
+                raise ResponseError(str(reply))
+        return replies
+
+    async def _roundtrip(self, resp: _Resp, packed: bytes, count: int = 1) -> list[Any]:
+        waiter: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
 
         def answered(replies: list[Any] | None, error: BaseException | None) -> None:
-            if waiter.done():  # the caller gave up: its reply is left unread
+            if waiter.done():  # the caller gave up: its replies are left unread
                 return
             if replies is None:
                 waiter.set_exception(error or RedisConnectionError("no reply"))
             else:
-                waiter.set_result(replies[0])
+                waiter.set_result(replies)
 
-        self._write(resp, packed, 1, answered)
+        self._write(resp, packed, count, answered)
         return await waiter
 
     def _timed_out(self, resp: _Resp, write: _Write) -> None:
@@ -209,7 +218,7 @@ class WireConnection:
         return resp
 
     async def _checked(self, resp: _Resp, args: tuple[Any, ...]) -> None:
-        reply = await self._roundtrip(resp, hiredis.pack_command(args))
+        (reply,) = await self._roundtrip(resp, hiredis.pack_command(args))
         if isinstance(reply, hiredis.ReplyError):
             raise RedisConnectionError(f"redis refused {args[0]}: {reply}")
 

@@ -173,3 +173,35 @@ async def test_writes_to_a_stopped_redis_fail_as_unavailable(own_redis: OwnRedis
     finally:
         own_redis.signal(signal.SIGCONT)
         await store.close()
+
+
+async def claim(store: RedisStore, name: str, event_id: str) -> str:
+    found = await store.append_feedback(name, event_id, '{"loss": 0.5}', now=T0 + 1)
+    return found.status
+
+
+async def test_feedback_is_claimed_on_the_wire_after_redis_lost_its_scripts(
+    own_redis: OwnRedis,
+) -> None:
+    store = RedisStore.from_url(f"redis://127.0.0.1:{own_redis.port}/0")
+    try:
+        await store.hold_model("a")
+        ids = await put_many(store, ["a"], 3, "e")
+        assert await claim(store, "a", ids[0]) == "claimed"
+        redis.Redis(port=own_redis.port).script_flush()
+        assert await claim(store, "a", ids[1]) == "claimed"  # the script itself was sent
+        assert await claim(store, "a", ids[1]) == "duplicate"
+        assert await pending(store, "a", ids) == ["duplicate", "duplicate", "pending"]
+    finally:
+        await store.close()
+
+
+async def test_without_socket_timeouts_the_pooled_client_claims(own_redis: OwnRedis) -> None:
+    store = RedisStore(Redis(port=own_redis.port))
+    try:
+        await store.hold_model("a")
+        ids = await put_many(store, ["a"], 2, "e")
+        assert await claim(store, "a", ids[0]) == "claimed"
+        assert await pending(store, "a", ids) == ["duplicate", "pending"]
+    finally:
+        await store.close()
