@@ -132,11 +132,13 @@ class WireConnection:
     def submit(self, packed: bytes, count: int, on_replies: OnReplies) -> None:
         """Write ``count`` packed commands; ``on_replies`` gets their replies or the error.
 
-        Needs an open connection (:attr:`connected`).  The replies must come within the
-        Redis timeout, else the connection is dropped and every write in flight fails.
+        Needs an open connection (:attr:`connected`, else ``ConnectionError``).  The
+        replies must come within the Redis timeout, else the connection is dropped and
+        every write in flight fails.
         """
         resp = self._resp
-        assert resp is not None and not resp.closed
+        if resp is None or resp.closed:  # lost since connect() returned
+            raise RedisConnectionError("the connection to redis is not open")
         self._write(resp, packed, count, on_replies)
 
     def _write(self, resp: _Resp, packed: bytes, count: int, on_replies: OnReplies) -> None:
