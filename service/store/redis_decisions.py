@@ -13,7 +13,7 @@ the replies are plain callbacks: a batch costs no task and no coroutine.
 
 A caller waits on a future that gets ``None`` once its decisions are stored, or
 :class:`~service.store.base.StoreUnavailable` (Redis away, a timeout, an error reply).
-Without a wire connection (TLS, a unix socket) the pooled client sends the calls.
+Without a wire connection (TLS, a unix socket) the pooled client sends the transactions.
 """
 
 from __future__ import annotations
@@ -81,10 +81,10 @@ class DecisionWrites:
         return done
 
     def _send(self, full: bool = False) -> None:
-        if not self._queue or (self._in_flight and not (full and self._queued >= FULL_BATCH)):
-            return
         if self._closed:
             self._fail_queue()
+            return
+        if not self._queue or (self._in_flight and not (full and self._queued >= FULL_BATCH)):
             return
         batch, self._queue, self._queued = self._queue, [], 0
         calls = self._calls(batch)
@@ -97,7 +97,7 @@ class DecisionWrites:
             task.add_done_callback(self._tasks.discard)
 
     def _calls(self, batch: list[tuple[str, _Group, asyncio.Future[None]]]) -> list[_Call]:
-        """One call per model, split at FULL_BATCH decisions (a long script blocks Redis)."""
+        """One transaction per model, split at FULL_BATCH decisions (a long one blocks Redis)."""
         grouped: list[tuple[str, list[_Group], list[asyncio.Future[None]]]] = []
         filling: dict[str, tuple[list[_Group], list[asyncio.Future[None]], int]] = {}
         for name, group, done in batch:

@@ -205,3 +205,22 @@ async def test_without_socket_timeouts_the_pooled_client_claims(own_redis: OwnRe
         assert await pending(store, "a", ids) == ["duplicate", "pending"]
     finally:
         await store.close()
+
+
+async def test_writes_queued_when_the_store_closes_fail_as_unavailable(
+    own_redis: OwnRedis,
+) -> None:
+    store = RedisStore.from_url(f"redis://127.0.0.1:{own_redis.port}/0")
+    await put_many(store, ["a"], 1, "warm")
+    own_redis.signal(signal.SIGSTOP)  # the next batch stays in flight
+    try:
+        travelling = asyncio.ensure_future(put_many(store, ["a"], 2, "travelling"))
+        await asyncio.sleep(0.01)
+        queued = asyncio.ensure_future(put_many(store, ["a"], 2, "queued"))
+        await asyncio.sleep(0.01)
+        await store.close()
+        for waiting in (travelling, queued):
+            with pytest.raises(StoreUnavailable, match="closing"):
+                await waiting
+    finally:
+        own_redis.signal(signal.SIGCONT)
