@@ -13,7 +13,8 @@ bare app plus ``learner.act``; then, interleaved round by round in the same sess
 
 * ``bare``, ``bare_act``: the two baselines;
 * ``predict`` (DGT, h=6), ``predict_tel`` (TEL, depth 6, 10 trees), ``predict_hinge``
-  (hinge forest, depth 6, 10 trees): one context per request, d=16, K=10;
+  (hinge forest, depth 6, 10 trees): one context per request, d=16, K=10 (with the Redis
+  store also Redis's own CPU per request, from ``INFO cpu``);
 * ``batch_256``: 256 contexts per request (DGT), in decisions per second;
 * ``predict_with_feedback``, ``tel_with_feedback``: predict under a stream of predict +
   feedback pairs offered at ``--feedback-rate`` pairs per second;
@@ -54,6 +55,18 @@ MODELS = {
     "bench-hinge": {**MODEL, "kind": "hinge", "height": 6, "n_trees": 10},
 }
 BARE_PORT, SERVED_PORT, BARE_ACT_PORT, TWO_WORKER_PORT = 18081, 18082, 18083, 18084
+
+
+def redis_cpu_seconds() -> float:
+    """User + system CPU seconds of the Redis server (``INFO cpu``)."""
+    import redis
+
+    client = redis.Redis.from_url(REDIS_URL)
+    try:
+        cpu: dict[str, float] = client.info("cpu")  # type: ignore[assignment]
+    finally:
+        client.close()
+    return float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"])
 
 
 async def http_figures(store: str, args: argparse.Namespace, work: Path) -> dict[str, Any]:
@@ -109,7 +122,13 @@ async def http_figures(store: str, args: argparse.Namespace, work: Path) -> dict
             for row, model in (("predict", "bench"), ("predict_tel", "bench-tel"),
                                ("predict_hinge", "bench-hinge")):  # fmt: skip
                 url = base + path.format(model)
-                add(row, await run_wrk(url, single, seconds, conns, served.pid))
+                redis_before = redis_cpu_seconds() if store == "redis" else 0.0
+                figures = await run_wrk(url, single, seconds, conns, served.pid)
+                if store == "redis":  # Redis's own CPU per request (its other clients included)
+                    requests = figures["requests_per_second"] * seconds
+                    used = redis_cpu_seconds() - redis_before
+                    figures["redis_cpu_us_per_request"] = 1e6 * used / max(requests, 1.0)
+                add(row, figures)
             figures = await run_wrk(base + path.format("bench"), batch, seconds, conns, served.pid)
             figures["decisions_per_second"] = figures["requests_per_second"] * len(BATCH)
             add("batch_256", figures)

@@ -76,6 +76,11 @@ class Settings(BaseSettings):
     workers: int = Field(1, ge=1, le=64)
     log_level: Literal["critical", "error", "warning", "info", "debug"] = "info"
     access_log: bool = Field(False, description="one JSON log line per request")
+    opentelemetry: bool = Field(
+        False,
+        description="FastAPI's native OpenTelemetry (spans, metrics and logs to the global "
+        "providers); off, a request skips its per-request check of those providers",
+    )
 
     @field_validator("api_keys", "admin_keys", mode="before")
     @classmethod

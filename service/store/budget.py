@@ -70,3 +70,32 @@ async def within_budget(call: Awaitable[T]) -> T:
         raise StoreUnavailable(f"this request waited its {budget.seconds} s on the store") from None
     finally:
         budget.left -= time.monotonic() - started
+
+
+def _give_up(waiter: asyncio.Future[T], budget: StoreBudget) -> None:
+    if not waiter.done():
+        waiter.set_exception(
+            StoreUnavailable(f"this request waited its {budget.seconds} s on the store")
+        )
+
+
+async def wait_within_budget(waiter: asyncio.Future[T]) -> T:
+    """:func:`within_budget` for a future: one timer instead of a timeout scope.
+
+    The future itself gets StoreUnavailable when the budget runs out first (whoever
+    would have answered it later finds it done).
+    """
+    budget = _budget.get()
+    if budget is None:
+        return await waiter
+    if budget.left <= 0:
+        _give_up(waiter, budget)
+        return await waiter
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    timer = loop.call_at(started + budget.left, _give_up, waiter, budget)
+    try:
+        return await waiter
+    finally:
+        timer.cancel()
+        budget.left -= loop.time() - started

@@ -10,9 +10,10 @@ sequence -> checkpoint bytes), ``ckpts:{name}`` (sorted set of checkpoint infos)
 ``req:{name}`` (checkpoint asked for), ``epoch`` (the store's epoch id) and the channel
 ``snapshots`` (model names).  ``ctr:{name}`` also holds the ``mark`` of a held model.
 
-Every multi-key step is one Lua script (see :mod:`service.store.redis_scripts`); the
-decision writes of concurrent predictions go to Redis in one script call per model
-(one round trip), one batch in flight at a time.  Socket
+Every multi-key step is one Lua script (see :mod:`service.store.redis_scripts`), but the
+decision writes: those of concurrent predictions go to Redis as one ``MULTI``/``EXEC``
+transaction per model, in one round trip, one batch in flight at a time
+(:mod:`service.store.redis_decisions`).  Socket
 timeouts are short and nothing is retried: when Redis is away a call fails fast with
 :class:`StoreUnavailable` and the caller decides (a predict is still answered, a
 feedback gets 503).  Durability is Redis's own: with ``appendonly yes`` and
@@ -25,7 +26,6 @@ import asyncio
 import functools
 import uuid
 from collections.abc import Callable, Coroutine, Sequence
-from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar
 
 from redis.asyncio import BlockingConnectionPool, Redis
@@ -51,21 +51,14 @@ from service.store.base import (
     ModelGone,
     OfferedSnapshot,
     Store,
-    StoreUnavailable,
     event_deadlines,
 )
-from service.store.budget import within_budget
-from service.store.redis_wire import WireConnection
+from service.store.budget import wait_within_budget, within_budget
+from service.store.redis_decisions import DecisionWrites
+from service.store.redis_wire import WireConnection, store_error
 
 P = ParamSpec("P")
-#: queued decisions that go to Redis at once, even while another batch is in flight
-_FULL_BATCH = 256
 T = TypeVar("T")
-
-
-def _store_error(err: BaseException) -> StoreUnavailable:
-    """The store's error for a Redis or socket failure (its message names Redis)."""
-    return StoreUnavailable(f"redis: {err or type(err).__name__}")
 
 
 def _unavailable(
@@ -78,7 +71,7 @@ def _unavailable(
         try:
             return await within_budget(method(*args, **kwargs))
         except (RedisConnectionError, RedisTimeoutError, OSError) as err:
-            raise _store_error(err) from err
+            raise store_error(err) from err
 
     return wrapped
 
@@ -94,8 +87,9 @@ def _info(member: Any) -> CheckpointInfo:
     )
 
 
-def _put_connection(client: Redis) -> WireConnection | None:
-    """A connection of its own for the decision writes, for a plain TCP Redis with timeouts."""
+def _wire_connection(client: Redis) -> WireConnection | None:
+    """A connection of its own for the calls of requests (decision writes, a feedback's
+    look-up and claim), for a plain TCP Redis with timeouts."""
     pool = client.connection_pool
     kwargs = pool.connection_kwargs
     if pool.connection_class is not Connection or not kwargs.get("socket_timeout"):
@@ -107,16 +101,6 @@ def _put_connection(client: Redis) -> WireConnection | None:
     )  # fmt: skip
 
 
-@dataclass(frozen=True)
-class _PutGroup:
-    """The decisions of one ``put_events`` call, as ``PUT`` arguments."""
-
-    deadline: str
-    expire_ms: int
-    values: list[str]
-    event_ids: list[str]
-
-
 class RedisStore(Store):
     """Decisions, the log, leases and checkpoints in Redis."""
 
@@ -126,18 +110,16 @@ class RedisStore(Store):
         self._scripts = {
             name: client.register_script(getattr(lua, name))
             for name in (
-                "PUT", "FEEDBACK", "EXPIRE", "ACQUIRE", "RENEW", "IDLE", "SAVE_CHECKPOINT",
+                "FEEDBACK", "EXPIRE", "ACQUIRE", "RENEW", "IDLE", "SAVE_CHECKPOINT",
                 "HOLD",
             )
         }  # fmt: skip
         # model -> (token, mark it was issued under): a token from before a loss is fenced
         self._lease_marks: dict[str, tuple[int, str]] = {}
         self._pubsub: PubSub | None = None
-        # decision writes queued for the next PUT batch (one batch in flight at a time)
-        self._puts: list[tuple[str, _PutGroup, asyncio.Future[None]]] = []
-        self._queued = 0  # decisions in self._puts
-        self._sending: set[asyncio.Task[None]] = set()
-        self._wire = _put_connection(client)
+        # one kept-open connection for the calls of every request (None: the pool does them)
+        self._wire = _wire_connection(client)
+        self._decisions = DecisionWrites(client, self._key, self._wire)
 
     @classmethod
     def from_url(
@@ -163,22 +145,25 @@ class RedisStore(Store):
     async def _run(self, script: str, keys: list[str], args: list[Any]) -> Any:
         return await self._scripts[script](keys=keys, args=args)
 
+    async def _run_on_wire(self, script: str, keys: list[str], args: list[Any]) -> Any:
+        """:meth:`_run` on the wire connection (the calls of requests), if there is one."""
+        if self._wire is None:
+            return await self._run(script, keys, args)
+        lua = self._scripts[script]
+        try:
+            return await self._wire.call("EVALSHA", lua.sha, len(keys), *keys, *args)
+        except ResponseError as err:
+            if not str(err).startswith("NOSCRIPT"):
+                raise
+            # Redis restarted (or flushed its scripts): send the script itself
+            return await self._wire.call("EVAL", lua.script, len(keys), *keys, *args)
+
     @_unavailable
     async def ping(self) -> None:
         await self.client.ping()
 
     async def close(self) -> None:
-        sending, self._sending = set(self._sending), set()
-        for task in sending:  # decision writes still travelling (their waiters get 503)
-            task.cancel()
-        if sending:
-            await asyncio.wait(sending, timeout=1.0)
-        puts, self._puts, self._queued = self._puts, [], 0
-        for _, _, done in puts:
-            if not done.done():
-                done.set_exception(StoreUnavailable("redis: the store is closing"))
-        if self._wire is not None:
-            self._wire.close()
+        await self._decisions.close()  # writes still travelling (their waiters get 503)
         if self._pubsub is not None:
             await self._pubsub.aclose()
         await self.client.aclose()
@@ -242,118 +227,30 @@ class RedisStore(Store):
             await pipe.execute()
 
     # -- pending decisions -----------------------------------------------------------
-    @_unavailable
     async def put_events(
         self, name: str, events: list[tuple[str, str]], *, now: float, ttl_seconds: float
     ) -> None:
+        """Stored with the decisions of concurrent predictions (:mod:`.redis_decisions`)."""
         if not events:
             return
         deadline, keep_until = event_deadlines(now, ttl_seconds)
         head = f"{deadline!r}|{keep_until!r}|"
-        await self._put_in_next_batch(
-            name,
-            _PutGroup(
-                repr(deadline), int((keep_until - now) * 1000),
-                [head + payload for _, payload in events], [event_id for event_id, _ in events],
-            ),
+        stored = self._decisions.put(
+            name, repr(deadline), int((keep_until - now) * 1000),
+            [head + payload for _, payload in events], [event_id for event_id, _ in events],
         )  # fmt: skip
-
-    async def _put_in_next_batch(self, name: str, group: _PutGroup) -> None:
-        """Queue one request's decisions until they are stored.
-
-        Decisions queued together go in one ``PUT`` script call per model (one round
-        trip).  One batch is in flight at a time, unless the queue holds a full batch
-        (``_FULL_BATCH`` decisions): what is queued while a batch travels goes as the
-        next batch, so under load a batch holds many requests.
-        """
-        loop = asyncio.get_running_loop()
-        done: asyncio.Future[None] = loop.create_future()
-        self._puts.append((name, group, done))
-        self._queued += len(group.event_ids)
-        if len(self._puts) == 1 and not self._sending:
-            loop.call_soon(self._send_puts)
-        elif self._queued >= _FULL_BATCH:  # worth a round trip of its own now
-            loop.call_soon(self._send_puts, True)
-        await done
-
-    def _send_puts(self, full: bool = False) -> None:
-        if not self._puts or (self._sending and not (full and self._queued >= _FULL_BATCH)):
-            return
-        batch, self._puts, self._queued = self._puts, [], 0
-        task = asyncio.ensure_future(self._execute_puts(batch))
-        self._sending.add(task)
-        task.add_done_callback(self._sent)
-
-    def _sent(self, task: asyncio.Task[None]) -> None:
-        self._sending.discard(task)
-        self._send_puts()  # what was queued while that batch travelled
-
-    async def _execute_puts(self, batch: list[tuple[str, _PutGroup, asyncio.Future[None]]]) -> None:
-        # one call per model, split at _FULL_BATCH decisions: a long script blocks Redis
-        calls: list[tuple[str, list[tuple[_PutGroup, asyncio.Future[None]]]]] = []
-        filling: dict[str, tuple[list[tuple[_PutGroup, asyncio.Future[None]]], int]] = {}
-        for name, group, done in batch:
-            queued, size = filling.pop(name, ([], 0))
-            if not queued:
-                calls.append((name, queued))
-            queued.append((group, done))
-            size += len(group.event_ids)
-            if size < _FULL_BATCH:
-                filling[name] = (queued, size)
-        try:
-            results = await asyncio.gather(
-                *(self._put_model(name, queued) for name, queued in calls), return_exceptions=True
-            )
-        except BaseException:  # cancelled (the store closing): no waiter waits forever
-            for _, done in (entry for _, queued in calls for entry in queued):
-                if not done.done():
-                    done.set_exception(StoreUnavailable("redis: the store is closing"))
-            raise
-        for (_, queued), result in zip(calls, results, strict=True):
-            failure: BaseException | None = None
-            if isinstance(result, RedisError | OSError):
-                failure = _store_error(result)
-            elif isinstance(result, BaseException):
-                failure = result
-            for _, done in queued:
-                if done.done():
-                    continue
-                if failure is None:
-                    done.set_result(None)
-                else:
-                    done.set_exception(failure)
-
-    async def _put_model(self, name: str, queued: list[tuple[_PutGroup, Any]]) -> None:
-        """One ``PUT`` call for every group of decisions queued for ``name``."""
-        keys = [self._key("due", name), self._key("ctr", name)]
-        args: list[Any] = [len(queued)]
-        values: list[str] = []
-        ids: list[str] = []
-        for group, _ in queued:
-            args.extend((group.deadline, group.expire_ms, len(group.event_ids)))
-            values.extend(group.values)
-            ids.extend(group.event_ids)
-        keys.extend(self._key("ev", name, event_id) for event_id in ids)
-        args.extend(values)
-        args.extend(ids)
-        if self._wire is None:
-            await self._run("PUT", keys, args)
-            return
-        script = self._scripts["PUT"]
-        try:
-            await self._wire.call("EVALSHA", script.sha, len(keys), *keys, *args)
-        except ResponseError as err:
-            if not str(err).startswith("NOSCRIPT"):
-                raise
-            # Redis restarted (or flushed its scripts): send the script itself
-            await self._wire.call("EVAL", script.script, len(keys), *keys, *args)
+        await wait_within_budget(stored)
 
     @_unavailable
     async def peek_event(self, name: str, event_id: str, *, now: float) -> EventLookup:
-        async with self.client.pipeline(transaction=False) as pipe:
-            pipe.get(self._key("ev", name, event_id))
-            pipe.get(self._key("done", name, event_id))
-            value, mark = await pipe.execute()
+        keys = self._key("ev", name, event_id), self._key("done", name, event_id)
+        if self._wire is not None:
+            value, mark = await self._wire.execute(("GET", keys[0]), ("GET", keys[1]))
+        else:
+            async with self.client.pipeline(transaction=False) as pipe:
+                pipe.get(keys[0])
+                pipe.get(keys[1])
+                value, mark = await pipe.execute()
         if value is not None:
             deadline, _, payload = _text(value).split("|", 2)
             return EventLookup("pending" if now <= float(deadline) else "expired", payload)
@@ -369,7 +266,7 @@ class RedisStore(Store):
             self._key(kind, name, event_id) if kind in ("ev", "done") else self._key(kind, name)
             for kind in ("ev", "done", "due", "log", "ctr")
         ]
-        reply = await self._run("FEEDBACK", keys, [event_id, repr(now), feedback])
+        reply = await self._run_on_wire("FEEDBACK", keys, [event_id, repr(now), feedback])
         status = _text(reply[0])
         if status == "gone":
             raise ModelGone(f"the store does not hold model {name!r}")
@@ -542,4 +439,4 @@ class RedisStore(Store):
             pubsub, self._pubsub = self._pubsub, None
             if pubsub is not None:
                 await asyncio.shield(pubsub.aclose())
-            raise _store_error(err) from err
+            raise store_error(err) from err

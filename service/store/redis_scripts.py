@@ -1,5 +1,7 @@
 """The Lua scripts of the Redis store: each one is one atomic step on one model's keys.
 
+(The decision writes are ``MULTI``/``EXEC`` transactions: :mod:`service.store.redis_decisions`.)
+
 A model's keys share the hash tag ``{name}``, so they live in one Redis Cluster slot.
 Values of pending decisions are ``deadline|keep_until|payload``; log entries are stream
 entries with the id ``<offset>-0`` and fields ``e`` (event id), ``d`` (decision), ``f``
@@ -21,30 +23,6 @@ def _held(ctr_key: int, gone: str) -> str:
     """Lua that answers ``gone`` unless the counters hash (KEYS[ctr_key]) holds a mark."""
     return _HELD.replace("CTR", str(ctr_key)).replace("GONE", gone)
 
-
-#: KEYS due, counters, ev... ; ARGV g, then g groups of (deadline, expire_ms, count),
-#: then payload..., event_id... (one per ev key, in group order)
-PUT = """
-local g = tonumber(ARGV[1])
-local n = #KEYS - 2
-local base = 1 + 3 * g
-local i = 1
-for j = 0, g - 1 do
-  local deadline, expire_ms = ARGV[2 + 3 * j], ARGV[3 + 3 * j]
-  local due = {}
-  for k = 1, tonumber(ARGV[4 + 3 * j]) do
-    redis.call('SET', KEYS[i + 2], ARGV[base + i], 'PX', expire_ms)
-    due[2 * k - 1], due[2 * k] = deadline, ARGV[base + n + i]
-    i = i + 1
-  end
-  -- a group shares its deadline: one ZADD per 500 decisions (unpack's stack bound)
-  for s = 1, #due, 1000 do
-    redis.call('ZADD', KEYS[1], unpack(due, s, math.min(s + 999, #due)))
-  end
-end
-redis.call('HINCRBY', KEYS[2], 'decisions', n)
-return n
-"""
 
 _PARSE = """
 local function parse(v)

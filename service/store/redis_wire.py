@@ -4,20 +4,24 @@ A predict waits for its decision's ``PUT`` round trip, so the cost of one call i
 every answer.  Through redis-py's asyncio client a call checks a connection out of the
 pool (a lock and a timeout), wraps the socket write in ``wait_for`` (a task) and the read
 in another timeout: about as much CPU as the round trip itself.  :class:`WireConnection`
-speaks RESP directly: the command is packed by hiredis and written to the transport, and
-the replies are parsed by a hiredis reader as they arrive and handed to the callers in
-order (calls may overlap: they are pipelined on the one connection).
+speaks RESP directly: commands are packed by hiredis and written to the transport together,
+and the replies are parsed by a hiredis reader as they arrive and handed, in order, to
+the callback of the write they answer (writes may overlap: they are pipelined on the one
+connection).  :meth:`WireConnection.submit` is a plain function, so a batch of writes
+costs no task and no coroutine; :meth:`WireConnection.execute` awaits the replies of a
+few commands (a feedback's look-up and claim).
 
-Failures keep the store's rules: every call gives up after the Redis timeout, a timeout
-or a lost connection fails every call in flight with redis-py's ``TimeoutError`` /
-``ConnectionError`` (the store turns them into ``StoreUnavailable``) and drops the
-connection; the next call opens a new one.  Nothing is retried.
+Failures keep the store's rules: every write gives up after the Redis timeout, a timeout
+or a lost connection fails every write in flight with redis-py's ``TimeoutError`` /
+``ConnectionError`` and drops the connection; the next write opens a new one
+(:meth:`WireConnection.connect`).  Nothing is retried.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 import hiredis
@@ -25,13 +29,42 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from service.store.base import StoreUnavailable
+
+#: called once with the replies of a write (error replies as ``hiredis.ReplyError``
+#: values), or with the error that lost them
+OnReplies = Callable[[list[Any] | None, BaseException | None], None]
+
+
+def store_error(err: BaseException) -> StoreUnavailable:
+    """The store's error for a Redis or socket failure (its message names Redis)."""
+    return StoreUnavailable(f"redis: {err or type(err).__name__}")
+
+
+class _Write:
+    """The commands of one write: their replies so far, and who gets them."""
+
+    __slots__ = ("count", "on_replies", "replies", "timer")
+
+    def __init__(self, count: int, on_replies: OnReplies) -> None:
+        self.count = count
+        self.replies: list[Any] = []
+        self.on_replies = on_replies
+        self.timer: asyncio.TimerHandle | None = None
+
+    def finish(self, replies: list[Any] | None, error: BaseException | None) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        self.on_replies(replies, error)
+
 
 class _Resp(asyncio.Protocol):
-    """The transport's side: replies in order to the futures waiting for them."""
+    """The transport's side: replies in order to the writes waiting for them."""
 
     def __init__(self) -> None:
         self.reader = hiredis.Reader()
-        self.waiting: deque[asyncio.Future[Any]] = deque()
+        self.waiting: deque[_Write] = deque()
         self.transport: asyncio.Transport | None = None
         self.closed = False
 
@@ -44,9 +77,11 @@ class _Resp(asyncio.Protocol):
             while (reply := self.reader.gets()) is not False:
                 if not self.waiting:
                     raise hiredis.ProtocolError("a reply nobody asked for")
-                waiter = self.waiting.popleft()
-                if not waiter.done():  # a caller that gave up leaves its reply unread
-                    waiter.set_result(reply)
+                write = self.waiting[0]
+                write.replies.append(reply)
+                if len(write.replies) == write.count:
+                    self.waiting.popleft()
+                    write.finish(write.replies, None)
         except hiredis.ProtocolError as err:
             self.fail(RedisConnectionError(f"redis protocol error: {err}"))
 
@@ -56,14 +91,12 @@ class _Resp(asyncio.Protocol):
         )
 
     def fail(self, error: Exception) -> None:
-        """Drop the connection: every call in flight gets ``error`` (their replies are lost)."""
+        """Drop the connection: every write in flight gets ``error`` (its replies are lost)."""
         self.closed = True
         if self.transport is not None:
             self.transport.abort()
         while self.waiting:
-            waiter = self.waiting.popleft()
-            if not waiter.done():
-                waiter.set_exception(error)
+            self.waiting.popleft().finish(None, error)
 
 
 def _retrieve(opening: asyncio.Future[_Resp]) -> None:
@@ -73,7 +106,7 @@ def _retrieve(opening: asyncio.Future[_Resp]) -> None:
 
 
 class WireConnection:
-    """Calls on one connection to ``host:port``, opened on first use and after a failure."""
+    """Writes on one connection to ``host:port``, opened by :meth:`connect`."""
 
     def __init__(
         self,
@@ -91,39 +124,76 @@ class WireConnection:
         self._resp: _Resp | None = None
         self._opening: asyncio.Future[_Resp] | None = None
 
+    @property
+    def connected(self) -> bool:
+        """Whether :meth:`submit` can write now (else :meth:`connect` first)."""
+        return self._resp is not None and not self._resp.closed
+
+    def submit(self, packed: bytes, count: int, on_replies: OnReplies) -> None:
+        """Write ``count`` packed commands; ``on_replies`` gets their replies or the error.
+
+        Needs an open connection (:attr:`connected`, else ``ConnectionError``).  The
+        replies must come within the Redis timeout, else the connection is dropped and
+        every write in flight fails.
+        """
+        resp = self._resp
+        if resp is None or resp.closed:  # lost since connect() returned
+            raise RedisConnectionError("the connection to redis is not open")
+        self._write(resp, packed, count, on_replies)
+
+    def _write(self, resp: _Resp, packed: bytes, count: int, on_replies: OnReplies) -> None:
+        assert resp.transport is not None
+        write = _Write(count, on_replies)
+        resp.waiting.append(write)
+        resp.transport.write(packed)
+        loop = asyncio.get_running_loop()
+        write.timer = loop.call_later(self.timeout_seconds, self._timed_out, resp, write)
+
     async def call(self, *args: Any) -> Any:
         """Send one command and wait for its reply (an error reply raises ``ResponseError``)."""
-        resp = self._resp
-        if resp is None or resp.closed:
-            resp = await self._open()
-        reply = await self._roundtrip(resp, hiredis.pack_command(args))
-        if isinstance(reply, hiredis.ReplyError):
-            raise ResponseError(str(reply))
+        (reply,) = await self.execute(args)
         return reply
 
-    async def _roundtrip(self, resp: _Resp, packed: bytes) -> Any:
-        loop = asyncio.get_running_loop()
-        waiter: asyncio.Future[Any] = loop.create_future()
-        resp.waiting.append(waiter)
-        assert resp.transport is not None
-        resp.transport.write(packed)
-        timer = loop.call_later(self.timeout_seconds, self._timed_out, resp, waiter)
-        try:
-            return await waiter
-        finally:
-            timer.cancel()
+    async def execute(self, *commands: tuple[Any, ...]) -> list[Any]:
+        """Write ``commands`` together and wait for their replies (an error reply raises
+        ``ResponseError``)."""
+        await self.connect()
+        assert self._resp is not None
+        packed = b"".join(hiredis.pack_command(command) for command in commands)
+        replies = await self._roundtrip(self._resp, packed, len(commands))
+        for reply in replies:
+            if isinstance(reply, hiredis.ReplyError):
+                raise ResponseError(str(reply))
+        return replies
 
-    def _timed_out(self, resp: _Resp, waiter: asyncio.Future[Any]) -> None:
-        if not waiter.done():  # the replies behind it can no longer be matched: drop them all
+    async def _roundtrip(self, resp: _Resp, packed: bytes, count: int = 1) -> list[Any]:
+        waiter: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
+
+        def answered(replies: list[Any] | None, error: BaseException | None) -> None:
+            if waiter.done():  # the caller gave up: its replies are left unread
+                return
+            if replies is None:
+                waiter.set_exception(error or RedisConnectionError("no reply"))
+            else:
+                waiter.set_result(replies)
+
+        self._write(resp, packed, count, answered)
+        return await waiter
+
+    def _timed_out(self, resp: _Resp, write: _Write) -> None:
+        if write.timer is not None:  # the replies behind it can no longer be matched: drop all
             resp.fail(RedisTimeoutError(f"redis did not answer in {self.timeout_seconds} s"))
 
-    async def _open(self) -> _Resp:
-        if self._opening is None:  # concurrent callers share one connection attempt
+    async def connect(self) -> None:
+        """Open the connection unless it is open (concurrent callers share one attempt)."""
+        if self.connected:
+            return
+        if self._opening is None:
             self._opening = asyncio.ensure_future(self._connect())
             self._opening.add_done_callback(_retrieve)
         opening = self._opening
         try:
-            return await asyncio.shield(opening)
+            await asyncio.shield(opening)
         finally:
             if opening.done():
                 self._opening = None
@@ -146,11 +216,11 @@ class WireConnection:
         except BaseException:
             resp.fail(RedisConnectionError("redis connection setup failed"))
             raise
-        self._resp = resp
+        self._resp = resp  # only now: nothing is written before the set-up commands
         return resp
 
     async def _checked(self, resp: _Resp, args: tuple[Any, ...]) -> None:
-        reply = await self._roundtrip(resp, hiredis.pack_command(args))
+        (reply,) = await self._roundtrip(resp, hiredis.pack_command(args))
         if isinstance(reply, hiredis.ReplyError):
             raise RedisConnectionError(f"redis refused {args[0]}: {reply}")
 

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from service.store import StoreUnavailable
-from service.store.budget import budget_seconds, store_budget, within_budget
+from service.store.budget import budget_seconds, store_budget, wait_within_budget, within_budget
 
 pytestmark = pytest.mark.anyio
 
@@ -44,3 +44,18 @@ async def test_a_lock_wait_spends_the_budget() -> None:
         await within_budget(lock.acquire())
     lock.release()
     assert not lock.locked()  # the refused waiter did not take it
+
+
+async def test_a_waited_future_spends_the_same_budget() -> None:
+    loop = asyncio.get_running_loop()
+    with store_budget(0.05):
+        answered: asyncio.Future[str] = loop.create_future()
+        loop.call_later(0.01, answered.set_result, "answered")
+        assert await wait_within_budget(answered) == "answered"
+        never: asyncio.Future[str] = loop.create_future()
+        with pytest.raises(StoreUnavailable, match=r"waited its 0\.05 s"):
+            await wait_within_budget(never)  # failed when the budget runs out
+        assert never.done()  # whoever would have answered it finds it done
+        with pytest.raises(StoreUnavailable):
+            await wait_within_budget(loop.create_future())  # spent: refused at once
+    assert await wait_within_budget(answered) == "answered"  # no budget: just waits
