@@ -120,7 +120,7 @@ class ModelRegistry:
     # -- serving -----------------------------------------------------------------------
     async def _restore(self, name: str, record_json: str) -> ModelRuntime:
         record = json.loads(record_json)
-        config = LearnerConfig.model_validate(record["config"])
+        config = LearnerConfig.from_stored(record["config"])
         uid, policy = record["uid"], self._policy(ModelPolicy.model_validate(record["policy"]))
         metrics = self.metrics.for_model(name)
         found = await newest_valid_checkpoint(
@@ -200,7 +200,7 @@ class ModelRegistry:
         policy = self._policy(ModelPolicy.model_validate(record["policy"]))
         learner = ModelLearner(
             name=name, uid=record["uid"],
-            config=LearnerConfig.model_validate(record["config"]).model_dump(mode="json"),
+            config=LearnerConfig.from_stored(record["config"]).model_dump(mode="json"),
             policy=LearnerPolicy(
                 every_updates=policy.checkpoint_every_updates,
                 every_seconds=policy.checkpoint_every_seconds, keep=policy.checkpoint_keep,

@@ -152,6 +152,7 @@ def _build_fresh(config: LearnerConfig | dict[str, Any]) -> Learner:
         else None,
         reward_link=c.reward_link,
         learning_rate=c.resolved_learning_rate,
+        learning_rate_decay=c.resolved_learning_rate_decay,
         accumulate=c.accumulate,
         l1=c.l1,
         l2=c.l2,
@@ -173,6 +174,6 @@ def _build_fresh(config: LearnerConfig | dict[str, Any]) -> Learner:
 
 def restore_learner(tensors: Tensors, meta: dict[str, Any]) -> Learner:
     """Rebuild a learner from :meth:`Learner.state` output."""
-    learner = build_learner(meta["config"])
+    learner = build_learner(LearnerConfig.from_stored(meta["config"]))
     learner.load_state(tensors, meta)
     return learner

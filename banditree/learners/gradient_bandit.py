@@ -86,6 +86,9 @@ class GradientBandit(Learner):
         Classification: predicted reward ``sigmoid(output)`` or the output itself.
     learning_rate, accumulate, l1, l2
         RMSprop step size; gradients are summed over ``accumulate`` rounds per update.
+    learning_rate_decay
+        Rounds ``T``: each update steps ``learning_rate / (1 + t / T)``, ``t`` the rounds
+        learned (``None``: a constant step).
     standardize
         Standardise contexts with running statistics (updated as feedback is learned).
     loss_bounds
@@ -116,6 +119,7 @@ class GradientBandit(Learner):
         explorer: Explorer | None = None,
         reward_link: str = "sigmoid",
         learning_rate: float = 1e-2,
+        learning_rate_decay: float | None = None,
         accumulate: int = 4,
         l1: float = 0.0,
         l2: float = 0.0,
@@ -138,6 +142,12 @@ class GradientBandit(Learner):
             raise ValueError(f"accumulate must be an integer >= 1, got {accumulate!r}")
         if not (math.isfinite(target_scale) and target_scale > 0):
             raise ValueError(f"target_scale must be > 0, got {target_scale}")
+        if learning_rate_decay is not None and not (
+            math.isfinite(learning_rate_decay) and learning_rate_decay > 0
+        ):
+            raise ValueError(f"learning_rate_decay must be > 0, got {learning_rate_decay}")
+        self.learning_rate = float(learning_rate)
+        self.learning_rate_decay = learning_rate_decay
         self.model = model
         self.estimator = estimator
         self.explorer = explorer
@@ -389,6 +399,10 @@ class GradientBandit(Learner):
         ridge = self._ridge
         if ridge is not None:  # fitted by ridge regression in _flush, not by gradient
             grads = {k: v for k, v in grads.items() if k not in ("bias", "linear")}
+        if self.learning_rate_decay is not None:
+            self._optimizer.lr = self.learning_rate / (
+                1.0 + self._n_learned / self.learning_rate_decay
+            )
         new = self._optimizer.step(self._params, grads)
         if ridge is not None:
             self._serve_ridge(new)
