@@ -65,8 +65,6 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # the ridge without the clip (9 hard sets, 2 seeds, 10,000 rounds: coil2000 0.070
     # against 0.065 clipped, spambase 0.100 against 0.087; the others within seed noise)
     "no_clip": {"context_clip": 0.0},
-    # the ridge penalty (9 hard sets, 1 seed, 10,000 rounds, unclipped: geometric mean of
-    # loss / best VW 0.821 at 1, 0.792 at 10, 0.841 at 30, 0.890 at 100)
     # the previous default: the ridge alone, SquareCB at gamma scale 10 (VW's)
     "ridge_gamma10": {"ridge_mix_rate": 0.0, "explorer_parameter": 10.0},
     # each change alone (14 sets x 3 seeds, geometric mean of loss / best VW, coil2000's
@@ -81,6 +79,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "no_ridge_mix": {"ridge_mix_rate": 0.0},
     "gamma10": {"explorer_parameter": 10.0},
     "gamma100": {"explorer_parameter": 100.0},
+    # the ridge penalty (9 hard sets, 1 seed, 10,000 rounds, unclipped: geometric mean of
+    # loss / best VW 0.821 at 1, 0.792 at 10, 0.841 at 30, 0.890 at 100)
     "ridge_l2_3": {"ridge_l2": 3.0},
     "ridge_l2_30": {"ridge_l2": 30.0},
     "eps0.05": {"explorer": "epsilon_greedy", "explorer_parameter": 0.05},

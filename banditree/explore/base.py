@@ -12,8 +12,7 @@ import numpy as np
 
 from banditree.models.dgt.tree_ops import FloatArray, IntArray
 
-_TWO_64 = float(1 << 64)
-_INV_TWO_64 = 1.0 / _TWO_64  # exact: a power of two
+_INV_TWO_64 = 1.0 / float(1 << 64)  # exact: a power of two
 _blake2b = hashlib.blake2b
 #: a digest's two little-endian 8-byte halves, as two Python ints
 _halves = struct.Struct("<QQ").unpack
@@ -51,7 +50,7 @@ def event_uniforms(seed: int, event_id: str) -> tuple[float, float]:
     The first samples the action, the second the perturbation sign.
     """
     # each half rounded to float64 (as int / float does), then scaled exactly by 2**-64
-    low, high = _halves(_blake2b(f"{seed}:{event_id}".encode(), digest_size=16).digest())
+    low, high = _halves(_event_digest(seed, event_id))
     return low * _INV_TWO_64, high * _INV_TWO_64
 
 
@@ -63,7 +62,7 @@ def event_uniform_rows(seed: int, event_ids: list[str]) -> FloatArray:
     """
     digests = b"".join([_event_digest(seed, event_id) for event_id in event_ids])
     halves = np.frombuffer(digests, dtype="<u8").reshape(-1, 2)
-    return halves.astype(np.float64) * (1.0 / _TWO_64)
+    return halves.astype(np.float64) * _INV_TWO_64
 
 
 def sample_action(pmf: FloatArray, u: float) -> int:

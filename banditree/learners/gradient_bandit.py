@@ -9,11 +9,6 @@ from typing import Any, cast
 
 import numpy as np
 
-try:
-    from numpy._core import umath as _umath  # numpy >= 2
-except ImportError:  # pragma: no cover - numpy 1.26
-    from numpy.core import umath as _umath  # type: ignore[no-redef]
-
 from banditree.estimators import (
     Estimator,
     OnePointEstimator,
@@ -40,7 +35,7 @@ from banditree.learners.validation import (
     check_loss,
     context_values,
 )
-from banditree.models.dgt.tree_ops import FloatArray
+from banditree.models.dgt.tree_ops import FloatArray, clip_ufunc
 from banditree.models.spec import ModelSpec, Params
 
 
@@ -58,8 +53,6 @@ class _Snapshot:
 _MAX_BUFFERED = 64
 _add_all = np.add.reduce  # the ufunc method itself: ndarray.sum adds a Python wrapper
 _subtract, _multiply = np.subtract, np.multiply
-#: the clip ufunc itself: np.clip adds Python-level dispatch to every call
-_clip: np.ufunc = _umath.clip  # type: ignore[attr-defined]
 
 
 def _sigmoid(z: FloatArray) -> FloatArray:
@@ -538,4 +531,4 @@ class GradientBandit(Learner):
 def _clip_in_place(x: FloatArray, bound: float) -> None:
     """``np.clip(x, -bound, bound, out=x)`` by the clip ufunc itself, without ``np.clip``'s
     Python wrapper (0.5 us against its 2.7 us per decision; the same values)."""
-    _clip(x, -bound, bound, out=x)
+    clip_ufunc(x, -bound, bound, out=x)

@@ -61,6 +61,7 @@ class PerActionRidge:
         if not (np.isfinite(mix_rate) and mix_rate >= 0.0):
             raise ValueError(f"mix_rate must be >= 0, got {mix_rate}")
         self.mix_rate = float(mix_rate)
+        self.n_features = n_features  # the mix ends once an action has this many rounds
         #: per action: rounds learned, their summed reward, and the progressive squared
         #: error of the mean minus that of the ridge (> 0: the ridge predicts better);
         #: counted until the action has ``d`` rounds, when the mix ends
@@ -103,7 +104,7 @@ class PerActionRidge:
         """
         u = np.ones(x.shape[1] + 1)
         applied = 0
-        mixing, stats, dim = self.mix_rate > 0.0, self.mix_stats, x.shape[1]
+        mixing, stats, dim = self.mix_rate > 0.0, self.mix_stats, self.n_features
         with np.errstate(all="ignore"):  # overflows are caught below
             for row, action, reward in zip(x, actions, rewards, strict=True):
                 u[:-1] = row
@@ -119,7 +120,7 @@ class PerActionRidge:
                 applied += 1
                 if mixing and stats[action, 0] < dim:
                     st = stats[action]
-                    mean = (MIX_MEAN_PRIOR * self.prior[action] + st[1]) / (MIX_MEAN_PRIOR + st[0])
+                    mean = _mean_reward(self.prior[action], st[0], st[1])
                     st += (1.0, reward, (reward - mean) ** 2 - residual**2)
         return applied
 
@@ -129,16 +130,15 @@ class PerActionRidge:
             return np.ones(len(self.weights))
         gap = MIX_HEAD_START + self.mix_stats[:, 2]
         out: FloatArray = 1.0 / (1.0 + np.exp(-np.clip(self.mix_rate * gap, -_TRUSTED, _TRUSTED)))
-        out[self.mix_stats[:, 0] >= self.weights.shape[1] - 1] = 1.0
+        out[self.mix_stats[:, 0] >= self.n_features] = 1.0
         return out
 
     def served(self) -> tuple[FloatArray, FloatArray]:
         """``(slopes (K, d), intercepts (K,))`` served: the ridge fit, or its mix (``mix_rate``)."""
-        if self.mix_rate == 0.0 or self.mix_stats[:, 0].min() >= self.weights.shape[1] - 1:
+        if self.mix_rate == 0.0 or self.mix_stats[:, 0].min() >= self.n_features:
             return self.slopes, self.intercepts
         alpha = self.mix_weights()
-        n, total = self.mix_stats[:, 0], self.mix_stats[:, 1]
-        mean = (MIX_MEAN_PRIOR * self.prior + total) / (MIX_MEAN_PRIOR + n)
+        mean = _mean_reward(self.prior, self.mix_stats[:, 0], self.mix_stats[:, 1])
         slopes = self.weights[:, :-1] * alpha[:, None]
         intercepts = alpha * self.weights[:, -1] + (1.0 - alpha) * mean
         return slopes, intercepts
@@ -152,3 +152,12 @@ class PerActionRidge:
     def intercepts(self) -> FloatArray:
         """``(K,)``: the intercept of every action (a fresh array)."""
         return self.weights[:, -1].copy()
+
+
+def _mean_reward(
+    prior: float | FloatArray, rounds: float | FloatArray, total: float | FloatArray
+) -> float | FloatArray:
+    """The mean reward the mix weighs the ridge against: ``rounds`` rewards summing to
+    ``total``, beside the prior counted as :data:`MIX_MEAN_PRIOR` rounds (per action,
+    or for arrays of actions)."""
+    return (MIX_MEAN_PRIOR * prior + total) / (MIX_MEAN_PRIOR + rounds)

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.datastructures import State
 
-from banditree.learners import Apprentice, Decision, DecisionColumns, Feedback
+from banditree.learners import Decision, DecisionColumns, Feedback
 from service.deps import ModelName
 from service.errors import ServiceError
 from service.registry import ModelRegistry
@@ -90,26 +90,17 @@ async def decide(state: State, name: str, body: PredictCreate) -> bytes:
             413, f"contexts holds {len(body.contexts)} items, more than max_batch={settings.max_batch}",
             "contexts",
         )  # fmt: skip
-    defaults = body.defaults()
-    apprentice = defaults is not None or isinstance(runtime.learner, Apprentice)
+    defaults = body.defaults()  # checked, and played, only where the model takes them
     content: dict[str, Any]
     if body.context is not None:
-        contexts = [body.context]
-        if apprentice:
-            decisions, logged = await apprentice_predict(
-                runtime, contexts, defaults, runtime.predict
-            )
-        else:
-            decisions, logged = await runtime.predict(contexts)
+        decisions, logged = await apprentice_predict(
+            runtime, [body.context], defaults, runtime.predict
+        )
         content = decision_public(decisions[0])
     else:  # a batch: its decisions held column by column
-        contexts = body.contexts or []
-        if apprentice:
-            columns, logged = await apprentice_predict(
-                runtime, contexts, defaults, runtime.predict_columns
-            )
-        else:
-            columns, logged = await runtime.predict_columns(contexts)
+        columns, logged = await apprentice_predict(
+            runtime, body.contexts or [], defaults, runtime.predict_columns
+        )
         content = {"decisions": columns_public(columns)}
     if not logged:  # the store is away: answered from memory, feedback cannot be taken
         content["logged"] = False

@@ -89,7 +89,6 @@ class ModelLearner:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
-        self._published_initial = False  # the last start published a new model's first one
 
     def start(self) -> None:
         # a context of its own: a learner started by a request has no store budget
@@ -189,21 +188,28 @@ class ModelLearner:
             return start
         return restored
 
-    async def _start(self, token: int) -> tuple[Learner, int, int]:
-        """Restore the model: the learner, the offset restored, the offset to go on from."""
+    async def _start(self, token: int) -> tuple[Learner, int, int, bool]:
+        """Restore the model: the learner, the offset restored, the offset to go on from,
+        and whether it is a new model whose initial checkpoint was just published."""
         learner, restored = await self._restore()
         offset = await self._start_offset(restored)
         self.offset = offset
-        self._published_initial = False
         if offset == 0 and not await self.store.list_checkpoints(self.name, limit=1):
             # a new model: its first checkpoint is the initial one, at offset 0, so the
             # kept checkpoints (and the log after the oldest) always rebuild it
             await self._publish(learner, token, 0, 0.0)
-            self._published_initial = True
-        return learner, restored, offset
+            return learner, restored, offset, True
+        return learner, restored, offset, False
 
     async def _lead(
-        self, token: int, learner: Learner, restored: int, offset: int, *, renewed: float
+        self,
+        token: int,
+        learner: Learner,
+        restored: int,
+        offset: int,
+        published_initial: bool,
+        *,
+        renewed: float,
     ) -> None:
         """Learn the log from ``offset`` under the lease ``token`` (taken at ``renewed``)."""
         published_offset, oldest_unpublished = restored, 0.0
@@ -211,7 +217,7 @@ class ModelLearner:
         last_publish = request_checked = time.monotonic()
         # publish once caught up: a request taken by a fenced-out predecessor is answered
         # (the initial checkpoint of a new model, just published, already answers it)
-        caught_up_publish = not self._published_initial
+        caught_up_publish = not published_initial
         while True:
             entries = [] if self._stopping else await self._read(offset)
             if entries:

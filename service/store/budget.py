@@ -33,6 +33,10 @@ class StoreBudget:
         self.seconds = seconds
         self.left = seconds
 
+    def spent(self) -> StoreUnavailable:
+        """The error of a request whose budget ran out."""
+        return StoreUnavailable(f"this request waited its {self.seconds} s on the store")
+
 
 _budget: ContextVar[StoreBudget | None] = ContextVar("banditree_store_budget", default=None)
 
@@ -61,22 +65,20 @@ async def within_budget(call: Awaitable[T]) -> T:
     if budget.left <= 0:
         if asyncio.iscoroutine(call):
             call.close()
-        raise StoreUnavailable(f"this request waited its {budget.seconds} s on the store")
+        raise budget.spent()
     started = time.monotonic()
     try:
         async with asyncio.timeout(budget.left):
             return await call
     except TimeoutError:
-        raise StoreUnavailable(f"this request waited its {budget.seconds} s on the store") from None
+        raise budget.spent() from None
     finally:
         budget.left -= time.monotonic() - started
 
 
 def _give_up(waiter: asyncio.Future[T], budget: StoreBudget) -> None:
     if not waiter.done():
-        waiter.set_exception(
-            StoreUnavailable(f"this request waited its {budget.seconds} s on the store")
-        )
+        waiter.set_exception(budget.spent())
 
 
 async def wait_within_budget(waiter: asyncio.Future[T]) -> T:

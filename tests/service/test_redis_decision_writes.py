@@ -6,7 +6,10 @@ Each test has a Redis of its own, so ``INFO commandstats`` counts only its calls
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
+from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 import redis
@@ -19,6 +22,16 @@ from tests.service.own_redis import OwnRedis, needs_redis_server
 
 pytestmark = [pytest.mark.anyio, needs_redis_server]
 T0 = 1_000.0
+
+
+@contextlib.asynccontextmanager
+async def opened(own_redis: OwnRedis, **options: Any) -> AsyncIterator[RedisStore]:
+    """A store on the test's own Redis, closed after the block."""
+    store = RedisStore.from_url(f"redis://127.0.0.1:{own_redis.port}/0", **options)
+    try:
+        yield store
+    finally:
+        await store.close()
 
 
 def transactions(port: int) -> dict[str, int]:
@@ -50,8 +63,7 @@ async def put_many(store: RedisStore, names: list[str], count: int, tag: str) ->
 
 
 async def test_concurrent_writes_go_as_one_transaction_per_model(own_redis: OwnRedis) -> None:
-    store = RedisStore.from_url(f"redis://127.0.0.1:{own_redis.port}/0")
-    try:
+    async with opened(own_redis) as store:
         await store.ping()
         await put_many(store, ["a"], 1, "warm")  # connects
         transactions(own_redis.port)
@@ -60,13 +72,10 @@ async def test_concurrent_writes_go_as_one_transaction_per_model(own_redis: OwnR
         assert await pending(store, "a", ids[0::2]) == ["pending"] * 20
         assert await pending(store, "b", ids[1::2]) == ["pending"] * 20
         assert await pending(store, "a", ids[1:2]) == ["unknown"]
-    finally:
-        await store.close()
 
 
 async def test_writes_queued_while_a_batch_travels_go_together_next(own_redis: OwnRedis) -> None:
-    store = RedisStore.from_url(f"redis://127.0.0.1:{own_redis.port}/0")
-    try:
+    async with opened(own_redis) as store:
         await put_many(store, ["a"], 1, "warm")
         transactions(own_redis.port)
         first = asyncio.ensure_future(put_many(store, ["a"], 1, "first"))
@@ -76,13 +85,10 @@ async def test_writes_queued_while_a_batch_travels_go_together_next(own_redis: O
         await first
         assert transactions(own_redis.port) == {"exec": 2, "zadd": 2, "hincrby": 2, "set": 31}
         assert await pending(store, "a", ["first0", *later]) == ["pending"] * 31
-    finally:
-        await store.close()
 
 
 async def test_a_full_batch_is_split_into_calls_of_at_most_full_batch(own_redis: OwnRedis) -> None:
-    store = RedisStore.from_url(f"redis://127.0.0.1:{own_redis.port}/0")
-    try:
+    async with opened(own_redis) as store:
         await put_many(store, ["a"], 1, "warm")
         transactions(own_redis.port)
         events = [(f"big{i}", "p") for i in range(FULL_BATCH + 10)]
@@ -92,13 +98,10 @@ async def test_a_full_batch_is_split_into_calls_of_at_most_full_batch(own_redis:
         assert await pending(store, "a", [e for e, _ in events] + ids) == ["pending"] * (
             FULL_BATCH + 15
         )
-    finally:
-        await store.close()
 
 
 async def test_the_decision_count_and_deadlines_are_stored(own_redis: OwnRedis) -> None:
-    store = RedisStore.from_url(f"redis://127.0.0.1:{own_redis.port}/0", prefix="p:")
-    try:
+    async with opened(own_redis, prefix="p:") as store:
         await store.put_events("a", [("x", "px"), ("y", "py")], now=T0, ttl_seconds=60)
         await store.put_events("a", [("z", "pz")], now=T0 + 1, ttl_seconds=60)
         client = redis.Redis(port=own_redis.port)
@@ -112,13 +115,10 @@ async def test_the_decision_count_and_deadlines_are_stored(own_redis: OwnRedis) 
             == f"{T0 + 61!r}|{event_deadlines(T0 + 1, 60)[1]!r}|pz".encode()
         )
         client.close()
-    finally:
-        await store.close()
 
 
 async def test_a_failed_transaction_fails_only_its_requests(own_redis: OwnRedis) -> None:
-    store = RedisStore.from_url(f"redis://127.0.0.1:{own_redis.port}/0", prefix="p:")
-    try:
+    async with opened(own_redis, prefix="p:") as store:
         redis.Redis(port=own_redis.port).set("p:due:{broken}", "not a sorted set")
         results = await asyncio.gather(
             store.put_events("broken", [("b", "p")], now=T0, ttl_seconds=60),
@@ -128,13 +128,10 @@ async def test_a_failed_transaction_fails_only_its_requests(own_redis: OwnRedis)
         assert isinstance(results[0], StoreUnavailable) and "WRONGTYPE" in str(results[0])
         assert results[1] is None
         assert await pending(store, "fine", ["f"]) == ["pending"]
-    finally:
-        await store.close()
 
 
 async def test_a_dropped_connection_is_opened_again(own_redis: OwnRedis) -> None:
-    store = RedisStore.from_url(f"redis://127.0.0.1:{own_redis.port}/0")
-    try:
+    async with opened(own_redis) as store:
         await put_many(store, ["a"], 1, "warm")
         killer = redis.Redis(port=own_redis.port)
         assert killer.client_kill_filter(_type="normal", skipme=True) >= 1
@@ -147,8 +144,6 @@ async def test_a_dropped_connection_is_opened_again(own_redis: OwnRedis) -> None
             except StoreUnavailable:
                 continue
         assert await pending(store, "a", ids) == ["pending"] * 5
-    finally:
-        await store.close()
 
 
 async def test_without_socket_timeouts_the_pooled_client_writes(own_redis: OwnRedis) -> None:
@@ -183,8 +178,7 @@ async def claim(store: RedisStore, name: str, event_id: str) -> str:
 async def test_feedback_is_claimed_on_the_wire_after_redis_lost_its_scripts(
     own_redis: OwnRedis,
 ) -> None:
-    store = RedisStore.from_url(f"redis://127.0.0.1:{own_redis.port}/0")
-    try:
+    async with opened(own_redis) as store:
         await store.hold_model("a")
         ids = await put_many(store, ["a"], 3, "e")
         assert await claim(store, "a", ids[0]) == "claimed"
@@ -192,8 +186,6 @@ async def test_feedback_is_claimed_on_the_wire_after_redis_lost_its_scripts(
         assert await claim(store, "a", ids[1]) == "claimed"  # the script itself was sent
         assert await claim(store, "a", ids[1]) == "duplicate"
         assert await pending(store, "a", ids) == ["duplicate", "duplicate", "pending"]
-    finally:
-        await store.close()
 
 
 async def test_without_socket_timeouts_the_pooled_client_claims(own_redis: OwnRedis) -> None:

@@ -24,16 +24,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from banditree.models.dgt.tree_ops import FloatArray, IntArray
+from banditree.models.dgt.tree_ops import FloatArray, IntArray, clip_ufunc
 from banditree.models.tel.layout import tree_layout
-
-try:
-    from numpy._core import umath as _umath  # numpy >= 2
-except ImportError:  # pragma: no cover - numpy 1.26
-    from numpy.core import umath as _umath  # type: ignore[no-redef]
-
-#: the clip ufunc itself: np.clip adds Python-level dispatch to every call
-_clip: np.ufunc = _umath.clip  # type: ignore[attr-defined]
 
 #: sign of the cubic for the LEFT (S) and RIGHT (1 - S) child
 _SIGNS = np.array([1.0, -1.0])
@@ -160,10 +152,11 @@ class FrozenTEL:
         steps, times 4.  Every scaling is by a power of two, so the numbers are exactly
         those of ``S``; the ``4**depth`` of a leaf's product is divided out of the leaves.
         """
-        _clip(v, -1.0, 1.0, out=v)
-        odd = v * v
-        np.subtract(3.0, odd, out=odd)
-        odd *= v
+        # by the ufuncs (the operators dispatch through Python-level wrappers)
+        clip_ufunc(v, -1.0, 1.0, out=v)
+        odd = _multiply(v, v)
+        _subtract(3.0, odd, out=odd)
+        _multiply(odd, v, out=odd)
         return odd
 
     def forward_one_dense(self, x: FloatArray) -> tuple[FloatArray, int]:
@@ -175,14 +168,9 @@ class FrozenTEL:
         About a dozen numpy calls whatever the depth: at this size numpy's per-call
         cost, not arithmetic, sets the time.
         """
-        # _odd_steps inlined, by the ufuncs and np.dot (the operators and ``@`` dispatch
-        # through Python-level wrappers: 1.4 of 13 us here; the same numbers)
-        v = _dot(x, self._double_nodes_t)
-        _clip(v, -1.0, 1.0, out=v)
-        odd = _multiply(v, v)
-        _subtract(3.0, odd, out=odd)
-        _multiply(odd, v, out=odd)
-        steps = _multiply(odd, _SIGN_COLUMN)
+        # np.dot and the ufuncs, not ``@`` and the operators (their Python-level
+        # dispatch was 1.4 of 13 us here; the same numbers)
+        steps = _multiply(self._odd_steps(_dot(x, self._double_nodes_t)), _SIGN_COLUMN)
         _add(steps, 2.0, out=steps)  # (2, nodes): 4 S, then 4 (1 - S)
         prob = _multiply_levels(steps.take(self._parent_paths), axis=0)  # last level's nodes
         # children of position i: i and i + E (the leaves' products in the same order
