@@ -2,12 +2,14 @@
 
 A default fitted to the bundled sets should show its weakness on data it was never run
 on. The machine that runs the benchmarks reaches only package registries, so these come
-from the files shipped inside River's wheel (``pip install banditree[bench]``), read
-where pip put them, without importing River:
+from the data files shipped inside River's and scikit-learn's wheels (``pip install
+'banditree[bench,sim]'``), read where pip put them, without importing either package:
 
 * ``river_bananas``: OpenML 1460 "banana", 5,300 rows, 2 features, 2 classes.
 * ``river_phishing``: UCI "Website Phishing" as River ships it, 1,250 rows, 9 features,
   2 classes.
+* ``sklearn_wdbc``: UCI "Breast Cancer Wisconsin (Diagnostic)" as scikit-learn ships it
+  (``sim`` extra), 569 rows, 30 features, 2 classes.
 
 Each gets the bundled sets' seeded stratified 80/20 split.
 """
@@ -24,20 +26,26 @@ import numpy as np
 
 from banditree.datasets import Dataset, encode_labels, stratified_split
 
-EXTERNAL = ("river_bananas", "river_phishing")
+EXTERNAL = ("river_bananas", "river_phishing", "sklearn_wdbc")
 
 
-def _river_file(relative: str) -> Path:
+def _package_file(package: str, relative: str) -> Path:
+    """``relative`` inside the installed distribution ``package``."""
     try:
-        dist = metadata.distribution("river")
+        dist = metadata.distribution(package)
     except metadata.PackageNotFoundError:
         raise RuntimeError(
-            "the external sets are read from River's wheel: pip install 'banditree[bench]'"
+            f"this external set is read from {package}'s wheel: "
+            "pip install 'banditree[bench,sim]'"
         ) from None
     path = Path(str(dist.locate_file(relative)))
     if not path.is_file():
-        raise RuntimeError(f"River {dist.version} does not ship {relative}")
+        raise RuntimeError(f"{package} {dist.version} does not ship {relative}")
     return path
+
+
+def _river_file(relative: str) -> Path:
+    return _package_file("river", relative)
 
 
 def _bananas() -> tuple[np.ndarray, np.ndarray]:
@@ -56,9 +64,16 @@ def _phishing() -> tuple[np.ndarray, np.ndarray]:
     return data[:, :-1], data[:, -1]
 
 
+def _wdbc() -> tuple[np.ndarray, np.ndarray]:
+    """A CSV whose first row is ``rows,features,name0,name1``, the label (0/1) last."""
+    path = _package_file("scikit-learn", "sklearn/datasets/data/breast_cancer.csv")
+    data = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
+    return data[:, :-1], data[:, -1]
+
+
 def load_external(name: str, *, seed: int = 0, test_fraction: float = 0.2) -> Dataset:
     """One of :data:`EXTERNAL` as a :class:`~banditree.datasets.Dataset`."""
-    readers = {"river_bananas": _bananas, "river_phishing": _phishing}
+    readers = {"river_bananas": _bananas, "river_phishing": _phishing, "sklearn_wdbc": _wdbc}
     if name not in readers:
         raise ValueError(f"unknown external set {name!r}; known: {', '.join(EXTERNAL)}")
     X, raw = readers[name]()

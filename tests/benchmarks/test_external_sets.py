@@ -1,4 +1,4 @@
-"""The public sets read from River's wheel (skipped where River is not installed)."""
+"""The public sets read from River's and scikit-learn's wheels (skipped where not installed)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,17 @@ from benchmarks.external_sets import EXTERNAL, load_external
 
 
 @pytest.mark.parametrize(
-    "name,rows,features", [("river_bananas", 5300, 2), ("river_phishing", 1250, 9)]
+    "name,package,rows,features",
+    [
+        ("river_bananas", "river", 5300, 2),
+        ("river_phishing", "river", 1250, 9),
+        ("sklearn_wdbc", "sklearn", 569, 30),
+    ],
 )
-def test_external_set_loads_with_a_stratified_split(name: str, rows: int, features: int) -> None:
-    pytest.importorskip("river")
+def test_external_set_loads_with_a_stratified_split(
+    name: str, package: str, rows: int, features: int
+) -> None:
+    pytest.importorskip(package)
     ds = load_external(name)
     assert ds.task == "classification" and ds.n_classes == 2
     assert len(ds.y_train) + len(ds.y_test) == rows and ds.n_features == features
