@@ -35,8 +35,7 @@ def _package_file(package: str, relative: str) -> Path:
         dist = metadata.distribution(package)
     except metadata.PackageNotFoundError:
         raise RuntimeError(
-            f"this external set is read from {package}'s wheel: "
-            "pip install 'banditree[bench,sim]'"
+            f"this external set is read from {package}'s wheel: pip install 'banditree[bench,sim]'"
         ) from None
     path = Path(str(dist.locate_file(relative)))
     if not path.is_file():
