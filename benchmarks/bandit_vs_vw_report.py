@@ -101,8 +101,14 @@ def write_report(records: Records, out: Path) -> str:
             continue
         prefix, const = table[d]["default"]["prefix"], table[d]["best_constant"]["prefix"]
         parts = [f"{c}: {prefix[c] - const[c]:+.3f}" for c in prefix]
-        margins += [prefix[c] - const[c] for c in prefix if int(c) >= 2000]
-        lines.append(f"- {d}: " + ", ".join(parts))
+        late = [prefix[c] - const[c] for c in prefix if int(c) >= 2000]
+        margins += late
+        line = f"- {d}: " + ", ".join(parts)
+        if late and max(late) > 0 and d in best_vw:  # behind: how the best VW fares there
+            vw_prefix = table[d][best_vw[d]]["prefix"]
+            vw_parts = [f"{c}: {vw_prefix[c] - const[c]:+.3f}" for c in prefix if c in vw_prefix]
+            line += f" (best VW, {best_vw[d]}: " + ", ".join(vw_parts) + ")"
+        lines.append(line)
     if margins:
         lines += ["", f"Largest margin from 2,000 rounds on: {max(margins):+.3f} (<= 0 wins)."]
     lines += ["", "Act + learn examples per second (all datasets and seeds together):", ""]

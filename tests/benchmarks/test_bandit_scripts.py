@@ -61,3 +61,25 @@ def test_tiny_run_writes_results_report_and_plot(
     out = capsys.readouterr().out
     assert "| segmentation | 7 | 150 | 1 |" in out and "default / best VW" in out
     assert (tmp_path / "ratio.png").exists() and (tmp_path / "report.md").exists()
+
+
+def test_report_sets_a_default_behind_the_constant_beside_the_best_vw(tmp_path: Path) -> None:
+    def prefix(*values: float) -> dict[str, Any]:
+        return {"prefix_loss": dict(zip(("1000", "2000"), values, strict=True))}
+
+    records = [
+        record("a", "best_constant", 0.10, **prefix(0.12, 0.10)),
+        record("a", "default", 0.11, **prefix(0.15, 0.11)),
+        record("a", "vw_bag5", 0.105, "raw", **prefix(0.13, 0.104)),
+        record("a", "vw_bag5", 0.2, "z", **prefix(0.3, 0.2)),
+        record("b", "best_constant", 0.5, **prefix(0.5, 0.5)),
+        record("b", "default", 0.2, **prefix(0.3, 0.2)),
+        record("b", "vw_bag5", 0.3, "raw", **prefix(0.4, 0.3)),
+    ]
+    markdown = write_report(records, tmp_path)
+    # behind the constant from 2,000 rounds on: the best VW form's margins beside it
+    line_a = "- a: 1000: +0.030, 2000: +0.010 (best VW, vw_bag5: 1000: +0.010, 2000: +0.004)"
+    assert line_a in markdown
+    # ahead of it: no comparison
+    assert "- b: 1000: -0.200, 2000: -0.300\n" in markdown
+    assert "Largest margin from 2,000 rounds on: +0.010" in markdown
