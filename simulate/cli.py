@@ -60,12 +60,12 @@ def simulate_command(
         help="Shorthand for --explorer epsilon_greedy --explorer-parameter E (and VW's epsilon).",
     ),
     explorer: str | None = typer.Option(
-        None, "--explorer", help="squarecb (default), epsilon_greedy or softmax."
+        None, "--explorer", help="fastcb (default), squarecb, epsilon_greedy or softmax."
     ),
     explorer_parameter: float | None = typer.Option(
         None,
         "--explorer-parameter",
-        help="Gamma scale (squarecb, default 50), epsilon (0.3) or temperature (0.1).",
+        help="Gamma scale (fastcb and squarecb, default 50), epsilon (0.3) or temperature (0.1).",
     ),
     explorer_exponent: float | None = typer.Option(
         None,

@@ -19,6 +19,7 @@ from banditree.explore.base import (
     sample_actions,
 )
 from banditree.explore.epsilon_greedy import EpsilonGreedy, epsilon_greedy
+from banditree.explore.fastcb import FastCB, fastcb
 from banditree.explore.softmax import Softmax, softmax
 from banditree.explore.squarecb import SquareCB, squarecb
 
@@ -26,6 +27,7 @@ __all__ = [
     "EXPLORER_DEFAULTS",
     "EpsilonGreedy",
     "Explorer",
+    "FastCB",
     "Softmax",
     "SquareCB",
     "epsilon_greedy",
@@ -33,6 +35,7 @@ __all__ = [
     "event_uniforms",
     "explore_and_sample",
     "explore_rows",
+    "fastcb",
     "make_explorer",
     "sample_action",
     "sample_actions",

@@ -140,6 +140,7 @@ EXPLORER_DEFAULTS: dict[str, tuple[str, float, float]] = {
     "epsilon_greedy": ("epsilon", 0.3, 0.0),
     "softmax": ("temperature", 0.1, 0.0),
     "squarecb": ("gamma_scale", 50.0, 0.5),
+    "fastcb": ("gamma_scale", 50.0, 0.5),
 }
 
 
@@ -149,9 +150,11 @@ def make_explorer(
     """Build an explorer by name; ``None`` takes the default of :data:`EXPLORER_DEFAULTS`.
 
     ``epsilon_greedy`` (epsilon, decaying as ``(1 + t)^-exponent``), ``softmax``
-    (temperature, likewise) and ``squarecb`` (gamma scale, ``gamma_t = scale t^exponent``).
+    (temperature, likewise), ``squarecb`` (gamma scale, ``gamma_t = scale t^exponent``)
+    and ``fastcb`` (the same gamma, divided by the greedy action's predicted loss).
     """
     from banditree.explore.epsilon_greedy import EpsilonGreedy
+    from banditree.explore.fastcb import FastCB
     from banditree.explore.softmax import Softmax
     from banditree.explore.squarecb import SquareCB
 
@@ -164,4 +167,6 @@ def make_explorer(
         return EpsilonGreedy(p, e)
     if name == "softmax":
         return Softmax(p, e)
+    if name == "fastcb":
+        return FastCB(p, e)
     return SquareCB(p, e)

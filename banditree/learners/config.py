@@ -25,14 +25,15 @@ class LearnerConfig(BaseModel):
 
     Defaults are the paper's bandit defaults except where ``benchmarks/bandit_vs_vw.py``
     measured better ones (``benchmarks/bandit_regression.py`` for regression):
-    SquareCB exploration with ``gamma_t = 50 t^0.5`` (not epsilon-greedy 0.3, nor VW's
-    scale 10), the output read as the predicted reward (``reward_link`` identity, not
+    FastCB exploration (SquareCB's inverse-gap weighting with ``gamma_t = 50 t^0.5``,
+    divided by the greedy action's predicted loss; not epsilon-greedy 0.3, nor VW's
+    SquareCB at scale 10), the output read as the predicted reward (``reward_link`` identity, not
     sigmoid), least squares on the played action's reward (``max_importance_weight`` 1,
     the regression SquareCB assumes, not eq. 8's ``1/p``), and, for classification
     trees, a per-action bias and a per-action linear term on the context beside the
     leaves, fitted by online ridge regression of the played reward (penalty 10; while an
     action has fewer rounds than features, mixed with its mean reward by progressive
-    validation; AdaGrad at 0.1 where the ridge state would be too large), the tree
+    validation pooled over the actions; AdaGrad at 0.1 where the ridge state would be too large), the tree
     learning the residual by RMSprop at 3e-3 (not 1e-3), on contexts standardised and
     clipped to [-3, 3]; regression keeps the shared bias only, at 3e-3 decayed as ``1 / (1 + t / 20,000)``,
     unclipped.
@@ -107,23 +108,26 @@ class LearnerConfig(BaseModel):
     )
     n_trees: int = Field(10, ge=1, le=256, description="forests and ensembles")
     aggregate: Literal["vote", "average"] = "vote"
-    explorer: Literal["epsilon_greedy", "softmax", "squarecb"] = Field(
-        "squarecb",
-        description="classification: squarecb (inverse-gap weighting), epsilon_greedy or softmax",
+    explorer: Literal["epsilon_greedy", "softmax", "squarecb", "fastcb"] = Field(
+        "fastcb",
+        description=(
+            "classification: fastcb (inverse-gap weighting reweighted by the greedy action's "
+            "predicted loss), squarecb (inverse-gap weighting), epsilon_greedy or softmax"
+        ),
     )
     explorer_parameter: float | None = Field(
         None,
         ge=0.0,
         le=1e6,
-        description="epsilon / temperature / gamma scale (null: 0.3 / 0.1 / 50)",
+        description="epsilon / temperature / gamma scale (null: 0.3 / 0.1 / 50, fastcb 50)",
     )
     explorer_exponent: float | None = Field(
         None,
         ge=0.0,
         le=2.0,
         description=(
-            "schedule: epsilon and temperature decay as (1 + t)^-exponent, squarecb's gamma "
-            "grows as t^exponent, t = rounds learned (null: 0 / 0 / 0.5)"
+            "schedule: epsilon and temperature decay as (1 + t)^-exponent, squarecb's and "
+            "fastcb's gamma grows as t^exponent, t = rounds learned (null: 0 / 0 / 0.5)"
         ),
     )
     reward_link: Literal["sigmoid", "identity"] = Field(

@@ -51,6 +51,11 @@ class _Snapshot:
 
 #: examples buffered before their gradients are summed into the accumulator
 _MAX_BUFFERED = 64
+#: the first feedbacks a learner gets each apply their update at once, whatever
+#: ``accumulate``: a model that knows nothing yet would otherwise decide the next rounds
+#: on nothing (on coil2000, a set with no signal, the first rounds cost the most;
+#: ``benchmarks/bandit_vs_vw.py``)
+EAGER_ROUNDS = 16
 _add_all = np.add.reduce  # the ufunc method itself: ndarray.sum adds a Python wrapper
 _subtract, _multiply = np.subtract, np.multiply
 
@@ -367,6 +372,8 @@ class GradientBandit(Learner):
     def learn(self, decision: Decision, feedback: Feedback) -> bool:
         """Queue the feedback; every ``accumulate``-th one applies one RMSprop step.
 
+        The first :data:`EAGER_ROUNDS` feedbacks each apply their own step.
+
         Gradients are taken at the current parameters and input statistics, which do
         not change inside an accumulation window, so the window's examples are
         differentiated together in one vectorised call (the same numbers as one call
@@ -380,7 +387,7 @@ class GradientBandit(Learner):
         self._buffer.append((x, decision, feedback))
         self._pending += 1
         self._count_feedback(feedback)
-        if self._pending < self.accumulate:
+        if self._pending < self.accumulate and self._n_learned > EAGER_ROUNDS:
             if len(self._buffer) >= _MAX_BUFFERED:
                 self._flush()
             return False

@@ -11,8 +11,6 @@ from banditree.models.dgt.tree_ops import FloatArray
 
 #: exponent of the mix that serves the ridge fit alone (weight 1 - 2e-22)
 _TRUSTED = 50.0
-#: squared error the ridge may lose to the mean before the mix leaves it (a head start)
-MIX_HEAD_START = 0.5
 #: weight of the prior in the mean reward the mix compares the ridge with, in rounds
 MIX_MEAN_PRIOR = 1.0
 
@@ -39,10 +37,12 @@ class PerActionRidge:
     mix_rate
         ``> 0``: while an action has fewer rounds than features (when its slopes can
         fit noise), :meth:`served` gives it the exponential-weights mix (this rate) of
-        the ridge fit and its mean reward (prior weight :data:`MIX_MEAN_PRIOR`), by
-        their progressive squared errors on its rounds (each predicts a round before
-        learning it), the ridge with a head start of :data:`MIX_HEAD_START`; from
-        ``d`` rounds on, and with ``0``, the ridge fit alone.
+        its ridge fit and its mean reward (prior weight :data:`MIX_MEAN_PRIOR`).  The
+        evidence is pooled over the actions: the progressive squared errors of each
+        action's ridge and mean on that action's first ``d`` rounds (each predicts a
+        round before learning it), summed over every action, so that one action's few
+        rounds are judged with what the others' rounds say about the data; from ``d``
+        rounds on, and with ``0``, an action is served its ridge fit alone.
     """
 
     def __init__(
@@ -64,7 +64,8 @@ class PerActionRidge:
         self.n_features = n_features  # the mix ends once an action has this many rounds
         #: per action: rounds learned, their summed reward, and the progressive squared
         #: error of the mean minus that of the ridge (> 0: the ridge predicts better);
-        #: counted until the action has ``d`` rounds, when the mix ends
+        #: counted until the action has ``d`` rounds, when its mix ends (the evidence
+        #: of the mix is the sum of the last column)
         self.mix_stats: FloatArray = np.zeros((n_actions, 3))
         dim = n_features + 1
         penalty = np.full(dim, float(l2))
@@ -128,8 +129,8 @@ class PerActionRidge:
         """``(K,)``: the weight of the ridge fit in the served prediction of each action."""
         if self.mix_rate == 0.0:
             return np.ones(len(self.weights))
-        gap = MIX_HEAD_START + self.mix_stats[:, 2]
-        out: FloatArray = 1.0 / (1.0 + np.exp(-np.clip(self.mix_rate * gap, -_TRUSTED, _TRUSTED)))
+        evidence = float(np.clip(self.mix_rate * self.mix_stats[:, 2].sum(), -_TRUSTED, _TRUSTED))
+        out: FloatArray = np.full(len(self.weights), 1.0 / (1.0 + math.exp(-evidence)))
         out[self.mix_stats[:, 0] >= self.n_features] = 1.0
         return out
 

@@ -15,6 +15,7 @@ from hypothesis.extra.numpy import arrays
 from banditree.explore import (
     EpsilonGreedy,
     Explorer,
+    FastCB,
     Softmax,
     SquareCB,
     event_uniforms,
@@ -38,6 +39,9 @@ EXPLORERS: list[Explorer] = [
     SquareCB(1e5, 0.0),
     SquareCB(10.0, 0.5),
     SquareCB(10.0, 1.0),
+    FastCB(0.0, 0.0),
+    FastCB(50.0, 0.5),
+    FastCB(1e5, 0.0),
 ]
 scores_strategy = arrays(
     np.float64,
@@ -81,6 +85,7 @@ def test_schedules_move_probability_to_the_best_action_as_rounds_pass(
         EpsilonGreedy(min(scale / 100.0, 1.0), exponent),
         Softmax(scale / 100.0, exponent),
         SquareCB(scale, exponent),
+        FastCB(scale, exponent),
     ):
         now, then = explorer(scores, t), explorer(scores, t + later)
         assert then[best] >= now[best] - 1e-12, explorer
@@ -101,7 +106,39 @@ def test_squarecb_matches_vowpal_wabbits_inverse_gap_weighting() -> None:
     np.testing.assert_allclose(SquareCB()(scores, 0), [1 / 3] * 3)  # uniform before learning
 
 
+@settings(max_examples=60, deadline=None)
+@given(scores=scores_strategy, t=st.integers(0, 10**6), scale=st.floats(0.0, 1e3))
+def test_fastcb_is_squarecb_at_gamma_over_the_greedy_loss(
+    scores: np.ndarray, t: int, scale: float
+) -> None:
+    """A non-best action gets ``l / (K l + gamma_t gap)``, ``l`` the greedy action's predicted
+    loss clipped to [0.01, 1]: SquareCB at ``gamma_t / l``; at a loss of 1, SquareCB itself."""
+    k, best = scores.size, int(np.argmax(scores))
+    loss = min(max(1.0 - float(scores[best]), 0.01), 1.0)
+    gamma = scale * t**0.5
+    pmf = FastCB(scale, 0.5)(scores, t)
+    others = np.arange(k) != best
+    expected = loss / (k * loss + gamma * (scores[best] - scores))
+    np.testing.assert_allclose(pmf[others], expected[others], rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(pmf, SquareCB(scale / loss, 0.5)(scores, t), rtol=1e-12)
+    lowered = scores - float(scores[best])  # the best at 0: a predicted loss of 1
+    np.testing.assert_array_equal(FastCB(scale, 0.5)(lowered, t), SquareCB(scale, 0.5)(lowered, t))
+
+
+def test_fastcb_explores_less_where_the_greedy_action_rarely_loses() -> None:
+    """The same gap of 0.5 costs 1 / (2 + gamma 0.5 / l) exploration: l = 0.5 and 0.05."""
+    explorer = FastCB(10.0, 0.0)
+    unsure, sure = explorer(np.array([0.5, 0.0])), explorer(np.array([0.95, 0.45]))
+    assert unsure[1] == pytest.approx(1 / (2 + 10 * 0.5 / 0.5))
+    assert sure[1] == pytest.approx(1 / (2 + 10 * 0.5 / 0.05))
+    # a predicted reward at or past 1 explores as a loss of 0.01 (never a division by 0)
+    assert explorer(np.array([1.2, 0.7]))[1] == pytest.approx(1 / (2 + 10 * 0.5 / 0.01))
+    assert explorer.min_probability(2) == pytest.approx(1 / (2 + 10 / 0.01))
+
+
 def test_make_explorer_defaults_and_exponents() -> None:
+    assert make_explorer("fastcb") == FastCB(50.0, 0.5)
+    assert LearnerConfig(n_features=2, n_actions=3).explorer == "fastcb"
     assert make_explorer("squarecb") == SquareCB(50.0, 0.5)
     assert make_explorer("epsilon_greedy") == EpsilonGreedy(0.3, 0.0)
     assert make_explorer("epsilon_greedy", 0.5, 0.25) == EpsilonGreedy(0.5, 0.25)
@@ -212,6 +249,8 @@ def test_same_event_id_same_decision() -> None:
         (SquareCB, -1.0, "gamma must be >= 0"),
         (SquareCB, float("nan"), "gamma must be >= 0"),
         (lambda v: SquareCB(10.0, v), -0.5, r"exponent must be in \[0, 2\]"),
+        (FastCB, -1.0, "gamma must be >= 0"),
+        (lambda v: FastCB(10.0, v), 2.5, r"exponent must be in \[0, 2\]"),
         (lambda v: EpsilonGreedy(0.1, v), float("inf"), r"exponent must be in \[0, 2\]"),
     ],
 )
@@ -238,13 +277,14 @@ def test_bad_settings_fail_in_the_learner_config() -> None:
         EpsilonGreedy(1.0, exponent=1 / 3),
         SquareCB(10.0, 0.5),
         SquareCB(0.0, 0.0),
+        FastCB(50.0, 0.5),
     ],
     ids=lambda e: e.name,
 )
 @settings(max_examples=60, deadline=None)
 @given(scores=scores_strategy, t=st.integers(0, 10**6), u=st.floats(0.0, 1.0, exclude_max=True))
 def test_python_float_pmf_and_decision_equal_the_numpy_ones(
-    explorer: EpsilonGreedy | SquareCB, scores: np.ndarray, t: int, u: float
+    explorer: EpsilonGreedy | SquareCB | FastCB, scores: np.ndarray, t: int, u: float
 ) -> None:
     """``pmf_list`` (what a single decision uses for few actions) gives the very numbers
     of ``explorer(scores)`` and of its batched ``rows``; ``explore_and_sample`` plays the

@@ -9,6 +9,7 @@ import pytest
 
 from banditree.explore import (
     EpsilonGreedy,
+    FastCB,
     Softmax,
     SquareCB,
     event_uniform_rows,
@@ -126,10 +127,12 @@ def test_act_batch_refuses_bad_input_before_deciding(kind: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "explorer", [EpsilonGreedy(0.2), Softmax(0.3), SquareCB(10.0, 0.5)], ids=lambda e: e.name
+    "explorer",
+    [EpsilonGreedy(0.2), Softmax(0.3), SquareCB(10.0, 0.5), FastCB(50.0, 0.5)],
+    ids=lambda e: e.name,
 )
 def test_explorer_rows_and_sampling_equal_per_row(
-    explorer: EpsilonGreedy | Softmax | SquareCB,
+    explorer: EpsilonGreedy | Softmax | SquareCB | FastCB,
 ) -> None:
     rng = np.random.default_rng(0)
     scores = rng.uniform(size=(200, 7))

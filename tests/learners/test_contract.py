@@ -97,11 +97,12 @@ def test_checkpoint_round_trip_resumes_identically(
 ) -> None:
     x, labels = stream(70)
     live = make(kind, task, estimator)
-    run(live, x[:31], labels[:31])  # 31 = mid accumulation window (accumulate 3)
+    run(live, x[:30], labels[:30])  # mid accumulation window: 16 eager rounds, 14 = 4 x 3 + 2
+    assert getattr(live, "_pending", 2) == 2
     restored = loads(dumps(live))
     assert_same_state(live, restored)
-    after_live = run(live, x[31:], labels[31:])
-    after_restored = run(restored, x[31:], labels[31:])
+    after_live = run(live, x[30:], labels[30:])
+    after_restored = run(restored, x[30:], labels[30:])
     assert [d.to_dict() for d in after_live] == [d.to_dict() for d in after_restored]
     assert_same_state(live, restored)
     assert live.counters == restored.counters

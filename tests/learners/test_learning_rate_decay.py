@@ -54,15 +54,15 @@ def test_each_update_steps_the_decayed_rate() -> None:
     x, y = _data(6)
     decayed = build_learner(_regression(learning_rate=1e-2, learning_rate_decay=2))
     assert isinstance(decayed, GradientBandit)
-    _feed(decayed, x[:2], y[:2])  # first update at t = 2: lr / 2
-    constant = build_learner(_regression(learning_rate=5e-3, learning_rate_decay=0))
+    _feed(decayed, x[:1], y[:1])  # the first rounds update at once: t = 1, lr / 1.5
+    constant = build_learner(_regression(learning_rate=1e-2 / 1.5, learning_rate_decay=0))
     assert isinstance(constant, GradientBandit)
-    _feed(constant, x[:2], y[:2])
+    _feed(constant, x[:1], y[:1])
     for name, value in constant.parameters().items():
         np.testing.assert_allclose(decayed.parameters()[name], value, rtol=1e-12, atol=1e-15)
     before = {k: v.copy() for k, v in decayed.parameters().items()}
-    _feed(decayed, x[2:4], y[2:4])  # second update at t = 4: lr / 3
-    assert decayed._optimizer.lr == pytest.approx(1e-2 / 3)
+    _feed(decayed, x[1:3], y[1:3])  # the update at t = 3: lr / 2.5
+    assert decayed._optimizer.lr == pytest.approx(1e-2 / 2.5)
     assert any(not np.array_equal(before[k], v) for k, v in decayed.parameters().items())
 
 

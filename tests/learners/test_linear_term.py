@@ -60,7 +60,7 @@ def test_linear_learning_rate_sets_the_adagrad_steps_of_the_linear_term_and_bias
     )
     params = [learner.parameters()]
     for _ in range(3):
-        _train(learner, n=2)  # one update each (accumulate 2)
+        _train(learner, n=1)  # one update each (the first rounds update at once)
         params.append(learner.parameters())
     steps = [{k: b[k] - a[k] for k in a} for a, b in itertools.pairwise(params)]
     first = steps[0]

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from banditree.learners import Feedback, LearnerConfig, build_learner
 from banditree.learners.factory import restore_learner
-from banditree.learners.ridge import MIX_HEAD_START, MIX_MEAN_PRIOR, PerActionRidge
+from banditree.learners.ridge import MIX_MEAN_PRIOR, PerActionRidge
 from tests.learners.test_contract import N_FEATURES, stream
 
 
@@ -71,19 +71,23 @@ def test_penalty_must_be_positive(l2: float) -> None:
 def slow_mix(
     x: np.ndarray, actions: np.ndarray, r: np.ndarray, l2: float, prior: float, rate: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The slow reference of the mix: each round scored by batch fits of the rounds before."""
+    """The slow reference of the mix: each action's first d rounds scored by batch fits of
+    its rounds before, the evidence summed over the actions."""
     k, d = 3, x.shape[1]
+    evidence = 0.0
+    for a in range(k):
+        xa, ra = x[actions == a], r[actions == a]
+        for i in range(min(len(ra), d)):
+            w = batch_ridge(xa[:i], ra[:i], l2, l2, prior)
+            mean = (MIX_MEAN_PRIOR * prior + ra[:i].sum()) / (MIX_MEAN_PRIOR + i)
+            evidence += (ra[i] - mean) ** 2 - (ra[i] - w[:-1] @ xa[i] - w[-1]) ** 2
+    pooled = 1.0 / (1.0 + np.exp(-np.clip(rate * evidence, -50, 50)))
     slopes, intercepts = np.zeros((k, d)), np.zeros(k)
     for a in range(k):
         xa, ra = x[actions == a], r[actions == a]
-        gap = MIX_HEAD_START
-        for i in range(len(ra)):
-            w = batch_ridge(xa[:i], ra[:i], l2, l2, prior)
-            mean = (MIX_MEAN_PRIOR * prior + ra[:i].sum()) / (MIX_MEAN_PRIOR + i)
-            gap += (ra[i] - mean) ** 2 - (ra[i] - w[:-1] @ xa[i] - w[-1]) ** 2
         w = batch_ridge(xa, ra, l2, l2, prior)
         mean = (MIX_MEAN_PRIOR * prior + ra.sum()) / (MIX_MEAN_PRIOR + len(ra))
-        alpha = 1.0 if len(ra) >= d else 1.0 / (1.0 + np.exp(-np.clip(rate * gap, -50, 50)))
+        alpha = 1.0 if len(ra) >= d else pooled
         slopes[a] = alpha * w[:-1]
         intercepts[a] = alpha * w[-1] + (1.0 - alpha) * mean
     return slopes, intercepts
@@ -117,19 +121,28 @@ def test_mix_keeps_the_mean_while_the_slopes_fit_noise_and_the_ridge_once_they_p
     rng = np.random.default_rng(0)
     d, n = 40, 30  # fewer rounds than features
     x = rng.normal(size=(2 * n, d))
-    noise = (rng.uniform(size=2 * n) < 0.1).astype(float)  # reward unrelated to x
-    signal = (x[:, 0] > 0).astype(float)  # reward a function of x
-    ridge = PerActionRidge(2, d, 10.0, 0.5, mix_rate=10.0)
-    ridge.update_rows(x[:n], [0] * n, noise[:n].tolist())
-    ridge.update_rows(x[:n], [1] * n, signal[:n].tolist())
-    alpha = ridge.mix_weights()
-    assert alpha[0] < 0.01 and alpha[1] > 0.99
-    slopes, intercepts = ridge.served()
-    assert np.abs(slopes[0]).max() < 1e-3
-    assert intercepts[0] == pytest.approx((MIX_MEAN_PRIOR * 0.5 + noise[:n].sum()) / (1 + n), 1e-3)
-    ridge.update_rows(x[n:], [0] * n, noise[n:].tolist())  # d rounds and more: the ridge
-    assert ridge.mix_weights()[0] == 1.0
-    np.testing.assert_array_equal(ridge.served()[0][0], ridge.slopes[0])
+    noise = (rng.uniform(size=2 * n) < 0.1).astype(float)  # rewards unrelated to x
+    signal = (x[:, 0] > 0).astype(float)  # rewards a function of x
+    alternate = [0, 1] * (n // 2)
+    on_noise = PerActionRidge(2, d, 10.0, 0.5, mix_rate=10.0)
+    on_noise.update_rows(x[:n], alternate, noise[:n].tolist())
+    assert (on_noise.mix_weights() < 0.01).all()
+    slopes, intercepts = on_noise.served()
+    assert np.abs(slopes).max() < 1e-3
+    played = noise[:n][0::2]  # action 0's rounds
+    mean = (MIX_MEAN_PRIOR * 0.5 + played.sum()) / (MIX_MEAN_PRIOR + len(played))
+    assert intercepts[0] == pytest.approx(mean, 1e-3)
+    on_signal = PerActionRidge(2, d, 10.0, 0.5, mix_rate=10.0)
+    on_signal.update_rows(x[:n], alternate, signal[:n].tolist())
+    assert (on_signal.mix_weights() > 0.99).all()
+    # pooled: an action with no round of its own takes what the others' rounds say
+    fresh = PerActionRidge(3, d, 10.0, 0.5, mix_rate=10.0)
+    fresh.update_rows(x[:n], alternate, noise[:n].tolist())
+    assert fresh.mix_weights()[2] < 0.01 and fresh.mix_stats[2, 0] == 0
+    # d rounds and more: the ridge alone for that action, whatever the evidence
+    on_noise.update_rows(x[n:], [0] * n, noise[n:].tolist())
+    assert on_noise.mix_weights()[0] == 1.0 and on_noise.mix_weights()[1] < 0.01
+    np.testing.assert_array_equal(on_noise.served()[0][0], on_noise.slopes[0])
     off = PerActionRidge(2, d, 10.0, 0.5)  # mix_rate 0: the ridge fit alone
     off.update_rows(x[:n], [0] * n, noise[:n].tolist())
     np.testing.assert_array_equal(off.served()[0], off.slopes)
@@ -204,7 +217,7 @@ def test_contexts_are_clipped_after_standardisation_for_decisions_and_learning()
         d = learner.act(row)
         learner.learn(d, Feedback(loss=float(d.action != label)))
     snap = learner._snapshot  # type: ignore[attr-defined]
-    edge = snap.mean + 3.0 / snap.inv_scale  # three standard deviations above the mean
+    edge = snap.mean + 3.001 / snap.inv_scale  # just past three standard deviations
     far = snap.mean + 50.0 / snap.inv_scale
     np.testing.assert_array_equal(learner.reward_estimates(far), learner.reward_estimates(edge))
     a, b = learner.act(far, event_id="e"), learner.act(edge, event_id="e")

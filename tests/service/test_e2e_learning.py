@@ -9,6 +9,7 @@ import pytest
 
 from banditree.client import Client, FeedbackResult
 from banditree.datasets import load
+from banditree.learners.gradient_bandit import EAGER_ROUNDS
 from tests.service.conftest import REDIS_URL
 from tests.service.live_server import LiveServer
 
@@ -52,10 +53,11 @@ def test_progressive_accuracy_over_http_rises_well_above_random(
     assert correct[-ROUNDS // 3 :].mean() > correct[: ROUNDS // 3].mean() + 0.1
     counters = model["counters"]
     assert counters["predictions"] == ROUNDS and counters["feedback"] == ROUNDS
-    assert model["version"] == counters["updates"] == ROUNDS // 4  # accumulate = 4
+    updates = EAGER_ROUNDS + (ROUNDS - EAGER_ROUNDS) // 4  # one by one, then accumulate = 4
+    assert model["version"] == counters["updates"] == updates
     assert counters["progressive_mean_loss"] == pytest.approx(1.0 - accuracy)
     assert f'banditree_predictions_total{{model="digits"}} {float(ROUNDS)}' in metrics
     assert (
         f'banditree_feedback_total{{model="digits",outcome="applied"}} {float(ROUNDS)}' in metrics
     )
-    assert f'banditree_model_version{{model="digits"}} {float(ROUNDS // 4)}' in metrics
+    assert f'banditree_model_version{{model="digits"}} {float(updates)}' in metrics
