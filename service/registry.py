@@ -75,6 +75,7 @@ class ModelRegistry:
         self.epoch: str | None = None  # the store epoch this process's models are held in
         self.records: dict[str, str] = {}  # the record of every model served or learned
         self._discovery_wanted = asyncio.Event()
+        self._creating = 0  # creates past the model cap's check, not yet in ``runtimes``
         self.idle = IdleLearners(store, holder=self.holder, lease_seconds=settings.lease_seconds)
 
     @contextlib.asynccontextmanager
@@ -246,46 +247,67 @@ class ModelRegistry:
 
     # -- create / delete -------------------------------------------------------------
     async def create(self, name: str, body: ModelCreate) -> ModelRuntime:
-        """A new model; 409 when the name is taken."""
+        """A new model; 409 when the name is taken or ``max_models`` are served already.
+
+        The cap counts the creates in flight too: the check and the reservation run
+        with no ``await`` between them, so creates of other names racing for the last
+        places (each under its own name's lock) cannot all pass it.
+        """
         config, policy = body.split()
         if body.initial_model is not None:  # recorded as built, so its checkpoints match it
             config = config.for_initial_model()
         async with self._locked(name):
             if name in self.runtimes or await self.store.load_model(name) is not None:
                 raise ServiceError(409, f"model {name!r} exists; DELETE it first", "name")
+            held, limit = len(self.runtimes) + self._creating, self.settings.max_models
+            if held >= limit:
+                raise ServiceError(
+                    409, f"this server holds {held} models, the limit max_models={limit}; "
+                    "delete one first", "name",
+                )  # fmt: skip
+            self._creating += 1
             try:
-                learner = _build(config, body.initial_model)
-            except InvalidModelFile as err:
-                raise ServiceError(422, f"initial_model: {err}", "initial_model") from None
-            except ValueError as err:
-                raise ServiceError(422, str(err), "kind") from None
-            resolved = self._policy(policy)
-            if resolved.default_loss is not None:
-                try:
-                    check_loss(resolved.default_loss, getattr(learner, "loss_bounds", None))
-                except InvalidInput as err:
-                    raise ServiceError(422, f"default_loss: {err}", "default_loss") from None
-            record: dict[str, Any] = {
-                "uid": uuid.uuid4().hex,
-                "config": config.model_dump(mode="json"),
-                "policy": policy.model_dump(mode="json"),
-                "created_at": time.time(),
-            }
-            record_json = json.dumps(record, sort_keys=True)
-            await self.store.hold_model(name)
-            if body.initial_model is not None:
-                await self._save_initial(name, learner)
-            await self.store.save_model(name, record_json)
-            runtime = ModelRuntime(
-                name=name, uid=record["uid"], learner=learner, policy=resolved,
-                store=self.store, metrics=self.metrics.for_model(name),
-                wake_learner=self._waker(name), on_gone=self.want_discovery,
-            )  # fmt: skip
-            self.records[name] = record_json
-            self._publish(runtime)
-            if self.learns:
-                self._start_learner(name, record_json)
-            return runtime
+                return await self._create(name, body, config, policy)
+            finally:
+                self._creating -= 1
+
+    async def _create(
+        self, name: str, body: ModelCreate, config: LearnerConfig, policy: ModelPolicy
+    ) -> ModelRuntime:
+        """:meth:`create` once the name is free and a place under the cap is reserved."""
+        try:
+            learner = _build(config, body.initial_model)
+        except InvalidModelFile as err:
+            raise ServiceError(422, f"initial_model: {err}", "initial_model") from None
+        except ValueError as err:
+            raise ServiceError(422, str(err), "kind") from None
+        resolved = self._policy(policy)
+        if resolved.default_loss is not None:
+            try:
+                check_loss(resolved.default_loss, getattr(learner, "loss_bounds", None))
+            except InvalidInput as err:
+                raise ServiceError(422, f"default_loss: {err}", "default_loss") from None
+        record: dict[str, Any] = {
+            "uid": uuid.uuid4().hex,
+            "config": config.model_dump(mode="json"),
+            "policy": policy.model_dump(mode="json"),
+            "created_at": time.time(),
+        }
+        record_json = json.dumps(record, sort_keys=True)
+        await self.store.hold_model(name)
+        if body.initial_model is not None:
+            await self._save_initial(name, learner)
+        await self.store.save_model(name, record_json)
+        runtime = ModelRuntime(
+            name=name, uid=record["uid"], learner=learner, policy=resolved,
+            store=self.store, metrics=self.metrics.for_model(name),
+            wake_learner=self._waker(name), on_gone=self.want_discovery,
+        )  # fmt: skip
+        self.records[name] = record_json
+        self._publish(runtime)
+        if self.learns:
+            self._start_learner(name, record_json)
+        return runtime
 
     async def _save_initial(self, name: str, learner: Learner) -> None:
         """A warm-started model's first checkpoint (offset 0), written before its record.

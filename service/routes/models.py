@@ -67,19 +67,11 @@ def apprentice_public(learner: Learner) -> dict[str, Any]:
 
 
 @router.put("/{name}", status_code=201)
-async def create_model(
-    name: ModelName, body: ModelCreate, registry: RegistryDep, request: Request
-) -> ModelPublic:
+async def create_model(name: ModelName, body: ModelCreate, registry: RegistryDep) -> ModelPublic:
     """Create a model from a learner config (plus optional checkpoint and event policy).
 
     409 when the name is taken or this process already serves ``max_models`` models.
     """
-    settings: Settings = request.app.state.settings
-    if len(registry.runtimes) >= settings.max_models and name not in registry.runtimes:
-        raise ServiceError(
-            409, f"this server holds {len(registry.runtimes)} models, the limit "
-            f"max_models={settings.max_models}; delete one first", "name",
-        )  # fmt: skip
     return model_public(await registry.create(name, body))
 
 

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -150,6 +151,26 @@ def test_row7_model_count_is_capped(admin: httpx.Client) -> None:
     assert admin.put("/v1/models/one-more", json=SMALL).status_code == 201
     for name in [*created[1:], "one-more"]:
         admin.delete(f"/v1/models/{name}").raise_for_status()
+
+
+def test_row7_concurrent_creates_never_pass_the_model_cap(server: LiveServer) -> None:
+    """Creates racing for the last free places: exactly that many land, the others 409."""
+    with server.client(ADMIN) as http:
+        held = len(http.get("/v1/models").json()["models"])
+    names = [f"race-{i}" for i in range(MAX_MODELS - held + 4)]
+
+    def put(name: str) -> int:
+        with server.client(ADMIN) as http:
+            return http.put(f"/v1/models/{name}", json=SMALL).status_code
+
+    with ThreadPoolExecutor(len(names)) as pool:
+        codes = list(pool.map(put, names))
+    assert sorted(codes) == [201] * (MAX_MODELS - held) + [409] * 4, codes
+    with server.client(ADMIN) as http:
+        assert len(http.get("/v1/models").json()["models"]) == MAX_MODELS
+        for name, code in zip(names, codes, strict=True):
+            if code == 201:
+                http.delete(f"/v1/models/{name}").raise_for_status()
 
 
 def test_row11_answers_match_the_openapi_document(admin: httpx.Client) -> None:
