@@ -4,7 +4,7 @@ Usage::
 
     python -m benchmarks.bandit_regression [--datasets abalone cpu_act pol house_16H]
         [--splits 0] [--passes 40] [--supervised-epochs 200] [--supervised-heights 6 8]
-        [--out runs/bandit_regression]
+        [--variant NAME JSON ...] [--seed-offset 0] [--out runs/bandit_regression]
 
 Datasets: the paper's Abalone and Comp-Activ (``cpu_act``) splits, and ``pol`` and
 ``house_16H`` (seeded 80/20 split).  Each learner makes ``passes`` passes over the
@@ -23,11 +23,19 @@ the supervised DGT (``banditree.supervised``, Algorithm 3 on the same split: RMS
 paper's Table 6 (two-point) and Table 1 (supervised) figures, the ratios two-point /
 paper and two-point / supervised DGT; writes ``report.md`` and ``curves.png`` (test
 RMSE against loss queries) to ``--out``.
+
+``--variant NAME JSON`` (repeatable) adds a two-point DGT learner with ``JSON``'s
+``LearnerConfig`` settings over the defaults (for example ``--variant l2_0
+'{"l2": 0}'``), reported in its own column: a way to measure a setting without
+changing the default.  ``--seed-offset k`` seeds learners and stream orders with
+``split + 1000 k`` (the split itself is unchanged), for a second look at the noise.
+Final RMSE per split is printed for every learner.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 from typing import Any
 
@@ -95,13 +103,17 @@ def supervised_rmse(ds: Dataset, heights: list[int], epochs: int, seed: int) -> 
 
 
 def write_outputs(
-    results: dict[str, dict[str, Any]], curves: dict[str, dict[str, list[Any]]], out: Path
+    results: dict[str, dict[str, Any]],
+    curves: dict[str, dict[str, list[Any]]],
+    out: Path,
+    variants: list[str] | None = None,
 ) -> str:
+    variants = variants or []
     lines = [
         "| data | one-point | two-point | two-point, constant step | linear two-point"
         " | full-info online | supervised DGT | paper 2pt | paper sup | 2pt / paper"
-        " | 2pt / supervised | 2pt / linear |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        " | 2pt / supervised | 2pt / linear |" + "".join(f" {v} |" for v in variants),
+        "|---|---|---|---|---|---|---|---|---|---|---|---|" + "---|" * len(variants),
     ]
     for name, r in results.items():
         paper_two, paper_sup = PAPER.get(name, (float("nan"), float("nan")))
@@ -112,6 +124,7 @@ def write_outputs(
             f" | {paper_sup:.2f} | {r['two_point'] / paper_two:.3f}"
             f" | {r['two_point'] / r['supervised']:.3f}"
             f" | {r['two_point'] / r['linear_two_point']:.3f} |"
+            + "".join(f" {r[v]:.4g} |" for v in variants)
         )
     markdown = "\n".join(lines) + "\n"
     (out / "report.md").write_text(markdown)
@@ -146,32 +159,53 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--supervised-epochs", type=int, default=200)
     parser.add_argument("--supervised-heights", nargs="+", type=int, default=[6, 8])
     parser.add_argument("--learning-rate", type=float, default=None)
+    parser.add_argument(
+        "--variant",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("NAME", "JSON"),
+        help="a two-point DGT with these LearnerConfig settings over the defaults",
+    )
+    parser.add_argument("--seed-offset", type=int, default=0)
     parser.add_argument("--out", type=Path, default=Path("runs/bandit_regression"))
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     overrides = {} if args.learning_rate is None else {"learning_rate": args.learning_rate}
+    learners = {name: LEARNERS[name] for name in args.learners}
+    for name, settings_json in args.variant:
+        settings = json.loads(settings_json)
+        if name in LEARNERS or not isinstance(settings, dict):
+            parser.error(f"--variant {name}: a new name and a JSON object of settings")
+        learners[name] = ("dgt", "two_point", settings)
+    variants = [name for name, _ in args.variant]
     results: dict[str, dict[str, Any]] = {}
     curves: dict[str, dict[str, list[Any]]] = {}
     jobs = [(d, s) for d in args.datasets for s in args.splits]
     for name, split in tqdm(jobs, desc="dataset x split", disable=args.no_progress):
         ds = load(name, split=split, seed=split)
-        scores = results.setdefault(name, {k: [] for k in [*LEARNERS, "supervised"]})
-        for learner_name in args.learners:
-            kind, mode, settings = LEARNERS[learner_name]
+        seed = split + 1000 * args.seed_offset
+        scores = results.setdefault(name, {k: [] for k in [*LEARNERS, *variants, "supervised"]})
+        for learner_name, (kind, mode, settings) in learners.items():
             learner, curve = run_learner(
-                ds, kind, mode, args.passes, split, {**settings, **overrides}
+                ds, kind, mode, args.passes, seed, {**settings, **overrides}
             )
             scores[learner_name].append(rmse(learner, ds))
             curves.setdefault(name, {})[learner_name] = curve
         heights = args.supervised_heights
         scores["supervised"].append(supervised_rmse(ds, heights, args.supervised_epochs, split))
+    for name, r in results.items():
+        for learner_name, values in r.items():
+            if values:
+                per_split = ", ".join(f"{v:.4g}" for v in values)
+                print(f"{name} {learner_name}: splits {args.splits}: {per_split}")
     means = {
         n: {k: float(np.mean(v)) if v else float("nan") for k, v in r.items()}
         for n, r in results.items()
     }
     print(f"test RMSE, mean over splits {args.splits}, {args.passes} passes")
-    print(write_outputs(means, curves, args.out))
+    print(write_outputs(means, curves, args.out, variants))
 
 
 if __name__ == "__main__":

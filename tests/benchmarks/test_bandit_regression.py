@@ -40,3 +40,40 @@ def test_tiny_run_reports_both_steps_and_the_ratios(tmp_path: Path) -> None:
     assert float(cells[9]) == pytest.approx(two_point / 2.16, abs=2e-3)
     assert float(cells[11]) == pytest.approx(two_point / linear, abs=2e-3)
     assert (tmp_path / "curves.png").stat().st_size > 0
+
+
+def test_variant_column_learns_with_its_settings(tmp_path: Path) -> None:
+    """``--variant`` adds a two-point learner with its settings, in a column of its own."""
+    main(
+        [
+            "--datasets",
+            "abalone",
+            "--passes",
+            "1",
+            "--supervised-epochs",
+            "1",
+            "--supervised-heights",
+            "2",
+            "--learners",
+            "two_point",
+            "--variant",
+            "forest2",
+            '{"kind": "dgt_forest", "n_trees": 2, "aggregate": "average"}',
+            "--out",
+            str(tmp_path),
+            "--no-progress",
+        ]
+    )
+    lines = (tmp_path / "report.md").read_text().splitlines()
+    assert lines[0].rstrip().endswith("| forest2 |")
+    cells = [c.strip() for c in next(x for x in lines if "abalone" in x).strip("|").split("|")]
+    two_point, forest = float(cells[2]), float(cells[12])
+    assert 0.0 < forest < 30.0
+    assert forest != two_point  # a different model on the same stream
+
+
+def test_variant_must_be_a_new_name_with_a_json_object(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit):
+        main(["--variant", "two_point", "{}", "--out", str(tmp_path), "--no-progress"])
+    with pytest.raises(SystemExit):
+        main(["--variant", "x", "[1]", "--out", str(tmp_path), "--no-progress"])
