@@ -92,13 +92,23 @@ def run_learner(
     return learner, curve
 
 
-def supervised_rmse(ds: Dataset, heights: list[int], epochs: int, seed: int) -> float:
-    """Test RMSE of the supervised DGT (Algorithm 3 defaults), the best over ``heights``."""
+def supervised_rmse(
+    ds: Dataset, heights: list[int], epochs: int, seed: int, trees: int = 1
+) -> float:
+    """Test RMSE of the supervised DGT (Algorithm 3 defaults), the best over ``heights``.
+
+    ``trees > 1``: the average of that many trees' predictions (seeds ``seed + 1000 j``),
+    the supervised anchor of an averaged forest of as many trees.
+    """
     scores = []
     for height in heights:
-        model = DGTRegressor(height=height, epochs=epochs, seed=seed, progress=False)
-        model.fit(ds.X_train, ds.y_train)
-        scores.append(float(np.sqrt(np.mean((model.predict(ds.X_test) - ds.y_test) ** 2))))
+        predictions = []
+        for j in range(trees):
+            model = DGTRegressor(height=height, epochs=epochs, seed=seed + 1000 * j, progress=False)
+            model.fit(ds.X_train, ds.y_train)
+            predictions.append(model.predict(ds.X_test))
+        mean = np.mean(predictions, axis=0)
+        scores.append(float(np.sqrt(np.mean((mean - ds.y_test) ** 2))))
     return min(scores)
 
 
@@ -168,6 +178,12 @@ def main(argv: list[str] | None = None) -> None:
         help="a two-point DGT with these LearnerConfig settings over the defaults",
     )
     parser.add_argument("--seed-offset", type=int, default=0)
+    parser.add_argument(
+        "--supervised-trees",
+        type=int,
+        default=1,
+        help="also the supervised anchor of an averaged forest of this many trees (> 1)",
+    )
     parser.add_argument("--out", type=Path, default=Path("runs/bandit_regression"))
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
@@ -180,13 +196,15 @@ def main(argv: list[str] | None = None) -> None:
             parser.error(f"--variant {name}: a new name and a JSON object of settings")
         learners[name] = ("dgt", "two_point", settings)
     variants = [name for name, _ in args.variant]
+    forest_anchor = f"supervised_{args.supervised_trees}_trees"
+    columns = [*variants, forest_anchor] if args.supervised_trees > 1 else variants
     results: dict[str, dict[str, Any]] = {}
     curves: dict[str, dict[str, list[Any]]] = {}
     jobs = [(d, s) for d in args.datasets for s in args.splits]
     for name, split in tqdm(jobs, desc="dataset x split", disable=args.no_progress):
         ds = load(name, split=split, seed=split)
         seed = split + 1000 * args.seed_offset
-        scores = results.setdefault(name, {k: [] for k in [*LEARNERS, *variants, "supervised"]})
+        scores = results.setdefault(name, {k: [] for k in [*LEARNERS, *columns, "supervised"]})
         for learner_name, (kind, mode, settings) in learners.items():
             learner, curve = run_learner(
                 ds, kind, mode, args.passes, seed, {**settings, **overrides}
@@ -195,6 +213,10 @@ def main(argv: list[str] | None = None) -> None:
             curves.setdefault(name, {})[learner_name] = curve
         heights = args.supervised_heights
         scores["supervised"].append(supervised_rmse(ds, heights, args.supervised_epochs, split))
+        if args.supervised_trees > 1:
+            scores[forest_anchor].append(
+                supervised_rmse(ds, heights, args.supervised_epochs, split, args.supervised_trees)
+            )
     for name, r in results.items():
         for learner_name, values in r.items():
             if values:
@@ -205,7 +227,7 @@ def main(argv: list[str] | None = None) -> None:
         for n, r in results.items()
     }
     print(f"test RMSE, mean over splits {args.splits}, {args.passes} passes")
-    print(write_outputs(means, curves, args.out, variants))
+    print(write_outputs(means, curves, args.out, columns))
 
 
 if __name__ == "__main__":

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.bandit_regression import main
+from banditree.datasets import load
+from benchmarks.bandit_regression import main, supervised_rmse
 
 
 def test_tiny_run_reports_both_steps_and_the_ratios(tmp_path: Path) -> None:
@@ -77,3 +78,20 @@ def test_variant_must_be_a_new_name_with_a_json_object(tmp_path: Path) -> None:
         main(["--variant", "two_point", "{}", "--out", str(tmp_path), "--no-progress"])
     with pytest.raises(SystemExit):
         main(["--variant", "x", "[1]", "--out", str(tmp_path), "--no-progress"])
+
+
+def test_supervised_forest_anchor_averages_its_trees(tmp_path: Path) -> None:
+    """``--supervised-trees N`` adds the anchor of an averaged forest: N trees' mean."""
+    ds = load("abalone")
+    single = supervised_rmse(ds, [2], 1, 0)
+    assert supervised_rmse(ds, [2], 1, 0, trees=1) == single
+    forest = supervised_rmse(ds, [2], 1, 0, trees=2)
+    assert 0.0 < forest < 30.0 and forest != single
+    args = ["--datasets", "abalone", "--passes", "1", "--supervised-epochs", "1"]
+    args += ["--supervised-heights", "2", "--learners", "two_point", "--supervised-trees", "2"]
+    main([*args, "--out", str(tmp_path), "--no-progress"])
+    lines = (tmp_path / "report.md").read_text().splitlines()
+    assert lines[0].rstrip().endswith("| supervised_2_trees |")
+    cells = [c.strip() for c in next(x for x in lines if "abalone" in x).strip("|").split("|")]
+    assert float(cells[6]) == pytest.approx(single, abs=1e-3)
+    assert float(cells[12]) == pytest.approx(forest, abs=1e-3)
