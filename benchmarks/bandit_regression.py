@@ -19,10 +19,10 @@ model with two-point feedback (the linear baseline); DGT told the target every r
 (online full information; with the squared loss two-point is exact, so the same); and
 the supervised DGT (``banditree.supervised``, Algorithm 3 on the same split: RMSprop
 1e-2, batch 128, gradient-norm clip 1e-2, cosine with 3 restarts), the best of
-``--supervised-heights`` on the test set (a choice that favours this anchor).  Prints final test RMSE (original units) beside the
-paper's Table 6 (two-point) and Table 1 (supervised) figures, the ratios two-point /
-paper and two-point / supervised DGT; writes ``report.md`` and ``curves.png`` (test
-RMSE against loss queries) to ``--out``.
+``--supervised-heights`` on the test set (a choice that favours this anchor).  Prints
+final test RMSE (original units) beside the paper's Table 6 (two-point) and Table 1
+(supervised) figures, the ratios two-point / paper and two-point / supervised DGT;
+writes ``report.md`` and ``curves.png`` (test RMSE against loss queries) to ``--out``.
 
 ``--variant NAME JSON`` (repeatable) adds a two-point DGT learner with ``JSON``'s
 ``LearnerConfig`` settings over the defaults (for example ``--variant l2_0
@@ -92,24 +92,30 @@ def run_learner(
     return learner, curve
 
 
+def supervised_anchors(
+    ds: Dataset, heights: list[int], epochs: int, seed: int, trees: int = 1
+) -> tuple[float, float]:
+    """Test RMSE of the supervised DGT (Algorithm 3 defaults) and of the mean of ``trees``
+    of them (seeds ``seed + 1000 j``, the first the single tree), each the best over
+    ``heights``: the anchors of one tree and of an averaged forest of as many."""
+    single, forest = [], []
+    for height in heights:
+        predictions = [
+            DGTRegressor(height=height, epochs=epochs, seed=seed + 1000 * j, progress=False)
+            .fit(ds.X_train, ds.y_train)
+            .predict(ds.X_test)
+            for j in range(trees)
+        ]
+        for scores, prediction in ((single, predictions[0]), (forest, np.mean(predictions, 0))):
+            scores.append(float(np.sqrt(np.mean((prediction - ds.y_test) ** 2))))
+    return min(single), min(forest)
+
+
 def supervised_rmse(
     ds: Dataset, heights: list[int], epochs: int, seed: int, trees: int = 1
 ) -> float:
-    """Test RMSE of the supervised DGT (Algorithm 3 defaults), the best over ``heights``.
-
-    ``trees > 1``: the average of that many trees' predictions (seeds ``seed + 1000 j``),
-    the supervised anchor of an averaged forest of as many trees.
-    """
-    scores = []
-    for height in heights:
-        predictions = []
-        for j in range(trees):
-            model = DGTRegressor(height=height, epochs=epochs, seed=seed + 1000 * j, progress=False)
-            model.fit(ds.X_train, ds.y_train)
-            predictions.append(model.predict(ds.X_test))
-        mean = np.mean(predictions, axis=0)
-        scores.append(float(np.sqrt(np.mean((mean - ds.y_test) ** 2))))
-    return min(scores)
+    """The anchor of an averaged forest of ``trees`` supervised DGTs (1: one tree)."""
+    return supervised_anchors(ds, heights, epochs, seed, trees)[1]
 
 
 def write_outputs(
@@ -211,12 +217,12 @@ def main(argv: list[str] | None = None) -> None:
             )
             scores[learner_name].append(rmse(learner, ds))
             curves.setdefault(name, {})[learner_name] = curve
-        heights = args.supervised_heights
-        scores["supervised"].append(supervised_rmse(ds, heights, args.supervised_epochs, split))
+        single, forest = supervised_anchors(
+            ds, args.supervised_heights, args.supervised_epochs, split, args.supervised_trees
+        )
+        scores["supervised"].append(single)
         if args.supervised_trees > 1:
-            scores[forest_anchor].append(
-                supervised_rmse(ds, heights, args.supervised_epochs, split, args.supervised_trees)
-            )
+            scores[forest_anchor].append(forest)
     for name, r in results.items():
         for learner_name, values in r.items():
             if values:

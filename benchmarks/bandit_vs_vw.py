@@ -83,9 +83,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "no_ridge_mix": {"ridge_mix_rate": 0.0},
     "gamma10": {"explorer_parameter": 10.0},  # (measured with SquareCB, the default then)
     # with SquareCB and the per-action mix (14 sets x 3 seeds): 0.705, coil2000 1.008;
-    # letter 0.786 against 0.749,
-    # segmentation 0.657 against 0.549, texture 0.438 against 0.395; shuttle 0.367 against
-    # 0.483.  coil2000 against VW bag5 (0.0601, 3 errors a seed above the constant's 0.0597)
+    # letter 0.786 against 0.749, segmentation 0.657 against 0.549, texture 0.438 against
+    # 0.395; shuttle 0.367 against 0.483.  coil2000 against VW bag5 (0.0601, 3 errors a seed above the constant's 0.0597)
     # is a budget SquareCB cannot meet: its exploration alone costs about
     # 2 sqrt(T) / (scale * gap) = 4 errors a seed at scale 50 (gap 0.88, T = 7,858), and
     # the first ~10 rounds, before the estimates separate, 3-5 more.  Measured on

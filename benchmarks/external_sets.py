@@ -43,13 +43,9 @@ def _package_file(package: str, relative: str) -> Path:
     return path
 
 
-def _river_file(relative: str) -> Path:
-    return _package_file("river", relative)
-
-
 def _bananas() -> tuple[np.ndarray, np.ndarray]:
     """Rows ``label 1:x1 2:x2`` (libsvm form, labels -1/1)."""
-    with zipfile.ZipFile(_river_file("river/datasets/banana.zip")) as archive:
+    with zipfile.ZipFile(_package_file("river", "river/datasets/banana.zip")) as archive:
         text = archive.read("banana.all.txt").decode()
     rows = [line.split() for line in text.splitlines() if line.strip()]
     X = np.array([[float(field.split(":")[1]) for field in row[1:]] for row in rows])
@@ -58,7 +54,7 @@ def _bananas() -> tuple[np.ndarray, np.ndarray]:
 
 def _phishing() -> tuple[np.ndarray, np.ndarray]:
     """A CSV with a header, the label ``is_phishing`` last."""
-    with gzip.open(_river_file("river/datasets/phishing.csv.gz"), "rt") as fh:
+    with gzip.open(_package_file("river", "river/datasets/phishing.csv.gz"), "rt") as fh:
         data = np.loadtxt(io.StringIO(fh.read()), delimiter=",", skiprows=1, ndmin=2)
     return data[:, :-1], data[:, -1]
 

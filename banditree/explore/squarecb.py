@@ -62,12 +62,21 @@ class SquareCB:
         """Gamma after ``t`` learned rounds."""
         return self.gamma_scale * float(t) ** self.exponent if self.exponent else self.gamma_scale
 
+    def _loss(self, top: float) -> float:
+        """What gamma is divided by at a best score ``top``: 1 (FastCB: its predicted loss)."""
+        return 1.0
+
+    def _losses(self, top: FloatArray) -> FloatArray | float:
+        """:meth:`_loss` for the best scores ``top`` ``(B,)`` of a batch."""
+        return 1.0
+
     def __call__(self, scores: FloatArray, t: int = 0) -> FloatArray:
-        return squarecb(scores, self.gamma_at(t))
+        return squarecb(scores, self.gamma_at(t) / self._loss(float(scores.max())))
 
     def pmf_list(self, scores: list[float], best: int, t: int = 0) -> list[float]:
         """:meth:`__call__` on Python floats, ``best`` the argmax of ``scores`` (few actions)."""
-        k, gamma, top = len(scores), self.gamma_at(t), scores[best]
+        k, top = len(scores), scores[best]
+        gamma = self.gamma_at(t) / self._loss(top)
         pmf = [1.0 / ((top - s) * gamma + k) for s in scores]
         pmf[best] = 0.0
         rest = 0.0
@@ -81,11 +90,14 @@ class SquareCB:
         batch, k = scores.shape
         index = np.arange(batch)
         best = np.argmax(scores, axis=1)
-        pmf = 1.0 / (k + self.gamma_at(t) * (scores[index, best][:, None] - scores))
+        top = scores[index, best]
+        gamma = np.reshape(self.gamma_at(t) / self._losses(top), (-1, 1))
+        pmf = 1.0 / (k + gamma * (top[:, None] - scores))
         pmf[index, best] = 0.0
         pmf[index, best] = 1.0 - _add_in_order(pmf, axis=1)[:, -1]
         return pmf
 
     def min_probability(self, n_actions: int, t: int = 0) -> float:
-        """A floor for scores in ``[0, 1]`` (gaps at most 1)."""
-        return 1.0 / (n_actions + self.gamma_at(t))
+        """A floor for scores in ``[0, 1]`` (gaps at most 1, the divisor least at a best
+        score of 1)."""
+        return 1.0 / (n_actions + self.gamma_at(t) / self._loss(1.0))

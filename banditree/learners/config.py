@@ -27,16 +27,16 @@ class LearnerConfig(BaseModel):
     measured better ones (``benchmarks/bandit_regression.py`` for regression):
     FastCB exploration (SquareCB's inverse-gap weighting with ``gamma_t = 50 t^0.5``,
     divided by the greedy action's predicted loss; not epsilon-greedy 0.3, nor VW's
-    SquareCB at scale 10), the output read as the predicted reward (``reward_link`` identity, not
-    sigmoid), least squares on the played action's reward (``max_importance_weight`` 1,
-    the regression SquareCB assumes, not eq. 8's ``1/p``), and, for classification
-    trees, a per-action bias and a per-action linear term on the context beside the
-    leaves, fitted by online ridge regression of the played reward (penalty 10; while an
-    action has fewer rounds than features, mixed with its mean reward by progressive
-    validation pooled over the actions; AdaGrad at 0.1 where the ridge state would be too large), the tree
-    learning the residual by RMSprop at 3e-3 (not 1e-3), on contexts standardised and
-    clipped to [-3, 3]; regression keeps the shared bias only, at 3e-3 decayed as ``1 / (1 + t / 20,000)``,
-    unclipped.
+    SquareCB at scale 10), the output read as the predicted reward (``reward_link``
+    identity, not sigmoid), least squares on the played action's reward
+    (``max_importance_weight`` 1, the regression SquareCB assumes, not eq. 8's ``1/p``),
+    and, for classification trees, a per-action bias and a per-action linear term on the
+    context beside the leaves, fitted by online ridge regression of the played reward
+    (penalty 10; while an action has fewer rounds than features, mixed with its mean
+    reward by progressive validation pooled over the actions; AdaGrad at 0.1 where the
+    ridge state would be too large), the tree learning the residual by RMSprop at 3e-3
+    (not 1e-3), on contexts standardised and clipped to [-3, 3]; regression keeps the
+    shared bias only, at 3e-3 decayed as ``1 / (1 + t / 20,000)``, unclipped.
     """
 
     model_config = ConfigDict(extra="forbid")

@@ -39,6 +39,11 @@ _Group = tuple[str, int, list[str], list[str]]
 _Call = tuple[list[tuple[Any, ...]], list[asyncio.Future[None]]]
 
 
+def _closing() -> StoreUnavailable:
+    """The error of a write the closing store will not send (or not see answered)."""
+    return StoreUnavailable("redis: the store is closing")
+
+
 def _settle(calls: list[_Call], errors: list[BaseException | None]) -> None:
     for (_, waiters), error in zip(calls, errors, strict=True):
         for done in waiters:
@@ -155,7 +160,7 @@ class DecisionWrites:
         except (RedisError, OSError) as err:
             self._done(calls, [store_error(err)] * len(calls))
         except BaseException:  # cancelled (the store closing): no waiter waits forever
-            self._done(calls, [StoreUnavailable("redis: the store is closing")] * len(calls))
+            self._done(calls, [_closing()] * len(calls))
             raise
 
     async def _pooled(self, commands: list[tuple[Any, ...]]) -> None:
@@ -183,8 +188,7 @@ class DecisionWrites:
 
     def _fail_queue(self) -> None:
         queue, self._queue, self._queued = self._queue, [], 0
-        closing = StoreUnavailable("redis: the store is closing")
-        _settle([([], [done for _, _, done in queue])], [closing])
+        _settle([([], [done for _, _, done in queue])], [_closing()])
 
 
 def _error(exec_reply: Any) -> BaseException | None:

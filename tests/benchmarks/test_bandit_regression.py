@@ -10,30 +10,19 @@ from banditree.datasets import load
 from benchmarks.bandit_regression import main, supervised_rmse
 
 
+def tiny_run(tmp_path: Path, *learners_and_options: str) -> tuple[list[str], list[str]]:
+    """One pass over Abalone with a 1-epoch, height-2 supervised anchor: the report's
+    lines and the cells of its Abalone row."""
+    args = ["--datasets", "abalone", "--passes", "1", "--supervised-epochs", "1"]
+    args += ["--supervised-heights", "2", "--learners", *learners_and_options]
+    main([*args, "--out", str(tmp_path), "--no-progress"])
+    lines = (tmp_path / "report.md").read_text().splitlines()
+    row = next(line for line in lines if "abalone" in line)
+    return lines, [c.strip() for c in row.strip("|").split("|")]
+
+
 def test_tiny_run_reports_both_steps_and_the_ratios(tmp_path: Path) -> None:
-    main(
-        [
-            "--datasets",
-            "abalone",
-            "--passes",
-            "1",
-            "--supervised-epochs",
-            "1",
-            "--supervised-heights",
-            "2",
-            "--learners",
-            "two_point",
-            "two_point_constant",
-            "linear_two_point",
-            "--out",
-            str(tmp_path),
-            "--no-progress",
-        ]
-    )
-    row = next(
-        line for line in (tmp_path / "report.md").read_text().splitlines() if "abalone" in line
-    )
-    cells = [c.strip() for c in row.strip("|").split("|")]
+    _, cells = tiny_run(tmp_path, "two_point", "two_point_constant", "linear_two_point")
     two_point, constant, linear, supervised = (float(cells[i]) for i in (2, 3, 4, 6))
     assert all(0.0 < v < 30.0 for v in (two_point, constant, linear, supervised))
     # the decayed step learns differently from the constant one on the same stream
@@ -45,29 +34,9 @@ def test_tiny_run_reports_both_steps_and_the_ratios(tmp_path: Path) -> None:
 
 def test_variant_column_learns_with_its_settings(tmp_path: Path) -> None:
     """``--variant`` adds a two-point learner with its settings, in a column of its own."""
-    main(
-        [
-            "--datasets",
-            "abalone",
-            "--passes",
-            "1",
-            "--supervised-epochs",
-            "1",
-            "--supervised-heights",
-            "2",
-            "--learners",
-            "two_point",
-            "--variant",
-            "forest2",
-            '{"kind": "dgt_forest", "n_trees": 2, "aggregate": "average"}',
-            "--out",
-            str(tmp_path),
-            "--no-progress",
-        ]
-    )
-    lines = (tmp_path / "report.md").read_text().splitlines()
+    forest2 = '{"kind": "dgt_forest", "n_trees": 2, "aggregate": "average"}'
+    lines, cells = tiny_run(tmp_path, "two_point", "--variant", "forest2", forest2)
     assert lines[0].rstrip().endswith("| forest2 |")
-    cells = [c.strip() for c in next(x for x in lines if "abalone" in x).strip("|").split("|")]
     two_point, forest = float(cells[2]), float(cells[12])
     assert 0.0 < forest < 30.0
     assert forest != two_point  # a different model on the same stream
@@ -87,11 +56,7 @@ def test_supervised_forest_anchor_averages_its_trees(tmp_path: Path) -> None:
     assert supervised_rmse(ds, [2], 1, 0, trees=1) == single
     forest = supervised_rmse(ds, [2], 1, 0, trees=2)
     assert 0.0 < forest < 30.0 and forest != single
-    args = ["--datasets", "abalone", "--passes", "1", "--supervised-epochs", "1"]
-    args += ["--supervised-heights", "2", "--learners", "two_point", "--supervised-trees", "2"]
-    main([*args, "--out", str(tmp_path), "--no-progress"])
-    lines = (tmp_path / "report.md").read_text().splitlines()
+    lines, cells = tiny_run(tmp_path, "two_point", "--supervised-trees", "2")
     assert lines[0].rstrip().endswith("| supervised_2_trees |")
-    cells = [c.strip() for c in next(x for x in lines if "abalone" in x).strip("|").split("|")]
     assert float(cells[6]) == pytest.approx(single, abs=1e-3)
     assert float(cells[12]) == pytest.approx(forest, abs=1e-3)
