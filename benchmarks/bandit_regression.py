@@ -13,18 +13,24 @@ told only the squared loss of what it played (one-point, eq. 9) or the losses at
 two probes (two-point, eq. 10).  Learners are built exactly as the simulator builds
 them (min-max target scaling, the ``LearnerConfig`` defaults).
 
-Competitors on the same split and stream: DGT one-point and two-point; two-point at
-a constant step (``learning_rate_decay`` 0, the default before the decay); the linear
-model with two-point feedback (the linear baseline); DGT told the target every round
-(online full information; with the squared loss two-point is exact, so the same); and
-the supervised DGT (``banditree.supervised``, Algorithm 3 on the same split: RMSprop
-1e-2, batch 128, gradient-norm clip 1e-2, cosine with 3 restarts), the best of
-``--supervised-heights`` on the test set (a choice that favours this anchor).  Prints
-final test RMSE (original units) beside the paper's Table 6 (two-point) and Table 1
-(supervised) figures, the ratios two-point / paper and two-point / supervised DGT;
-writes ``report.md`` and ``curves.png`` (test RMSE against loss queries) to ``--out``.
+Competitors on the same split and stream: the default model (the ``LearnerConfig``
+default for regression, a 4-tree averaged ``dgt_forest``) with one-point and two-point
+feedback; a single DGT with two-point; two-point at a constant step
+(``learning_rate_decay`` 0, the default before the decay); the linear model with
+two-point feedback (the linear baseline); the default told the target every round
+(online full information; with the squared loss two-point is exact, so the same); the
+supervised DGT (``banditree.supervised``, Algorithm 3 on the same split: RMSprop 1e-2,
+batch 128, gradient-norm clip 1e-2, cosine with 3 restarts), the best of
+``--supervised-heights`` on the test set (a choice that favours this anchor); and the
+supervised forest: the mean prediction of ``--supervised-trees`` such trees (seeds
+``split + 1000 j``, the first the single anchor; best over the heights), the
+like-for-like anchor of the default forest.  Prints final test RMSE (original units)
+beside the paper's Table 6 (two-point) and Table 1 (supervised) figures, the ratios of
+the default's two-point RMSE to the paper, the supervised DGT, the supervised forest
+and the linear baseline; writes ``report.md`` and ``curves.png`` (test RMSE against
+loss queries) to ``--out``.
 
-``--variant NAME JSON`` (repeatable) adds a two-point DGT learner with ``JSON``'s
+``--variant NAME JSON`` (repeatable) adds a two-point learner with ``JSON``'s
 ``LearnerConfig`` settings over the defaults (for example ``--variant l2_0
 '{"l2": 0}'``), reported in its own column: a way to measure a setting without
 changing the default.  ``--seed-offset k`` seeds learners and stream orders with
@@ -36,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +51,7 @@ from tqdm import tqdm
 
 from banditree.datasets import REGRESSION, Dataset, load
 from banditree.learners import Learner, build_learner
+from banditree.learners.config import REGRESSION_FOREST_TREES
 from banditree.supervised import DGTRegressor
 from simulate.agents import learner_config
 from simulate.environments import FeedbackMode, RegressionEnvironment
@@ -53,13 +61,14 @@ PAPER = {"abalone": (2.16, 2.15), "cpu_act": (3.05, 2.91)}
 #: the perturbation delta in target units: the paper's 0.5, or 0.5% of the target range
 #: for house prices (a 0.5 dollar perturbation would be below the noise of any loss)
 DELTA = {"house_16H": 0.005}
-#: name -> (model kind, feedback, settings beside the defaults)
-LEARNERS: dict[str, tuple[str, FeedbackMode, dict[str, Any]]] = {
-    "one_point": ("dgt", "one_point", {}),
-    "two_point": ("dgt", "two_point", {}),
-    "two_point_constant": ("dgt", "two_point", {"learning_rate_decay": 0}),
+#: name -> (model kind, None: the default's; feedback; settings beside the defaults)
+LEARNERS: dict[str, tuple[str | None, FeedbackMode, dict[str, Any]]] = {
+    "one_point": (None, "one_point", {}),
+    "two_point": (None, "two_point", {}),
+    "two_point_single_tree": ("dgt", "two_point", {}),
+    "two_point_constant": (None, "two_point", {"learning_rate_decay": 0}),
     "linear_two_point": ("linear", "two_point", {}),
-    "full_information": ("dgt", "full", {}),
+    "full_information": (None, "full", {}),
 }
 
 
@@ -68,9 +77,15 @@ def rmse(learner: Learner, ds: Dataset) -> float:
 
 
 def run_learner(
-    ds: Dataset, kind: str, mode: FeedbackMode, passes: int, seed: int, overrides: dict[str, Any]
-) -> tuple[Learner, list[tuple[int, float]]]:
-    """Train one learner online; return it and its curve ``[(queries, test RMSE)]``."""
+    ds: Dataset,
+    kind: str | None,
+    mode: FeedbackMode,
+    passes: int,
+    seed: int,
+    overrides: dict[str, Any],
+) -> tuple[Learner, list[tuple[int, float]], float]:
+    """Train one learner online; return it, its curve ``[(queries, test RMSE)]`` and its
+    act + learn rounds per CPU second (the curve's evaluations not counted)."""
     env = RegressionEnvironment(mode=mode, loss="squared")
     span = float(ds.y_train.max() - ds.y_train.min())
     delta = DELTA[ds.name] * span if ds.name in DELTA else None
@@ -81,15 +96,19 @@ def run_learner(
     queries_per_round = 2 if mode == "two_point" else 1
     curve: list[tuple[int, float]] = []
     rng = np.random.default_rng(seed)
-    done = 0
+    done, seconds = 0, 0.0
     for _ in range(passes):
+        start = time.process_time()
         for i in rng.permutation(len(ds.y_train)).tolist():
             d = learner.act(ds.X_train[i])
             learner.learn(d, env.feedback(d, float(ds.y_train[i])))
             done += 1
             if done in marks:
+                seconds += time.process_time() - start
                 curve.append((done * queries_per_round, rmse(learner, ds)))
-    return learner, curve
+                start = time.process_time()
+        seconds += time.process_time() - start
+    return learner, curve, done / seconds
 
 
 def supervised_anchors(
@@ -125,22 +144,24 @@ def write_outputs(
     variants: list[str] | None = None,
 ) -> str:
     variants = variants or []
+    nan = float("nan")
     lines = [
-        "| data | one-point | two-point | two-point, constant step | linear two-point"
-        " | full-info online | supervised DGT | paper 2pt | paper sup | 2pt / paper"
-        " | 2pt / supervised | 2pt / linear |" + "".join(f" {v} |" for v in variants),
-        "|---|---|---|---|---|---|---|---|---|---|---|---|" + "---|" * len(variants),
+        "| data | one-point | two-point | two-point, single tree | two-point, constant step"
+        " | linear two-point | full-info online | supervised DGT | supervised forest"
+        " | paper 2pt | paper sup | 2pt / paper | 2pt / supervised | 2pt / supervised forest"
+        " | 2pt / linear |" + "".join(f" {v} |" for v in variants),
+        "|---|" + "---|" * 14 + "---|" * len(variants),
     ]
     for name, r in results.items():
-        paper_two, paper_sup = PAPER.get(name, (float("nan"), float("nan")))
+        paper_two, paper_sup = PAPER.get(name, (nan, nan))
+        two, forest = r["two_point"], r.get("supervised_forest", nan)
         lines.append(
-            f"| {name} | {r['one_point']:.4g} | {r['two_point']:.4g}"
+            f"| {name} | {r['one_point']:.4g} | {two:.4g} | {r['two_point_single_tree']:.4g}"
             f" | {r['two_point_constant']:.4g} | {r['linear_two_point']:.4g}"
-            f" | {r['full_information']:.4g} | {r['supervised']:.4g} | {paper_two:.2f}"
-            f" | {paper_sup:.2f} | {r['two_point'] / paper_two:.3f}"
-            f" | {r['two_point'] / r['supervised']:.3f}"
-            f" | {r['two_point'] / r['linear_two_point']:.3f} |"
-            + "".join(f" {r[v]:.4g} |" for v in variants)
+            f" | {r['full_information']:.4g} | {r['supervised']:.4g} | {forest:.4g}"
+            f" | {paper_two:.2f} | {paper_sup:.2f} | {two / paper_two:.3f}"
+            f" | {two / r['supervised']:.3f} | {two / forest:.3f}"
+            f" | {two / r['linear_two_point']:.3f} |" + "".join(f" {r[v]:.4g} |" for v in variants)
         )
     markdown = "\n".join(lines) + "\n"
     (out / "report.md").write_text(markdown)
@@ -181,14 +202,15 @@ def main(argv: list[str] | None = None) -> None:
         action="append",
         default=[],
         metavar=("NAME", "JSON"),
-        help="a two-point DGT with these LearnerConfig settings over the defaults",
+        help="a two-point learner with these LearnerConfig settings over the defaults",
     )
     parser.add_argument("--seed-offset", type=int, default=0)
     parser.add_argument(
         "--supervised-trees",
         type=int,
-        default=1,
-        help="also the supervised anchor of an averaged forest of this many trees (> 1)",
+        default=REGRESSION_FOREST_TREES,
+        help="trees of the supervised forest anchor (the mean of as many supervised DGTs; "
+        "default: as many as the default bandit forest; 1: none)",
     )
     parser.add_argument("--out", type=Path, default=Path("runs/bandit_regression"))
     parser.add_argument("--no-progress", action="store_true")
@@ -200,29 +222,31 @@ def main(argv: list[str] | None = None) -> None:
         settings = json.loads(settings_json)
         if name in LEARNERS or not isinstance(settings, dict):
             parser.error(f"--variant {name}: a new name and a JSON object of settings")
-        learners[name] = ("dgt", "two_point", settings)
+        learners[name] = (None, "two_point", settings)
     variants = [name for name, _ in args.variant]
-    forest_anchor = f"supervised_{args.supervised_trees}_trees"
-    columns = [*variants, forest_anchor] if args.supervised_trees > 1 else variants
     results: dict[str, dict[str, Any]] = {}
     curves: dict[str, dict[str, list[Any]]] = {}
+    rates: dict[str, list[float]] = {}
     jobs = [(d, s) for d in args.datasets for s in args.splits]
     for name, split in tqdm(jobs, desc="dataset x split", disable=args.no_progress):
         ds = load(name, split=split, seed=split)
         seed = split + 1000 * args.seed_offset
-        scores = results.setdefault(name, {k: [] for k in [*LEARNERS, *columns, "supervised"]})
+        scores = results.setdefault(
+            name, {k: [] for k in [*LEARNERS, *variants, "supervised", "supervised_forest"]}
+        )
         for learner_name, (kind, mode, settings) in learners.items():
-            learner, curve = run_learner(
+            learner, curve, rate = run_learner(
                 ds, kind, mode, args.passes, seed, {**settings, **overrides}
             )
             scores[learner_name].append(rmse(learner, ds))
+            rates.setdefault(learner_name, []).append(rate)
             curves.setdefault(name, {})[learner_name] = curve
         single, forest = supervised_anchors(
             ds, args.supervised_heights, args.supervised_epochs, split, args.supervised_trees
         )
         scores["supervised"].append(single)
         if args.supervised_trees > 1:
-            scores[forest_anchor].append(forest)
+            scores["supervised_forest"].append(forest)
     for name, r in results.items():
         for learner_name, values in r.items():
             if values:
@@ -232,8 +256,11 @@ def main(argv: list[str] | None = None) -> None:
         n: {k: float(np.mean(v)) if v else float("nan") for k, v in r.items()}
         for n, r in results.items()
     }
+    print("act + learn rounds per CPU second (median over datasets and splits):")
+    for learner_name, values in rates.items():
+        print(f"  {learner_name}: {np.median(values):,.0f}")
     print(f"test RMSE, mean over splits {args.splits}, {args.passes} passes")
-    print(write_outputs(means, curves, args.out, columns))
+    print(write_outputs(means, curves, args.out, variants))
 
 
 if __name__ == "__main__":

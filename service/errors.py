@@ -120,6 +120,8 @@ def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     errors = []
     for error in exc.errors():
+        if error.get("type") == "default_factory_not_called":
+            continue  # a default that depends on a field already reported (kind on task)
         loc = [str(part) for part in error.get("loc", ()) if part != "body"]
         message = str(error.get("msg"))
         field = ".".join(loc) or "body"

@@ -116,6 +116,14 @@ class ModelCreate(ModelPolicy, LearnerConfig):
         description="base64 of a 'banditree train' model.safetensors: the model starts from it",
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _warm_start_kind(cls, data: Any) -> Any:
+        """A warm start builds a ``dgt``: with ``initial_model`` an unnamed kind is ``dgt``."""
+        if isinstance(data, dict) and data.get("initial_model") is not None and "kind" not in data:
+            return {**data, "kind": "dgt"}
+        return data
+
     def split(self) -> tuple[LearnerConfig, ModelPolicy]:
         """The learner config and the service policy."""
         policy_fields = set(ModelPolicy.model_fields)

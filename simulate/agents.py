@@ -21,7 +21,7 @@ from simulate.environments import ClassificationEnvironment, Environment, Regres
 
 def learner_config(
     *,
-    kind: str,
+    kind: str | None,
     dataset: Dataset,
     env: Environment,
     height: int | None = None,
@@ -41,7 +41,8 @@ def learner_config(
 ) -> dict[str, Any]:
     """The ``LearnerConfig`` body for ``kind`` on ``dataset`` under ``env``'s feedback.
 
-    Regression targets: ``target_offset = min(y_train)`` and ``target_scale =
+    ``kind`` None leaves the model kind (and its forest size) to the ``LearnerConfig``
+    default for the task.  Regression targets: ``target_offset = min(y_train)`` and ``target_scale =
     max(y_train) - min(y_train)`` (the DGT paper's min-max scaling), so the model's
     output 0..1 spans the training range and values are played in the data's units.
     Classification explores with ``explorer`` (``explorer_parameter``,

@@ -26,7 +26,12 @@ def simulate_command(
     data: str = typer.Argument(
         ..., help="A .tsv.gz/.csv/.npz file, a bundled dataset name, or 'obd' (logged)."
     ),
-    model: str = typer.Option(..., "--model", help="dgt, dgt_forest, tel, hinge or linear."),
+    model: str | None = typer.Option(
+        None,
+        "--model",
+        help="dgt, dgt_forest, tel, hinge or linear (default: the service's, dgt for "
+        "classification, a 4-tree dgt_forest for regression; dgt with --warm-start).",
+    ),
     out: Path = typer.Option(
         ..., "--out", help="Output directory (report.json, curves.csv, PNGs)."
     ),

@@ -12,6 +12,7 @@ import numpy as np
 from banditree import __version__
 from banditree.datasets import Dataset
 from banditree.learners import build_learner
+from banditree.learners.config import default_kind
 from simulate.agents import full_information_twin, learner_config
 from simulate.data import TaskChoice, load_source
 from simulate.environments import (
@@ -41,7 +42,7 @@ class SimulationOptions:
     """Everything ``banditree simulate`` takes (names as on the command line)."""
 
     data: str
-    model: str
+    model: str | None  # None: the LearnerConfig default for the task (a warm start: dgt)
     out: Path
     label: str | None = None
     task: TaskChoice = "auto"
@@ -158,14 +159,16 @@ def _competitors(
             True,
         )
 
-    main = remote(options.model, options.model) if options.server else local(options.model, env)
+    model = options.model
+    assert model is not None  # resolved by simulate()
+    main = remote(model, model) if options.server else local(model, env)
     runs = [main]
     if options.warm_start is not None:
-        runs.append(_warm_competitor(options, env, config_for(options.model, env)))
+        runs.append(_warm_competitor(options, env, config_for(model, env)))
     reference = main.name
     if env.mode != "full":
-        twin = local(options.model, full_information_twin(env))
-        twin.name = reference = f"{options.model}_full_information"
+        twin = local(model, full_information_twin(env))
+        twin.name = reference = f"{model}_full_information"
         runs.append(twin)
     for baseline in options.baselines:
         if baseline not in BASELINES:
@@ -193,7 +196,7 @@ def _warm_competitor(
     """``<model>_warm_start``: the model started from a ``banditree train`` file (in process)."""
     from banditree.supervised.model_file import TrainedTree
 
-    assert options.warm_start is not None
+    assert options.warm_start is not None and options.model is not None
     trained = TrainedTree.load(options.warm_start)
     name = f"{options.model}_warm_start"
     return Competitor(
@@ -229,6 +232,11 @@ def simulate(options: SimulationOptions) -> dict[str, Any]:
 
         # the cold model grows to the warm start's height, so that the two compare
         options = replace(options, height=TrainedTree.load(options.warm_start).height)
+    if options.model is None:
+        from dataclasses import replace
+
+        model = "dgt" if options.warm_start is not None else default_kind(dataset.task)
+        options = replace(options, model=model)
     env = make_environment(dataset.task, options, dataset.n_classes)
     notices: list[str] = []
     competitors, reference = _competitors(options, dataset, env, notices)

@@ -20,6 +20,7 @@ import numpy as np
 
 from banditree.datasets import data_path
 from banditree.learners import Decision, Feedback, build_learner
+from banditree.learners.config import default_kind
 from banditree.ope import (
     DoublyRobust,
     InverseProbabilityWeighting,
@@ -45,7 +46,7 @@ class LoggedOptions:
     """Options of logged mode (names as on the command line)."""
 
     data: str
-    model: str
+    model: str | None  # None: the LearnerConfig default (dgt)
     out: Path
     height: int | None = None
     passes: int = 1
@@ -143,6 +144,7 @@ def reward_model(log: BanditLog, train: np.ndarray, evaluate: np.ndarray) -> np.
 
 def evaluate_log(options: LoggedOptions) -> dict[str, Any]:
     """Train on the log's head, estimate on its tail; write ``report.json`` and ``ope.png``."""
+    model = options.model or default_kind("classification")
     log = load_obd() if options.data == "obd" else load_log_csv(options.data)
     if not 0 < options.train_fraction < 1:
         raise ValueError(f"--train-fraction must be in (0, 1), got {options.train_fraction}")
@@ -159,7 +161,7 @@ def evaluate_log(options: LoggedOptions) -> dict[str, Any]:
     learned: dict[str, Any] = {"values_by_seed": {e.name: [] for e in estimators}}
     for seed in range(options.seeds):
         config: dict[str, Any] = {
-            "kind": options.model,
+            "kind": model,
             "n_features": log.context.shape[1],
             "n_actions": log.n_actions,
             "seed": seed,
@@ -203,9 +205,9 @@ def evaluate_log(options: LoggedOptions) -> dict[str, Any]:
         "n_actions": log.n_actions,
         "n_features": int(log.context.shape[1]),
         "seeds": list(range(options.seeds)),
-        "model": options.model,
+        "model": model,
         "evaluation_epsilon": epsilon,
-        "policies": {"logging": logging, options.model: learned},
+        "policies": {"logging": logging, model: learned},
         "options": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(options).items()},
     }
     out = Path(options.out)

@@ -195,6 +195,20 @@ def test_bad_input_gets_its_4xx_and_changes_nothing(server: LiveServer, case: Ca
         assert snapshot(admin) == before
 
 
+def test_regression_default_and_a_bad_task_over_http(server: LiveServer) -> None:
+    """A regression model that names no kind is the 4-tree averaged forest; a bad ``task``
+    is the one field a 422 names (not the defaults that depend on it)."""
+    with server.client(ADMIN) as http:
+        config = http.get("/v1/models/reg2").json()["config"]
+        assert (config["kind"], config["n_trees"]) == ("dgt_forest", 4)
+        assert len(http.get("/v1/models/reg2/tree").json()["model"]["trees"]) == 4
+        answer = http.put("/v1/models/new", json={"task": "ranking", "n_features": 4})
+        assert answer.status_code == 422, answer.text
+        assert answer.json()["field"] == "task"
+        assert [e["field"] for e in answer.json()["errors"]] == ["task"], answer.text
+        assert http.get("/v1/models/new").status_code == 404
+
+
 def test_default_loss_is_applied_once_at_expiry(server: LiveServer) -> None:
     with server.client(USER) as http:
         ids = [predict(http, "fallback")["event_id"] for _ in range(3)]

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from banditree.cli import app
 from banditree.datasets import load
-from banditree.supervised import DGTClassifier
+from banditree.supervised import DGTClassifier, DGTRegressor
 from banditree.supervised.model_file import TrainedTree
 from tests.service.live_server import LiveServer
 
@@ -70,3 +70,24 @@ def test_bad_initial_model_gets_a_422_naming_the_field(
         big = {**body, "initial_model": "A" * 2_000_000}
         assert http.put("/v1/models/bad", json=big).status_code == 413  # the body bound
         assert http.put("/v1/models/ok", json={**body, "initial_model": encoded}).status_code == 201
+
+
+def test_a_regression_warm_start_that_names_no_kind_builds_the_trees_dgt(
+    live_servers: Callable[[dict[str, str]], LiveServer], tmp_path: Path
+) -> None:
+    """The regression default is a forest, but a warm start builds the ``dgt`` it was given."""
+    ds = load("abalone")
+    reg = DGTRegressor(height=3, epochs=2, progress=False).fit(ds.X_train, ds.y_train)
+    trained = TrainedTree.from_estimator(reg)
+    body = {"task": "regression", "n_features": ds.n_features, "height": 3}
+    server = live_servers({"BANDITREE_DATA_DIR": str(tmp_path / "data")})
+    with server.client() as http:
+        answer = http.put("/v1/models/reg", json={**body, "initial_model": trained.to_base64()})
+        assert answer.status_code == 201, answer.text
+        assert http.get("/v1/models/reg").json()["config"]["kind"] == "dgt"
+        served = http.post("/v1/models/reg/predict", json={"contexts": ds.X_test[:20].tolist()})
+        served.raise_for_status()
+        values = [d["greedy_value"] for d in served.json()["decisions"]]
+        np.testing.assert_allclose(values, reg.predict(ds.X_test[:20]), rtol=1e-6, atol=1e-6)
+        cold = http.put("/v1/models/cold", json=body)
+        assert cold.status_code == 201 and cold.json()["config"]["kind"] == "dgt_forest"

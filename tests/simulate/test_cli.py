@@ -119,3 +119,23 @@ def test_python_dash_m_simulate_writes_a_report(tmp_path: Path) -> None:
     assert set(report["learners"]) == {"dgt", "dgt_full_information", "random"}
     assert report["learners"]["dgt"]["config"]["height"] == 3
     assert "test_accuracy" in done.stdout
+
+
+def test_without_model_the_service_default_for_the_task_runs(tmp_path: Path) -> None:
+    """No ``--model``: a dgt for classification, a 4-tree averaged dgt_forest for regression."""
+    args = ["--rounds", "60", "--seeds", "1", "--baselines", "", "--eval-points", "2"]
+    args += ["--no-progress"]
+    for data, extra, kind in (
+        ("wine", [], "dgt"),
+        ("abalone", ["--feedback", "two_point"], "dgt_forest"),
+    ):
+        out = tmp_path / data
+        result = CliRunner().invoke(
+            app, ["simulate", data, *args, *extra, "--out", str(out)], terminal_width=200
+        )
+        assert result.exit_code == 0, result.output
+        report = json.loads((out / "report.json").read_text())
+        assert report["model"] == kind
+        config = report["learners"][kind]["config"]
+        assert config["kind"] == kind
+        assert f"{kind}_full_information" in report["learners"]

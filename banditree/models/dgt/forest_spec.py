@@ -36,6 +36,7 @@ class DGTForestSpec(ModelSpec):
         shared_bias: bool = True,
         linear: bool = False,
         linear_lr_scale: float = 1.0,
+        bagging: bool = True,
     ) -> None:
         super().__init__(n_features, n_outputs)
         if not 1 <= n_trees <= 256:
@@ -47,6 +48,7 @@ class DGTForestSpec(ModelSpec):
         )
         self.n_trees = n_trees
         self.aggregate = aggregate
+        self.bagging = bagging
         self.regularised = tuple(f"t{i}.{n}" for i in range(n_trees) for n in self.tree.regularised)
         self.lr_scales = {
             f"t{i}.{n}": v for i in range(n_trees) for n, v in self.tree.lr_scales.items()
@@ -104,7 +106,10 @@ class DGTForestSpec(ModelSpec):
         rng: np.random.Generator,
     ) -> Params:
         # the same Poisson draws, in the same order, as one gradients() call per example
-        weights = rng.poisson(1.0, size=(x.shape[0], self.n_trees)).astype(np.float64)
+        if self.bagging:
+            weights = rng.poisson(1.0, size=(x.shape[0], self.n_trees)).astype(np.float64)
+        else:
+            weights = np.ones((x.shape[0], self.n_trees))
         grads: Params = {}
         for i in range(self.n_trees):
             rows = np.flatnonzero(weights[:, i])
