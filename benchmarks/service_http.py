@@ -15,6 +15,8 @@ bare app plus ``learner.act``; then, interleaved round by round in the same sess
 * ``predict`` (DGT, h=6), ``predict_tel`` (TEL, depth 6, 10 trees), ``predict_hinge``
   (hinge forest, depth 6, 10 trees): one context per request, d=16, K=10 (with the Redis
   store also Redis's own CPU per request, from ``INFO cpu``);
+* ``predict_regression``, ``predict_regression_tree``: a two-point regression model, d=16,
+  the default (a 4-tree averaged forest, height 8) and a single DGT of height 8;
 * ``batch_256``: 256 contexts per request (DGT), in decisions per second;
 * ``predict_with_feedback``, ``tel_with_feedback``: predict under a stream of predict +
   feedback pairs offered at ``--feedback-rate`` pairs per second;
@@ -53,6 +55,14 @@ MODELS = {
     "bench": MODEL,
     "bench-tel": {**MODEL, "kind": "tel", "height": 6, "n_trees": 10},
     "bench-hinge": {**MODEL, "kind": "hinge", "height": 6, "n_trees": 10},
+    # regression, two-point: the default (a 4-tree averaged forest, height 8) and one tree
+    "bench-reg": {"task": "regression", "n_features": 16, "estimator": "two_point"},
+    "bench-reg-tree": {
+        "task": "regression",
+        "n_features": 16,
+        "estimator": "two_point",
+        "kind": "dgt",
+    },
 }
 BARE_PORT, SERVED_PORT, BARE_ACT_PORT, TWO_WORKER_PORT = 18081, 18082, 18083, 18084
 
@@ -120,7 +130,9 @@ async def http_figures(store: str, args: argparse.Namespace, work: Path) -> dict
             act_url = f"http://127.0.0.1:{BARE_ACT_PORT}" + path.format("bench")
             add("bare_act", await run_wrk(act_url, single, seconds, conns, bare_act.pid))
             for row, model in (("predict", "bench"), ("predict_tel", "bench-tel"),
-                               ("predict_hinge", "bench-hinge")):  # fmt: skip
+                               ("predict_hinge", "bench-hinge"),
+                               ("predict_regression", "bench-reg"),
+                               ("predict_regression_tree", "bench-reg-tree")):  # fmt: skip
                 url = base + path.format(model)
                 redis_before = redis_cpu_seconds() if store == "redis" else 0.0
                 figures = await run_wrk(url, single, seconds, conns, served.pid)
@@ -183,6 +195,9 @@ def add_ratios(result: dict[str, Any]) -> dict[str, Any]:
         "tel_vs_dgt_per_cpu": cpu("predict_tel") / cpu("predict"),
         "hinge_vs_dgt_per_cpu": cpu("predict_hinge") / cpu("predict"),
         "batch_256_decisions_per_second": result["batch_256"]["decisions_per_second"],
+        "regression_forest_vs_tree": rps("predict_regression") / rps("predict_regression_tree"),
+        "regression_forest_vs_tree_per_cpu": cpu("predict_regression")
+        / cpu("predict_regression_tree"),
     }
     if "two_workers" in result:
         ratios["two_workers_vs_one"] = rps("two_workers") / rps("predict")
@@ -192,7 +207,8 @@ def add_ratios(result: dict[str, Any]) -> dict[str, Any]:
 
 def report(store: str, f: dict[str, Any]) -> None:
     """Print one store's rows and its ratios against the goals."""
-    for row in ("bare", "bare_act", "predict", "predict_tel", "predict_hinge", "batch_256",
+    for row in ("bare", "bare_act", "predict", "predict_tel", "predict_hinge",
+                "predict_regression", "predict_regression_tree", "batch_256",
                 "predict_with_feedback", "tel_with_feedback", "two_workers"):  # fmt: skip
         if row in f:
             cells = ", ".join(f"{k} {v:,.1f}" for k, v in f[row].items())
@@ -212,6 +228,11 @@ def report(store: str, f: dict[str, Any]) -> None:
         f"{r['tel_vs_dgt_per_cpu']:.2f} per CPU-second; hinge / DGT {r['hinge_vs_dgt']:.2f}, "
         f"{r['hinge_vs_dgt_per_cpu']:.2f} (goal >= 0.80); batch of 256: "
         f"{r['batch_256_decisions_per_second']:,.0f} decisions/s (goal >= 50,000)"
+    )
+    print(
+        f"[{store}] regression default (4-tree forest, h=8) / one tree "
+        f"{r['regression_forest_vs_tree']:.2f} wall-clock, "
+        f"{r['regression_forest_vs_tree_per_cpu']:.2f} per CPU-second"
     )
     if "two_workers_vs_one" in r:
         print(

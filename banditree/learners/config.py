@@ -50,8 +50,9 @@ class LearnerConfig(BaseModel):
     reward by progressive validation pooled over the actions; AdaGrad at 0.1 where the
     ridge state would be too large), the tree learning the residual by RMSprop at 3e-3
     (not 1e-3), on contexts standardised and clipped to [-3, 3]; regression is a
-    ``dgt_forest`` of :data:`REGRESSION_FOREST_TREES` trees whose outputs are averaged
-    (one tree's final error swings with the few extreme rows it routes), with the shared
+    ``dgt_forest`` of :data:`REGRESSION_FOREST_TREES` trees whose outputs are averaged,
+    each learning every round (no bagging; one tree's final error swings with the few
+    extreme rows it routes), with the shared
     bias only, at 3e-3 decayed as ``1 / (1 + t / 20,000)``, unclipped.  ``kind`` and
     ``n_trees`` therefore default by ``task``; a config that names them keeps them.
     """
@@ -139,6 +140,14 @@ class LearnerConfig(BaseModel):
         ),
     )
     aggregate: Literal["vote", "average"] = "vote"
+    bagging: bool | None = Field(
+        None,
+        description=(
+            "dgt_forest: each tree learns each round with a Poisson(1) weight (online "
+            "bagging); null: on for classification, off for regression (there the trees "
+            "differ by their initialisation and each learns from every round)"
+        ),
+    )
     explorer: Literal["epsilon_greedy", "softmax", "squarecb", "fastcb"] = Field(
         "fastcb",
         description=(
@@ -287,10 +296,12 @@ class LearnerConfig(BaseModel):
         added since are filled with the value that keeps the stored model's behaviour
         where their default would change it: ``learning_rate_decay`` 0 (a constant
         step; the default decay, counted from every round already learned, would cut a
-        long-running regression model's step at once).
+        long-running regression model's step at once) and ``bagging`` on (forests
+        bagged every task before).
         """
         data = dict(data)
         data.setdefault("learning_rate_decay", 0.0)
+        data.setdefault("bagging", True)
         return cls.model_validate(data)
 
     @property
@@ -365,6 +376,17 @@ class LearnerConfig(BaseModel):
         if self.task == "classification" and not self.resolved_linear_term:
             return 1e-2
         return 3e-3
+
+    @property
+    def resolved_bagging(self) -> bool:
+        """``bagging``, or on for classification and off for regression.
+
+        Regression, two-point, 40 passes, a 4-tree averaged forest: Comp-Activ 2.95 / 2.91
+        on splits 0 / 1 without bagging against 3.16 / 3.01 with it: the two-point
+        gradient is the same for every tree, so bagging only discards a third of each
+        tree's rounds.
+        """
+        return self.task == "classification" if self.bagging is None else self.bagging
 
     @property
     def resolved_learning_rate_decay(self) -> float | None:

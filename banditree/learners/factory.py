@@ -72,7 +72,7 @@ def _dgt_forest(c: LearnerConfig) -> ModelSpec:
         c.shared_bias,
         c.resolved_linear_term,
         _linear_lr_scale(c),
-        bagging=c.options.get("bagging", True),
+        bagging=c.resolved_bagging,
     )
 
 

@@ -75,8 +75,12 @@ def test_upstream_sees_the_reached_leaf_at_the_given_parameters() -> None:
 
 @pytest.mark.parametrize(
     "spec",
-    [LinearSpec(N_FEATURES, N_OUTPUTS), DGTForestSpec(N_FEATURES, N_OUTPUTS, 3, n_trees=3)],
-    ids=["linear", "dgt_forest"],
+    [
+        LinearSpec(N_FEATURES, N_OUTPUTS),
+        DGTForestSpec(N_FEATURES, N_OUTPUTS, 3, n_trees=3),
+        DGTForestSpec(N_FEATURES, N_OUTPUTS, 3, n_trees=3, bagging=False),
+    ],
+    ids=["linear", "dgt_forest", "dgt_forest_unbagged"],
 )
 def test_batched_gradients_equal_the_per_example_sum(spec: DGTSpec) -> None:
     rng = np.random.default_rng(9)
@@ -162,3 +166,39 @@ def test_linear_term_gradient_equals_finite_differences() -> None:
             minus[name][index] -= eps
             numeric[index] = (loss(plus) - loss(minus)) / (2 * eps)
         np.testing.assert_allclose(got[name], numeric, atol=1e-5, rtol=0, err_msg=name)
+
+
+def test_an_unbagged_forest_gives_every_tree_its_own_full_gradient() -> None:
+    """Without bagging each tree learns every row with weight 1: its gradient is that of
+    a lone DGT with its parameters; with bagging some tree skips or repeats some row."""
+    rng = np.random.default_rng(13)
+    n_trees = 3
+    x = rng.normal(size=(BATCH, N_FEATURES))
+    g = rng.normal(size=(BATCH, N_OUTPUTS))
+    upstreams = [lambda out, row=row: row for row in g]
+    lone = DGTSpec(N_FEATURES, N_OUTPUTS, 3)
+    by_bagging = {}
+    for bagging in (False, True):
+        spec = DGTForestSpec(N_FEATURES, N_OUTPUTS, 3, n_trees=n_trees, bagging=bagging)
+        params = spec.init_params(np.random.default_rng(2))
+        grads = spec.gradients_batch(params, x, upstreams, np.random.default_rng(3))
+        by_bagging[bagging] = [
+            (
+                {k[3:]: v for k, v in grads.items() if k.startswith(f"t{i}.")},
+                lone.gradients_batch(
+                    {k[3:]: v for k, v in params.items() if k.startswith(f"t{i}.")},
+                    x,
+                    upstreams,
+                    rng,
+                ),
+            )
+            for i in range(n_trees)
+        ]
+    for tree, single in by_bagging[False]:
+        assert set(tree) == set(single)
+        for name in single:
+            np.testing.assert_allclose(tree[name], single[name], atol=1e-12, rtol=0)
+    assert any(
+        not np.allclose(tree.get("theta", 0.0), single["theta"])
+        for tree, single in by_bagging[True]
+    )

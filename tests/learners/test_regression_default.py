@@ -45,9 +45,22 @@ def test_a_config_stored_before_keeps_its_single_tree() -> None:
     stored = LearnerConfig(**_regression()).model_dump(mode="json")
     stored.update(kind="dgt", n_trees=10)  # every field is stored, the kind "dgt" among them
     stored.pop("learning_rate_decay")
+    stored.pop("bagging")
     config = LearnerConfig.from_stored(stored)
     assert (config.kind, config.n_trees) == ("dgt", 10)
     assert isinstance(build_learner(config).model, DGTSpec)
+
+
+def test_regression_forests_learn_unbagged_unless_told() -> None:
+    """Bagging: off for regression, on for classification; stored forests keep theirs."""
+    assert not LearnerConfig(**_regression()).resolved_bagging
+    assert LearnerConfig(**_regression(bagging=True)).resolved_bagging
+    assert LearnerConfig(n_features=4, n_actions=3, kind="dgt_forest").resolved_bagging
+    stored = LearnerConfig(**_regression()).model_dump(mode="json")
+    stored.pop("bagging")  # a regression forest stored before the setting was bagged
+    assert LearnerConfig.from_stored(stored).resolved_bagging
+    spec = build_learner(_regression()).model
+    assert isinstance(spec, DGTForestSpec) and not spec.bagging
 
 
 def test_a_bad_task_is_the_one_field_named() -> None:

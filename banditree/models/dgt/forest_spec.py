@@ -19,8 +19,10 @@ class DGTForestSpec(ModelSpec):
     """``n_trees`` independent DGT trees (parameters ``t{i}.W0``, ``t{i}.theta``, ...).
 
     Each round every tree learns from the shared feedback with its OWN output and a
-    Poisson(1) weight (online bagging, Oza and Russell).  Decisions aggregate the
-    trees by ``vote`` (the explorer sees vote shares) or ``average`` (mean output).
+    Poisson(1) weight (online bagging, Oza and Russell), or with weight 1 without
+    ``bagging`` (the trees then differ by their initialisation only).  Decisions
+    aggregate the trees by ``vote`` (the explorer sees vote shares) or ``average``
+    (mean output).
     """
 
     kind = "dgt_forest"
@@ -142,4 +144,5 @@ class DGTForestSpec(ModelSpec):
             "kind": self.kind,
             "n_trees": self.n_trees,
             "aggregate": self.aggregate,
+            "bagging": self.bagging,
         }
