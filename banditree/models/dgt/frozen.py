@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -26,11 +27,6 @@ class FrozenTree:
     weights: FloatArray
     theta: FloatArray
     linear: FloatArray | None = None
-    # single-example fast path: one contiguous row per node and the biases as floats,
-    # so a decision is ``h`` ndarray.dot calls and no per-call slicing
-    _node_rows: tuple[FloatArray, ...] = field(init=False, repr=False, compare=False)
-    _node_bias: tuple[float, ...] = field(init=False, repr=False, compare=False)
-    _levels: range = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         n_int, d1 = self.weights.shape
@@ -46,10 +42,6 @@ class FrozenTree:
                 f"linear {self.linear.shape} must be (n_outputs, n_features) = "
                 f"{(self.theta.shape[1], d1 - 1)}"
             )
-        rows = tuple(np.ascontiguousarray(row, dtype=np.float64) for row in self.weights[:, :-1])
-        object.__setattr__(self, "_node_rows", rows)
-        object.__setattr__(self, "_node_bias", tuple(float(b) for b in self.weights[:, -1]))
-        object.__setattr__(self, "_levels", range(height))
 
     @property
     def height(self) -> int:
@@ -63,11 +55,20 @@ class FrozenTree:
     def n_outputs(self) -> int:
         return int(self.theta.shape[1])
 
+    @cached_property
+    def _fast_path(self) -> tuple[tuple[FloatArray, ...], tuple[float, ...], range]:
+        """Single-example fast path: one contiguous row per node and the biases as floats,
+        so a decision is ``h`` ndarray.dot calls and no per-call slicing.  Built at the
+        first :meth:`leaf` call, not with the tree: a forest's trees route by
+        :class:`~banditree.models.dgt.forest_spec.FrozenForest` and never need it."""
+        rows = tuple(np.ascontiguousarray(row, dtype=np.float64) for row in self.weights[:, :-1])
+        return rows, tuple(float(b) for b in self.weights[:, -1]), range(self.height)
+
     def leaf(self, x: FloatArray) -> int:
         """Leaf index for one example ``(d,)``: ``h`` dot products, RIGHT when ``> 0``."""
-        rows, bias = self._node_rows, self._node_bias
+        rows, bias, levels = self._fast_path
         node = 0
-        for _ in self._levels:
+        for _ in levels:
             node = 2 * node + (2 if rows[node].dot(x) + bias[node] > 0.0 else 1)
         return node - len(rows)
 
