@@ -342,12 +342,20 @@ class LearnerConfig(BaseModel):
     def for_initial_model(self) -> LearnerConfig:
         """This configuration as a warm start from a trained tree builds it.
 
-        The ridge fits the reward itself, not the residual of a trained tree, and the
-        tree was trained on unclipped inputs: unless they are set, ``linear_update``
-        becomes ``adagrad`` and ``context_clip`` 0 (off).
+        A trained tree warm-starts a ``dgt``: a config that names no ``kind`` (the
+        regression default is a forest) gets ``dgt``.  The ridge fits the reward itself,
+        not the residual of a trained tree, and the tree was trained on unclipped inputs:
+        unless they are set, ``linear_update`` becomes ``adagrad`` and ``context_clip`` 0
+        (off).
         """
+        config = self
+        if "kind" not in self.model_fields_set:
+            given = self.model_dump(include=self.model_fields_set)
+            config = LearnerConfig.model_validate({**given, "kind": "dgt"})
         update = {"linear_update": "adagrad", "context_clip": 0.0}
-        return self.model_copy(update={k: v for k, v in update.items() if getattr(self, k) is None})
+        return config.model_copy(
+            update={k: v for k, v in update.items() if getattr(config, k) is None}
+        )
 
     @property
     def resolved_context_clip(self) -> float | None:

@@ -78,6 +78,20 @@ def test_regression_leaves_map_to_the_learner_target_scale() -> None:
         np.testing.assert_allclose(learner.predict(ds.X_test), reg.predict(ds.X_test), atol=1e-9)
 
 
+def test_a_regression_warm_start_that_names_no_kind_is_the_trees_dgt() -> None:
+    """The regression default is a forest; a warm start builds the ``dgt`` it is given."""
+    ds = load("abalone")
+    reg = DGTRegressor(height=3, epochs=2, progress=False).fit(ds.X_train, ds.y_train)
+    trained = TrainedTree.from_estimator(reg)
+    config = {k: v for k, v in trained.learner_config().items() if k != "kind"}
+    learner = build_learner(config, initial_model=trained)
+    assert learner.config()["kind"] == "dgt"
+    np.testing.assert_allclose(learner.predict(ds.X_test), reg.predict(ds.X_test), atol=1e-9)
+    forest = {**config, "kind": "dgt_forest"}  # named: refused, not silently changed
+    with pytest.raises(ModelMismatch, match="kind"):
+        build_learner(forest, initial_model=trained)
+
+
 @pytest.mark.parametrize(
     ("change", "field"),
     [
