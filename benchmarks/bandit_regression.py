@@ -176,6 +176,9 @@ def write_outputs(
             q, v = zip(*points, strict=True)
             ax.plot(q, v, marker=".", label=learner)
         ax.axhline(results[name]["supervised"], color="black", linestyle=":", label="supervised")
+        forest = results[name].get("supervised_forest", float("nan"))
+        if np.isfinite(forest):
+            ax.axhline(forest, color="grey", linestyle="--", label="supervised forest")
         ax.set_xscale("log")
         ax.set_xlabel("loss queries")
         ax.set_ylabel("test RMSE")
