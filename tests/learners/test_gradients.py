@@ -168,19 +168,35 @@ def test_linear_term_gradient_equals_finite_differences() -> None:
         np.testing.assert_allclose(got[name], numeric, atol=1e-5, rtol=0, err_msg=name)
 
 
-def test_an_unbagged_forest_gives_every_tree_its_own_full_gradient() -> None:
+@pytest.mark.parametrize(
+    ("shared_bias", "linear", "hidden"),
+    [(True, False, ()), (False, False, ()), (True, True, ()), (True, True, (4,))],
+    ids=["bias", "no_bias", "linear", "hidden"],
+)
+def test_an_unbagged_forest_gives_every_tree_its_own_full_gradient(
+    shared_bias: bool, linear: bool, hidden: tuple[int, ...]
+) -> None:
     """Without bagging each tree learns every row with weight 1: its gradient is that of
-    a lone DGT with its parameters; with bagging some tree skips or repeats some row."""
+    a lone DGT with its parameters (one stacked pass for the forest without hidden
+    layers); with bagging some tree skips or repeats some row."""
     rng = np.random.default_rng(13)
     n_trees = 3
     x = rng.normal(size=(BATCH, N_FEATURES))
     g = rng.normal(size=(BATCH, N_OUTPUTS))
-    upstreams = [lambda out, row=row: row for row in g]
-    lone = DGTSpec(N_FEATURES, N_OUTPUTS, 3)
+    targets = rng.normal(size=(BATCH, N_OUTPUTS))
+    # an upstream that depends on the output it is given (the reached leaf's, plus terms)
+    upstreams = [
+        lambda out, t=t, row=row: row * (out - t) for t, row in zip(targets, g, strict=True)
+    ]
+    kwargs = {"hidden": hidden, "shared_bias": shared_bias, "linear": linear}
+    lone = DGTSpec(N_FEATURES, N_OUTPUTS, 3, **kwargs)
     by_bagging = {}
     for bagging in (False, True):
-        spec = DGTForestSpec(N_FEATURES, N_OUTPUTS, 3, n_trees=n_trees, bagging=bagging)
-        params = spec.init_params(np.random.default_rng(2))
+        spec = DGTForestSpec(N_FEATURES, N_OUTPUTS, 3, n_trees=n_trees, bagging=bagging, **kwargs)
+        params = {
+            k: v + rng.normal(size=v.shape)
+            for k, v in spec.init_params(np.random.default_rng(2)).items()
+        }
         grads = spec.gradients_batch(params, x, upstreams, np.random.default_rng(3))
         by_bagging[bagging] = [
             (
