@@ -50,19 +50,15 @@ CONTEXT = [float(v) for v in np.linspace(-1.0, 1.0, 16)]
 BATCH = [
     [round(float(v), 6) for v in row] for row in np.random.default_rng(0).normal(size=(256, 16))
 ]
+REGRESSION_MODEL = {"task": "regression", "n_features": 16, "estimator": "two_point"}
 #: served model name -> learner config (all d=16, K=10, depth 6; forests of 10 trees)
 MODELS = {
     "bench": MODEL,
     "bench-tel": {**MODEL, "kind": "tel", "height": 6, "n_trees": 10},
     "bench-hinge": {**MODEL, "kind": "hinge", "height": 6, "n_trees": 10},
     # regression, two-point: the default (a 4-tree averaged forest, height 8) and one tree
-    "bench-reg": {"task": "regression", "n_features": 16, "estimator": "two_point"},
-    "bench-reg-tree": {
-        "task": "regression",
-        "n_features": 16,
-        "estimator": "two_point",
-        "kind": "dgt",
-    },
+    "bench-reg": REGRESSION_MODEL,
+    "bench-reg-tree": {**REGRESSION_MODEL, "kind": "dgt"},
 }
 BARE_PORT, SERVED_PORT, BARE_ACT_PORT, TWO_WORKER_PORT = 18081, 18082, 18083, 18084
 

@@ -116,19 +116,11 @@ class ModelCreate(ModelPolicy, LearnerConfig):
         description="base64 of a 'banditree train' model.safetensors: the model starts from it",
     )
 
-    @model_validator(mode="before")
-    @classmethod
-    def _warm_start_kind(cls, data: Any) -> Any:
-        """A warm start builds a ``dgt``: with ``initial_model`` an unnamed kind is ``dgt``."""
-        if isinstance(data, dict) and data.get("initial_model") is not None and "kind" not in data:
-            return {**data, "kind": "dgt"}
-        return data
-
     def split(self) -> tuple[LearnerConfig, ModelPolicy]:
-        """The learner config and the service policy."""
-        policy_fields = set(ModelPolicy.model_fields)
-        data = self.model_dump(exclude={"initial_model"})
-        policy = ModelPolicy(**{k: data.pop(k) for k in policy_fields})
+        """The learner config and the service policy, each holding the fields the body set
+        (so that :meth:`LearnerConfig.for_initial_model` sees an unnamed ``kind``)."""
+        data = self.model_dump(exclude={"initial_model"}, exclude_unset=True)
+        policy = ModelPolicy(**{k: data.pop(k) for k in ModelPolicy.model_fields if k in data})
         return LearnerConfig.model_validate(data), policy
 
 

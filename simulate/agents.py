@@ -42,9 +42,10 @@ def learner_config(
     """The ``LearnerConfig`` body for ``kind`` on ``dataset`` under ``env``'s feedback.
 
     ``kind`` None leaves the model kind (and its forest size) to the ``LearnerConfig``
-    default for the task.  Regression targets: ``target_offset = min(y_train)`` and ``target_scale =
-    max(y_train) - min(y_train)`` (the DGT paper's min-max scaling), so the model's
-    output 0..1 spans the training range and values are played in the data's units.
+    default for the task.  Regression targets: ``target_offset = min(y_train)`` and
+    ``target_scale = max(y_train) - min(y_train)`` (the DGT paper's min-max scaling), so
+    the model's output 0..1 spans the training range and values are played in the data's
+    units.
     Classification explores with ``explorer`` (``explorer_parameter``,
     ``explorer_exponent``; unset: the ``LearnerConfig`` defaults); ``explore`` is the
     shorthand for epsilon-greedy with that epsilon.  The full-information twin plays

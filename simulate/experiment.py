@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -226,15 +226,11 @@ def simulate(options: SimulationOptions) -> dict[str, Any]:
         raise ValueError(f"--concurrency must be >= 1, got {options.concurrency}")
     dataset = load_source(options.data, label=options.label, task=options.task, split=options.split)
     if options.warm_start is not None and options.height is None:
-        from dataclasses import replace
-
         from banditree.supervised.model_file import TrainedTree
 
         # the cold model grows to the warm start's height, so that the two compare
         options = replace(options, height=TrainedTree.load(options.warm_start).height)
     if options.model is None:
-        from dataclasses import replace
-
         model = "dgt" if options.warm_start is not None else default_kind(dataset.task)
         options = replace(options, model=model)
     env = make_environment(dataset.task, options, dataset.n_classes)

@@ -36,6 +36,10 @@ class FrozenForest:
         linear = [t.linear for t in self.trees if t.linear is not None]
         self._linear = np.stack(linear) if linear else None  # (T, K, d)
 
+    def outputs(self, x: FloatArray) -> FloatArray:
+        """``(T, B, K)``: every tree's outputs for a batch ``(B, d)``."""
+        return np.stack([t.predict(x) for t in self.trees])
+
     def __iter__(self) -> Iterator[FrozenTree]:
         return iter(self.trees)
 
@@ -118,7 +122,7 @@ class DGTForestSpec(ModelSpec):
 
     def freeze(self, params: Mapping[str, FloatArray]) -> FrozenForest:
         return FrozenForest(
-            [self.tree.freeze(self._tree_params(params, i)) for i in range(self.n_trees)]
+            [self.tree.frozen_tree(self._tree_params(params, i)) for i in range(self.n_trees)]
         )
 
     def _combine(self, outputs: FloatArray) -> tuple[FloatArray, FloatArray | None]:
@@ -135,12 +139,11 @@ class DGTForestSpec(ModelSpec):
         return ModelOutput(output=mean, scores=scores)
 
     def forward_batch(self, frozen: FrozenForest, x: FloatArray) -> FloatArray:
-        outs = np.stack([t.predict(x) for t in frozen])
-        mean, scores = self._combine(outs)
+        mean, scores = self._combine(frozen.outputs(x))
         return mean if scores is None else scores
 
     def forward_rows(self, frozen: FrozenForest, x: FloatArray) -> BatchOutput:
-        mean, scores = self._combine(np.stack([t.predict(x) for t in frozen]))
+        mean, scores = self._combine(frozen.outputs(x))
         return BatchOutput(output=mean, scores=scores)
 
     def gradients_batch(

@@ -58,11 +58,18 @@ class FrozenTree:
     @cached_property
     def _fast_path(self) -> tuple[tuple[FloatArray, ...], tuple[float, ...], range]:
         """Single-example fast path: one contiguous row per node and the biases as floats,
-        so a decision is ``h`` ndarray.dot calls and no per-call slicing.  Built at the
-        first :meth:`leaf` call, not with the tree: a forest's trees route by
-        :class:`~banditree.models.dgt.forest_spec.FrozenForest` and never need it."""
+        so a decision is ``h`` ndarray.dot calls and no per-call slicing.  Built by
+        :meth:`prepared` or at the first :meth:`leaf` call, not with every tree: a
+        forest's trees route by :class:`~banditree.models.dgt.forest_spec.FrozenForest`
+        and never need it."""
         rows = tuple(np.ascontiguousarray(row, dtype=np.float64) for row in self.weights[:, :-1])
         return rows, tuple(float(b) for b in self.weights[:, -1]), range(self.height)
+
+    def prepared(self) -> FrozenTree:
+        """This tree with its single-example fast path built now, where it is frozen (a
+        learner's update, off the request path), not at its first decision."""
+        self._fast_path  # noqa: B018 - built for its cache
+        return self
 
     def leaf(self, x: FloatArray) -> int:
         """Leaf index for one example ``(d,)``: ``h`` dot products, RIGHT when ``> 0``."""

@@ -92,6 +92,11 @@ class DGTSpec(ModelSpec):
         return [params[name] for name in self._layer_names]
 
     def freeze(self, params: Mapping[str, FloatArray]) -> FrozenTree:
+        """The frozen tree, its one-context fast path built (:meth:`FrozenTree.prepared`)."""
+        return self.frozen_tree(params).prepared()
+
+    def frozen_tree(self, params: Mapping[str, FloatArray]) -> FrozenTree:
+        """The frozen tree alone (a forest's member: the forest routes one context itself)."""
         return FrozenTree(
             weights=effective_weights_np(self.layers(params)),
             theta=params["theta"] + params["bias"] if self.shared_bias else params["theta"],
