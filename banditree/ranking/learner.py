@@ -138,8 +138,11 @@ class RankingLearner:
         event_id: str | None = None,
     ) -> RankDecision:
         """Choose one of the candidates; the decision holds every candidate's probability."""
+        n = len(action_ids)
+        if not 1 <= n <= MAX_CANDIDATES:
+            raise ValueError(f"actions: between 1 and {MAX_CANDIDATES} candidates, got {n}")
         c = np.asarray(context, dtype=np.float64).reshape(-1)
-        a = np.asarray(actions, dtype=np.float64).reshape(len(action_ids), -1)
+        a = np.asarray(actions, dtype=np.float64).reshape(n, -1)
         check_candidates(c, a, action_ids, self._dc, self._da)
         eid = event_id if event_id is not None else secrets.token_hex(16)
         s = self.scores(c, a)

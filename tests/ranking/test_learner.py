@@ -20,7 +20,7 @@ def test_probabilities_sum_to_one_over_any_candidate_count() -> None:
         assert len(d.probabilities) == n
         assert abs(sum(d.probabilities) - 1.0) < 1e-9
         assert 0 <= d.chosen < n
-        assert [i for i, _ in d.ranking()][0] == d.chosen_id
+        assert next(i for i, _ in d.ranking()) == d.chosen_id
 
 
 def test_same_event_id_same_decision() -> None:
