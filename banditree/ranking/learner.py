@@ -29,12 +29,12 @@ from typing import Any
 
 import numpy as np
 
+from banditree.core import FloatArray
 from banditree.explore import event_uniforms, make_explorer, sample_action
 from banditree.learners.optim import RMSprop
 from banditree.learners.ridge import PerActionRidge
 from banditree.learners.standardize import RunningStandardizer
 from banditree.models.dgt.spec import DGTSpec
-from banditree.models.dgt.tree_ops import FloatArray
 from banditree.ranking.records import RankDecision
 
 #: most candidates one decision may hold
