@@ -11,10 +11,10 @@ import numpy as np
 
 from banditree import __version__
 from banditree.datasets import Dataset
+from banditree.datasets.sources import TaskChoice, load_source
 from banditree.learners import build_learner
 from banditree.learners.config import default_kind
 from simulate.agents import full_information_twin, learner_config
-from simulate.data import TaskChoice, load_source
 from simulate.environments import (
     ClassificationEnvironment,
     Environment,

@@ -16,7 +16,7 @@ import binascii
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from safetensors.numpy import load as st_load
@@ -24,11 +24,12 @@ from safetensors.numpy import save as st_save
 
 from banditree.core.arrays import FloatArray
 from banditree.models.dgt.frozen import FrozenTree
-from banditree.models.dgt.tree import effective_weights_np
-from banditree.models.dgt.tree_ops import check_height
+from banditree.models.dgt.tree_ops import check_height, effective_weights_np
 from banditree.persistence import tensor_digest
-from banditree.supervised.estimator import DGTClassifier, DGTEstimator
 from banditree.supervised.scaling import FeatureStandardizer, TargetMinMax, fold_scalers
+
+if TYPE_CHECKING:  # the estimators need torch; reading a model file does not
+    from banditree.supervised.estimator import DGTEstimator
 
 FORMAT = "banditree.trained_dgt/v1"
 #: Largest model file accepted (bytes), here and by the service's upload.
@@ -94,6 +95,8 @@ class TrainedTree:
     @classmethod
     def from_estimator(cls, model: DGTEstimator, info: dict[str, Any] | None = None) -> TrainedTree:
         """The fitted estimator's tree, standardisation and target encoding."""
+        from banditree.supervised.estimator import DGTClassifier
+
         model.freeze()  # raises NotFittedError when not fitted
         assert model.tree_ is not None
         std = model.standardizer_

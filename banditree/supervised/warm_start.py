@@ -26,7 +26,7 @@ import numpy as np
 
 from banditree.core.arrays import FloatArray
 from banditree.learners.base import Learner
-from banditree.models.dgt.tree import effective_weights_np
+from banditree.models.dgt.tree_ops import effective_weights_np
 from banditree.supervised.model_file import InvalidModelFile, TrainedTree
 from banditree.supervised.scaling import FeatureStandardizer
 
