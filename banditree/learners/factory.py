@@ -21,6 +21,7 @@ from banditree.learners.families import MODEL_BUILDERS, known_kinds
 from banditree.learners.gradient_bandit import GradientBandit
 from banditree.learners.ridge import PerActionRidge
 from banditree.learners.uniform import UniformRandom
+from banditree.learners.warm_start import warm_start
 from banditree.models.spec import reward_prior
 
 
@@ -43,16 +44,14 @@ def build_learner(
     """A fresh learner for ``config`` (a :class:`LearnerConfig` or its dict).
 
     ``initial_model`` (a ``banditree train`` model file's bytes or a
-    :class:`~banditree.supervised.model_file.TrainedTree`) warm-starts a ``dgt`` learner
-    from the trained tree (:func:`banditree.supervised.warm_start.warm_start`).
+    :class:`~banditree.models.dgt.trained.TrainedTree`) warm-starts a ``dgt`` learner
+    from the trained tree (:func:`banditree.learners.warm_start.warm_start`).
     """
     if initial_model is not None:
         c = config if isinstance(config, LearnerConfig) else LearnerConfig.model_validate(config)
         config = c.for_initial_model()
     learner = _build_fresh(config)
     if initial_model is not None:
-        from banditree.supervised.warm_start import warm_start
-
         warm_start(learner, initial_model)
     return learner
 

@@ -1,7 +1,7 @@
 """Supervised (batch) DGT training, Algorithm 3 of the DGT paper, and bagged DGT-Forests.
 
 The names load on first use (PEP 562): the trainers need torch, the model file
-(:mod:`banditree.supervised.model_file`) that serving reads does not.
+(:mod:`banditree.models.dgt.trained`) that serving reads does not.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from banditree.models.dgt.scaling import FeatureStandardizer, TargetMinMax, fold_scalers
     from banditree.supervised.config import TrainingConfig
     from banditree.supervised.estimator import (
         DGTClassifier,
@@ -22,7 +23,6 @@ if TYPE_CHECKING:
         DGTForestClassifier,
         DGTForestRegressor,
     )
-    from banditree.supervised.scaling import FeatureStandardizer, TargetMinMax, fold_scalers
     from banditree.supervised.trainer import train_tree
 
 _WHERE = {
@@ -32,11 +32,11 @@ _WHERE = {
     "DGTForestClassifier": "banditree.supervised.forest",
     "DGTForestRegressor": "banditree.supervised.forest",
     "DGTRegressor": "banditree.supervised.estimator",
-    "FeatureStandardizer": "banditree.supervised.scaling",
+    "FeatureStandardizer": "banditree.models.dgt.scaling",
     "NotFittedError": "banditree.supervised.estimator",
-    "TargetMinMax": "banditree.supervised.scaling",
+    "TargetMinMax": "banditree.models.dgt.scaling",
     "TrainingConfig": "banditree.supervised.config",
-    "fold_scalers": "banditree.supervised.scaling",
+    "fold_scalers": "banditree.models.dgt.scaling",
     "train_tree": "banditree.supervised.trainer",
 }
 
