@@ -6,8 +6,9 @@ modules (:class:`DGTree`, the hinge forests) load only where a caller asks for t
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from banditree.core.lazy import lazy_names
 
 if TYPE_CHECKING:
     from banditree.models.dgt.forest_spec import DGTForestSpec
@@ -48,9 +49,4 @@ __all__ = [
     "table12_hidden",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    where = _WHERE.get(name)
-    if where is None:
-        raise AttributeError(f"module 'banditree.models' has no attribute {name!r}")
-    return getattr(importlib.import_module(where), name)
+__getattr__ = lazy_names(__name__, _WHERE)

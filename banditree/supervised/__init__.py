@@ -6,8 +6,9 @@ The names load on first use (PEP 562): the trainers need torch, the model file
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from banditree.core.lazy import lazy_names
 
 if TYPE_CHECKING:
     from banditree.models.dgt.scaling import FeatureStandardizer, TargetMinMax, fold_scalers
@@ -55,9 +56,4 @@ __all__ = [
     "train_tree",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    where = _WHERE.get(name)
-    if where is None:
-        raise AttributeError(f"module 'banditree.supervised' has no attribute {name!r}")
-    return getattr(importlib.import_module(where), name)
+__getattr__ = lazy_names(__name__, _WHERE)
