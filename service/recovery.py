@@ -17,13 +17,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from banditree.persistence import dumps
-from service.store import HeldCounters, OfferedSnapshot
+from service.store import HeldCounters, OfferedSnapshot, Store
 
 if TYPE_CHECKING:
-    from service.registry import ModelRegistry
     from service.runtime import ModelLearner, ModelRuntime
 
 log = logging.getLogger("banditree.service")
@@ -53,29 +53,42 @@ async def _offer(runtime: ModelRuntime | None) -> OfferedSnapshot | None:
     )  # fmt: skip
 
 
-async def recover(registry: ModelRegistry, epoch: str) -> None:
-    """Write back every model of this process to a store that lost its data (now ``epoch``)."""
-    store = registry.store
-    if not registry.serves:
+async def recover(
+    store: Store,
+    runtimes: Mapping[str, ModelRuntime],
+    learners: Mapping[str, ModelLearner],
+    records: Mapping[str, str],
+    *,
+    epoch: str,
+    was: str | None,
+    serves: bool,
+    poll_seconds: float,
+) -> None:
+    """Write back every model of this process to a store that lost its data (now ``epoch``).
+
+    ``runtimes``, ``learners`` and ``records`` are what the process serves, learns and
+    knows of each model (read only); ``was`` is the epoch the models were held in.  The
+    caller records the new epoch once this returns.
+    """
+    if not serves:
         # a learner-only process has no snapshot to offer: let serving processes (which
         # do) hold the models first, so their snapshots are what learning restarts from
-        await asyncio.sleep(2 * registry.settings.snapshot_poll_seconds)
-    names = sorted(set(registry.runtimes) | set(registry.learners))
+        await asyncio.sleep(2 * poll_seconds)
+    names = sorted(set(runtimes) | set(learners))
     log.error(
         "the store lost its data (epoch %s, was %s): writing back %d models",
-        epoch, registry.epoch, len(names),
+        epoch, was, len(names),
     )  # fmt: skip
     for name in names:
-        runtime, learner = registry.runtimes.get(name), registry.learners.get(name)
+        runtime, learner = runtimes.get(name), learners.get(name)
         known = known_counters(runtime, learner)
         held = await store.hold_model(
             name, known=known, offer=await _offer(runtime), now=time.time()
         )
-        record = registry.records.get(name)
+        record = records.get(name)
         if record is not None:
             await store.save_model(name, record, replace=False)
         log.warning(
             "model %s written back (%s; log offsets go on after %d)",
             name, "held again" if held else "already held again", known.log_last,
         )  # fmt: skip
-    registry.epoch = epoch

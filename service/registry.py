@@ -26,8 +26,8 @@ from typing import Any
 
 from banditree.learners import Apprentice, Learner, LearnerConfig, build_learner
 from banditree.learners.validation import InvalidInput, check_loss
+from banditree.models.dgt.trained import InvalidModelFile, TrainedTree
 from banditree.persistence import dumps
-from banditree.supervised.model_file import InvalidModelFile, TrainedTree
 from service.checkpoint_restore import newest_valid_checkpoint
 from service.errors import ServiceError, model_not_found
 from service.metrics import ServiceMetrics
@@ -224,7 +224,12 @@ class ModelRegistry:
         records = await self.store.load_models()
         epoch = await self.store.epoch()
         if epoch != self.epoch:
-            await recover(self, epoch)
+            await recover(
+                self.store, self.runtimes, self.learners, self.records,
+                epoch=epoch, was=self.epoch, serves=self.serves,
+                poll_seconds=self.settings.snapshot_poll_seconds,
+            )  # fmt: skip
+            self.epoch = epoch
             return
         share = LoopShare()
         if self.serves:  # replicas hold every model, so each one serves its newest snapshot
