@@ -11,6 +11,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -86,7 +87,7 @@ def _write_old_sqlite(data_dir: Path) -> None:
 
 def _write_old_redis(prefix: str) -> None:
     """Model ``m`` in the keys of the old Redis store, as the sqlite one above."""
-    client = redis.Redis.from_url(REDIS_URL)
+    client: Any = redis.Redis.from_url(REDIS_URL)
     try:
         client.set(prefix + "epoch", "old-epoch")
         client.hset(prefix + "models", "m", RECORD)
@@ -97,7 +98,7 @@ def _write_old_redis(prefix: str) -> None:
         client.zadd(prefix + "due:{m}", {"e1": DEADLINE})
         client.set(prefix + "done:{m}:e0", "used", px=ttl_ms)
         entry = {"e": "e0", "d": "p0", "f": '{"loss": 0}', "t": repr(T0)}
-        client.xadd(prefix + "log:{m}", entry, id="1-0")  # type: ignore[arg-type]
+        client.xadd(prefix + "log:{m}", entry, id="1-0")
         client.set(prefix + "lease:{m}", "h|2", px=60_000)
         client.hset(prefix + "ckpt:{m}", "1", b"v3")
         client.zadd(prefix + "ckpts:{m}", {f"1|3|{T0!r}|2|0|0.0|2": 1})
@@ -185,7 +186,7 @@ async def test_the_redis_keys_are_those_of_the_old_layout(redis_prefix: str) -> 
         await store.request_checkpoint("m")
     finally:
         await store.close()
-    client = redis.Redis.from_url(REDIS_URL, decode_responses=True)
+    client: Any = redis.Redis.from_url(REDIS_URL, decode_responses=True)
     try:
         keys = {key.removeprefix(redis_prefix) for key in client.scan_iter(redis_prefix + "*")}
         counters = set(client.hkeys(redis_prefix + "ctr:{m}"))
