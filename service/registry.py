@@ -29,9 +29,15 @@ from banditree.learners.validation import InvalidInput, check_loss
 from banditree.persistence import dumps
 from banditree.supervised.model_file import InvalidModelFile, TrainedTree
 from service.checkpoint_restore import newest_valid_checkpoint
-from service.errors import ServiceError, model_not_found
+from service.domain_errors import (
+    CapacityReached,
+    InvalidRequest,
+    ModelExists,
+    ModelNotFound,
+    Unavailable,
+)
 from service.metrics import ServiceMetrics
-from service.recovery import recover
+from service.recovery import HeldModel, write_back
 from service.runtime import LearnerPolicy, ModelLearner, ModelRuntime, Policy
 from service.runtime.idle import IdleLearners
 from service.runtime.snapshot import SnapshotWatcher
@@ -180,15 +186,15 @@ class ModelRegistry:
         if runtime is not None:
             return runtime
         if not self.serves:
-            raise ServiceError(
-                503, "this process only learns (role learner): send requests to an api process"
+            raise Unavailable(
+                "this process only learns (role learner): send requests to an api process"
             )
         async with self._locked(name):
             if name in self.runtimes:
                 return self.runtimes[name]
             record = await self.store.load_model(name)
             if record is None:
-                raise model_not_found(name)
+                raise ModelNotFound(name)
             runtime = await self._restore(name, record)
             self._publish(runtime)
             return runtime
@@ -219,12 +225,12 @@ class ModelRegistry:
 
         Models missing from the store are dropped only when the store's epoch is the one
         they were held in, read after the records: a store that lost its data gets them
-        written back instead (:func:`service.recovery.recover`).
+        written back instead (:meth:`recover`).
         """
         records = await self.store.load_models()
         epoch = await self.store.epoch()
         if epoch != self.epoch:
-            await recover(self, epoch)
+            await self.recover(epoch)
             return
         share = LoopShare()
         if self.serves:  # replicas hold every model, so each one serves its newest snapshot
@@ -245,6 +251,26 @@ class ModelRegistry:
         for name in [n for n in self.records if n not in records]:
             del self.records[name]
 
+    async def recover(self, epoch: str) -> None:
+        """Write this process's models back to a store that lost its data (now ``epoch``)."""
+        if not self.serves:
+            # a learner-only process has no snapshot to offer: let serving processes (which
+            # do) hold the models first, so their snapshots are what learning restarts from
+            await asyncio.sleep(2 * self.settings.snapshot_poll_seconds)
+        names = sorted(set(self.runtimes) | set(self.learners))
+        log.error(
+            "the store lost its data (epoch %s, was %s): writing back %d models",
+            epoch, self.epoch, len(names),
+        )  # fmt: skip
+        models = [
+            HeldModel(
+                name, self.runtimes.get(name), self.learners.get(name), self.records.get(name)
+            )
+            for name in names
+        ]
+        await write_back(self.store, models)
+        self.epoch = epoch
+
     # -- create / delete -------------------------------------------------------------
     async def create(self, name: str, body: ModelCreate) -> ModelRuntime:
         """A new model; 409 when the name is taken or ``max_models`` are served already.
@@ -258,13 +284,10 @@ class ModelRegistry:
             config = config.for_initial_model()
         async with self._locked(name):
             if name in self.runtimes or await self.store.load_model(name) is not None:
-                raise ServiceError(409, f"model {name!r} exists; DELETE it first", "name")
+                raise ModelExists(name)
             held, limit = len(self.runtimes) + self._creating, self.settings.max_models
             if held >= limit:
-                raise ServiceError(
-                    409, f"this server holds {held} models, the limit max_models={limit}; "
-                    "delete one first", "name",
-                )  # fmt: skip
+                raise CapacityReached(held, limit)
             self._creating += 1
             try:
                 return await self._create(name, body, config, policy)
@@ -278,15 +301,15 @@ class ModelRegistry:
         try:
             learner = _build(config, body.initial_model)
         except InvalidModelFile as err:
-            raise ServiceError(422, f"initial_model: {err}", "initial_model") from None
+            raise InvalidRequest(f"initial_model: {err}", "initial_model") from None
         except ValueError as err:
-            raise ServiceError(422, str(err), "kind") from None
+            raise InvalidRequest(str(err), "kind") from None
         resolved = self._policy(policy)
         if resolved.default_loss is not None:
             try:
                 check_loss(resolved.default_loss, getattr(learner, "loss_bounds", None))
             except InvalidInput as err:
-                raise ServiceError(422, f"default_loss: {err}", "default_loss") from None
+                raise InvalidRequest(f"default_loss: {err}", "default_loss") from None
         record: dict[str, Any] = {
             "uid": uuid.uuid4().hex,
             "config": config.model_dump(mode="json"),
@@ -331,11 +354,11 @@ class ModelRegistry:
             record = await self.store.load_model(name)
             if record is None and await self.store.epoch() != self.epoch:
                 self.want_discovery()
-                raise ServiceError(
-                    503, "the store lost its data; this model is being written back: retry"
+                raise Unavailable(
+                    "the store lost its data; this model is being written back: retry"
                 )
             if record is None:
-                raise model_not_found(name)
+                raise ModelNotFound(name)
             learner = self.learners.pop(name, None)
             try:
                 if learner is not None:

@@ -2,7 +2,7 @@
 
 from banditree.learners.records import Decision, Feedback  # noqa: I001  (estimators import records)
 from banditree.learners.base import Learner
-from banditree.learners.apprentice import Apprentice, caller_defaults
+from banditree.learners.apprentice import Apprentice
 from banditree.learners.config import LearnerConfig
 from banditree.learners.decision_columns import DecisionColumns
 from banditree.learners.factory import build_learner, known_kinds, register_model, restore_learner
@@ -21,7 +21,6 @@ __all__ = [
     "LearnerConfig",
     "UniformRandom",
     "build_learner",
-    "caller_defaults",
     "known_kinds",
     "register_model",
     "restore_learner",

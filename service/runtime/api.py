@@ -20,9 +20,22 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from banditree.learners import Decision, DecisionColumns, Feedback, InvalidInput, Learner
+from banditree.learners import (
+    Apprentice,
+    Decision,
+    DecisionColumns,
+    Feedback,
+    InvalidInput,
+    Learner,
+)
 from banditree.persistence import dumps, loads
-from service.errors import ServiceError
+from service.domain_errors import (
+    FEEDBACK_REFUSALS,
+    FeedbackRefused,
+    InvalidRequest,
+    NotFound,
+    Unavailable,
+)
 from service.metrics import ModelMetrics
 from service.runtime.replay import column_payloads, decision_payload, feedback_json, read_decision
 from service.runtime.snapshot import ServedSnapshot
@@ -32,11 +45,6 @@ from service.store.budget import budget_seconds, store_budget
 log = logging.getLogger("banditree.service")
 
 #: store status (also the ``outcome`` label) -> HTTP status and message
-_REFUSALS = {
-    "unknown": (404, "is not a pending decision of this model"),
-    "duplicate": (409, "has already received its feedback"),
-    "expired": (410, "expired before its feedback arrived"),
-}
 _UNAVAILABLE = (
     "the store is unreachable: the feedback may not have been recorded; retry it "
     "(a repeat of a feedback that was recorded answers 409)"
@@ -110,21 +118,36 @@ class ModelRuntime:
         return max(0, self.log_last - self.served.offset)
 
     # -- predict ---------------------------------------------------------------------
-    async def predict(self, contexts: list[list[float]]) -> tuple[list[Decision], bool]:
+    async def predict(
+        self, contexts: list[list[float]], defaults: list[int] | None = None
+    ) -> tuple[list[Decision], bool]:
         """Decide for the one context of ``contexts`` and store the decision:
-        ``([decision], logged)``.  A batch goes through :meth:`predict_columns`."""
+        ``([decision], logged)``.  A batch goes through :meth:`predict_columns`.
+
+        ``defaults`` (the caller's default action of each context) is played by an
+        apprentice-mode model and ignored by others."""
         started = time.perf_counter()
         (context,) = contexts
-        decisions = [self.learner.act(context, event_id=new_event_ids(1)[0])]
+        learner, event_id = self.learner, new_event_ids(1)[0]
+        if defaults is not None and isinstance(learner, Apprentice):
+            decisions = [learner.act(context, event_id=event_id, default_action=defaults[0])]
+        else:
+            decisions = [learner.act(context, event_id=event_id)]
         events = [(d.event_id, decision_payload(self.uid, d)) for d in decisions]
         leaves = [d.extras["reachable_leaves"] for d in decisions if "reachable_leaves" in d.extras]
         explored = sum(d.explored for d in decisions)
         return decisions, await self._store(events, explored, leaves, started)
 
-    async def predict_columns(self, contexts: list[list[float]]) -> tuple[DecisionColumns, bool]:
+    async def predict_columns(
+        self, contexts: list[list[float]], defaults: list[int] | None = None
+    ) -> tuple[DecisionColumns, bool]:
         """:meth:`predict` of a batch, its decisions held column by column (no object per row)."""
         started = time.perf_counter()
-        columns = self.learner.act_columns(contexts, new_event_ids(len(contexts)))
+        learner, event_ids = self.learner, new_event_ids(len(contexts))
+        if defaults is not None and isinstance(learner, Apprentice):
+            columns = learner.act_columns(contexts, event_ids, default_actions=defaults)
+        else:
+            columns = learner.act_columns(contexts, event_ids)
         events = list(zip(columns.event_ids, column_payloads(self.uid, columns), strict=True))
         leaves = (columns.extras or {}).get("reachable_leaves") or []
         return columns, await self._store(events, sum(columns.explored), leaves, started)
@@ -156,11 +179,10 @@ class ModelRuntime:
         return logged
 
     # -- feedback --------------------------------------------------------------------
-    def _refuse(self, found: EventLookup, event_id: str) -> ServiceError:
-        outcome = found.status if found.status in _REFUSALS else "unknown"
-        status, text = _REFUSALS[outcome]
-        self.metrics.feedback[outcome].inc()
-        return ServiceError(status, f"event_id {event_id!r} {text}", "event_id")
+    def _refuse(self, found: EventLookup, event_id: str) -> FeedbackRefused:
+        refusal = FEEDBACK_REFUSALS.get(found.status, FEEDBACK_REFUSALS["unknown"])
+        self.metrics.feedback[refusal.outcome].inc()
+        return refusal(event_id)
 
     async def feedback(self, event_id: str, feedback: Feedback, *, field: str = "loss") -> int:
         """Validate, then claim the decision and log the feedback atomically: the log offset."""
@@ -176,7 +198,7 @@ class ModelRuntime:
             except InvalidInput as err:
                 self.metrics.feedback["invalid"].inc()
                 detail = str(err) if field == "loss" else f"{err} (computed from {field})"
-                raise ServiceError(422, detail, err.field) from None
+                raise InvalidRequest(detail, err.field) from None
             claimed = await self.store.append_feedback(
                 self.name, event_id, feedback_json(feedback), now=time.time()
             )
@@ -184,7 +206,7 @@ class ModelRuntime:
             log.error("model %s could not log feedback %s: %s", self.name, event_id, err)
             if isinstance(err, ModelGone) and self.on_gone is not None:
                 self.on_gone()
-            raise ServiceError(503, _UNAVAILABLE) from None
+            raise Unavailable(_UNAVAILABLE) from None
         if claimed.status != "claimed":
             raise self._refuse(claimed, event_id)
         self.log_last = max(self.log_last, claimed.offset)
@@ -239,9 +261,8 @@ class ModelRuntime:
                     return stored[0]
                 await asyncio.sleep(0.01)
         except StoreUnavailable as err:
-            raise ServiceError(503, f"checkpoint failed: {err}") from None
-        raise ServiceError(
-            503,
+            raise Unavailable(f"checkpoint failed: {err}") from None
+        raise Unavailable(
             f"no learner published a checkpoint within {_CHECKPOINT_WAIT_SECONDS:.0f} s; "
             "is a process with role learner or all running?",
         )
@@ -268,7 +289,7 @@ class ModelRuntime:
             )  # fmt: skip
             await served.refresh()
         except StoreUnavailable as err:
-            raise ServiceError(503, f"the change was not saved: {err}") from None
+            raise Unavailable(f"the change was not saved: {err}") from None
         if self.wake_learner is not None:
             self.wake_learner()
         return saved
@@ -284,8 +305,8 @@ class ModelRuntime:
             found = await self.served.find_version(version)
             if found is None:
                 versions = sorted({i.version for i in await self.store.list_checkpoints(self.name)})
-                raise ServiceError(
-                    404, f"no valid checkpoint of version {version}; stored versions: {versions}",
+                raise NotFound(
+                    f"no valid checkpoint of version {version}; stored versions: {versions}",
                     "version",
                 )  # fmt: skip
             blob, info = found
@@ -296,7 +317,7 @@ class ModelRuntime:
             )  # fmt: skip
             await self.served.refresh()
         except StoreUnavailable as err:
-            raise ServiceError(503, f"rollback failed: {err}") from None
+            raise Unavailable(f"rollback failed: {err}") from None
         if self.wake_learner is not None:
             self.wake_learner()
         return saved
