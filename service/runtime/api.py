@@ -13,12 +13,10 @@ memory, marked as not logged (their feedback cannot be taken) and counted in
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from banditree.learners import (
     Apprentice,
@@ -28,19 +26,18 @@ from banditree.learners import (
     InvalidInput,
     Learner,
 )
-from banditree.persistence import dumps, loads
 from service.domain_errors import (
     FEEDBACK_REFUSALS,
     FeedbackRefused,
     InvalidRequest,
-    NotFound,
     Unavailable,
 )
 from service.metrics import ModelMetrics
+from service.runtime.operator import OperatorWrites
+from service.runtime.policy import Policy
 from service.runtime.replay import column_payloads, decision_payload, feedback_json, read_decision
 from service.runtime.snapshot import ServedSnapshot
 from service.store import CheckpointInfo, EventLookup, ModelGone, Store, StoreUnavailable
-from service.store.budget import budget_seconds, store_budget
 
 log = logging.getLogger("banditree.service")
 
@@ -49,7 +46,6 @@ _UNAVAILABLE = (
     "the store is unreachable: the feedback may not have been recorded; retry it "
     "(a repeat of a feedback that was recorded answers 409)"
 )
-_CHECKPOINT_WAIT_SECONDS = 30.0
 
 
 def new_event_ids(count: int) -> list[str]:
@@ -66,18 +62,7 @@ def new_event_ids(count: int) -> list[str]:
     return [prefix + noise[i : i + 24] for i in range(0, 24 * count, 24)]
 
 
-@dataclass(frozen=True)
-class Policy:
-    """Resolved per-model service settings."""
-
-    checkpoint_every_updates: int
-    checkpoint_every_seconds: float
-    event_ttl_seconds: float
-    default_loss: float | None
-    checkpoint_keep: int
-
-
-class ModelRuntime:
+class ModelRuntime(OperatorWrites):
     """A model served under ``name``: its current snapshot, predict and feedback."""
 
     def __init__(
@@ -240,84 +225,3 @@ class ModelRuntime:
         m.checkpoint_age.set(now - self.served.published_at if self.served.published_at else 0)
         lease = await self.store.lease(self.name, now=now)
         m.set_lease_holder(None if lease is None else lease.holder)
-
-    # -- checkpoints -----------------------------------------------------------------
-    async def checkpoint(self) -> CheckpointInfo:
-        """Ask the learner for a checkpoint holding every feedback logged so far; wait for it."""
-        try:
-            last = (await self.store.log_bounds(self.name)).last
-            stored = await self.store.list_checkpoints(self.name, limit=1)
-            before = stored[0].sequence if stored else 0
-            await self.store.request_checkpoint(self.name)
-            if self.wake_learner is not None:  # an idle learner of this process looks now
-                self.wake_learner()
-            deadline = time.monotonic() + _CHECKPOINT_WAIT_SECONDS
-            each = budget_seconds()  # waiting for the learner is the point: each look has one
-            while time.monotonic() < deadline:
-                with store_budget(each):
-                    stored = await self.store.list_checkpoints(self.name, limit=1)
-                if stored and stored[0].sequence > before and stored[0].offset >= last:
-                    await self.served.refresh()
-                    return stored[0]
-                await asyncio.sleep(0.01)
-        except StoreUnavailable as err:
-            raise Unavailable(f"checkpoint failed: {err}") from None
-        raise Unavailable(
-            f"no learner published a checkpoint within {_CHECKPOINT_WAIT_SECONDS:.0f} s; "
-            "is a process with role learner or all running?",
-        )
-
-    async def replace(self, change: Callable[[Learner], None]) -> CheckpointInfo:
-        """Make a changed copy of the served model the newest checkpoint (an operator write).
-
-        The checkpoint keeps the served snapshot's log offset: the learner, fenced out by
-        the operator token, restarts from it and learns again every feedback logged
-        after it, so nothing acknowledged is lost.  Used to switch an apprentice's mode.
-        """
-        served = self.served
-
-        def changed_copy() -> tuple[int, bytes]:  # the served learner itself stays as it is
-            copy = loads(dumps(served.learner))
-            change(copy)
-            return copy.version, dumps(copy)
-
-        try:
-            version, blob = await asyncio.to_thread(changed_copy)
-            saved = await self.store.save_checkpoint(
-                self.name, version=version, blob=blob, keep=self.policy.checkpoint_keep,
-                now=time.time(), offset=served.offset, acked_at=0.0, token=-1,
-            )  # fmt: skip
-            await served.refresh()
-        except StoreUnavailable as err:
-            raise Unavailable(f"the change was not saved: {err}") from None
-        if self.wake_learner is not None:
-            self.wake_learner()
-        return saved
-
-    async def rollback(self, version: int) -> CheckpointInfo:
-        """Serve the newest valid checkpoint of ``version`` again (saved as the newest).
-
-        Feedback logged before the rollback and not in that checkpoint is discarded;
-        the learner is fenced out, restarts from the rolled-back checkpoint and
-        learns from the feedback logged after it.
-        """
-        try:
-            found = await self.served.find_version(version)
-            if found is None:
-                versions = sorted({i.version for i in await self.store.list_checkpoints(self.name)})
-                raise NotFound(
-                    f"no valid checkpoint of version {version}; stored versions: {versions}",
-                    "version",
-                )  # fmt: skip
-            blob, info = found
-            last = (await self.store.log_bounds(self.name)).last
-            saved = await self.store.save_checkpoint(
-                self.name, version=info.version, blob=blob, keep=self.policy.checkpoint_keep,
-                now=time.time(), offset=max(last, self.log_last), acked_at=0.0, token=-1,
-            )  # fmt: skip
-            await self.served.refresh()
-        except StoreUnavailable as err:
-            raise Unavailable(f"rollback failed: {err}") from None
-        if self.wake_learner is not None:
-            self.wake_learner()
-        return saved
