@@ -1,7 +1,7 @@
 """Learners: ``act(context) -> Decision`` and ``learn(decision, feedback)``."""
 
 from banditree.core import Decision, DecisionColumns, Feedback
-from banditree.learners.apprentice import Apprentice, caller_defaults
+from banditree.learners.apprentice import Apprentice
 from banditree.learners.base import Learner
 from banditree.learners.config import LearnerConfig
 from banditree.learners.factory import build_learner, restore_learner
@@ -21,7 +21,6 @@ __all__ = [
     "LearnerConfig",
     "UniformRandom",
     "build_learner",
-    "caller_defaults",
     "known_kinds",
     "register_model",
     "restore_learner",

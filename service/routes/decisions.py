@@ -11,6 +11,7 @@ from starlette.datastructures import State
 
 from banditree.core import Feedback
 from banditree.core.codec import columns_public, decision_public
+from banditree.learners.reward import feedback_from_reward
 from service.deps import ModelName
 from service.errors import ServiceError
 from service.registry import ModelRegistry
@@ -79,9 +80,7 @@ async def feedback(name: ModelName, body: FeedbackCreate, request: Request) -> F
     if body.losses is not None:
         fb, field = Feedback(losses=(body.losses[0], body.losses[1])), "losses"
     elif body.reward is not None:
-        regression = runtime.learner.task == "regression"
-        loss = -body.reward if regression else 1.0 - body.reward
-        fb, field = Feedback(loss=loss), "reward"
+        fb, field = feedback_from_reward(body.reward, runtime.learner.task), "reward"
     else:
         fb, field = Feedback(loss=body.loss), "loss"
     await runtime.feedback(body.event_id, fb, field=field)
