@@ -133,3 +133,11 @@ def test_readme_is_a_short_door() -> None:
     for target in ("docs/tutorials/library.md", "docs/tutorials/service.md", "docs/index.md"):
         assert f"]({target}" in readme, target
         assert (ROOT / target).is_file(), target
+
+
+def test_every_setting_is_described() -> None:
+    """The settings reference is generated from the field descriptions: none may be empty."""
+    from service.settings import Settings
+
+    missing = [name for name, field in Settings.model_fields.items() if not field.description]
+    assert not missing, missing
