@@ -13,6 +13,7 @@ next build, and one without a description shows as such.
 
 from __future__ import annotations
 
+import re
 import shutil
 import sys
 import tempfile
@@ -162,48 +163,87 @@ def settings_page() -> str:
 
 
 def http_page() -> str:
+    from service.auth import ADMIN_OPERATIONS
     from service.main import create_app
     from service.settings import Settings
 
     with tempfile.TemporaryDirectory() as data_dir:
         app = create_app(Settings(data_dir=Path(data_dir)))  # the store opens only at start
         schema = app.openapi()
+    components = schema["components"]["schemas"]
     lines = [
         "# HTTP routes\n",
         f"Generated from the service's OpenAPI document (version {schema['info']['version']}) "
-        "at build time. A running service serves the same document at `/openapi.json` and an "
-        "interactive page at `/docs` (Swagger UI) and `/redoc`. Every error answer has the "
-        "shape described in [Errors](errors.md). Routes under `/v1` need "
+        "at build time. A running service serves the same document at `/openapi.json` and "
+        "shows it at `/docs` (Swagger UI) and `/redoc`. Every error answer has the shape "
+        "described in [Errors](errors.md). Routes under `/v1` need "
         "`Authorization: Bearer <key>` when keys are configured; those marked *admin* need an "
         "admin key.\n",
     ]
-    from service.auth import ADMIN_OPERATIONS
-
     for path, operations in schema["paths"].items():
         for method, operation in operations.items():
             admin = " *(admin)*" if (method.upper(), path) in ADMIN_OPERATIONS else ""
             lines.append(f"## `{method.upper()} {path}`{admin}\n")
-            lines.append(
-                _rst_to_md(operation.get("description") or operation.get("summary", "")) + "\n"
-            )
+            lines.append(_rst_to_md(operation.get("description") or operation.get("summary", "")))
+            lines.append("")
             body = operation.get("requestBody", {}).get("content", {}).get("application/json")
             if body is not None:
-                ref = body["schema"].get("$ref", "")
-                lines.append(f"Body: `{ref.rsplit('/', 1)[-1] or 'JSON'}`.\n")
-            parameters = [p for p in operation.get("parameters", []) if p.get("in") == "query"]
-            if parameters:
-                names = ", ".join(f"`{p['name']}`" for p in parameters)
-                lines.append(f"Query parameters: {names}.\n")
-            statuses = ", ".join(
-                f"{code} ({_cell(answer.get('description', ''))})"
-                for code, answer in operation.get("responses", {}).items()
-            )
-            lines.append(f"Answers: {statuses}.\n")
+                lines += _body_lines(body["schema"], components)
+            query = [p for p in operation.get("parameters", []) if p.get("in") == "query"]
+            if query:
+                lines.append("| query parameter | meaning |\n|---|---|")
+                lines += [f"| `{p['name']}` | {_parameter_text(p)} |" for p in query]
+                lines.append("")
+            lines.append("| status | meaning |\n|---|---|")
+            for code, answer in operation.get("responses", {}).items():
+                answer_schema = answer.get("content", {}).get("application/json", {}).get("schema")
+                shape = f" ({_schema_type(answer_schema)})" if answer_schema else ""
+                lines.append(f"| {code} | {_rst_to_md(answer.get('description', ''))}{shape} |")
+            lines.append("")
     return "\n".join(lines)
 
 
+def _body_lines(body: dict[str, Any], components: dict[str, Any]) -> list[str]:
+    """The request body's fields as a table (the model body: a link to its reference)."""
+    name = body.get("$ref", "").rsplit("/", 1)[-1]
+    if name == "ModelCreate":
+        return ["Body: the [learner configuration](config.md) and its service fields.\n"]
+    properties = components.get(name, {}).get("properties", {})
+    if not properties:
+        return [f"Body: `{name or 'JSON'}`.\n"]
+    required = set(components[name].get("required", []))
+    rows = [f"Body (`{name}`):\n", "| field | type | meaning |", "|---|---|---|"]
+    for field, spec in properties.items():
+        note = " (required)" if field in required else ""
+        meaning = _rst_to_md(spec.get("description", ""))
+        rows.append(f"| `{field}`{note} | {_schema_type(spec)} | {meaning} |")
+    return [*rows, ""]
+
+
+def _schema_type(spec: dict[str, Any]) -> str:
+    """``number``, ``array of number``, ``integer or null``, ``Name`` from a JSON schema."""
+    if "$ref" in spec:
+        return f"`{spec['$ref'].rsplit('/', 1)[-1]}`"
+    if "anyOf" in spec or "oneOf" in spec:
+        return " or ".join(_schema_type(s) for s in spec.get("anyOf", spec.get("oneOf", [])))
+    kind = spec.get("type", "")
+    if kind == "array":
+        return f"array of {_schema_type(spec.get('items', {})) or 'any'}"
+    return str(kind)
+
+
+def _parameter_text(parameter: dict[str, Any]) -> str:
+    """A query parameter's description and default."""
+    spec = parameter.get("schema", {})
+    text = parameter.get("description") or spec.get("description", "")
+    if "default" in spec:
+        text += f" (default `{spec['default']}`)"
+    return _rst_to_md(text)
+
+
 def _rst_to_md(text: str) -> str:
-    """Docstrings spell code ``like this``; Markdown spells it `like this`."""
+    """Docstrings spell code ``like this`` and cross-references :func:`name`; Markdown `like this`."""
+    text = re.sub(r":[a-z]+:`~?([^`]+)`", r"`\1`", text)
     return _cell(text.replace("``", "`"))
 
 
