@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from banditree.learners.ranking_options import RankingOptions
 from banditree.models.dgt.tree_ops import MAX_HEIGHT
 from banditree.models.spec import MAX_PARAMETERS
 
@@ -60,7 +61,14 @@ class LearnerConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    task: Literal["classification", "regression"] = "classification"
+    task: Literal["classification", "regression", "ranking"] = Field(
+        "classification",
+        description=(
+            "classification (n_actions anonymous actions), regression, or ranking (candidate "
+            "actions described by features, a different set on every call; settings in "
+            "options, see RankingOptions)"
+        ),
+    )
     kind: str = Field(
         default_factory=lambda data: default_kind(data.get("task", "classification")),
         description=(
@@ -68,7 +76,7 @@ class LearnerConfig(BaseModel):
             f"dgt_forest ({REGRESSION_FOREST_TREES} trees averaged) for regression"
         ),
     )
-    n_features: int = Field(..., ge=1, le=10_000)
+    n_features: int = Field(..., ge=1, le=10_000, description="not for ranking (1 when not given)")
     n_actions: int | None = Field(None, ge=2, le=1024, description="classification only")
     height: int | None = Field(
         None, ge=1, le=MAX_HEIGHT, description="default 6 (classification), 8 (regression)"
@@ -244,8 +252,35 @@ class LearnerConfig(BaseModel):
         ),
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _ranking_width(cls, data: Any) -> Any:
+        """A ranking model reads JSON features, not a fixed vector: ``n_features`` is 1."""
+        if isinstance(data, dict) and data.get("task") == "ranking" and "n_features" not in data:
+            data = {**data, "n_features": 1}
+        return data
+
+    def ranking_options(self) -> RankingOptions:
+        """The validated ``options`` of a ranking model."""
+        try:
+            return RankingOptions.model_validate(self.options)
+        except ValidationError as err:
+            first = err.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise ValueError(f"options.{where}: {first['msg']}") from None
+
     @model_validator(mode="after")
     def _check(self) -> LearnerConfig:
+        if self.task == "ranking":
+            if self.n_actions is not None:
+                raise ValueError(
+                    "n_actions is for classification: a ranking model's candidates come with "
+                    "each call"
+                )
+            if self.mode == "apprentice":
+                raise ValueError("mode apprentice is for classification models")
+            self.ranking_options().check_widths()
+            return self
         if self.mode == "apprentice" and "reward_link" not in self.model_fields_set:
             # an apprentice sees one action per context, the caller's: through the sigmoid the
             # unplayed actions keep their prior, and its greedy choice agrees with the default
@@ -416,6 +451,8 @@ class LearnerConfig(BaseModel):
 
     def parameter_count(self) -> int:
         """Rough parameter count (used for the memory bound)."""
+        if self.task == "ranking":  # bounded by the widths (RankingOptions)
+            return 0
         h = self.resolved_height
         n_int, n_leaves = (1 << h) - 1, 1 << h
         dims = [self.n_features + 1, *self.hidden, n_int]

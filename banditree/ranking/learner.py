@@ -202,6 +202,69 @@ class RankingLearner:
             "version": self.version,
         }
 
+    def state_tensors(self) -> tuple[dict[str, FloatArray], dict[str, Any]]:
+        """Tensors and JSON metadata that restore this learner exactly (:meth:`load_state_tensors`)."""
+        tensors: dict[str, FloatArray] = {f"param.{k}": v for k, v in self.params.items()}
+        tensors.update({f"optim.{k}": v for k, v in self._optim.state_tensors().items()})
+        ridge = self._ridge
+        for key in ("inv_gram", "weights", "mix_stats", "prior"):
+            tensors[f"ridge.{key}"] = getattr(ridge, key)
+        for prefix, stats in (
+            ("std_context", self._context_stats),
+            ("std_action", self._action_stats),
+        ):
+            tensors[f"{prefix}.mean"] = stats.mean
+            tensors[f"{prefix}.m2"] = stats.m2
+        meta = {
+            **self.state(),
+            "std_counts": [self._context_stats.count, self._action_stats.count],
+            "rng": self._rng.bit_generator.state,
+        }
+        return {k: np.array(v, dtype=np.float64) for k, v in tensors.items()}, meta
+
+    def load_state_tensors(self, tensors: dict[str, FloatArray], meta: dict[str, Any]) -> None:
+        """Restore :meth:`state_tensors` output into a learner of the same config."""
+
+        def group(prefix: str) -> dict[str, FloatArray]:
+            return {
+                k[len(prefix) :]: np.array(v, dtype=np.float64)
+                for k, v in tensors.items()
+                if k.startswith(prefix)
+            }
+
+        params = group("param.")
+        if set(params) != set(self.params) or any(
+            params[k].shape != self.params[k].shape for k in self.params
+        ):
+            raise ValueError("checkpoint parameters do not match the ranking configuration")
+        arrays = [*params.values(), *group("ridge.").values(), *group("std_").values()]
+        if not all(np.isfinite(a).all() for a in arrays):
+            raise ValueError("checkpoint holds non-finite values")
+        ridge = self._ridge
+        for key in ("inv_gram", "weights", "mix_stats", "prior"):
+            value = np.array(tensors[f"ridge.{key}"], dtype=np.float64)
+            if value.shape != getattr(ridge, key).shape:
+                raise ValueError(f"checkpoint ridge.{key} does not match the configuration")
+            setattr(ridge, key, value)
+        counts = meta["std_counts"]
+        for prefix, stats, count in (
+            ("std_context", self._context_stats, counts[0]),
+            ("std_action", self._action_stats, counts[1]),
+        ):
+            for key in ("mean", "m2"):
+                value = np.array(tensors[f"{prefix}.{key}"], dtype=np.float64)
+                if value.shape != (stats.n_features,):
+                    raise ValueError(f"checkpoint {prefix}.{key} does not match the configuration")
+                setattr(stats, key, value)
+            stats.count = int(count)
+        self.params = params
+        self._frozen = self._spec.freeze(params) if self.config.tree else None
+        self._optim.load_state_tensors(group("optim."))
+        self._rng.bit_generator.state = meta["rng"]
+        self.n_learned = int(meta["n_learned"])
+        self.n_decisions = int(meta["n_decisions"])
+        self.version = int(meta["version"])
+
 
 def check_candidates(
     context: FloatArray, actions: FloatArray, ids: Sequence[str], dc: int, da: int
