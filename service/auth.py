@@ -1,6 +1,7 @@
 """API-key checks, run by the service's one ASGI middleware before routing.
 
-Every ``/v1`` call needs a configured key (``Authorization: Bearer <key>``); creating,
+Every ``/v1`` call needs a configured key (``Authorization: Bearer <key>``, or
+``Ocp-Apim-Subscription-Key: <key>`` as Personalizer's clients send it); creating,
 deleting, checkpointing, rolling back and switching the mode of (``PATCH``) a model
 need an admin key.  With no key
 configured the service is open (a warning is logged at start).  This runs in middleware
@@ -16,7 +17,7 @@ import re
 
 from starlette.types import Scope, Send
 
-from service.asgi_errors import send_json_error
+from service.asgi_errors import send_json_error, send_personalizer_error
 from service.settings import Settings
 
 #: operations (method, path template) that need an admin key.  Writing a checkpoint is
@@ -61,17 +62,31 @@ class ApiKeyAuth:
             return False
         status, detail = refusal
         headers = [(b"www-authenticate", b"Bearer")] if status == 401 else []
-        await send_json_error(send, status, detail, "authorization", headers)
+        if "/personalizer/" in scope["path"]:  # Personalizer's clients read its error shape
+            await send_personalizer_error(send, status, detail, headers)
+        else:
+            await send_json_error(send, status, detail, "authorization", headers)
         return True
 
     def _refusal(self, scope: Scope) -> tuple[int, str] | None:
-        header = next((v for k, v in scope["headers"] if k == b"authorization"), None)
+        header = subscription = None
+        for name, value in scope["headers"]:
+            if name == b"authorization":
+                header = value
+            elif name == b"ocp-apim-subscription-key":
+                subscription = value.strip()
+        if header is None and subscription is None:
+            return 401, (
+                "missing API key: send 'Authorization: Bearer <key>' "
+                "(or 'Ocp-Apim-Subscription-Key: <key>')"
+            )
         if header is None:
-            return 401, "missing API key: send 'Authorization: Bearer <key>'"
-        scheme, _, key = header.partition(b" ")
-        key = key.strip()
-        if scheme.lower() != b"bearer" or not key:
-            return 401, "the Authorization header must be 'Bearer <key>'"
+            key = subscription or b""
+        else:
+            scheme, _, key = header.partition(b" ")
+            key = key.strip()
+            if scheme.lower() != b"bearer" or not key:
+                return 401, "the Authorization header must be 'Bearer <key>'"
         if not _known(key, self.all_keys):
             return 401, "unknown API key"
         method, path = scope["method"], scope["path"]

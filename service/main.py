@@ -22,7 +22,16 @@ from service.http_middleware import ServiceHttp, enable_access_log
 from service.metrics import ServiceMetrics
 from service.openapi_links import add_links
 from service.registry import ModelRegistry
-from service.routes import apprentice, checkpoints, decisions, health, metrics, models
+from service.routes import (
+    apprentice,
+    checkpoints,
+    decisions,
+    health,
+    metrics,
+    models,
+    personalizer,
+    ranking,
+)
 from service.routes import log as log_route
 from service.runtime.tasks import pause_after_pass, stop_tasks
 from service.settings import Settings, load_settings
@@ -172,7 +181,7 @@ def create_app(settings: Settings | None = None, *, freeze_startup: bool = False
     install_error_handlers(app)
     routers = [
         decisions.router, models.router, checkpoints.router, health.router, metrics.router,
-        log_route.router, apprentice.router,
+        log_route.router, apprentice.router, ranking.router, personalizer.router,
     ]  # fmt: skip
     document_errors(app, routers, set(ADMIN_OPERATIONS))
     add_links(routers)

@@ -148,9 +148,16 @@ class RankingModel(Learner):
             k = self.options.max_categories
             for side, objs in (("context", [ctx]), ("actions", features)):
                 schema = _infer(objs, k)
-                if schema is not None and schema.width > MAX_SIDE_WIDTH:
+                if schema is None:
+                    continue
+                if schema.width > MAX_SIDE_WIDTH:
                     raise InvalidInput(
                         side, f"{schema.width} encoded columns, more than {MAX_SIDE_WIDTH}"
+                    )
+                encoder = FeatureEncoder(schema)  # the values' checks of the encoder
+                for i, obj in enumerate(objs):
+                    encoder.encode(
+                        obj, True, "context" if side == "context" else f"actions[{i}].features"
                     )
             n = len(ids)
             pmf = np.full(n, 1.0 / n)
@@ -203,6 +210,14 @@ class RankingModel(Learner):
 
     # -- learning ---------------------------------------------------------------------
     def check(self, decision: Decision, feedback: Feedback) -> None:
+        """Refuse feedback for a non-ranking decision, a deferred decision not activated,
+        or a loss outside ``[0, 2]`` (a reward outside ``[-1, 1]``)."""
+        self._check_feedback(decision, feedback)
+        assert decision.ranking is not None
+        if not decision.ranking.get("active", True):
+            raise InvalidInput("event_id", "was deferred and is not activated: activate it first")
+
+    def _check_feedback(self, decision: Decision, feedback: Feedback) -> None:
         if decision.ranking is None or decision.action is None:
             raise InvalidInput("event_id", "the decision is not a ranking decision")
         if feedback.loss is None:
@@ -216,7 +231,7 @@ class RankingModel(Learner):
     def learn(self, decision: Decision, feedback: Feedback) -> bool:
         """Learn the played candidate's reward (``1 - loss``); a deferred decision not
         activated is not learned from."""
-        self.check(decision, feedback)
+        self._check_feedback(decision, feedback)
         ranking = decision.ranking
         assert ranking is not None and decision.action is not None and feedback.loss is not None
         if not ranking.get("active", True):
