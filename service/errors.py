@@ -231,8 +231,10 @@ def _statuses(route: APIRoute, admin_routes: set[tuple[str, str]]) -> set[int]:
         statuses |= {400, 422}
     if method in ("PUT", "PATCH"):
         statuses.add(409)  # the name is taken, the model cap is reached, or no apprentice
-    if path.endswith("/feedback"):
+    if path.endswith("/feedback") or path.endswith("/activate"):
         statuses |= {409, 410}
+    if path.endswith("/rank"):
+        statuses.add(409)  # the event id given is already used
     if path == "/readyz":
         statuses.add(503)
     return statuses

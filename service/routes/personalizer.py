@@ -40,7 +40,11 @@ from service.runtime.ranking import (
     reward_slots,
 )
 
-router = APIRouter(prefix="/v1/models/{name}/personalizer", tags=["personalizer"])
+#: left out of the OpenAPI document: these routes answer in Personalizer's shapes (its
+#: error body), documented in docs/howto/migrate-from-personalizer.md
+router = APIRouter(
+    prefix="/v1/models/{name}/personalizer", tags=["personalizer"], include_in_schema=False
+)
 
 Features = list[dict[str, Any]] | dict[str, Any] | None
 EventId = Annotated[str, Path(min_length=1, max_length=MAX_EVENT_ID_LENGTH)]
