@@ -10,8 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import orjson
 import pytest
 
+from banditree.logs import LogWriter
 from service.main import create_app
 from service.settings import load_settings
 
@@ -47,7 +49,7 @@ def _actions(rng: random.Random, n: int = 4) -> list[dict[str, Any]]:
 
 
 async def test_rank_answers_the_full_ranking_and_learns_from_rewards(
-    http: httpx.AsyncClient,
+    http: httpx.AsyncClient, tmp_path: Path
 ) -> None:
     rng = random.Random(0)
     for _ in range(150):
@@ -87,6 +89,19 @@ async def test_rank_answers_the_full_ranking_and_learns_from_rewards(
         topic = next(a for a in actions if a["id"] == best)["features"]["topic"]
         hits += (user == "jock") == (topic == "sport")
     assert hits >= 45
+    # the log holds each decision's candidate set, and exports as DSJson VW reads
+    lines = (await http.get("/v1/models/news/log")).text.splitlines()
+    rows = [orjson.loads(line) for line in lines]
+    # (entries folded into the oldest kept checkpoint are trimmed from the log)
+    assert len(rows) >= 50 and all(len(r["ranking"]["ids"]) == 4 for r in rows)
+    path = tmp_path / "news.dsjson"
+    with LogWriter(path, "dsjson") as writer:
+        writer.write(rows)
+    vw = pytest.importorskip("vowpalwabbit")
+    workspace = vw.Workspace(f"--cb_explore_adf --dsjson -d {path} --quiet --strict_parse")
+    workspace.run_parser()
+    assert workspace.get_weighted_examples() == len(rows)
+    workspace.finish()
 
 
 async def test_deferred_events_wait_for_activation(http: httpx.AsyncClient) -> None:
