@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-SRC := $(wildcard banditree service simulate tests benchmarks)
+SRC := $(wildcard banditree banditree_cli service simulate tests benchmarks tools)
 
 .PHONY: install serve test lint typecheck unit bench clean
 
@@ -22,6 +22,9 @@ serve: $(STAMP)
 lint: $(STAMP)
 	$(PY) -m ruff check $(SRC)
 	$(PY) -m ruff format --check $(SRC)
+	# the import layers (pyproject.toml [tool.importlinter]) and no import cycle at all
+	$(VENV)/bin/lint-imports
+	$(PY) -m tools.import_cycles
 
 typecheck: $(STAMP)
 	$(PY) -m mypy

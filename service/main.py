@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import gc
 import logging
+import sys
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -191,12 +192,13 @@ def create_app(settings: Settings | None = None, *, freeze_startup: bool = False
 def create_app_from_env() -> FastAPI:
     """Factory for ``uvicorn --factory`` (settings from the environment).
 
-    A serving process answers many small requests concurrently, so torch's intra-op
-    thread pool only adds contention (a TEL round took ~100x longer with two threads on
-    a busy 2-core machine): each worker process uses one torch thread.  Once started,
-    the process's objects are left out of later garbage collections (``freeze_startup``).
+    Serving runs on numpy and never imports torch.  Where something in the process has
+    loaded it, its intra-op thread pool only adds contention for many small concurrent
+    requests (a TEL round took ~100x longer with two threads on a busy 2-core machine),
+    so it is held to one thread.  Once started, the process's objects are left out of
+    later garbage collections (``freeze_startup``).
     """
-    import torch
-
-    torch.set_num_threads(1)
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(1)
     return create_app(freeze_startup=True)

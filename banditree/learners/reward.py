@@ -7,7 +7,7 @@ so a larger reward is always a smaller loss.
 
 from __future__ import annotations
 
-from banditree.learners.records import Feedback
+from banditree.core.records import Feedback
 
 
 def loss_from_reward(reward: float, task: str) -> float:

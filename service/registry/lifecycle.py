@@ -10,8 +10,8 @@ from typing import Any
 
 from banditree.learners import Learner, LearnerConfig, build_learner
 from banditree.learners.validation import InvalidInput, check_loss
+from banditree.models.dgt.trained import InvalidModelFile, TrainedTree
 from banditree.persistence import dumps
-from banditree.supervised.model_file import InvalidModelFile, TrainedTree
 from service.domain_errors import (
     CapacityReached,
     InvalidRequest,

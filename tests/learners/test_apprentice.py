@@ -11,7 +11,7 @@ from banditree.persistence import dumps, loads
 
 def _breast_cancer_with_a_linear_rule() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The bundled breast-cancer set and a fixed linear rule (least squares on 200 rows)."""
-    from simulate.data import load_source
+    from banditree.datasets.sources import load_source
 
     ds = load_source("breast_cancer")
     X, y = ds.X_train, ds.y_train.astype(np.int64)
