@@ -3,9 +3,9 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-SRC := $(wildcard banditree banditree_cli service simulate tests benchmarks tools)
+SRC := $(wildcard banditree banditree_cli service simulate tests benchmarks tools docs)
 
-.PHONY: install serve test lint typecheck unit bench clean
+.PHONY: install serve test lint typecheck docs unit bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,13 +29,17 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(PY) -m mypy
 
+# The docs site, reference pages generated from the code; --strict fails on any warning.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true $(PY) -m mkdocs build --strict --quiet
+
 unit: $(STAMP)
 	$(PY) -m pytest
 
-test: lint typecheck unit
+test: lint typecheck docs unit
 
 bench: $(STAMP)
 	$(PY) -m benchmarks
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache build/site

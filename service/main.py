@@ -16,6 +16,7 @@ from fastapi.telemetry import TelemetryConfig
 
 from banditree import __version__
 from service.auth import ADMIN_OPERATIONS, ApiKeyAuth
+from service.docs_page import install_docs
 from service.errors import document_errors, install_error_handlers
 from service.http_middleware import ServiceHttp, enable_access_log
 from service.metrics import ServiceMetrics
@@ -158,6 +159,8 @@ def create_app(settings: Settings | None = None, *, freeze_startup: bool = False
         version=__version__,
         description="Online contextual bandits on hard oblique trees trained by gradient.",
         lifespan=lifespan,
+        docs_url=None,  # served from local assets by install_docs, not a CDN
+        redoc_url=None,
         # the service's own metrics are Prometheus's; FastAPI's OpenTelemetry otherwise
         # looks up the global providers on every request (about 6 us)
         telemetry=None if settings.opentelemetry else _NO_TELEMETRY,
@@ -176,6 +179,7 @@ def create_app(settings: Settings | None = None, *, freeze_startup: bool = False
     for router in routers:
         app.include_router(router)
     _openapi_with_settings(app, settings)
+    install_docs(app)
     if settings.access_log:
         enable_access_log()
     app.add_middleware(
