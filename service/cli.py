@@ -32,7 +32,7 @@ def register(app: typer.Typer) -> None:
 
         import uvicorn
 
-        from service.connection_limits import HeaderDeadline
+        from service.connection_limits import GuardedHttp
 
         given = (("host", host), ("port", port), ("workers", workers), ("role", role))
         overrides = {k: v for k, v in given if v is not None}
@@ -55,8 +55,10 @@ def register(app: typer.Typer) -> None:
             # uvicorn's text access log stays off: BANDITREE_ACCESS_LOG turns on the
             # service's own JSON lines (one per request)
             access_log=False,
-            http=HeaderDeadline,  # closes connections whose headers never complete
+            # read deadlines and connection caps (service.connection_limits), which also
+            # bound running requests by max_connections: uvicorn's limit_concurrency would
+            # count idle sockets and refuse everyone
+            http=GuardedHttp,
             timeout_keep_alive=settings.keep_alive_timeout_seconds,
-            limit_concurrency=settings.max_connections,
             timeout_graceful_shutdown=max(1, round(settings.shutdown_seconds)),
         )

@@ -68,8 +68,17 @@ class Settings(BaseSettings):
     header_timeout_seconds: float = Field(
         10.0, gt=0.0, le=3600.0, description="a connection without complete headers is closed"
     )
+    body_timeout_seconds: float = Field(
+        10.0, gt=0.0, le=3600.0, description="a request body not complete this long is cut (408)"
+    )
     max_connections: int = Field(
-        1000, ge=1, le=1_000_000, description="open connections and tasks; more get 503"
+        1000,
+        ge=1,
+        le=1_000_000,
+        description="open connections (waiting ones are displaced first) and running requests",
+    )
+    max_connections_per_peer: int = Field(
+        0, ge=0, le=1_000_000, description="open connections from one client address; 0 = no cap"
     )
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=1, le=65535)
