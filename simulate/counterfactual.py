@@ -11,8 +11,8 @@ For every candidate configuration the log is replayed in offset order:
   uniform logging and enough rows this is rejection-sampling replay (a row counts, and
   is learned from as the candidate's own decision, with probability
   ``pi(a | x) p_min / p``); otherwise every row counts with weight ``pi_t(a | x) / p``
-  (``pi_t``: the candidate's probabilities just before it learns the row), normalised
-  by the summed weights.
+  (``pi_t``: the candidate's probabilities at the model version that decided the row
+  live, see :class:`ServedVersions`), normalised by the summed weights.
 
 A claim needs support: when the evaluation rows give the candidate fewer than
 ``min_effective_rounds`` effective rounds (``(sum w)^2 / sum w^2``), or one round
@@ -94,6 +94,38 @@ def _learn(learner: Learner, table: LogTable, t: int, propensity: float) -> None
         raise ValueError(f"log row at offset {int(table.offset[t])}: {err}") from None
 
 
+class ServedVersions:
+    """The candidate as it was at each model version that decided a later log row.
+
+    The service decides from snapshots (``model_version`` in each row) that trail the
+    learner by up to a checkpoint interval; a candidate replayed with the same config
+    therefore decides row ``t`` with its own state at that version, not with every
+    earlier row already learned, or its probabilities would differ from the logged ones
+    (weights far from 1: the live progressive value would not be reproduced).  Copies
+    are kept only for versions that a later row names, and dropped after their last row.
+    """
+
+    def __init__(self, versions: np.ndarray) -> None:
+        self._last_row: dict[int, int] = {int(v): t for t, v in enumerate(versions.tolist())}
+        self._copies: dict[int, Learner] = {}
+
+    def keep(self, learner: Learner, t: int) -> None:
+        """After row ``t`` (``-1``: before the first): copy ``learner`` if a later row
+        names its version, and drop the copies no later row names."""
+        version = learner.version
+        if self._last_row.get(version, -1) > t and version not in self._copies:
+            self._copies[version] = restore_learner(*learner.state())
+        for old in [v for v in self._copies if self._last_row[v] <= t]:
+            del self._copies[old]
+
+    def at(self, version: int, learner: Learner) -> Learner:
+        """The candidate at ``version``; ``learner`` itself when it is there, or when the
+        candidate never passed that version (another config counts updates differently)."""
+        if version == learner.version:
+            return learner
+        return self._copies.get(version, learner)
+
+
 def replay(
     table: LogTable,
     config: dict[str, Any],
@@ -113,10 +145,12 @@ def replay(
     p_min = float(table.propensity.min())
     accepted = np.zeros(n, dtype=bool) if rejection else None
     progressive = build_learner(config) if rejection else None
+    served = ServedVersions(table.model_version)
+    served.keep(learner, -1)
     for t in range(n):
         if t == cut:
             frozen = restore_learner(*learner.state())
-        pmf = probabilities(learner, table.context[t])
+        pmf = probabilities(served.at(int(table.model_version[t]), learner), table.context[t])
         a, p = int(table.action[t]), float(table.propensity[t])
         if a >= pmf.shape[0]:
             raise ValueError(
@@ -125,6 +159,7 @@ def replay(
             )
         logged_probability[t] = pmf[a]
         _learn(learner, table, t, p)
+        served.keep(learner, t)
         if progressive is not None and accepted is not None:
             pi = probabilities(progressive, table.context[t])[a]
             if rng.random() < pi * p_min / p:
