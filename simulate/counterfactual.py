@@ -44,18 +44,13 @@ from banditree.ope import (
     SelfNormalizedInverseProbabilityWeighting,
     check_logged_rounds,
 )
+from simulate.support import SupportRules, event_notes, support
+
+__all__ = ["ReplayTrace", "ServedVersions", "SupportRules", "replay", "score_candidate", "support"]
 
 
 class _HasActionProbabilities(Protocol):
     def action_probabilities(self, context: FloatArray) -> FloatArray: ...
-
-
-@dataclass(frozen=True)
-class SupportRules:
-    """When the log is judged too thin to support a candidate's estimate."""
-
-    min_effective_rounds: float = 30.0
-    max_weight_share: float = 0.2
 
 
 @dataclass
@@ -193,26 +188,6 @@ def bootstrap_ratio(
     return value, [float(low), float(high)]
 
 
-def support(weights: FloatArray, rules: SupportRules) -> tuple[float, float, list[str]]:
-    """Effective rounds, the largest weight's share, and the reasons a claim is withheld."""
-    total = float(weights.sum())
-    squares = float(np.square(weights).sum())
-    effective = total * total / squares if squares > 0 else 0.0
-    share = float(weights.max() / total) if total > 0 else 1.0
-    reasons = []
-    if effective < rules.min_effective_rounds:
-        reasons.append(
-            f"too few matching rounds: {effective:.1f} effective rounds, "
-            f"need at least {rules.min_effective_rounds:g}"
-        )
-    if share > rules.max_weight_share:
-        reasons.append(
-            f"propensities near zero: one round carries {share:.0%} of the importance "
-            f"weight (more than {rules.max_weight_share:.0%})"
-        )
-    return effective, share, reasons
-
-
 def score_candidate(
     table: LogTable,
     trace: ReplayTrace,
@@ -233,13 +208,15 @@ def score_candidate(
         action_dist=trace.evaluation_dist,
         estimated_rewards=estimated_rewards,
     )
-    effective, share, reasons = support(rounds.importance_weights(), rules)
+    weights = rounds.importance_weights()
+    effective, share, reasons = support(weights, rules, reward[ev])
     out: dict[str, Any] = {
         "matched_rounds": int(np.sum(trace.evaluation_dist.argmax(axis=1) == table.action[ev])),
         "effective_rounds": effective,
         "max_weight_share": share,
         "supported": not reasons,
         "refusals": reasons,
+        **event_notes(weights, reward[ev], rules),
     }
     for estimator in (
         InverseProbabilityWeighting(),
@@ -263,13 +240,17 @@ def _progressive(
     reward = table.reward()
     if trace.accepted is not None:
         rows = np.flatnonzero(trace.accepted)
-        numerator, weights = reward[rows], np.ones(len(rows))
+        counted = reward[rows]
+        numerator, weights = counted, np.ones(len(rows))
         method = "rejection_sampling"
     else:
+        counted = reward
         weights = trace.logged_probability / table.propensity
         numerator = weights * reward
         method = "importance_weighted"
-    effective, _, reasons = support(weights, rules) if len(weights) else (0.0, 1.0, ["no rows"])
+    effective, _, reasons = (
+        support(weights, rules, counted) if len(weights) else (0.0, 1.0, ["no rows"])
+    )
     out: dict[str, Any] = {
         "progressive_method": method,
         "progressive_rounds": effective,
