@@ -94,12 +94,13 @@ def _openapi_with_settings(app: FastAPI, settings: Settings) -> None:
             schema = generate()
             contexts = schema["components"]["schemas"]["PredictCreate"]["properties"]["contexts"]
             contexts["maxItems"] = settings.max_batch
-            if settings.auth_enabled:  # every /v1 operation needs `Authorization: Bearer <key>`
+            if settings.auth_enabled or settings.metrics_key:  # `Authorization: Bearer <key>`
                 schema["components"]["securitySchemes"] = {
                     "apiKey": {"type": "http", "scheme": "bearer"}
                 }
                 for path, operations in schema["paths"].items():
-                    if path.startswith("/v1/"):
+                    v1 = path.startswith("/v1/") and settings.auth_enabled
+                    if v1 or (path == "/metrics" and settings.metrics_key):
                         for operation in operations.values():
                             operation["security"] = [{"apiKey": []}]
         return app.openapi_schema or {}

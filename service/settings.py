@@ -6,10 +6,27 @@ import math
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 KeyList = Annotated[list[str], NoDecode]
+#: what a key may do: predict and feedback; read the log, tree and checkpoints; admin
+ROLES = ("predict", "read", "admin")
+Role = Literal["predict", "read", "admin"]
+
+
+class ScopedKey(BaseModel):
+    """One entry of ``BANDITREE_SCOPED_KEYS``: a key, its roles and the models they reach."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    key: str = Field(min_length=8, max_length=512, pattern=r"^[!-~]+$")
+    roles: list[Role] = Field(min_length=1)
+    models: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(
+        default_factory=lambda: ["*"],
+        min_length=1,
+        description="model names or fnmatch patterns ('shop-*'); '*' = every model",
+    )
 
 
 class Settings(BaseSettings):
@@ -45,6 +62,13 @@ class Settings(BaseSettings):
     )
     api_keys: KeyList = Field(default_factory=list, description="comma-separated API keys")
     admin_keys: KeyList = Field(default_factory=list, description="comma-separated admin keys")
+    scoped_keys: list[ScopedKey] = Field(
+        default_factory=list,
+        description='JSON list of {"key", "roles": [predict|read|admin], "models": [...]}',
+    )
+    metrics_key: str | None = Field(
+        None, min_length=8, description="a key /metrics then needs (admin keys also pass)"
+    )
     checkpoint_every_updates: int = Field(1000, ge=1, le=10**9)
     checkpoint_every_seconds: float = Field(0.2, gt=0.0, le=7 * 86400)
     checkpoint_keep: int = Field(20, ge=1, le=100_000, description="checkpoint versions kept")
@@ -98,6 +122,11 @@ class Settings(BaseSettings):
             return [key.strip() for key in value.split(",") if key.strip()]
         return value
 
+    @field_validator("metrics_key", mode="before")
+    @classmethod
+    def _empty_metrics_key(cls, value: object) -> object:
+        return None if value == "" else value  # compose passes an unset variable as ""
+
     @field_validator("redis_url")
     @classmethod
     def _check_redis_url(cls, value: str | None) -> str | None:
@@ -128,9 +157,16 @@ class Settings(BaseSettings):
             )
         return self
 
+    @model_validator(mode="after")
+    def _check_unique_keys(self) -> Settings:
+        keys = [*self.api_keys, *self.admin_keys, *(k.key for k in self.scoped_keys)]
+        if len(set(keys)) != len(keys):
+            raise ValueError("a key is listed twice (API, admin or scoped keys): give it once")
+        return self
+
     @property
     def auth_enabled(self) -> bool:
-        return bool(self.api_keys or self.admin_keys)
+        return bool(self.api_keys or self.admin_keys or self.scoped_keys)
 
 
 class SettingsError(ValueError):
@@ -144,7 +180,8 @@ def load_settings(**overrides: object) -> Settings:
     except ValidationError as err:
         lines = []
         for error in err.errors():
-            name = "_".join(str(part) for part in error["loc"]).upper()
-            variable = f"BANDITREE_{name}" if name else "settings"
+            head, *rest = [str(part) for part in error["loc"]] or [""]
+            where = "".join(f"[{p}]" if p.isdigit() else f".{p}" for p in rest)
+            variable = f"BANDITREE_{head.upper()}{where}" if head else "settings"
             lines.append(f"{variable}: {error['msg']}")
         raise SettingsError("invalid setting: " + "; ".join(lines)) from None
