@@ -145,6 +145,8 @@ def create_app(settings: Settings | None = None, *, freeze_startup: bool = False
         tasks = [
             asyncio.create_task(_maintain(registry, settings.sweep_interval_seconds)),
             asyncio.create_task(_discover(registry, settings.snapshot_poll_seconds)),
+            # /metrics rendered off the request path from the first scrape
+            asyncio.create_task(app.state.exposition.refresh_loop()),
         ]
         if freeze_startup:
             _freeze_startup_objects()
