@@ -26,6 +26,10 @@ async def http(tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
     settings = load_settings(
         data_dir=tmp_path, api_keys=["user-key"], admin_keys=["admin-key"],
         snapshot_poll_seconds=0.05,
+        scoped_keys=[
+            {"key": "other-model-key", "roles": ["predict"], "models": ["other"]},
+            {"key": "news-reader-key", "roles": ["read"], "models": ["news"]},
+        ],
     )  # fmt: skip
     app = create_app(settings)
     async with app.router.lifespan_context(app):
@@ -229,3 +233,28 @@ async def test_personalizer_routes_speak_its_field_names_and_errors(
         f"{PZ}/multislot/events/{event}/reward", json=unknown_slot, headers=headers
     )
     assert refused.status_code == 400 and "slotId" in refused.json()["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/v1/models/news/rank",
+        "/v1/models/news/events/e1/activate",
+        f"{PZ}/rank",
+        f"{PZ}/events/e1/reward",
+        f"{PZ}/events/e1/activate",
+        f"{PZ}/multislot/rank",
+        f"{PZ}/multislot/events/e1/reward",
+        f"{PZ}/multislot/events/e1/activate",
+    ],
+)
+async def test_ranking_routes_need_the_predict_role_on_the_model(
+    http: httpx.AsyncClient, path: str
+) -> None:
+    http.headers.pop("Authorization")
+    for key, reason in (("other-model-key", "does not reach"), ("news-reader-key", "predict role")):
+        answer = await http.post(path, json={}, headers={"Ocp-Apim-Subscription-Key": key})
+        assert answer.status_code == 403, (key, answer.text)
+        body = answer.json()
+        message = body["error"]["message"] if "/personalizer/" in path else body["detail"]
+        assert reason in message
