@@ -13,6 +13,10 @@ interleaved round by round:
 * ``predict``: one context per request (the classification model);
 * ``rank_10``: 10 candidates per request; ``rank_256``: 256 candidates per request.
 
+wrk sends one body over and over, so these candidates recur as a catalogue's items do:
+the served model encodes each candidate's features once per snapshot.  The learner-alone
+figures below draw fresh candidate features for every rank (nothing recurs).
+
 And in-process, the learner alone (no HTTP): ranks of 10 candidates per second, learns
 of 10-candidate decisions per second (the learner's feedback throughput) and the p99 of
 a 256-candidate rank.

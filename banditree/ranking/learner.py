@@ -145,11 +145,7 @@ class RankingLearner:
         a = np.asarray(actions, dtype=np.float64).reshape(n, -1)
         check_candidates(c, a, action_ids, self._dc, self._da)
         eid = event_id if event_id is not None else secrets.token_hex(16)
-        s = self.scores(c, a)
-        t = self.n_learned
-        pmf = self._explorer(s, t)
-        chosen = sample_action(pmf, event_uniforms(self.config.seed, eid)[0])
-        self.n_decisions += 1
+        chosen, pmf, greedy = self.choose(c, a, eid)
         return RankDecision(
             event_id=eid,
             context=tuple(c.tolist()),
@@ -157,9 +153,19 @@ class RankingLearner:
             action_features=tuple(tuple(row) for row in a.tolist()),
             chosen=chosen,
             probabilities=tuple(float(p) for p in pmf),
-            greedy=int(np.argmax(s)),
+            greedy=greedy,
             model_version=self.version,
         )
+
+    def choose(
+        self, context: FloatArray, actions: FloatArray, event_id: str
+    ) -> tuple[int, FloatArray, int]:
+        """``(chosen, pmf, greedy)`` for checked arrays (:meth:`rank` without its record)."""
+        s = self.scores(context, actions)
+        pmf = self._explorer(s, self.n_learned)
+        chosen = sample_action(pmf, event_uniforms(self.config.seed, event_id)[0])
+        self.n_decisions += 1
+        return chosen, pmf, int(np.argmax(s))
 
     # -- learning -------------------------------------------------------------
     def learn(self, decision: RankDecision, reward: float) -> bool:

@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import orjson
 
 from banditree.core import Decision, Feedback
 from banditree.explore import event_uniforms, sample_action
@@ -38,12 +39,16 @@ from banditree.ranking.records import RankDecision
 
 #: longest candidate id (characters)
 MAX_ID_LENGTH = 256
+#: encoded candidates kept for the served view (cleared when the encoders publish)
+SERVED_CACHE_ROWS = 8192
 #: a reward is in [-1, 1] (Personalizer's range), so a loss (1 - reward) is in [0, 2]
 LOSS_BOUNDS = (0.0, 2.0)
 
 
 def as_features(value: Any, field: str) -> dict[str, Any]:
     """A JSON object of features, from an object, a list of objects (merged) or null."""
+    if type(value) is dict:  # the common case, before the slower abstract checks
+        return dict(value)
     if value is None:
         return {}
     if isinstance(value, Mapping):
@@ -81,6 +86,7 @@ class RankingModel(Learner):
         self.context_encoder: FeatureEncoder | None = None
         self.action_encoder: FeatureEncoder | None = None
         self.core: RankingLearner | None = None
+        self._served_rows: dict[bytes, np.ndarray] = {}
         declared = (self.options.context_features, self.options.action_features)
         if declared[0] is not None and declared[1] is not None:
             self._setup(*declared)
@@ -106,6 +112,7 @@ class RankingModel(Learner):
         )  # fmt: skip
         self.context_encoder = None if context is None else FeatureEncoder(context)
         self.action_encoder = None if action is None else FeatureEncoder(action)
+        self._served_rows = {}
 
     def _infer_schemas(
         self, context: Mapping[str, Any], features: Sequence[Mapping[str, Any]]
@@ -165,8 +172,8 @@ class RankingModel(Learner):
             probabilities, greedy = [float(p) for p in pmf], 0
         else:
             c, a = self._encode(ctx, features, served=True)
-            d = self.core.rank(c, a, ids, eid)
-            chosen, probabilities, greedy = d.chosen, list(d.probabilities), d.greedy
+            chosen, pmf, greedy = self.core.choose(c, a, eid)
+            probabilities = pmf.tolist()
         ranking: dict[str, Any] = {
             "context": ctx,
             "ids": ids,
@@ -197,10 +204,27 @@ class RankingModel(Learner):
         if self.action_encoder is None:
             return c, np.zeros((n, 0))
         enc = self.action_encoder
-        a = np.stack(
-            [enc.encode(f, served, f"actions[{i}].features") for i, f in enumerate(features)]
-        )
-        return c, a
+        if not served:
+            rows = [enc.encode(f, False, f"actions[{i}].features") for i, f in enumerate(features)]
+            return c, np.stack(rows)
+        # the served view is fixed until the next publish: candidates that recur (a
+        # catalogue's items) are encoded once
+        cache = self._served_rows
+        out = np.empty((n, enc.width))
+        for i, f in enumerate(features):
+            try:
+                key = orjson.dumps(f, option=orjson.OPT_SORT_KEYS)
+            except TypeError:
+                key = None
+            row = cache.get(key) if key is not None else None
+            if row is None:
+                row = enc.encode(f, True, f"actions[{i}].features")
+                if key is not None:
+                    if len(cache) >= SERVED_CACHE_ROWS:
+                        cache.clear()
+                    cache[key] = row
+            out[i] = row
+        return c, out
 
     def act(self, context: Any, event_id: str | None = None) -> Decision:
         raise InvalidInput("context", "a ranking model ranks candidates: use rank (POST .../rank)")
@@ -259,6 +283,7 @@ class RankingModel(Learner):
         for encoder in (self.context_encoder, self.action_encoder):
             if encoder is not None:
                 encoder.publish()
+        self._served_rows.clear()
         self._count_feedback(feedback)
         return changed
 
