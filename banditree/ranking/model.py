@@ -226,6 +226,15 @@ class RankingModel(Learner):
             out[i] = row
         return c, out
 
+    def scores(self, context: Any, features: Sequence[Any]) -> np.ndarray:
+        """The predicted reward of every candidate (its ``features``) for ``context``
+        (0 for all while the model has no schema)."""
+        if self.core is None:
+            return np.zeros(len(features))
+        objects = [as_features(f, f"actions[{i}].features") for i, f in enumerate(features)]
+        c, a = self._encode(as_features(context, "context"), objects, served=True)
+        return self.core.scores(c, a)
+
     def act(self, context: Any, event_id: str | None = None) -> Decision:
         raise InvalidInput("context", "a ranking model ranks candidates: use rank (POST .../rank)")
 
