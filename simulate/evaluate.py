@@ -110,7 +110,10 @@ def evaluate(options: EvaluateOptions) -> dict[str, Any]:
     from simulate.evaluate_ranking import evaluate_dsjson, is_dsjson
 
     if is_dsjson(options.log):  # a ranking log: candidate sets (banditree.ranking.evaluate)
-        return evaluate_dsjson(options)
+        return evaluate_dsjson(
+            options.log, options.configs, options.out, train_fraction=options.train_fraction,
+            n_bootstrap=options.n_bootstrap, seed=options.seed,
+        )  # fmt: skip
     table = load_log_table(options.log)
     if table.task != "classification":
         raise ValueError(f"{options.log}: evaluate needs a classification log (an action per row)")

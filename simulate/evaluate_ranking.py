@@ -10,14 +10,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from banditree import __version__
 from banditree.logs.dsjson import read_dsjson
 from banditree.ranking.evaluate import evaluate_ranking
-
-if TYPE_CHECKING:
-    from simulate.evaluate import EvaluateOptions
 
 
 def is_dsjson(path: Path) -> bool:
@@ -32,14 +29,22 @@ def is_dsjson(path: Path) -> bool:
     return b'"_label_cost"' in first and b'"_multi"' in first
 
 
-def evaluate_dsjson(options: EvaluateOptions) -> dict[str, Any]:
+def evaluate_dsjson(
+    log: Path,
+    configs: list[Path],
+    out: Path,
+    *,
+    train_fraction: float,
+    n_bootstrap: int,
+    seed: int,
+) -> dict[str, Any]:
     """Evaluate every candidate configuration on a DSJson log; write ``report.json``."""
-    rows = list(read_dsjson(options.log))
+    rows = list(read_dsjson(log))
     if not rows:
-        raise ValueError(f"{options.log}: the log has no rows")
+        raise ValueError(f"{log}: the log has no rows")
     results: dict[str, Any] = {}
     logged: dict[str, Any] = {}
-    for path in options.configs:
+    for path in configs:
         try:
             config = json.loads(Path(path).read_text())
         except (OSError, json.JSONDecodeError) as err:
@@ -47,8 +52,7 @@ def evaluate_dsjson(options: EvaluateOptions) -> dict[str, Any]:
         if not isinstance(config, dict):
             raise ValueError(f"--config {path}: a configuration is a JSON object")
         entry = evaluate_ranking(
-            rows, config, train_fraction=options.train_fraction,
-            n_bootstrap=options.n_bootstrap, seed=options.seed,
+            rows, config, train_fraction=train_fraction, n_bootstrap=n_bootstrap, seed=seed,
         )  # fmt: skip
         logged = entry.pop("logged_policy")
         name, k = Path(path).stem, 2
@@ -58,12 +62,12 @@ def evaluate_dsjson(options: EvaluateOptions) -> dict[str, Any]:
     if not results:
         raise ValueError("give at least one --config")
     report = {
-        "log": {"path": str(options.log), "format": "dsjson", "n_rows": len(rows)},
+        "log": {"path": str(log), "format": "dsjson", "n_rows": len(rows)},
         "logged_policy": logged,
         "candidates": results,
         "banditree_version": __version__,
     }
-    out = Path(options.out)
+    out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "report.json").write_text(json.dumps(report, indent=2, allow_nan=False) + "\n")
     return report
