@@ -5,7 +5,7 @@ The log's rows (wire form with a ``ranking`` candidate set, e.g. from
 candidate configuration learns from the first ``train_fraction`` of them (the logged
 candidate's reward, as the service learns), then, frozen, gives its probability of every
 candidate of each later row.  IPS, SNIPS and DR (with the candidate's own predicted
-rewards as the reward model) estimate its value on those rows; candidate sets of
+rewards, clipped to the range of the rewards it learned from, as the reward model) estimate its value on those rows; candidate sets of
 different sizes are padded with candidates of probability 0.  Rows of deferred events
 never activated (``_skipLearn``) are left out.
 """
@@ -59,10 +59,13 @@ def evaluate_ranking(
     train_fraction: float = 0.7,
     n_bootstrap: int = 500,
     seed: int = 0,
+    keep_reward_model: bool = False,
 ) -> dict[str, Any]:
     """Train ``config`` on the first part of ``rows``; IPS / SNIPS / DR of its policy (its
     exploration probabilities) and of its greedy choice on the rest, beside the logged
-    policy's value.  Rewards are ``1 - loss``."""
+    policy's value.  Rewards are ``1 - loss``.  ``keep_reward_model``: the answer's
+    ``reward_model`` holds the predicted reward of every candidate of every evaluated row
+    ``(n, width)``, for estimating other policies with the same DR."""
     if not 0 < train_fraction < 1:
         raise ValueError(f"train_fraction must be in (0, 1), got {train_fraction}")
     kept = [r for r in rows if (r.get("ranking") or {}).get("active", True) is not False]
@@ -74,6 +77,8 @@ def evaluate_ranking(
     assert isinstance(model, RankingModel)
     for row in kept[:cut]:
         model.learn(decision_of_row(row), Feedback(loss=float(row["loss"])))
+    seen = [1.0 - float(row["loss"]) for row in kept[:cut]]
+    low_reward, high_reward = min(seen), max(seen)
     test = kept[cut:]
     width = max(len(r["ranking"]["ids"]) for r in test)
     n = len(test)
@@ -86,7 +91,8 @@ def evaluate_ranking(
         k = len(actions)
         policy[i, :k] = d.ranking["probabilities"]
         s = model.scores(ranking["context"], ranking["features"])
-        scores[i, :k] = s
+        # the reward model of DR: the predictions, within the rewards seen in training
+        scores[i, :k] = np.clip(s, low_reward, high_reward)
         greedy[i, int(np.argmax(s))] = 1.0
     reward = np.array([1.0 - float(r["loss"]) for r in test])
     action = np.array([int(r["action"]) for r in test])
@@ -105,4 +111,6 @@ def evaluate_ranking(
         "value": float(reward.mean()),
         "value_ci95": [float(low), float(high)],
     }
+    if keep_reward_model:
+        result["reward_model"] = scores
     return result
