@@ -39,8 +39,9 @@ from banditree.ranking.records import RankDecision
 
 #: longest candidate id (characters)
 MAX_ID_LENGTH = 256
-#: encoded candidates kept for the served view (cleared when the encoders publish)
-SERVED_CACHE_ROWS = 8192
+#: bytes of encoded candidates kept for the served view (cleared when the encoders
+#: publish, or when full): a bound per model, whatever the encoded width
+SERVED_CACHE_BYTES = 1 << 20
 #: a reward is in [-1, 1] (Personalizer's range), so a loss (1 - reward) is in [0, 2]
 LOSS_BOUNDS = (0.0, 2.0)
 
@@ -220,7 +221,7 @@ class RankingModel(Learner):
             if row is None:
                 row = enc.encode(f, True, f"actions[{i}].features")
                 if key is not None:
-                    if len(cache) >= SERVED_CACHE_ROWS:
+                    if len(cache) * enc.width * 8 >= SERVED_CACHE_BYTES:
                         cache.clear()
                     cache[key] = row
             out[i] = row

@@ -119,3 +119,15 @@ def test_config_refuses_what_a_ranking_model_cannot_take() -> None:
     with pytest.raises(ValueError, match="reward in"):
         d = model.rank({"age": 3}, [("a", {"kind": "x"})], "e")
         model.learn(d, Feedback(loss=2.5))
+
+
+def test_the_served_encoding_cache_changes_no_decision() -> None:
+    model = build_learner({"task": "ranking"})
+    rng = random.Random(5)
+    catalogue = _round(rng, 8)[1]  # the same items, offered again and again
+    for t in range(60):
+        context = {"user": {"name": rng.choice(["ann", "bob"])}}
+        d = model.rank(context, catalogue, f"e{t}")  # type: ignore[attr-defined]
+        cold = restore_learner(*model.state())  # the same model, nothing cached
+        assert cold.rank(context, catalogue, f"e{t}").ranking == d.ranking  # type: ignore[attr-defined]
+        model.learn(d, Feedback(loss=1.0 - _reward(context, d.ranking["features"][d.action])))  # type: ignore[index]
