@@ -39,14 +39,14 @@ def test_learns_a_feature_match_and_scores_unseen_ids() -> None:
     for t in range(3000):
         c = rng.normal(size=3)
         f = rng.normal(size=(6, 2))
-        d = learner.rank(c, f, [f"a{(t + i) % 10}" for i in range(6)])
+        d = learner.rank(c, f, [f"a{(t + i) % 10}" for i in range(6)], f"e{t}")
         reward = float(np.sign(f[d.chosen, 0]) == np.sign(c[0]))
         learner.learn(d, reward)
     hits = 0
     for t in range(500):
         c = rng.normal(size=3)
         f = rng.normal(size=(6, 2))
-        d = learner.rank(c, f, [f"new{t}_{i}" for i in range(6)])
+        d = learner.rank(c, f, [f"new{t}_{i}" for i in range(6)], f"new{t}")
         hits += int(np.sign(f[d.greedy, 0]) == np.sign(c[0]))
     assert hits / 500 > 0.9
 

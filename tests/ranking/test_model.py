@@ -127,7 +127,9 @@ def test_the_served_encoding_cache_changes_no_decision() -> None:
     catalogue = _round(rng, 8)[1]  # the same items, offered again and again
     for t in range(60):
         context = {"user": {"name": rng.choice(["ann", "bob"])}}
-        d = model.rank(context, catalogue, f"e{t}")  # type: ignore[attr-defined]
+        model.rank({"user": {"name": "cy"}}, catalogue, f"warm{t}")  # type: ignore[attr-defined]
+        assert len(model._served_rows) == (8 if model.core is not None else 0)  # type: ignore[attr-defined]
+        d = model.rank(context, catalogue, f"e{t}")  # type: ignore[attr-defined]  (cache hits)
         cold = restore_learner(*model.state())  # the same model, nothing cached
         assert cold.rank(context, catalogue, f"e{t}").ranking == d.ranking  # type: ignore[attr-defined]
         model.learn(d, Feedback(loss=1.0 - _reward(context, d.ranking["features"][d.action])))  # type: ignore[index]
