@@ -172,17 +172,24 @@ class RankingLearner:
         """Learn the chosen candidate's ``reward`` (in ``[0, 1]``, higher is better)."""
         if not math.isfinite(reward):
             raise ValueError(f"reward must be finite, got {reward}")
-        reward = min(max(float(reward), -1.0), 1.0)
         c = np.asarray(decision.context, dtype=np.float64)
         a_all = np.asarray(decision.action_features, dtype=np.float64).reshape(
             len(decision.action_ids), -1
         )
+        return self.learn_arrays(c, a_all, decision.chosen, reward)
+
+    def learn_arrays(self, c: FloatArray, a_all: FloatArray, chosen: int, reward: float) -> bool:
+        """:meth:`learn` of a decision held as arrays: the context ``(dc,)``, every
+        candidate's features ``(n, da)`` and the chosen candidate's index."""
+        if not math.isfinite(reward):
+            raise ValueError(f"reward must be finite, got {reward}")
+        reward = min(max(float(reward), -1.0), 1.0)
         if self._dc:
             self._context_stats.update(c)
         if self._da:
             for row in a_all:
                 self._action_stats.update(row)
-        cs, as_ = self._standardize(c, a_all[decision.chosen : decision.chosen + 1])
+        cs, as_ = self._standardize(c, a_all[chosen : chosen + 1])
         joint, phi = self._features(cs, as_)
         self._ridge.update(phi[0], 0, reward)
         if self._frozen is not None:

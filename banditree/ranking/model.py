@@ -35,7 +35,6 @@ from banditree.learners.base import Learner, Tensors
 from banditree.learners.config import LearnerConfig
 from banditree.learners.ranking_options import AUTO_CROSS_FEATURES, MAX_SIDE_WIDTH
 from banditree.ranking.learner import MAX_CANDIDATES, RankingConfig, RankingLearner
-from banditree.ranking.records import RankDecision
 
 #: longest candidate id (characters)
 MAX_ID_LENGTH = 256
@@ -277,19 +276,17 @@ class RankingModel(Learner):
         if self.core is None:
             self._infer_schemas(context, features)
         assert self.core is not None
+        # flattened once (namespaces to dotted names), then updated and encoded
         if self.context_encoder is not None:
+            context = self.context_encoder.flat(context, "decision.context")
             self.context_encoder.update(context)
         if self.action_encoder is not None:
+            enc = self.action_encoder
+            features = [enc.flat(f, f"actions[{i}].features") for i, f in enumerate(features)]
             for i, f in enumerate(features):
-                self.action_encoder.update(f, f"actions[{i}].features")
+                enc.update(f, f"actions[{i}].features")
         c, a = self._encode(context, features, served=False)
-        record = RankDecision(
-            event_id=decision.event_id, context=tuple(c.tolist()),
-            action_ids=tuple(ranking["ids"]), action_features=tuple(map(tuple, a.tolist())),
-            chosen=decision.action, probabilities=tuple(ranking["probabilities"]),
-            greedy=decision.greedy_action or 0, model_version=decision.model_version,
-        )  # fmt: skip
-        changed = self.core.learn(record, 1.0 - feedback.loss)
+        changed = self.core.learn_arrays(c, a, decision.action, 1.0 - feedback.loss)
         for encoder in (self.context_encoder, self.action_encoder):
             if encoder is not None:
                 encoder.publish()
