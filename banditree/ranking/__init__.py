@@ -5,8 +5,9 @@ Importing this package registers the ``ranking`` task with
 """
 
 from banditree.learners.factory import register_task
+from banditree.ranking.inputs import as_features, check_actions
 from banditree.ranking.learner import MAX_CANDIDATES, RankingConfig, RankingLearner
-from banditree.ranking.model import RankingModel, as_features, check_actions
+from banditree.ranking.model import RankingModel
 from banditree.ranking.records import RankDecision
 
 register_task("ranking", RankingModel)

@@ -30,45 +30,18 @@ import orjson
 
 from banditree.core import Decision, Feedback
 from banditree.explore import event_uniforms, sample_action
-from banditree.features import FeatureEncoder, FeatureSchema, InvalidInput, infer_schema
+from banditree.features import FeatureEncoder, FeatureSchema, InvalidInput
 from banditree.learners.base import Learner, Tensors
 from banditree.learners.config import LearnerConfig
 from banditree.learners.ranking_options import AUTO_CROSS_FEATURES, MAX_SIDE_WIDTH
+from banditree.ranking.inputs import as_features, check_actions, infer_or_none
 from banditree.ranking.learner import MAX_CANDIDATES, RankingConfig, RankingLearner
 
-#: longest candidate id (characters)
-MAX_ID_LENGTH = 256
 #: bytes of encoded candidates kept for the served view (cleared when the encoders
 #: publish, or when full): a bound per model, whatever the encoded width
 SERVED_CACHE_BYTES = 1 << 20
 #: a reward is in [-1, 1] (Personalizer's range), so a loss (1 - reward) is in [0, 2]
 LOSS_BOUNDS = (0.0, 2.0)
-
-
-def as_features(value: Any, field: str) -> dict[str, Any]:
-    """A JSON object of features, from an object, a list of objects (merged) or null."""
-    if type(value) is dict:  # the common case, before the slower abstract checks
-        return dict(value)
-    if value is None:
-        return {}
-    if isinstance(value, Mapping):
-        return dict(value)
-    if isinstance(value, list):
-        merged: dict[str, Any] = {}
-        for i, item in enumerate(value):
-            if not isinstance(item, Mapping):
-                raise InvalidInput(f"{field}[{i}]", "must be an object of named features")
-            merged.update(item)
-        return merged
-    raise InvalidInput(field, "must be an object of named features or a list of them")
-
-
-def _infer(objects: Sequence[Mapping[str, Any]], max_categories: int) -> FeatureSchema | None:
-    """The schema of ``objects``; None when none names a feature with a value."""
-    try:
-        return infer_schema(objects, max_categories)
-    except InvalidInput:
-        return None
 
 
 class RankingModel(Learner):
@@ -118,8 +91,8 @@ class RankingModel(Learner):
         self, context: Mapping[str, Any], features: Sequence[Mapping[str, Any]]
     ) -> None:
         k = self.options.max_categories
-        ctx = self.options.context_features or _infer([context], k)
-        act = self.options.action_features or _infer(features, k)
+        ctx = self.options.context_features or infer_or_none([context], k)
+        act = self.options.action_features or infer_or_none(features, k)
         if ctx is None and act is None:
             raise InvalidInput("context", "neither the context nor the candidates name a feature")
         self._setup(ctx, act)
@@ -154,7 +127,7 @@ class RankingModel(Learner):
             # no schema yet: uniform; refuse now what inference would refuse at learn time
             k = self.options.max_categories
             for side, objs in (("context", [ctx]), ("actions", features)):
-                schema = _infer(objs, k)
+                schema = infer_or_none(objs, k)
                 if schema is None:
                     continue
                 if schema.width > MAX_SIDE_WIDTH:
@@ -349,28 +322,3 @@ class RankingModel(Learner):
                         meta[f"{name}_encoder"],
                     )
         self._load_counter_state(meta)
-
-
-def check_actions(actions: Sequence[tuple[str, Any]]) -> tuple[list[str], list[dict[str, Any]]]:
-    """The ids and feature objects of ``actions``, refused with the field and bound named."""
-    n = len(actions)
-    if not 1 <= n <= MAX_CANDIDATES:
-        raise InvalidInput(
-            "actions", f"must hold between 1 and {MAX_CANDIDATES} candidates, got {n}"
-        )
-    ids: list[str] = []
-    features: list[dict[str, Any]] = []
-    seen: set[str] = set()
-    for i, (action_id, value) in enumerate(actions):
-        if not isinstance(action_id, str) or not 1 <= len(action_id) <= MAX_ID_LENGTH:
-            raise InvalidInput(
-                f"actions[{i}].id", f"must be a string of 1 to {MAX_ID_LENGTH} characters"
-            )
-        if action_id in seen:
-            raise InvalidInput(
-                f"actions[{i}].id", f"duplicate id {action_id!r}: ids must be unique"
-            )
-        seen.add(action_id)
-        ids.append(action_id)
-        features.append(as_features(value, f"actions[{i}].features"))
-    return ids, features
