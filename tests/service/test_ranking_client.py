@@ -49,3 +49,22 @@ def test_the_clients_rank_reward_and_activate(
             assert (await client.reward("feed", ranked.event_id, 0.5)).status == "accepted"
 
     asyncio.run(run())
+
+    # the log, exported as DSJson by the command line, is read by Vowpal Wabbit
+    from typer.testing import CliRunner
+
+    from banditree_cli import app
+
+    out = tmp_path / "feed.dsjson"
+    exported = CliRunner().invoke(
+        app, ["log", "export", "feed", "--out", str(out), "--format", "dsjson", "--server",
+              server.url, "--api-key", "app-key", "--no-progress"],
+    )  # fmt: skip
+    assert exported.exit_code == 0, exported.output
+    lines = out.read_text().splitlines()
+    assert len(lines) == 3  # the three rewarded decisions
+    vw = pytest.importorskip("vowpalwabbit")
+    workspace = vw.Workspace(f"--cb_explore_adf --dsjson -d {out} --quiet --strict_parse")
+    workspace.run_parser()
+    assert workspace.get_weighted_examples() == 3
+    workspace.finish()
