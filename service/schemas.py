@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from copy import copy
 from typing import Annotated, Any, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictInt,
+    create_model,
+    field_validator,
+    model_validator,
+)
 
 from banditree.learners import LearnerConfig
+from banditree.learners.config import rules as config_rules
 from banditree.models.dgt.trained import MAX_FILE_BYTES, base64_length
 
 #: A JSON number that is finite (``NaN``/``Infinity`` and strings are refused).
@@ -81,11 +91,26 @@ class ModelPolicy(BaseModel):
     default_loss: FiniteNumber | None = None
 
 
-class ModelCreate(ModelPolicy, LearnerConfig):
-    """Body of ``PUT /v1/models/{name}``: the learner config plus the service policy.
+def flat_fields(name: str, *parts: type[BaseModel]) -> type[BaseModel]:
+    """A strict model with every field of ``parts`` side by side (bounds, defaults, descriptions).
 
-    Strict: ``true``, ``"4"`` or ``4.0`` is not an integer; ``options`` is bounded in
-    nesting depth and size.
+    A body that stays flat on the wire while its parts stay separate records: a field
+    added to a part appears in the body, its schema and its 422 messages at once.
+    """
+    fields: dict[str, Any] = {
+        field: (info.annotation, copy(info))
+        for part in parts
+        for field, info in part.model_fields.items()
+    }
+    return create_model(name, __config__=ConfigDict(extra="forbid", strict=True), **fields)
+
+
+class ModelCreate(flat_fields("ModelFields", LearnerConfig, ModelPolicy)):  # type: ignore[misc]
+    """Body of ``PUT /v1/models/{name}``: a learner config, the service policy, a warm start.
+
+    Flat on the wire (every field of :class:`LearnerConfig` and :class:`ModelPolicy`
+    side by side); :meth:`split` gives the two records.  Strict: ``true``, ``"4"`` or
+    ``4.0`` is not an integer; ``options`` is bounded in nesting depth and size.
     """
 
     model_config = ConfigDict(extra="forbid", strict=True)
@@ -115,6 +140,11 @@ class ModelCreate(ModelPolicy, LearnerConfig):
         max_length=base64_length(MAX_FILE_BYTES),
         description="base64 of a 'banditree train' model.safetensors: the model starts from it",
     )
+
+    @model_validator(mode="after")
+    def _config_rules(self) -> ModelCreate:
+        config_rules.check(self)  # the config's rules across fields, with its messages
+        return self
 
     def split(self) -> tuple[LearnerConfig, ModelPolicy]:
         """The learner config and the service policy, each holding the fields the body set
