@@ -117,21 +117,30 @@ TABLE_HEAD = "| field | type | default | bounds | meaning |\n|---|---|---|---|--
 
 
 def config_page() -> str:
-    from banditree.learners import LearnerConfig
+    from banditree.learners.config import SECTIONS, LearnerConfig
     from service.schemas import ModelCreate
 
     own = set(LearnerConfig.model_fields)
     service_rows = field_rows(ModelCreate, skip=own)
+    sections = "".join(
+        f"\n## {title.capitalize()}\n\n{_cell(section.__doc__ or '')}\n\n"
+        + TABLE_HEAD
+        + "\n".join(field_rows(section))
+        + "\n"
+        for title, section in SECTIONS.items()
+    )
     return (
         "# Learner configuration\n\n"
         "Generated from `banditree.learners.LearnerConfig` at build time. The same record "
-        "configures the library (`build_learner`), the simulator (`banditree simulate`) and "
-        "the service (the body of `PUT /v1/models/{name}`). Unknown fields are refused. "
-        "Why the defaults are what they are: [Exploration and the defaults]"
-        "(../explanation/defaults.md).\n\n"
-        + TABLE_HEAD
-        + "\n".join(field_rows(LearnerConfig))
-        + "\n\n## Service fields of `PUT /v1/models/{name}`\n\n"
+        "configures the library (`build_learner`), the simulator (`banditree simulate`, one "
+        "option per field: `--learning-rate` for `learning_rate`) and the service (the body "
+        "of `PUT /v1/models/{name}`). It is one flat record (the body and its stored form "
+        "name each field directly), defined in the sections below. Unknown fields are "
+        "refused. A null default is resolved from the other fields, as its description "
+        "says. Why the defaults are what they are: [Exploration and the defaults]"
+        "(../explanation/defaults.md).\n"
+        + sections
+        + "\n## Service fields of `PUT /v1/models/{name}`\n\n"
         "Generated from `service.schemas.ModelCreate`: the body is the learner configuration "
         "above plus these fields; unset, they fall back to the "
         '[service settings](settings.md). The body is strict: `true`, `"4"` or `4.0` is '
