@@ -146,7 +146,7 @@ def test_every_config_field_is_an_option(tmp_path: Path) -> None:
     from banditree.learners import LearnerConfig
     from simulate.cli import SIMULATOR_SETS
 
-    command = typer.main.get_command(app).commands["simulate"]  # type: ignore[attr-defined]
+    command = typer.main.get_command(app).get_command(None, "simulate")  # type: ignore[attr-defined]
     options = {opt for param in command.params for opt in param.opts}
     for name in set(LearnerConfig.model_fields) - SIMULATOR_SETS:
         assert "--" + name.replace("_", "-") in options, name

@@ -7,16 +7,12 @@ body with the same message.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from banditree.learners.config import defaults
-from banditree.models.spec import MAX_PARAMETERS
-
-if TYPE_CHECKING:
-    from banditree.learners.config.learner_config import LearnerConfig
+from banditree.learners.config.defaults import Fields
+from banditree.models.limits import MAX_PARAMETERS
 
 
-def check(config: LearnerConfig) -> None:
+def check(config: Fields) -> None:
     """Apply the apprentice's reward link; raise ``ValueError`` naming a broken rule."""
     if config.mode == "apprentice" and "reward_link" not in config.model_fields_set:
         config.reward_link = defaults.apprentice_reward_link(config)
@@ -42,7 +38,7 @@ def check(config: LearnerConfig) -> None:
         )
 
 
-def _check_classification(config: LearnerConfig) -> None:
+def _check_classification(config: Fields) -> None:
     if config.n_actions is None:
         raise ValueError("n_actions is required for classification")
     if config.estimator in ("one_point", "two_point"):

@@ -20,7 +20,7 @@ from banditree.learners.config.defaults import (
     default_kind,
     default_n_trees,
 )
-from banditree.models.dgt.tree_ops import MAX_HEIGHT
+from banditree.models.limits import MAX_HEIGHT
 
 
 class Section(BaseModel):
