@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import numpy as np
 import pytest
-from banditree.cli import app
+from banditree_cli import app
 from typer.testing import CliRunner
 
 from banditree.import_command import WARM_START_LEARNING_RATE

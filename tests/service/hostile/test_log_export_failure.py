@@ -6,7 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from banditree.cli import app as cli
+from banditree_cli import app as cli
 from typer.testing import CliRunner
 
 from banditree.client import Client
