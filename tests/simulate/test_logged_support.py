@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from banditree_cli import app
 from typer.testing import CliRunner
 
 from banditree.datasets import data_path
+from banditree_cli import app
 from simulate.logged import LoggedOptions, evaluate_log, load_log_csv, load_obd
 from simulate.support import SupportRules, support
 
