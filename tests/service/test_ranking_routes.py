@@ -258,3 +258,38 @@ async def test_ranking_routes_need_the_predict_role_on_the_model(
         body = answer.json()
         message = body["error"]["message"] if "/personalizer/" in path else body["detail"]
         assert reason in message
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        ({"task": "ranking", "n_actions": 3}, "n_actions is for classification"),
+        ({"task": "ranking", "mode": "apprentice"}, "apprentice"),
+        ({"task": "ranking", "options": {"colour": 1}}, "options.colour"),
+        ({"task": "ranking", "options": {"max_categories": 0}}, "options.max_categories"),
+    ],
+)
+async def test_bad_ranking_models_are_refused_naming_the_rule(
+    http: httpx.AsyncClient, body: dict[str, Any], words: str
+) -> None:
+    answer = await http.put("/v1/models/bad", json=body)
+    assert answer.status_code == 422, answer.text
+    assert words in answer.json()["detail"]
+
+
+async def test_declared_schemas_rank_from_the_first_call(http: httpx.AsyncClient) -> None:
+    body = {
+        "task": "ranking",
+        "options": {
+            "context_features": {"age": "numeric"},
+            "action_features": {"kind": "categorical"},
+        },
+    }
+    assert (await http.put("/v1/models/declared", json=body)).status_code == 201
+    info = (await http.get("/v1/models/declared")).json()
+    assert info["config"]["options"]["action_features"] == {"kind": "categorical"}
+    tree = (await http.get("/v1/models/declared/tree")).json()["model"]
+    assert tree["kind"] == "ranking" and tree["action_columns"][-2:] == [
+        "[kind other]",
+        "[kind missing]",
+    ]
