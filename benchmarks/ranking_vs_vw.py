@@ -32,21 +32,17 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from tqdm import tqdm
 
-from banditree.datasets import load
 from banditree.explore import sample_action
 from banditree.ranking import RankingConfig, RankingLearner
+from simulate.ranking_streams import Stream, build_stream, play
 
-#: candidate feature width (principal directions of the class centroids)
-ACTION_DIM = 8
 DATASETS = ("letter", "pendigits", "satimage", "optdigits", "segmentation", "texture", "krkopt")
 VW_ALGORITHMS: dict[str, str] = {
     "vw_squarecb": "--cb_explore_adf --squarecb",
@@ -56,58 +52,6 @@ VW_ALGORITHMS: dict[str, str] = {
     "vw_bag5": "--cb_explore_adf --bag 5",
     "vw_bag5_q": "--cb_explore_adf --bag 5 -q ca",
 }
-
-
-@dataclass
-class Stream:
-    """One ranking stream: per round a context, candidate classes, the rewarded class."""
-
-    name: str
-    contexts: np.ndarray  # (T, d)
-    candidates: list[np.ndarray]  # per round, class indices offered
-    labels: np.ndarray  # (T,)
-    class_features: np.ndarray  # (K, ACTION_DIM)
-    held_back: set[int]
-    half: int
-    uniforms: np.ndarray  # (T,)
-
-
-def build_stream(name: str, seed: int, rounds: int, n_candidates: int) -> Stream:
-    ds = load(name)
-    x = np.concatenate((ds.X_train, ds.X_test)).astype(np.float64)
-    y = np.concatenate((ds.y_train, ds.y_test)).astype(np.int64)
-    rng = np.random.default_rng(seed)
-    order = rng.permutation(len(y))
-    x, y = x[order], y[order]
-    n_cat = max(len(y) // 10, 200)
-    cat_x, cat_y = x[:n_cat], y[:n_cat]
-    mean, std = cat_x.mean(axis=0), cat_x.std(axis=0)
-    std[std < 1e-12] = 1.0
-    z = (x - mean) / std
-    classes = np.unique(y)
-    k = int(classes.max()) + 1
-    centroids = np.zeros((k, x.shape[1]))
-    for c in range(k):
-        rows = z[:n_cat][cat_y == c]
-        centroids[c] = rows.mean(axis=0) if len(rows) else 0.0
-    _, _, vt = np.linalg.svd(centroids - centroids.mean(axis=0), full_matrices=False)
-    features = centroids @ vt[: min(ACTION_DIM, vt.shape[0])].T
-    held = set(rng.choice(classes, size=max(1, len(classes) // 4), replace=False).tolist())
-    stream_x, stream_y = z[n_cat:], y[n_cat:]
-    half = min(rounds, len(stream_y)) // 2
-    keep = [i for i in range(len(stream_y)) if i >= half or int(stream_y[i]) not in held]
-    keep = keep[:rounds]
-    half = sum(1 for i in keep if i < half)
-    contexts, labels = stream_x[keep], stream_y[keep]
-    seen_pool = np.array([c for c in classes if c not in held])
-    cands = []
-    for t, label in enumerate(labels):
-        pool = seen_pool if t < half else classes
-        others = pool[pool != label]
-        m = min(n_candidates, len(others) + 1)
-        picked = np.concatenate(([label], rng.choice(others, size=m - 1, replace=False)))
-        cands.append(rng.permutation(picked))
-    return Stream(name, contexts, cands, labels, features, held, half, rng.random(len(labels)))
 
 
 def vw_text(context: np.ndarray, feats: np.ndarray) -> list[str]:
@@ -122,7 +66,7 @@ def run_banditree(stream: Stream, seed: int) -> dict[str, Any]:
     learner = RankingLearner(
         RankingConfig(stream.contexts.shape[1], stream.class_features.shape[1], seed=seed)
     )
-    return _play(stream, lambda c, f, ids, u: _bt_act(learner, c, f, ids, u), learner)
+    return _played(stream, lambda c, f, ids, u: _bt_act(learner, c, f, ids, u), learner)
 
 
 def _bt_act(learner: RankingLearner, c, f, ids, u):  # type: ignore[no-untyped-def]
@@ -133,20 +77,14 @@ def _bt_act(learner: RankingLearner, c, f, ids, u):  # type: ignore[no-untyped-d
     return chosen, d
 
 
-def _play(stream: Stream, act, learner) -> dict[str, Any]:  # type: ignore[no-untyped-def]
-    losses = np.zeros(len(stream.labels))
-    start = time.perf_counter()
-    for t, (c, cands, label) in enumerate(
-        zip(stream.contexts, stream.candidates, stream.labels, strict=True)
-    ):
-        feats = stream.class_features[cands]
-        ids = [str(int(v)) for v in cands]
-        chosen, record = act(c, feats, ids, float(stream.uniforms[t]))
-        reward = 1.0 if int(cands[chosen]) == int(label) else 0.0
-        losses[t] = 1.0 - reward
-        learner.learn(record, reward)
-    seconds = time.perf_counter() - start
-    return _summary(stream, losses, seconds)
+def _played(stream: Stream, act, learner) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    out = play(stream, act, learner, COLD_WINDOW)
+    del out["losses"]
+    return out
+
+
+#: rounds after the half (and after that) in which cold start is measured (--cold-window)
+COLD_WINDOW = 1000
 
 
 class _VW:
@@ -173,32 +111,11 @@ def run_vw(algorithm: str) -> Runner:
     def run(stream: Stream, seed: int) -> dict[str, Any]:
         vw = _VW(algorithm, seed)
         try:
-            return _play(stream, vw.act, vw)
+            return _played(stream, vw.act, vw)
         finally:
             vw.vw.finish()
 
     return run
-
-
-def _summary(stream: Stream, losses: np.ndarray, seconds: float) -> dict[str, Any]:
-    half = stream.half
-    out: dict[str, Any] = {}
-    for key, start in (("", half), ("_after", half + COLD_WINDOW)):
-        window = slice(start, min(start + COLD_WINDOW, len(losses)))
-        cold = np.array([int(v) in stream.held_back for v in stream.labels[window]], dtype=bool)
-        rewards = 1.0 - losses[window]
-        out[f"cold_reward{key}"] = float(rewards[cold].mean()) if cold.any() else math.nan
-        out[f"seen_reward{key}"] = float(rewards[~cold].mean()) if (~cold).any() else math.nan
-    return {
-        **out,
-        "loss": float(losses.mean()),
-        "loss_second_half": float(losses[half:].mean()),
-        "rounds": len(losses),
-        "rounds_per_second": len(losses) / seconds,
-    }
-
-
-COLD_WINDOW = 1000
 
 
 def main(argv: list[str] | None = None) -> None:
