@@ -61,7 +61,13 @@ def simulate_command(
     label: str | None = typer.Option(
         None, "--label", help="Label column (CSV; TSV default 'target')."
     ),
-    task: str = typer.Option("auto", "--task", help="auto, classification or regression."),
+    task: str = typer.Option(
+        "auto",
+        "--task",
+        help="auto, classification, regression or ranking (a ranking stream of a "
+        "classification set's classes as candidates described by features; 'obd': "
+        "off-policy estimates on the Open Bandit Dataset).",
+    ),
     split: int = typer.Option(0, "--split", help="Split 0..4 of a bundled regression set."),
     feedback: str | None = typer.Option(
         None, "--feedback", help="bandit, one_point, two_point or full."
@@ -105,6 +111,16 @@ def simulate_command(
     n_bootstrap: int = typer.Option(
         1000, "--n-bootstrap", help="Logged mode: bootstrap resamples."
     ),
+    candidates: int = typer.Option(
+        10, "--candidates", min=2, max=256, help="Ranking: candidates offered each round."
+    ),
+    cold_window: int = typer.Option(
+        1000,
+        "--cold-window",
+        min=1,
+        help="Ranking: rounds after held-back classes appear (and after that) in which "
+        "cold-start reward is measured.",
+    ),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
     warm_start: Path | None = typer.Option(
         None,
@@ -122,12 +138,26 @@ def simulate_command(
     _choice(model, MODELS, "--model")
     _choice(feedback, ("bandit", "one_point", "two_point", "full"), "--feedback")
     _choice(loss, ("zero_one", "squared", "huber"), "--loss")
-    _choice(task, ("auto", "classification", "regression"), "--task")
+    _choice(task, ("auto", "classification", "regression", "ranking"), "--task")
     if explore is not None and ("explorer" in config or "explorer_parameter" in config):
         raise typer.BadParameter(
             "give --explore or --explorer/--explorer-parameter, not both", param_hint="--explore"
         )
     try:
+        if task == "ranking":
+            _ranking(data, model, server, warm_start, logged)
+            if explore is not None:
+                config.update(explorer="epsilon_greedy", explorer_parameter=explore)
+            from simulate.ranking_cli import run_ranking
+
+            run_ranking(
+                data=data, out=out, rounds=rounds, candidates=candidates,
+                cold_window=cold_window, seeds=seeds,
+                baselines=[b.strip() for b in baselines.split(",") if b.strip()],
+                config=config, train_fraction=train_fraction, n_bootstrap=n_bootstrap,
+                progress=progress,
+            )  # fmt: skip
+            return
         if logged or data == "obd":
             from simulate.logged import LoggedOptions, evaluate_log
 
@@ -194,6 +224,24 @@ def simulate_command(
             f"{name:28s} {figure} {entry[figure]:.4f}  95% CI [{ci}]  regret {entry['regret']:.4f}"
         )
     typer.echo(f"report: {Path(out) / 'report.json'}")
+
+
+def _ranking(
+    data: str, model: str | None, server: str | None, warm_start: Path | None, logged: bool
+) -> None:
+    """Refuse the options a ranking simulation does not take, naming them."""
+    for value, option in (
+        (model, "--model"),
+        (server, "--server"),
+        (warm_start, "--warm-start"),
+        (logged or None, "--logged"),
+    ):
+        if value is not None:
+            raise typer.BadParameter(
+                "not used with --task ranking (the service's ranking model is simulated; "
+                "'obd' is the ranking log)",
+                param_hint=option,
+            )
 
 
 def register(app: typer.Typer) -> None:

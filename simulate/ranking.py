@@ -225,7 +225,7 @@ def _write(
     import json
 
     out.mkdir(parents=True, exist_ok=True)
-    (out / "report.json").write_text(json.dumps(_finite(report), indent=2, allow_nan=False))
+    (out / "report.json").write_text(json.dumps(finite_json(report), indent=2, allow_nan=False))
     with (out / "curves.csv").open("w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(["learner", "seed", "curve", "round", "value"])
@@ -244,12 +244,12 @@ def _write(
     write_ranking_plot(report, curves, windows, out / "ranking.png")
 
 
-def _finite(value: Any) -> Any:
+def finite_json(value: Any) -> Any:
     """``value`` with every NaN float written as None (``null``)."""
     if isinstance(value, float):
         return None if math.isnan(value) else value
     if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
+        return {k: finite_json(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
+        return [finite_json(v) for v in value]
     return value
