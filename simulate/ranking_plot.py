@@ -31,7 +31,7 @@ def write_ranking_plot(
         m = min(len(r) for r in rows)
         x = [rows[0][i]["round"] for i in range(m)]
         for kind, style in (("cold", "-"), ("seen", "--")):
-            y = np.nanmean([[r[i][kind] for i in range(m)] for r in rows], axis=0)
+            y = _nanmean(np.array([[r[i][kind] for i in range(m)] for r in rows], dtype=float))
             right.plot(x, y, style, color=line.get_color(), marker="o", markersize=3,
                        label=f"{name} {kind}")  # fmt: skip
     seeds = len(report["seeds"])
@@ -48,3 +48,11 @@ def write_ranking_plot(
     fig.savefig(path, format="png")
     plt.close(fig)
     return path
+
+
+def _nanmean(values: np.ndarray) -> np.ndarray:
+    """Column means over the finite entries (NaN where a column has none)."""
+    finite = np.isfinite(values)
+    counts = finite.sum(axis=0)
+    sums = np.where(finite, values, 0.0).sum(axis=0)
+    return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)

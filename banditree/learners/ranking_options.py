@@ -21,6 +21,8 @@ AUTO_CROSS_FEATURES = 1024
 #: vocabulary slots of an inferred categorical feature of a ranking model (the crosses'
 #: width grows with the product of the two sides' columns)
 RANKING_MAX_CATEGORIES = 8
+#: the tree's per-id ramp by default (``benchmarks.ranking_vs_vw``)
+ID_RAMP = 0.0
 
 
 class RankingOptions(BaseModel):
@@ -53,6 +55,16 @@ class RankingOptions(BaseModel):
     )
     ridge_l2: float = Field(1.0, gt=0.0, le=1e6, description="the ridge's penalty")
     context_clip: float = Field(3.0, gt=0.0, le=1e6, description="clip of standardised features")
+    id_ramp: float = Field(
+        ID_RAMP,
+        ge=0.0,
+        le=1e6,
+        description=(
+            "plays an id needs before the tree's term applies in full: a candidate's tree "
+            "term is scaled by n / (n + id_ramp), n its id's plays, so an id never played is "
+            "scored by the ridge alone (cold start); 0: the tree for every candidate"
+        ),
+    )
 
     def check_widths(self) -> None:
         """Refuse declared schemas wider than :data:`MAX_SIDE_WIDTH` encoded columns."""

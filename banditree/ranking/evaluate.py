@@ -90,7 +90,7 @@ def evaluate_ranking(
         assert d.ranking is not None
         k = len(actions)
         policy[i, :k] = d.ranking["probabilities"]
-        s = model.scores(ranking["context"], ranking["features"])
+        s = model.scores(ranking["context"], ranking["features"], ranking["ids"])
         # the reward model of DR: the predictions, within the rewards seen in training
         scores[i, :k] = np.clip(s, low_reward, high_reward)
         greedy[i, int(np.argmax(s))] = 1.0

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import secrets
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +33,7 @@ import numpy as np
 from banditree.core import FloatArray
 from banditree.explore import event_uniforms, make_explorer, sample_action
 from banditree.learners.optim import RMSprop
+from banditree.learners.ranking_options import ID_RAMP
 from banditree.learners.ridge import PerActionRidge
 from banditree.learners.standardize import RunningStandardizer
 from banditree.models.dgt.spec import DGTSpec
@@ -39,6 +41,8 @@ from banditree.ranking.records import RankDecision
 
 #: most candidates one decision may hold
 MAX_CANDIDATES = 256
+#: buckets of the hashed per-id play counts (the tree's ramp, ``RankingConfig.id_ramp``)
+ID_BUCKETS = 1 << 14
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,7 @@ class RankingConfig:
     crosses: bool = True
     tree: bool = True
     context_clip: float = 3.0
+    id_ramp: float = ID_RAMP
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -66,6 +71,8 @@ class RankingConfig:
             raise ValueError("a ranking model needs at least one context or action feature")
         if not (math.isfinite(self.context_clip) and self.context_clip > 0):
             raise ValueError(f"context_clip must be > 0, got {self.context_clip}")
+        if not (math.isfinite(self.id_ramp) and self.id_ramp >= 0):
+            raise ValueError(f"id_ramp must be >= 0, got {self.id_ramp}")
 
 
 class RankingLearner:
@@ -97,6 +104,7 @@ class RankingLearner:
         self.params = self._spec.init_params(self._rng) if config.tree else {}
         self._frozen = self._spec.freeze(self.params) if config.tree else None
         self._optim = RMSprop(lr=config.learning_rate)
+        self._id_plays = np.zeros(ID_BUCKETS if config.id_ramp > 0 else 0)
         self.n_learned = 0
         self.n_decisions = 0
         self.version = 0
@@ -119,14 +127,28 @@ class RankingLearner:
         crosses = (a[:, :, None] * c[None, None, :]).reshape(n, -1)
         return joint, np.concatenate((joint, crosses), axis=1)
 
-    def scores(self, context: FloatArray, actions: FloatArray) -> FloatArray:
-        """Predicted reward of every candidate ``(n,)``."""
+    def _id_weights(self, ids: Sequence[str] | None) -> FloatArray | None:
+        """The tree's weight per candidate, ``n / (n + id_ramp)`` of its id's plays
+        (None: 1 for every candidate)."""
+        if ids is None or not self._id_plays.size:
+            return None
+        plays = self._id_plays[_buckets(ids)]
+        weights: FloatArray = plays / (plays + self.config.id_ramp)
+        return weights
+
+    def scores(
+        self, context: FloatArray, actions: FloatArray, ids: Sequence[str] | None = None
+    ) -> FloatArray:
+        """Predicted reward of every candidate ``(n,)``; with the candidates' ``ids`` and
+        an ``id_ramp``, the tree's term is scaled by how often each id was played."""
         c, a = self._standardize(context, actions)
         joint, phi = self._features(c, a)
         w = self._ridge.weights[0]
         out: FloatArray = phi @ w[:-1] + w[-1]
         if self._frozen is not None:
-            out = out + self._spec.forward_batch(self._frozen, joint)[:, 0]
+            tree = self._spec.forward_batch(self._frozen, joint)[:, 0]
+            weights = self._id_weights(ids)
+            out = out + (tree if weights is None else weights * tree)
         return out
 
     # -- deciding -------------------------------------------------------------
@@ -145,7 +167,7 @@ class RankingLearner:
         a = np.asarray(actions, dtype=np.float64).reshape(n, -1)
         check_candidates(c, a, action_ids, self._dc, self._da)
         eid = event_id if event_id is not None else secrets.token_hex(16)
-        chosen, pmf, greedy = self.choose(c, a, eid)
+        chosen, pmf, greedy = self.choose(c, a, eid, action_ids)
         return RankDecision(
             event_id=eid,
             context=tuple(c.tolist()),
@@ -158,10 +180,14 @@ class RankingLearner:
         )
 
     def choose(
-        self, context: FloatArray, actions: FloatArray, event_id: str
+        self,
+        context: FloatArray,
+        actions: FloatArray,
+        event_id: str,
+        ids: Sequence[str] | None = None,
     ) -> tuple[int, FloatArray, int]:
         """``(chosen, pmf, greedy)`` for checked arrays (:meth:`rank` without its record)."""
-        s = self.scores(context, actions)
+        s = self.scores(context, actions, ids)
         pmf = self._explorer(s, self.n_learned)
         chosen = sample_action(pmf, event_uniforms(self.config.seed, event_id)[0])
         self.n_decisions += 1
@@ -176,11 +202,19 @@ class RankingLearner:
         a_all = np.asarray(decision.action_features, dtype=np.float64).reshape(
             len(decision.action_ids), -1
         )
-        return self.learn_arrays(c, a_all, decision.chosen, reward)
+        return self.learn_arrays(c, a_all, decision.chosen, reward, decision.action_ids)
 
-    def learn_arrays(self, c: FloatArray, a_all: FloatArray, chosen: int, reward: float) -> bool:
+    def learn_arrays(
+        self,
+        c: FloatArray,
+        a_all: FloatArray,
+        chosen: int,
+        reward: float,
+        ids: Sequence[str] | None = None,
+    ) -> bool:
         """:meth:`learn` of a decision held as arrays: the context ``(dc,)``, every
-        candidate's features ``(n, da)`` and the chosen candidate's index."""
+        candidate's features ``(n, da)`` and the chosen candidate's index (``ids``: the
+        candidates' ids, counted for the tree's ramp)."""
         if not math.isfinite(reward):
             raise ValueError(f"reward must be finite, got {reward}")
         reward = min(max(float(reward), -1.0), 1.0)
@@ -203,6 +237,8 @@ class RankingLearner:
             if all(np.isfinite(g).all() for g in grads.values()):
                 self.params = self._optim.step(self.params, grads)
                 self._frozen = self._spec.freeze(self.params)
+        if ids is not None and self._id_plays.size:
+            self._id_plays[_buckets([ids[chosen]])] += 1.0
         self.n_learned += 1
         self.version += 1
         return True
@@ -222,6 +258,8 @@ class RankingLearner:
         ridge = self._ridge
         for key in ("inv_gram", "weights", "mix_stats", "prior"):
             tensors[f"ridge.{key}"] = getattr(ridge, key)
+        if self._id_plays.size:
+            tensors["id_plays"] = self._id_plays
         for prefix, stats in (
             ("std_context", self._context_stats),
             ("std_action", self._action_stats),
@@ -259,6 +297,11 @@ class RankingLearner:
             if value.shape != getattr(ridge, key).shape:
                 raise ValueError(f"checkpoint ridge.{key} does not match the configuration")
             setattr(ridge, key, value)
+        if self._id_plays.size:
+            plays = np.array(tensors.get("id_plays", self._id_plays * 0), dtype=np.float64)
+            if plays.shape != self._id_plays.shape or not np.isfinite(plays).all():
+                raise ValueError("checkpoint id_plays does not match the configuration")
+            self._id_plays = plays
         counts = meta["std_counts"]
         for prefix, stats, count in (
             ("std_context", self._context_stats, counts[0]),
@@ -277,6 +320,11 @@ class RankingLearner:
         self.n_learned = int(meta["n_learned"])
         self.n_decisions = int(meta["n_decisions"])
         self.version = int(meta["version"])
+
+
+def _buckets(ids: Sequence[str]) -> np.ndarray:
+    """Each id's bucket of the play counts (CRC-32: the same in every process)."""
+    return np.array([zlib.crc32(i.encode()) % ID_BUCKETS for i in ids], dtype=np.int64)
 
 
 def check_candidates(

@@ -80,7 +80,8 @@ class RankingModel(Learner):
                 n_context_features=dc, n_action_features=da, height=self._height,
                 learning_rate=self._learning_rate, explorer=explorer, gamma_scale=scale,
                 gamma_exponent=exponent, ridge_l2=self.options.ridge_l2, crosses=crosses,
-                tree=self.options.tree, context_clip=self.options.context_clip, seed=self.seed,
+                tree=self.options.tree, context_clip=self.options.context_clip,
+                id_ramp=self.options.id_ramp, seed=self.seed,
             )
         )  # fmt: skip
         self.context_encoder = None if context is None else FeatureEncoder(context)
@@ -145,7 +146,7 @@ class RankingModel(Learner):
             probabilities, greedy = [float(p) for p in pmf], 0
         else:
             c, a = self._encode(ctx, features, served=True)
-            chosen, pmf, greedy = self.core.choose(c, a, eid)
+            chosen, pmf, greedy = self.core.choose(c, a, eid, ids)
             probabilities = pmf.tolist()
         ranking: dict[str, Any] = {
             "context": ctx,
@@ -199,14 +200,17 @@ class RankingModel(Learner):
             out[i] = row
         return c, out
 
-    def scores(self, context: Any, features: Sequence[Any]) -> np.ndarray:
-        """The predicted reward of every candidate (its ``features``) for ``context``
-        (0 for all while the model has no schema)."""
+    def scores(
+        self, context: Any, features: Sequence[Any], ids: Sequence[str] | None = None
+    ) -> np.ndarray:
+        """The predicted reward of every candidate (its ``features``; ``ids``: their ids,
+        for the tree's per-id ramp) for ``context`` (0 for all while the model has no
+        schema)."""
         if self.core is None:
             return np.zeros(len(features))
         objects = [as_features(f, f"actions[{i}].features") for i, f in enumerate(features)]
         c, a = self._encode(as_features(context, "context"), objects, served=True)
-        return self.core.scores(c, a)
+        return self.core.scores(c, a, ids)
 
     def act(self, context: Any, event_id: str | None = None) -> Decision:
         raise InvalidInput("context", "a ranking model ranks candidates: use rank (POST .../rank)")
@@ -259,7 +263,7 @@ class RankingModel(Learner):
             for i, f in enumerate(features):
                 enc.update(f, f"actions[{i}].features")
         c, a = self._encode(context, features, served=False)
-        changed = self.core.learn_arrays(c, a, decision.action, 1.0 - feedback.loss)
+        changed = self.core.learn_arrays(c, a, decision.action, 1.0 - feedback.loss, ranking["ids"])
         for encoder in (self.context_encoder, self.action_encoder):
             if encoder is not None:
                 encoder.publish()
