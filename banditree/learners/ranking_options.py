@@ -22,7 +22,7 @@ AUTO_CROSS_FEATURES = 1024
 #: width grows with the product of the two sides' columns)
 RANKING_MAX_CATEGORIES = 8
 #: the tree's per-id ramp by default (``benchmarks.ranking_vs_vw``)
-ID_RAMP = 0.0
+ID_RAMP = 5.0
 
 
 class RankingOptions(BaseModel):

@@ -3,7 +3,7 @@
 Each round brings a context vector and a changing list of candidates, each with its own
 feature vector.  A candidate's predicted reward is
 
-    score(c, a) = w . phi(c, a) + tree(c, a)
+    score(c, a) = w . phi(c, a) + n / (n + id_ramp) * tree(c, a)
 
 * ``phi(c, a) = (c, a, c (x) a, 1)``: the standardised context, the candidate's
   features and every context x candidate cross (what VW's ``-q ca`` adds), fitted by
@@ -13,8 +13,14 @@ feature vector.  A candidate's predicted reward is
   the ridge's residual by RMSprop (the classification default's split: the ridge gives
   the first-order fit from the first rounds, the tree the interactions the crosses miss).
 
-Nothing is kept per candidate id, so a candidate never seen before is scored from its
-features alone (cold start).  Exploration is the FastCB / SquareCB family over the
+The tree's term is ramped in per candidate id: ``n`` counts the plays of the id (hashed
+into :data:`ID_BUCKETS` counters, CRC-32, the same in every process), so an id never
+played is scored by the ridge alone, which generalises from features, and the tree's
+correction, learned on the ids played, applies in full to ids played often
+(``id_ramp`` 5, measured by ``benchmarks.ranking_vs_vw``: better cold-start reward in the
+first rounds of new ids and a lower geometric-mean loss ratio to VW than the tree on
+every candidate, ``id_ramp`` 0).  Nothing else is kept per id: a candidate never seen
+before is scored from its features alone (cold start).  Exploration is the FastCB / SquareCB family over the
 request's candidates; the sampling uniform is fixed by the event id, as for the other
 learners, so an event always gets the same decision.
 """
@@ -42,7 +48,7 @@ from banditree.ranking.records import RankDecision
 #: most candidates one decision may hold
 MAX_CANDIDATES = 256
 #: buckets of the hashed per-id play counts (the tree's ramp, ``RankingConfig.id_ramp``)
-ID_BUCKETS = 1 << 14
+ID_BUCKETS = 1 << 12
 
 
 @dataclass(frozen=True)

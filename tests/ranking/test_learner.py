@@ -102,7 +102,7 @@ def test_id_ramp_scales_the_tree_by_the_ids_plays() -> None:
     restored.load_state_tensors(tensors, meta)
     for name in ("a", "b", "never-played"):
         assert restored.scores(c, f, [name])[0] == learner.scores(c, f, [name])[0]
-    off = _learner(seed=4)
+    off = _learner(seed=4, id_ramp=0.0)
     off.load_state_tensors({k: v for k, v in tensors.items() if k != "id_plays"}, meta)
     assert off.scores(c, f, ["never-played"])[0] == pytest.approx(full)
     with pytest.raises(ValueError, match="id_ramp"):
