@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from banditree.learners import Decision, DecisionColumns, Feedback, InvalidInput
 from banditree.persistence import dumps, loads
 from service.errors import ServiceError
 from service.metrics import ModelMetrics
+from service.runtime.event_ids import new_event_ids
 from service.runtime.replay import column_payloads, decision_payload, feedback_json, read_decision
 from service.runtime.snapshot import ServedSnapshot
 from service.store import CheckpointInfo, EventLookup, ModelGone, Store, StoreUnavailable
@@ -42,20 +42,6 @@ _UNAVAILABLE = (
     "(a repeat of a feedback that was recorded answers 409)"
 )
 _CHECKPOINT_WAIT_SECONDS = 30.0
-
-
-def new_event_ids(count: int) -> list[str]:
-    """``count`` fresh event ids: the time in milliseconds (12 hex digits), then 96 random bits.
-
-    The random part makes an id unguessable; the time prefix makes successive ids
-    neighbours in a store's index, so the embedded store appends decisions to the end
-    of its B-tree instead of writing a random page for each.
-    """
-    prefix = f"{time.time_ns() // 1_000_000:012x}"
-    if count == 1:
-        return [prefix + secrets.token_hex(12)]
-    noise = secrets.token_bytes(12 * count).hex()
-    return [prefix + noise[i : i + 24] for i in range(0, 24 * count, 24)]
 
 
 @dataclass(frozen=True)
