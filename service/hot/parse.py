@@ -51,13 +51,12 @@ def _floats(value: Any) -> list[float] | None:
     if type(value) is not list or len(value) > MAX_CONTEXT_LENGTH:
         return None
     for item in value:
-        kind = type(item)
-        if kind is not float:  # bool is not int's type; an int becomes a float
-            if kind is not int:
+        if type(item) is not float:  # ints become floats, as under the schema; bools do not
+            if not all(type(v) is float or type(v) is int for v in value):
                 return None
             try:
                 value = [float(v) for v in value]
-            except (TypeError, OverflowError):
+            except OverflowError:
                 return None
             break
     if not math.isfinite(sum(value)):
