@@ -114,8 +114,9 @@ class ServiceHttp:
             route = scope.get("route")
             template = getattr(route, "path", None) or template
             requests, duration = self._series(template, scope["method"], status)
-            requests.inc()
-            duration.observe(elapsed_seconds)
+            tick = self.metrics.tick  # applied once per loop tick
+            tick.inc(requests)
+            tick.observe(duration, elapsed_seconds)
             if self.access_log:
                 _log_access(scope, status, elapsed_seconds)
 

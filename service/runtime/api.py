@@ -131,14 +131,15 @@ class ModelRuntime:
             logged = False
         if logged:
             self.decisions_total += len(events)
-        m.predictions.inc(len(events))
+        tick = m.tick  # the counters and the histogram are updated once per loop tick
+        tick.inc(m.predictions, len(events))
         if explored:
-            m.explored.inc(explored)
+            tick.inc(m.explored, explored)
         if leaves:
             self._leaves_sum += float(sum(leaves))
             self._leaves_count += len(leaves)
             m.reachable_leaves.set(self._leaves_sum / self._leaves_count)
-        m.predict_latency.observe(time.perf_counter() - started)
+        tick.observe(m.predict_latency, time.perf_counter() - started)
         return logged
 
     # -- feedback --------------------------------------------------------------------
