@@ -42,6 +42,12 @@ class RegistryBase:
         self.records: dict[str, str] = {}  # the record of every model served or learned
         self._discovery_wanted = asyncio.Event()
         self._creating = 0  # creates past the model cap's check, not yet in ``runtimes``
+        # every create, first load and delete of this process bumps the generation and
+        # marks its model with it: a discovery pass leaves alone the models changed after
+        # it read the store's list (what it read about them is already out of date)
+        self.generation = 0
+        self._changed: dict[str, int] = {}
+        self._discovering = asyncio.Lock()  # one discovery (or write-back) pass at a time
         self.idle = IdleLearners(store, holder=self.holder, lease_seconds=settings.lease_seconds)
 
     @contextlib.asynccontextmanager
@@ -60,6 +66,19 @@ class RegistryBase:
             yield
         finally:
             lock.release()
+
+    def touch(self, name: str) -> None:
+        """Mark ``name`` as changed by this process now (created, loaded or deleted)."""
+        self.generation += 1
+        self._changed[name] = self.generation
+
+    def changed_since(self, name: str, generation: int) -> bool:
+        """Whether this process created, loaded or deleted ``name`` after ``generation``."""
+        return self._changed.get(name, 0) > generation
+
+    def forget_changes(self, generation: int) -> None:
+        """Drop the marks of changes made up to ``generation`` (no pass reads them again)."""
+        self._changed = {n: g for n, g in self._changed.items() if g > generation}
 
     def want_discovery(self) -> None:
         """Look at the store's models (and epoch) now rather than at the next poll."""
@@ -94,6 +113,7 @@ class RegistryBase:
 
     def _publish(self, runtime: ModelRuntime) -> None:
         self.runtimes[runtime.name] = runtime
+        self.touch(runtime.name)
         self.metrics.models_loaded.set(len(self.runtimes))
         # A model holds hundreds of long-lived objects (its learner, its metric series):
         # with thousands of models, each full collection of the cyclic garbage collector

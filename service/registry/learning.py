@@ -8,6 +8,7 @@ import json
 import logging
 
 from banditree.learners import LearnerConfig
+from service.domain_errors import ModelNotFound
 from service.recovery import HeldModel, write_back
 from service.registry.serving import ServingRegistry
 from service.runtime import LearnerPolicy, ModelLearner
@@ -59,33 +60,63 @@ class LearningRegistry(ServingRegistry):
     async def discover(self) -> None:
         """Start learners for models created elsewhere; stop those of deleted models.
 
-        Models missing from the store are dropped only when the store's epoch is the one
-        they were held in, read after the records: a store that lost its data gets them
-        written back instead (:meth:`recover`).
+        One reconciliation with this process's own creates and deletes: a model this
+        process created, loaded or deleted after the list was read is left as it is (the
+        list is out of date about it), and a model is dropped only under its lock, so a
+        create of the same name never overlaps it.  Models missing from the store are
+        dropped only when the store's epoch is the one they were held in, read after the
+        records: a store that lost its data gets them written back instead (:meth:`recover`).
         """
-        records = await self.store.load_models()
-        epoch = await self.store.epoch()
-        if epoch != self.epoch:
-            await self.recover(epoch)
-            return
+        async with self._discovering:
+            seen = self.generation
+            records = await self.store.load_models()
+            epoch = await self.store.epoch()
+            if epoch != self.epoch:
+                await self.recover(epoch)
+                return
+            try:
+                await self._reconcile(records, seen)
+            finally:
+                self.forget_changes(seen)
+
+    async def _reconcile(self, records: dict[str, str], seen: int) -> None:
+        """Serve and learn the models of ``records`` (read at generation ``seen``), drop
+        the others."""
         share = LoopShare()
         if self.serves:  # replicas hold every model, so each one serves its newest snapshot
             for name in [n for n in records if n not in self.runtimes]:
                 await share.turn()
-                await self.get(name)
+                if self.changed_since(name, seen):
+                    continue
+                try:
+                    await self.get(name)
+                except ModelNotFound:  # deleted elsewhere since the list was read
+                    continue
         if self.learns:
             for name, record in records.items():
                 if name not in self.learners:
                     await share.turn()
-                    self._start_learner(name, record)
-        for name in [n for n in self.learners if n not in records]:
+                    if name not in self.learners and not self.changed_since(name, seen):
+                        self._start_learner(name, record)
+        held = set(self.learners) | set(self.runtimes) | set(self.records)
+        for name in sorted(held - set(records)):
             await share.turn()
-            await self.learners.pop(name).stop()
-        for name in [n for n in self.runtimes if n not in records]:
-            self.runtimes.pop(name, None)
-            self.metrics.forget_model(name)
-        for name in [n for n in self.records if n not in records]:
-            del self.records[name]
+            await self._drop(name, seen)
+
+    async def _drop(self, name: str, seen: int) -> None:
+        """Stop and forget ``name``, deleted elsewhere, unless this process changed it
+        after generation ``seen``."""
+        async with self._locked(name):
+            if self.changed_since(name, seen):
+                return
+            learner = self.learners.pop(name, None)
+            if learner is not None:
+                await learner.stop()
+            runtime = self.runtimes.pop(name, None)
+            self.records.pop(name, None)
+            if learner is not None or runtime is not None:
+                self.metrics.forget_model(name)
+                self.metrics.models_loaded.set(len(self.runtimes))
 
     async def recover(self, epoch: str) -> None:
         """Write this process's models back to a store that lost its data (now ``epoch``)."""

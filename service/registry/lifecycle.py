@@ -46,6 +46,7 @@ class ModelRegistry(LearningRegistry):
         if body.initial_model is not None:  # recorded as built, so its checkpoints match it
             config = config.for_initial_model()
         async with self._locked(name):
+            self.touch(name)  # a discovery pass that read the list before leaves it alone
             if name in self.runtimes or await self.store.load_model(name) is not None:
                 raise ModelExists(name)
             held, limit = len(self.runtimes) + self._creating, self.settings.max_models
@@ -112,6 +113,7 @@ class ModelRegistry(LearningRegistry):
         """Stop and forget ``name`` with its decisions, log and checkpoints."""
         await self.get(name)
         async with self._locked(name):
+            self.touch(name)
             # read first: an unreachable store refuses the delete (503) before anything
             # changes, and a delete that fails half way leaves the model served and learned
             record = await self.store.load_model(name)
@@ -135,3 +137,4 @@ class ModelRegistry(LearningRegistry):
             self.records.pop(name, None)
             self.metrics.forget_model(name)
             self.metrics.models_loaded.set(len(self.runtimes))
+            self.touch(name)
