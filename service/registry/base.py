@@ -48,6 +48,7 @@ class RegistryBase:
         self.generation = 0
         self._changed: dict[str, int] = {}
         self._discovering = asyncio.Lock()  # one discovery (or write-back) pass at a time
+        self._went_back = False  # a model's store log ends before an offset this process saw
         self.idle = IdleLearners(store, holder=self.holder, lease_seconds=settings.lease_seconds)
 
     @contextlib.asynccontextmanager
@@ -79,6 +80,12 @@ class RegistryBase:
     def forget_changes(self, generation: int) -> None:
         """Drop the marks of changes made up to ``generation`` (no pass reads them again)."""
         self._changed = {n: g for n, g in self._changed.items() if g > generation}
+
+    def went_back(self) -> None:
+        """The store came back from an older snapshot: start a new epoch at the next
+        discovery pass, so that every process writes its models back."""
+        self._went_back = True
+        self.want_discovery()
 
     def want_discovery(self) -> None:
         """Look at the store's models (and epoch) now rather than at the next poll."""

@@ -65,9 +65,14 @@ class LearningRegistry(ServingRegistry):
         list is out of date about it), and a model is dropped only under its lock, so a
         create of the same name never overlaps it.  Models missing from the store are
         dropped only when the store's epoch is the one they were held in, read after the
-        records: a store that lost its data gets them written back instead (:meth:`recover`).
+        records: a store that lost its data gets them written back instead (:meth:`recover`),
+        and so does one that came back from an older snapshot (:meth:`went_back`).
         """
         async with self._discovering:
+            if self._went_back:
+                log.error("the store came back from an older snapshot: a new epoch")
+                await self.store.new_epoch()
+                self._went_back = False
             seen = self.generation
             records = await self.store.load_models()
             epoch = await self.store.epoch()
@@ -126,7 +131,7 @@ class LearningRegistry(ServingRegistry):
             await asyncio.sleep(2 * self.settings.snapshot_poll_seconds)
         names = sorted(set(self.runtimes) | set(self.learners))
         log.error(
-            "the store lost its data (epoch %s, was %s): writing back %d models",
+            "the store lost its data or came back older (epoch %s, was %s): writing back %d models",
             epoch, self.epoch, len(names),
         )  # fmt: skip
         models = [

@@ -75,6 +75,15 @@ class RecordStore(Protocol):
         """
 
     @abstractmethod
+    async def new_epoch(self) -> str:
+        """Forget which models are held and start a new epoch (returned).
+
+        For a store that came back from an older snapshot: its epoch survived, so every
+        process is told this way to write its models back (each model is held again
+        with the counters the processes know, as after a loss of the data).
+        """
+
+    @abstractmethod
     async def save_model(self, name: str, record: str, *, replace: bool = True) -> None:
         """Store the JSON record (config and policy) that rebuilds model ``name``.
 
@@ -113,11 +122,14 @@ class DecisionStore(Protocol):
 
     @abstractmethod
     async def append_feedback(
-        self, name: str, event_id: str, feedback: str, *, now: float
+        self, name: str, event_id: str, feedback: str, *, now: float, seen: int = 0
     ) -> EventLookup:
         """Claim a pending decision and append it with ``feedback`` to the log, atomically.
 
         ``claimed`` with the payload and the new entry's offset, else why not.
+        :class:`~service.store.base.StoreBehind` (nothing claimed or appended) when the
+        log ends before offset ``seen``, which the caller was given before: the store
+        came back from an older snapshot, and the offset would be given out again.
         """
 
     @abstractmethod

@@ -40,6 +40,16 @@ class RedisRecords(RedisBase, RecordStore):
         return bool(newly)
 
     @unavailable
+    async def new_epoch(self) -> str:
+        # every hold first, then the epoch: a process that sees the new epoch holds its
+        # models again (an older epoch with a model not held is only a deleted model)
+        for name in await self.client.hkeys(self.prefix + "models"):
+            await self.client.hdel(self._key("ctr", text(name)), "mark")
+        epoch = uuid.uuid4().hex
+        await self.client.set(self.prefix + "epoch", epoch.encode())
+        return epoch
+
+    @unavailable
     async def save_model(self, name: str, record: str, *, replace: bool = True) -> None:
         if replace:
             await self.client.hset(self.prefix + "models", name, record.encode())

@@ -34,7 +34,8 @@ local function parse(v)
 end
 """
 
-#: KEYS ev, done, due, log, counters ; ARGV event_id, now, feedback
+#: KEYS ev, done, due, log, counters ; ARGV event_id, now, feedback, seen (an offset the
+#: caller was given: a log that ends before it came back from an older snapshot)
 FEEDBACK = (
     _PARSE
     + """
@@ -51,6 +52,8 @@ if now > deadline then return {'expired'} end
 """
     + _held(5, "{'gone'}")
     + """
+local last = tonumber(redis.call('HGET', KEYS[5], 'log_last') or '0')
+if last < tonumber(ARGV[4]) then return {'behind', last} end
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
 redis.call('SET', KEYS[2], 'used', 'PX', math.max(1, math.floor((keep_until - now) * 1000)))

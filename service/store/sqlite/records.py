@@ -65,6 +65,16 @@ class SqliteRecords(SqliteBase, RecordStore):
     ) -> bool:
         return await asyncio.to_thread(self._hold, name, known or HeldCounters(), offer, now)
 
+    async def new_epoch(self) -> str:
+        epoch = uuid.uuid4().hex
+
+        def work(db: sqlite3.Connection) -> None:
+            db.execute("DELETE FROM held")
+            db.execute("UPDATE meta SET value = ? WHERE key = 'epoch'", (epoch,))
+
+        self._tx(work)
+        return epoch
+
     async def save_model(self, name: str, record: str, *, replace: bool = True) -> None:
         conflict = "DO UPDATE SET record = excluded.record" if replace else "DO NOTHING"
         self._tx(
