@@ -48,7 +48,9 @@ class RegistryBase:
         self.generation = 0
         self._changed: dict[str, int] = {}
         self._discovering = asyncio.Lock()  # one discovery (or write-back) pass at a time
-        self._went_back = False  # a model's store log ends before an offset this process saw
+        self.store_changes = 0  # the store's count of record saves and deletes, as last seen
+        # models (name -> uid) whose store log ended before an offset this process saw
+        self._behind: dict[str, str] = {}
         self.idle = IdleLearners(store, holder=self.holder, lease_seconds=settings.lease_seconds)
 
     @contextlib.asynccontextmanager
@@ -81,11 +83,16 @@ class RegistryBase:
         """Drop the marks of changes made up to ``generation`` (no pass reads them again)."""
         self._changed = {n: g for n, g in self._changed.items() if g > generation}
 
-    def went_back(self) -> None:
-        """The store came back from an older snapshot: start a new epoch at the next
-        discovery pass, so that every process writes its models back."""
-        self._went_back = True
+    def went_back(self, name: str, uid: str) -> None:
+        """Model ``name`` (``uid``) found its log behind what this process saw: the next
+        discovery pass checks that the store still holds that model (not a namesake
+        created since), then starts a new epoch so that every process writes back."""
+        self._behind[name] = uid
         self.want_discovery()
+
+    def saw_store_changes(self, changes: int) -> None:
+        """The store answered this count of record saves and deletes."""
+        self.store_changes = max(self.store_changes, changes)
 
     def want_discovery(self) -> None:
         """Look at the store's models (and epoch) now rather than at the next poll."""

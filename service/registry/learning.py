@@ -25,6 +25,7 @@ class LearningRegistry(ServingRegistry):
     async def start(self) -> None:
         """Restore every stored model (serving roles) and start learners (learning roles)."""
         self.epoch = await self.store.epoch()
+        self.saw_store_changes(await self.store.changes())
         for name, record in (await self.store.load_models()).items():
             try:
                 await self.store.hold_model(name)  # a no-op unless stored by an older release
@@ -69,20 +70,38 @@ class LearningRegistry(ServingRegistry):
         and so does one that came back from an older snapshot (:meth:`went_back`).
         """
         async with self._discovering:
-            if self._went_back:
-                log.error("the store came back from an older snapshot: a new epoch")
-                await self.store.new_epoch()
-                self._went_back = False
-            seen = self.generation
+            if self._behind:
+                await self._start_new_epoch()
+            seen, expected = self.generation, self.store_changes
             records = await self.store.load_models()
             epoch = await self.store.epoch()
+            changes = await self.store.changes()
+            if epoch == self.epoch and changes < expected:
+                # fewer saves and deletes of records than this process saw, in the same
+                # epoch: an older snapshot (which may lack models created since)
+                log.error(
+                    "the store came back from an older snapshot (%d record changes where "
+                    "%d were seen): new epoch", changes, expected,
+                )  # fmt: skip
+                epoch = await self.store.new_epoch(changes=expected)
             if epoch != self.epoch:
                 await self.recover(epoch)
                 return
+            self.saw_store_changes(changes)
             try:
                 await self._reconcile(records, seen)
             finally:
                 self.forget_changes(seen)
+
+    async def _start_new_epoch(self) -> None:
+        """A new epoch when a model found behind is still the one this process serves."""
+        behind, self._behind = self._behind, {}
+        for name, uid in behind.items():
+            record = await self.store.load_model(name)
+            if record is not None and json.loads(record).get("uid") == uid:
+                log.error("the store came back from an older snapshot (model %s): new epoch", name)
+                await self.store.new_epoch(changes=self.store_changes)
+                return
 
     async def _reconcile(self, records: dict[str, str], seen: int) -> None:
         """Serve and learn the models of ``records`` (read at generation ``seen``), drop

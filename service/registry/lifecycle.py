@@ -84,7 +84,7 @@ class ModelRegistry(LearningRegistry):
         await self.store.hold_model(name)
         if body.initial_model is not None:
             await self._save_initial(name, learner)
-        await self.store.save_model(name, record_json)
+        self.saw_store_changes(await self.store.save_model(name, record_json))
         runtime = ModelRuntime(
             name=name, uid=record["uid"], learner=learner, policy=resolved,
             store=self.store, metrics=self.metrics.for_model(name),
@@ -129,7 +129,7 @@ class ModelRegistry(LearningRegistry):
             try:
                 if learner is not None:
                     await learner.stop()
-                await self.store.delete_model(name)
+                self.saw_store_changes(await self.store.delete_model(name))
             except StoreUnavailable:
                 if learner is not None:
                     self._start_learner(name, record)

@@ -84,14 +84,14 @@ class ModelRuntime(OperatorWrites):
         last_checkpoint: CheckpointInfo | None = None,
         wake_learner: Callable[[], None] | None = None,
         on_gone: Callable[[], None] | None = None,
-        on_behind: Callable[[], None] | None = None,
+        on_behind: Callable[[str, str], None] | None = None,
     ) -> None:
         self.name, self.uid = name, uid
         self.policy, self.store, self.metrics = policy, store, metrics
         self.served = ServedSnapshot(self, learner, last_checkpoint)
         self.wake_learner = wake_learner  # work for this process's learner: look now
         self.on_gone = on_gone  # the store no longer holds the model: deleted, or data lost
-        self.on_behind = on_behind  # the store came back from an older snapshot
+        self.on_behind = on_behind  # (name, uid): the store came back from an older snapshot
         self.log_last = last_checkpoint.offset if last_checkpoint else 0
         self.decisions_total = 0  # as last seen in the store, plus this process's since
         self._leaves_sum, self._leaves_count = 0.0, 0
@@ -202,7 +202,7 @@ class ModelRuntime(OperatorWrites):
             if isinstance(err, ModelGone) and self.on_gone is not None:
                 self.on_gone()
             if isinstance(err, StoreBehind) and self.on_behind is not None:
-                self.on_behind()
+                self.on_behind(self.name, self.uid)
             raise Unavailable(_UNAVAILABLE) from None
         if claimed.status != "claimed":
             raise self._refuse(claimed, event_id)

@@ -75,8 +75,9 @@ class RecordStore(Protocol):
         """
 
     @abstractmethod
-    async def new_epoch(self) -> str:
-        """Forget which models are held and start a new epoch (returned).
+    async def new_epoch(self, *, changes: int = 0) -> str:
+        """Forget which models are held and start a new epoch (returned); the count of
+        :meth:`changes` goes on from at least ``changes``.
 
         For a store that came back from an older snapshot: its epoch survived, so every
         process is told this way to write its models back (each model is held again
@@ -84,8 +85,14 @@ class RecordStore(Protocol):
         """
 
     @abstractmethod
-    async def save_model(self, name: str, record: str, *, replace: bool = True) -> None:
-        """Store the JSON record (config and policy) that rebuilds model ``name``.
+    async def changes(self) -> int:
+        """How many times model records were saved or deleted: a store that answers less
+        than a process saw came back from an older snapshot."""
+
+    @abstractmethod
+    async def save_model(self, name: str, record: str, *, replace: bool = True) -> int:
+        """Store the JSON record (config and policy) that rebuilds model ``name``; the
+        count of :meth:`changes` after it.
 
         With ``replace`` False a record already stored is kept.
         """
@@ -99,8 +106,9 @@ class RecordStore(Protocol):
         """Every stored model record by name."""
 
     @abstractmethod
-    async def delete_model(self, name: str) -> None:
-        """Remove the record, decisions, log, lease and checkpoints of ``name``; stop holding it."""
+    async def delete_model(self, name: str) -> int:
+        """Remove the record, decisions, log, lease and checkpoints of ``name``; stop holding
+        it; the count of :meth:`changes` after it."""
 
 
 class DecisionStore(Protocol):

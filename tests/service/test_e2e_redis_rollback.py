@@ -105,3 +105,39 @@ def test_a_redis_restored_from_an_older_snapshot_gets_what_the_process_holds(
             assert http.get("/v1/models/m").json()["version"] == 25
     finally:
         server.stop(signal.SIGKILL)
+
+
+def test_a_model_created_after_the_snapshot_is_written_back_not_dropped(
+    snapshot_redis: OwnRedis, tmp_path: Path
+) -> None:
+    server = start_server(snapshot_redis.port, tmp_path / "server-1.log")
+    try:
+        with server.client() as http:
+            assert http.put("/v1/models/old", json=MODEL).status_code == 201
+            redis.Redis(port=snapshot_redis.port).save()  # the snapshot: without model m
+            assert http.put("/v1/models/m", json=MODEL).status_code == 201
+            assert learn(http, 4) == 4
+            assert http.post("/v1/models/m/checkpoints").status_code == 201
+            assert version_reaches(http, 4) == 4
+
+            snapshot_redis.signal(signal.SIGKILL)
+            snapshot_redis.start()
+            client = redis.Redis(port=snapshot_redis.port)
+            assert client.hkeys("banditree:models") == [b"old"]
+            deadline = time.monotonic() + 20  # discovery sees fewer record changes: written back
+            while set(client.hkeys("banditree:models")) != {b"old", b"m"}:
+                assert time.monotonic() < deadline, server.log_text()[-3000:]
+                time.sleep(0.1)
+            client.close()
+            assert {x["name"] for x in http.get("/v1/models").json()["models"]} == {"old", "m"}
+            assert learn(http, 3) == 3
+            assert version_reaches(http, 7) == 7, server.log_text()[-3000:]
+            assert http.post("/v1/models/m/checkpoints").status_code == 201
+        assert "Traceback" not in server.log_text(), server.log_text()[-4000:]
+        server.stop(signal.SIGKILL)
+
+        server = start_server(snapshot_redis.port, tmp_path / "server-2.log")
+        with server.client() as http:
+            assert http.get("/v1/models/m").json()["version"] == 7
+    finally:
+        server.stop(signal.SIGKILL)

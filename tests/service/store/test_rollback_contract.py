@@ -36,3 +36,17 @@ async def test_a_new_epoch_forgets_every_hold_so_counters_are_raised(store: Stor
     assert await store.load_model("m") == "{}"  # the records stay
     assert await store.hold_model("m", known=HeldCounters(log_last=7))
     assert (await store.append_feedback("m", "e", "{}", now=T0, seen=7)).offset == 8
+
+
+async def test_record_saves_and_deletes_are_counted_and_a_new_epoch_raises_the_count(
+    store: Store,
+) -> None:
+    start = await store.changes()
+    assert await store.save_model("a", "{}") == start + 1
+    assert await store.save_model("a", "{}", replace=False) == start + 2
+    assert await store.delete_model("a") == start + 3
+    assert await store.changes() == start + 3
+    await store.new_epoch(changes=start + 10)
+    assert await store.changes() == start + 10
+    await store.new_epoch(changes=0)  # never back
+    assert await store.changes() == start + 10
