@@ -20,6 +20,8 @@ import httpx
 import pytest
 import redis
 
+from service.store import StoreUnavailable
+from service.store.redis.wire import refusal, store_error
 from tests.service.live_server import LiveServer, free_port
 from tests.service.own_redis import needs_redis_server
 
@@ -204,3 +206,22 @@ def test_loading_after_a_restart_is_503_never_500(tmp_path: Path, servers: list[
         assert "Traceback" not in live.log_text()
     finally:
         live.stop(signal.SIGKILL)
+
+
+@pytest.mark.parametrize(
+    ("error", "code"),
+    [
+        (redis.BusyLoadingError("Redis is loading the dataset in memory"), "LOADING"),
+        (redis.ReadOnlyError("You can't write against a read only replica."), "READONLY"),
+        (redis.exceptions.OutOfMemoryError("command not allowed when used memory"), "OOM"),
+        (redis.ResponseError("MISCONF Redis is configured to save RDB snapshots"), "MISCONF"),
+        (redis.ResponseError("WRONGTYPE Operation against a key"), "WRONGTYPE"),
+        (redis.ResponseError("Error running script"), "ERR"),
+        (redis.TimeoutError("Timeout reading from socket"), None),
+    ],
+)
+def test_every_redis_failure_is_the_store_unavailable(error: Exception, code: str | None) -> None:
+    assert refusal(error) == code
+    mapped = store_error(error)
+    assert isinstance(mapped, StoreUnavailable)
+    assert code is None or f"({code})" in str(mapped)
