@@ -216,7 +216,14 @@ class ModelRuntime(OperatorWrites):
         """Expire overdue decisions; those of a model with a default loss go to the log."""
         logged = self.policy.default_loss is not None
         await self.refresh_bounds()
-        expired = await self.store.expire_events(self.name, now=now, limit=1000, log=logged)
+        try:
+            expired = await self.store.expire_events(
+                self.name, now=now, limit=1000, log=logged, seen=self.log_last
+            )
+        except StoreBehind:
+            if self.on_behind is not None:
+                self.on_behind(self.name, self.uid)
+            raise
         if expired:
             self.metrics.expired.inc(expired)
             if logged and self.wake_learner is not None:

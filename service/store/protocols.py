@@ -141,8 +141,11 @@ class DecisionStore(Protocol):
         """
 
     @abstractmethod
-    async def expire_events(self, name: str, *, now: float, limit: int, log: bool) -> int:
-        """Claim up to ``limit`` decisions past their deadline, each once; log them if ``log``."""
+    async def expire_events(
+        self, name: str, *, now: float, limit: int, log: bool, seen: int = 0
+    ) -> int:
+        """Claim up to ``limit`` decisions past their deadline, each once; log them if ``log``
+        (then :class:`~service.store.base.StoreBehind` as :meth:`append_feedback`'s)."""
 
     @abstractmethod
     async def pending_count(self, name: str) -> int:

@@ -71,13 +71,20 @@ class RedisDecisions(RedisBase, DecisionStore):
         return EventLookup("claimed", text(reply[1]), int(reply[2]))
 
     @unavailable
-    async def expire_events(self, name: str, *, now: float, limit: int, log: bool) -> int:
+    async def expire_events(
+        self, name: str, *, now: float, limit: int, log: bool, seen: int = 0
+    ) -> int:
         keys = [self._key("due", name), self._key("log", name), self._key("ctr", name)]
         args = [
             repr(now), limit, "1" if log else "0",
-            self._key("ev", name) + ":", self._key("done", name) + ":",
+            self._key("ev", name) + ":", self._key("done", name) + ":", seen,
         ]  # fmt: skip
         expired = int(await self._run("EXPIRE", keys, args))
+        if expired == -2:
+            raise StoreBehind(
+                f"the store's log of model {name!r} ends before offset {seen} this process "
+                "was given: redis came back from an older snapshot"
+            )
         if expired < 0:
             raise gone(name)
         return expired

@@ -63,11 +63,14 @@ return {'claimed', payload, offset}
 """
 )
 
-#: KEYS due, log, counters ; ARGV now, limit, log (0/1), ev key prefix, done key prefix
+#: KEYS due, log, counters ; ARGV now, limit, log (0/1), ev key prefix, done key prefix,
+#: seen (as FEEDBACK's: -2 when logging on a log that ends before it)
 EXPIRE = (
     _PARSE
     + _held(3, "-1")
     + """
+if ARGV[3] == '1' and tonumber(redis.call('HGET', KEYS[3], 'log_last') or '0') < tonumber(ARGV[6])
+then return -2 end
 local now = tonumber(ARGV[1])
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1], 'LIMIT', 0, ARGV[2])
 local n = 0

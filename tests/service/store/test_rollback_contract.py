@@ -50,3 +50,15 @@ async def test_record_saves_and_deletes_are_counted_and_a_new_epoch_raises_the_c
     assert await store.changes() == start + 10
     await store.new_epoch(changes=0)  # never back
     assert await store.changes() == start + 10
+
+
+async def test_expiry_logged_on_a_log_behind_what_was_seen_is_refused_untouched(
+    store: Store,
+) -> None:
+    await store.hold_model("m")
+    await store.put_events("m", [("e1", "p")], now=T0, ttl_seconds=1)
+    with pytest.raises(StoreBehind):
+        await store.expire_events("m", now=T0 + 5, limit=10, log=True, seen=3)
+    assert await store.pending_count("m") == 1 and (await store.log_bounds("m")).last == 0
+    # without logging no offset is given out: nothing to refuse
+    assert await store.expire_events("m", now=T0 + 5, limit=10, log=False, seen=3) == 1
