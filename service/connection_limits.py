@@ -15,8 +15,10 @@ request into a 503.  :class:`GuardedHttp` instead:
 * caps open connections at ``max_connections`` and at ``max_connections_per_peer`` per
   client address.  A connection over a cap displaces the longest-waiting connection
   that is idle, still sending headers or still sending a body (of that peer, for the
-  per-peer cap), if it has waited :data:`DISPLACE_AFTER_SECONDS`; otherwise the new
-  connection's request is read and answered 503 (``Retry-After: 1``), so a burst over
+  per-peer cap), if it has waited :data:`DISPLACE_AFTER_SECONDS` (a request carrying a
+  configured API key: :data:`KEYED_DISPLACE_AFTER_SECONDS`, checked when its headers
+  are complete); otherwise the new connection's request is read and answered 503
+  (``Retry-After: 1``), so a burst over
   the cap is served up to it and refused beyond.  Connections in a request that is being
   answered are never displaced, so clients that send whole requests keep being served
   while slow sockets churn;
