@@ -156,6 +156,7 @@ class GuardedHttp(HttpToolsProtocol):  # type: ignore[misc]
     peer = ""
     _deadline: asyncio.TimerHandle | None = None
     _header_bytes = 0
+    _armed = 0  # header waits begun: a new one restarts the header byte count
     _counted = False
     _over = False
 
@@ -179,6 +180,7 @@ class GuardedHttp(HttpToolsProtocol):  # type: ignore[misc]
 
     def _to_headers(self) -> None:
         self._header_bytes = 0
+        self._armed += 1
         self._enter(HEADERS, self._settings.header_timeout_seconds)
 
     def _deadline_passed(self) -> None:
@@ -249,12 +251,13 @@ class GuardedHttp(HttpToolsProtocol):  # type: ignore[misc]
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
-        if self.phase == HEADERS and not self.transport.is_closing():
+        armed = self._armed
+        super().data_received(data)
+        # bytes that left the headers incomplete count (not a body that came with them)
+        if self.phase == HEADERS and self._armed == armed and not self.transport.is_closing():
             self._header_bytes += len(data)
             if self._header_bytes > MAX_HEADER_BYTES:
                 self.transport.close()
-                return
-        super().data_received(data)
 
     # parser callbacks --------------------------------------------------------------------
 

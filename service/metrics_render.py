@@ -76,17 +76,19 @@ class ExpositionRenderer:
                 f"# HELP {family} {_help(metric._documentation)}\n# TYPE {family} {kind}\n"
             )
             if names:
+                # one list, no tuple per child: the garbage collector tracks every container
+                # made here, and 10,000 models' worth would set off full collections
                 with metric._lock:
-                    children = list(metric._metrics.items())
+                    children = list(metric._metrics.values())
             else:
-                children = [((), metric)]  # an unlabelled metric holds its own value
-            for values, child in children:
+                children = [metric]  # an unlabelled metric holds its own value
+            for child in children:
                 label = labels.get(child)
                 if label is None:
-                    label = self._label_text(names, values)
+                    label = self._label_text(names, child._labelvalues)
                 labels_seen[child] = label
                 if kind == "histogram":
-                    parts.append(self._histogram(histograms, name, label, values, child))
+                    parts.append(self._histogram(histograms, name, label, child))
                     continue
                 # the value without its lock: a float read is atomic, a scrape may lag
                 value = child._value._value
@@ -100,7 +102,6 @@ class ExpositionRenderer:
         out: dict[_HistogramKey, tuple[float, float, str]],
         name: str,
         label: str,
-        values: tuple[str, ...],
         child: Any,
     ) -> str:
         # every observation changes the sum or, for an amount of 0, the first bucket

@@ -41,11 +41,10 @@ def build_figure(report: dict[str, Any]) -> Any:
     plots_height = 3.4 + 0.55 * n
     notes_height = 0.2 + 0.14 * len(notes) if notes else 0.0
     fig = plt.figure(figsize=(11.0, plots_height + notes_height), dpi=100, layout="constrained")
+    top: Any = fig
     if notes:
-        top, bottom = fig.subfigures(2, 1, height_ratios=[plots_height, notes_height])
+        top, bottom = fig.subfigures(2, 1, height_ratios=[plots_height, notes_height])  # type: ignore[misc]
         bottom.text(0.01, 0.95, "\n".join(notes), fontsize=7, va="top", ha="left")
-    else:
-        top = fig
     left, right = top.subplots(1, 2, gridspec_kw={"width_ratios": [1.1, 1.0]})
     left.axvspan(*logged["value_ci95"], color="0.85")
     left.axvline(logged["value"], color="0.4", lw=1)
@@ -78,7 +77,7 @@ def build_figure(report: dict[str, Any]) -> Any:
     right.set_title("learning on the log as it arrives", fontsize=10)
     right.legend(fontsize=8, loc="best")
     right.grid(True, alpha=0.3)
-    handles = [
+    handles: list[Any] = [
         Line2D([], [], marker="o", ls="", color=f"C{i}", label=label)
         for i, (_, label) in enumerate(_ESTIMATES)
     ]

@@ -19,7 +19,6 @@ not touch the store.
 from __future__ import annotations
 
 import asyncio
-import gc
 import gzip
 import sys
 import time
@@ -62,15 +61,10 @@ class CachedExposition:
     def _render(self) -> bytes:
         started = time.perf_counter()
         sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
-        # the rendering allocates many short-lived, acyclic objects: without this they
-        # would set off full collections that pause the event loop too
-        gc_was_enabled = gc.isenabled()
-        gc.disable()
-        try:
-            body = self.renderer.render()
-        finally:
-            if gc_was_enabled:
-                gc.enable()
+        # the garbage collector stays on: the renderer makes few tracked containers, and
+        # turning it off (process-wide) would let the event loop's garbage pile up into a
+        # full collection when it came back on
+        body = self.renderer.render()
         # compressed here, off the request path (zlib lets go of the interpreter): 10,000
         # models are about 60 MB of text and 3 MB of gzip
         self.gzipped = gzip.compress(body, compresslevel=1, mtime=0)
