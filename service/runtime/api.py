@@ -37,7 +37,14 @@ from service.runtime.operator import OperatorWrites
 from service.runtime.policy import Policy
 from service.runtime.replay import column_payloads, decision_payload, feedback_json, read_decision
 from service.runtime.snapshot import ServedSnapshot
-from service.store import CheckpointInfo, EventLookup, ModelGone, Store, StoreUnavailable
+from service.store import (
+    CheckpointInfo,
+    EventLookup,
+    ModelGone,
+    Store,
+    StoreBehind,
+    StoreUnavailable,
+)
 
 log = logging.getLogger("banditree.service")
 
@@ -63,12 +70,14 @@ class ModelRuntime(OperatorWrites):
         last_checkpoint: CheckpointInfo | None = None,
         wake_learner: Callable[[], None] | None = None,
         on_gone: Callable[[], None] | None = None,
+        on_behind: Callable[[str, str], None] | None = None,
     ) -> None:
         self.name, self.uid = name, uid
         self.policy, self.store, self.metrics = policy, store, metrics
         self.served = ServedSnapshot(self, learner, last_checkpoint)
         self.wake_learner = wake_learner  # work for this process's learner: look now
         self.on_gone = on_gone  # the store no longer holds the model: deleted, or data lost
+        self.on_behind = on_behind  # (name, uid): the store came back from an older snapshot
         self.log_last = last_checkpoint.offset if last_checkpoint else 0
         self.decisions_total = 0  # as last seen in the store, plus this process's since
         self._leaves_sum, self._leaves_count = 0.0, 0
@@ -172,12 +181,15 @@ class ModelRuntime(OperatorWrites):
                 detail = str(err) if field == "loss" else f"{err} (computed from {field})"
                 raise InvalidRequest(detail, err.field) from None
             claimed = await self.store.append_feedback(
-                self.name, event_id, feedback_json(feedback), now=time.time()
-            )
+                self.name, event_id, feedback_json(feedback), now=time.time(),
+                seen=self.log_last,
+            )  # fmt: skip
         except StoreUnavailable as err:
             log.error("model %s could not log feedback %s: %s", self.name, event_id, err)
             if isinstance(err, ModelGone) and self.on_gone is not None:
                 self.on_gone()
+            if isinstance(err, StoreBehind) and self.on_behind is not None:
+                self.on_behind(self.name, self.uid)
             raise Unavailable(_UNAVAILABLE) from None
         if claimed.status != "claimed":
             raise self._refuse(claimed, event_id)
@@ -191,7 +203,14 @@ class ModelRuntime(OperatorWrites):
         """Expire overdue decisions; those of a model with a default loss go to the log."""
         logged = self.policy.default_loss is not None
         await self.refresh_bounds()
-        expired = await self.store.expire_events(self.name, now=now, limit=1000, log=logged)
+        try:
+            expired = await self.store.expire_events(
+                self.name, now=now, limit=1000, log=logged, seen=self.log_last
+            )
+        except StoreBehind:
+            if self.on_behind is not None:
+                self.on_behind(self.name, self.uid)
+            raise
         if expired:
             self.metrics.expired.inc(expired)
             if logged and self.wake_learner is not None:
