@@ -7,8 +7,6 @@ from pathlib import Path
 
 import typer
 
-from service.settings import SettingsError, load_settings
-
 
 def register(app: typer.Typer) -> None:
     """Add the ``serve`` command to the ``banditree`` console app."""
@@ -36,6 +34,7 @@ def register(app: typer.Typer) -> None:
         import uvicorn
 
         from service.connection_limits import GuardedHttp
+        from service.settings import SettingsError, load_settings
 
         given = (("host", host), ("port", port), ("workers", workers), ("role", role))
         overrides = {k: v for k, v in given if v is not None}

@@ -1,6 +1,7 @@
 """One error model for every 4xx/5xx answer, the handlers that produce it, its OpenAPI entries.
 
-Every error body is :class:`ErrorPublic`: ``detail`` (a message naming the field and the
+The domain (registry and runtimes) raises :mod:`service.domain_errors`; this module alone
+maps them to HTTP (:data:`DOMAIN_STATUS`).  Every error body is :class:`ErrorPublic`: ``detail`` (a message naming the field and the
 bound), ``field`` (the request field at fault, or null) and, for 422 validation errors,
 ``errors`` (one entry per bad field).  A store that cannot be reached (Redis refusing or
 timing out, SQLite locked, a file system error) answers 503 from one handler here,
@@ -25,6 +26,16 @@ from starlette.exceptions import HTTPException
 from starlette.routing import compile_path
 
 from banditree.learners import InvalidInput
+from service.domain_errors import (
+    Conflict,
+    DecisionExpired,
+    DomainError,
+    FeedbackDuplicate,
+    InvalidRequest,
+    NotFound,
+    Unavailable,
+    UnknownDecision,
+)
 from service.store.base import StoreUnavailable
 
 log = logging.getLogger("banditree.service")
@@ -40,8 +51,25 @@ class ServiceError(Exception):
         self.field = field
 
 
-def model_not_found(name: str) -> ServiceError:
-    return ServiceError(404, f"model {name!r} does not exist", "name")
+#: the HTTP status of each domain error (the nearest class along its MRO wins)
+DOMAIN_STATUS: dict[type[DomainError], int] = {
+    NotFound: 404,
+    UnknownDecision: 404,
+    Conflict: 409,
+    FeedbackDuplicate: 409,
+    DecisionExpired: 410,
+    InvalidRequest: 422,
+    Unavailable: 503,
+}
+
+
+def domain_status(exc: DomainError) -> int:
+    """The status that answers ``exc``: its class's, or its nearest base class's."""
+    for cls in type(exc).__mro__:
+        status = DOMAIN_STATUS.get(cls)
+        if status is not None:
+            return status
+    return 500
 
 
 class FieldError(BaseModel):
@@ -62,10 +90,9 @@ class ErrorPublic(BaseModel):
 #: exceptions that mean "the store is unreachable now", whatever route meets them
 STORE_ERRORS: tuple[type[Exception], ...] = (
     StoreUnavailable,
-    redis.exceptions.ConnectionError,  # BusyLoadingError included
-    redis.exceptions.TimeoutError,
-    redis.exceptions.ReadOnlyError,
-    redis.exceptions.ClusterDownError,
+    # the Redis store maps every failure and error reply to StoreUnavailable itself; a
+    # redis-py error met elsewhere (LOADING, READONLY, OOM, any reply) is the same: 503
+    redis.exceptions.RedisError,
     sqlite3.OperationalError,
     OSError,  # a full disk or a failing file system under the embedded store
 )
@@ -90,13 +117,21 @@ _DESCRIPTIONS = {
 
 
 def error_json(status: int, detail: str, field: str | None = None, **extra: Any) -> JSONResponse:
-    """An :class:`ErrorPublic` answer."""
-    return JSONResponse({"detail": detail, "field": field, **extra}, status_code=status)
+    """An :class:`ErrorPublic` answer; a 503 says when to retry (``Retry-After``)."""
+    headers = {"Retry-After": "1"} if status == 503 else None
+    return JSONResponse(
+        {"detail": detail, "field": field, **extra}, status_code=status, headers=headers
+    )
 
 
 def _service_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ServiceError)
     return error_json(exc.status, exc.detail, exc.field)
+
+
+def _domain_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, DomainError)
+    return error_json(domain_status(exc), exc.detail, exc.field)
 
 
 def _invalid_input(request: Request, exc: Exception) -> JSONResponse:
@@ -106,10 +141,7 @@ def _invalid_input(request: Request, exc: Exception) -> JSONResponse:
 
 def _store_error(request: Request, exc: Exception) -> JSONResponse:
     log.error("%s %s: store unavailable: %r", request.method, request.url.path, exc)
-    headers = {"Retry-After": "1"}
-    response = error_json(503, "the store cannot be reached now; try again", None)
-    response.headers.update(headers)
-    return response
+    return error_json(503, "the store cannot be reached now; try again", None)
 
 
 def _validation_error(request: Request, exc: Exception) -> JSONResponse:
@@ -155,6 +187,7 @@ def _http_error(request: Request, exc: Exception) -> JSONResponse:
 #: exception type -> the handler that answers it (looked up along the exception's MRO)
 ERROR_HANDLERS: dict[type[Exception], Callable[[Request, Exception], JSONResponse]] = {
     ServiceError: _service_error,
+    DomainError: _domain_error,
     InvalidInput: _invalid_input,
     RequestValidationError: _validation_error,
     HTTPException: _http_error,
@@ -197,8 +230,10 @@ def _statuses(route: APIRoute, admin_routes: set[tuple[str, str]]) -> set[int]:
         statuses |= {400, 422}
     if method in ("PUT", "PATCH"):
         statuses.add(409)  # the name is taken, the model cap is reached, or no apprentice
-    if path.endswith("/feedback"):
+    if path.endswith("/feedback") or path.endswith("/activate"):
         statuses |= {409, 410}
+    if path.endswith("/rank"):
+        statuses.add(409)  # the event id given is already used
     if path == "/metrics":
         statuses.add(401)  # with BANDITREE_METRICS_KEY set
     if path == "/readyz":

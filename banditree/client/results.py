@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from banditree.core.codec import public_fields
+
 
 @dataclass(frozen=True)
 class PredictResult:
@@ -23,17 +25,29 @@ class PredictResult:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PredictResult:
-        probes = data.get("probes")
+        """Read a public answer (:func:`banditree.core.codec.public_fields`)."""
+        return cls(**public_fields(data))
+
+
+@dataclass(frozen=True)
+class RankResult:
+    """One ranking: ``reward_action_id`` to show, every candidate's ``(id, probability)``
+    (the one to show first, excluded ones last at 0), the ``event_id`` to reward."""
+
+    event_id: str
+    model_version: int
+    reward_action_id: str
+    ranking: tuple[tuple[str, float], ...]
+    logged: bool = True
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RankResult:
         return cls(
             event_id=str(data["event_id"]),
             model_version=int(data.get("model_version", 0)),
-            leaf=data.get("leaf"),
-            action=data.get("action"),
-            probability=data.get("probability"),
-            greedy_action=data.get("greedy_action"),
-            value=data.get("value"),
-            greedy_value=data.get("greedy_value"),
-            probes=None if probes is None else (float(probes[0]), float(probes[1])),
+            reward_action_id=str(data["reward_action_id"]),
+            ranking=tuple((str(r["id"]), float(r["probability"])) for r in data["ranking"]),
+            logged=bool(data.get("logged", True)),
         )
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from banditree.cli import app as cli
 from banditree.client import Client
 from banditree.logs import LogWriter, read_log
+from banditree_cli import app as cli
 from tests.service.live_server import LiveServer
 
 FORMATS = ("ndjson", "parquet", "csv")
