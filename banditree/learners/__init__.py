@@ -6,6 +6,7 @@ from banditree.learners.apprentice import Apprentice, caller_defaults
 from banditree.learners.config import LearnerConfig
 from banditree.learners.decision_columns import DecisionColumns
 from banditree.learners.factory import build_learner, known_kinds, register_model, restore_learner
+from banditree.learners.featured import FeaturedLearner
 from banditree.learners.gradient_bandit import GradientBandit
 from banditree.learners.uniform import UniformRandom
 from banditree.learners.validation import InvalidInput
@@ -14,6 +15,7 @@ __all__ = [
     "Apprentice",
     "Decision",
     "DecisionColumns",
+    "FeaturedLearner",
     "Feedback",
     "GradientBandit",
     "InvalidInput",

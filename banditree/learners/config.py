@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from banditree.features import FeatureSchema
 from banditree.models.dgt.tree_ops import MAX_HEIGHT
 
 #: Largest number of parameters one learner may hold.
@@ -236,6 +237,13 @@ class LearnerConfig(BaseModel):
     target_scale: float = Field(1.0, gt=0.0)
     seed: int = Field(0, ge=0, le=2**63 - 1)
     options: dict[str, Any] = Field(default_factory=dict, description="family-specific settings")
+    features: dict[str, Any] | None = Field(
+        None,
+        description=(
+            "named features (banditree.features.FeatureSchema): contexts are JSON objects "
+            "encoded to n_features columns (derived from the schema; leave n_features out)"
+        ),
+    )
     mode: Literal["online", "apprentice"] = Field(
         "online",
         description=(
@@ -244,8 +252,30 @@ class LearnerConfig(BaseModel):
         ),
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _feature_width(cls, data: Any) -> Any:
+        """With ``features``, ``n_features`` is the encoded width (a given one must match)."""
+        if not isinstance(data, dict) or data.get("features") is None:
+            return data
+        schema = FeatureSchema.model_validate(data["features"])
+        given = data.get("n_features")
+        if given is not None and given != schema.width:
+            raise ValueError(
+                f"n_features: the features encode to {schema.width} columns, got {given} "
+                "(leave n_features out with features)"
+            )
+        return {**data, "features": schema.to_json(), "n_features": schema.width}
+
+    @property
+    def feature_schema(self) -> FeatureSchema | None:
+        """The parsed ``features`` schema, or None for float-list contexts."""
+        return None if self.features is None else FeatureSchema.model_validate(self.features)
+
     @model_validator(mode="after")
     def _check(self) -> LearnerConfig:
+        if self.features is not None and self.mode == "apprentice":
+            raise ValueError("mode apprentice does not take features yet")
         if self.mode == "apprentice" and "reward_link" not in self.model_fields_set:
             # an apprentice sees one action per context, the caller's: through the sigmoid the
             # unplayed actions keep their prior, and its greedy choice agrees with the default

@@ -18,6 +18,7 @@ from banditree.explore import make_explorer
 from banditree.learners.apprentice import Apprentice
 from banditree.learners.base import Learner, Tensors
 from banditree.learners.config import LearnerConfig
+from banditree.learners.featured import FeaturedLearner
 from banditree.learners.gradient_bandit import GradientBandit
 from banditree.learners.ridge import PerActionRidge
 from banditree.learners.uniform import UniformRandom
@@ -133,6 +134,10 @@ def build_learner(
 
 def _build_fresh(config: LearnerConfig | dict[str, Any]) -> Learner:
     c = config if isinstance(config, LearnerConfig) else LearnerConfig.model_validate(config)
+    schema = c.feature_schema
+    if schema is not None:  # the encoder in front of a learner of the encoded width
+        inner = _build_fresh(c.model_copy(update={"features": None}))
+        return FeaturedLearner(inner, schema, c.model_dump(mode="json"))
     stored = c.model_dump(mode="json")
     if c.kind == "random":
         if c.task != "classification" or c.n_actions is None:
