@@ -161,6 +161,13 @@ class VWPolicy:
         shared = "shared |s " + " ".join([f"f{j}:{v!r}" for j, v in enumerate(row) if v != 0.0])
         return [shared, *self._action_lines]
 
+    def example_of(self, features: str) -> VWExample:
+        """:meth:`example` of VW feature text given whole (``f0:1.5 f3=2``: categories
+        as one-hot names)."""
+        if not self.adf:
+            return f"| {features}"
+        return [f"shared |s {features}", *self._action_lines]
+
     def pmf(self, example: VWExample) -> np.ndarray:
         """VW's probability of each action (action order)."""
         pmf = np.asarray(self.vw.predict(example), dtype=np.float64)
