@@ -19,6 +19,7 @@ import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from banditree.learners import Decision, DecisionColumns, Feedback, InvalidInput, Learner
 from banditree.persistence import dumps, loads
@@ -110,7 +111,7 @@ class ModelRuntime:
         return max(0, self.log_last - self.served.offset)
 
     # -- predict ---------------------------------------------------------------------
-    async def predict(self, contexts: list[list[float]]) -> tuple[list[Decision], bool]:
+    async def predict(self, contexts: list[Any]) -> tuple[list[Decision], bool]:
         """Decide for the one context of ``contexts`` and store the decision:
         ``([decision], logged)``.  A batch goes through :meth:`predict_columns`."""
         started = time.perf_counter()
@@ -121,7 +122,7 @@ class ModelRuntime:
         explored = sum(d.explored for d in decisions)
         return decisions, await self._store(events, explored, leaves, started)
 
-    async def predict_columns(self, contexts: list[list[float]]) -> tuple[DecisionColumns, bool]:
+    async def predict_columns(self, contexts: list[Any]) -> tuple[DecisionColumns, bool]:
         """:meth:`predict` of a batch, its decisions held column by column (no object per row)."""
         started = time.perf_counter()
         columns = self.learner.act_columns(contexts, new_event_ids(len(contexts)))
