@@ -60,6 +60,9 @@ def learner_config(
         "n_features": dataset.n_features,
         "seed": seed,
     }
+    if dataset.schema is not None:  # named features: the schema sets the width
+        del config["n_features"]
+        config["features"] = dataset.schema
     if height is not None:
         config["height"] = height
     if learning_rate is not None:

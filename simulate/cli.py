@@ -24,7 +24,9 @@ def _choice(value: str | None, allowed: tuple[str, ...], option: str) -> str | N
 
 def simulate_command(
     data: str = typer.Argument(
-        ..., help="A .tsv.gz/.csv/.npz file, a bundled dataset name, or 'obd' (logged)."
+        ...,
+        help="A .csv/.tsv (plain or .gz), .parquet or .npz file, a bundled dataset name, or "
+        "'obd' (logged).",
     ),
     model: str | None = typer.Option(
         None,
@@ -37,6 +39,12 @@ def simulate_command(
     ),
     label: str | None = typer.Option(
         None, "--label", help="Label column (CSV; TSV default 'target')."
+    ),
+    categorical: str = typer.Option(
+        "", "--categorical", help="Comma list of feature columns holding integer-coded categories."
+    ),
+    schema: Path | None = typer.Option(
+        None, "--schema", help='Schema file: {"features": {column: type or spec}, "label": ...}.'
     ),
     task: str = typer.Option("auto", "--task", help="auto, classification or regression."),
     split: int = typer.Option(0, "--split", help="Split 0..4 of a bundled regression set."),
@@ -179,6 +187,8 @@ def simulate_command(
                 model=model,
                 out=out,
                 label=label,
+                categorical=tuple(c.strip() for c in categorical.split(",") if c.strip()),
+                schema=schema,
                 task=cast(Literal["auto", "classification", "regression"], task),
                 split=split,
                 height=height,

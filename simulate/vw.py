@@ -111,6 +111,8 @@ class VowpalWabbitAgent:
     def learn(self, decision: Decision, feedback: Feedback) -> bool:
         if decision.action is None or feedback.loss is None:
             raise ValueError("the VW baseline learns from an action and a single loss")
+        if isinstance(decision.context, dict):
+            raise ValueError("the VW baseline reads numeric contexts")
         self.bandit.learn(
             vw_line(decision.context), decision.action, decision.propensity, feedback.loss
         )

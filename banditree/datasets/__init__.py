@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -58,6 +59,9 @@ class Dataset:
     X_test: FloatArray
     y_test: np.ndarray
     feature_names: tuple[str, ...] = ()
+    #: a feature schema (:class:`banditree.features.FeatureSchema` JSON) when the rows
+    #: hold raw values (strings, booleans, None for a missing cell) in an object array
+    schema: dict[str, Any] | None = None
 
     @property
     def n_features(self) -> int:
