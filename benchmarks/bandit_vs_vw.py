@@ -72,6 +72,10 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "no_clip": {"context_clip": 0.0},
     # the ridge whatever the width (a schema's one-hot columns can pass RIDGE_AUTO_MAX)
     "ridge": {"linear_update": "ridge"},
+    # --categorical: vocabularies of at most 16 / 32 values per feature (default 64)
+    "categories16": {"schema_max_categories": 16},
+    "categories32": {"schema_max_categories": 32},
+    "categories16_ridge": {"schema_max_categories": 16, "linear_update": "ridge"},
     # the default two stops ago: the ridge alone, SquareCB at gamma scale 10 (VW's)
     "ridge_gamma10": {"ridge_mix_rate": 0.0, "explorer": "squarecb", "explorer_parameter": 10.0},
     # each change alone (14 sets x 3 seeds, geometric mean of loss / best VW, coil2000's
@@ -194,10 +198,12 @@ def run_banditree(
     x, y, _ = stream(ds, seed, max_rounds)
     rows: Any = x
     test: Any = ds.X_test
+    overrides = dict(overrides)
+    max_categories = overrides.pop("schema_max_categories", None)
     config = {"n_features": ds.n_features, "n_actions": ds.n_classes, **overrides, "seed": seed}
     if categorical:
         config.pop("n_features")
-        config.setdefault("features", categorical_sets.schema_json(ds))
+        config.setdefault("features", categorical_sets.schema_json(ds, max_categories))
         rows, test = categorical_sets.contexts(ds, x), categorical_sets.contexts(ds, ds.X_test)
     learner = build_learner(config)
     losses: list[float] = []

@@ -225,6 +225,13 @@ class PredictCreate(BaseModel):
     default_action: Annotated[int, Field(strict=True, ge=0)] | None = Field(
         None, description="apprentice mode: the action the caller's own rule would play"
     )
+    explain: bool = Field(
+        False,
+        description=(
+            "models with features whose kind is dgt: each decision also gets 'explanation', "
+            "its leaf's path as named conditions"
+        ),
+    )
     default_actions: (
         Annotated[
             list[Annotated[int, Field(strict=True, ge=0)]], Field(max_length=MAX_BATCH_LENGTH)
@@ -266,6 +273,9 @@ class DecisionPublic(BaseModel):
     value: float | None = None
     greedy_value: float | None = None
     probes: list[float] | None = None
+    explanation: list[str] | None = Field(
+        None, description="with explain: the leaf's path as named conditions, root first"
+    )
 
 
 class DecisionBatchPublic(BaseModel):

@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 
 from banditree.features import FeatureEncoder, FeatureSchema, InvalidInput
+from banditree.features.export import FORMAT as NAMED_FORMAT
+from banditree.features.export import ReferenceEvaluator, export_tree
 from banditree.learners.base import Learner, Tensors
 from banditree.learners.decision_columns import DecisionColumns
 from banditree.learners.gradient_bandit import GradientBandit
@@ -23,6 +25,7 @@ from banditree.learners.records import Decision, Feedback
 
 #: prefix of the encoder's tensors in a checkpoint
 PREFIX = "features."
+TREE_FORMAT = "banditree.hard_tree/v1"
 
 
 class FeaturedLearner(Learner):
@@ -36,6 +39,7 @@ class FeaturedLearner(Learner):
         self.task, self.n_actions, self.seed = inner.task, inner.n_actions, inner.seed
         self.n_features = inner.n_features
         self._config = dict(config)
+        self._named: tuple[int, dict[str, Any]] | None = None  # export_model of a version
 
     @property
     def schema(self) -> FeatureSchema:
@@ -108,10 +112,29 @@ class FeaturedLearner(Learner):
         return self.inner.counters
 
     def export_model(self) -> dict[str, Any]:
+        """A hard tree: the named document (:func:`banditree.features.export.export_tree`)
+        that :class:`~banditree.features.export.ReferenceEvaluator` runs on raw contexts;
+        another model: its own export with the schema and the column names."""
+        version = self.inner.version
+        if self._named is not None and self._named[0] == version:
+            return self._named[1]
         exported = dict(self.inner.export_model())
+        inner = self.inner
+        if exported.get("format") == TREE_FORMAT and isinstance(inner, GradientBandit):
+            mean, inv_scale, clip = inner.served_scaling()
+            exported = export_tree(exported, self.encoder, mean, inv_scale, clip)
         exported["features"] = self.schema.to_json()
         exported["columns"] = self.encoder.columns()
+        self._named = (version, exported)
         return exported
+
+    def explain(self, context: Mapping[str, Any]) -> list[str]:
+        """The served leaf's path for ``context`` as named conditions (a hard tree only)."""
+        document = self.export_model()
+        if document.get("format") != NAMED_FORMAT:
+            raise InvalidInput("explain", "is for models whose kind is a single tree (dgt)")
+        self.encoder.encode(_as_mapping(context, "context"))  # a bad context: its 4xx
+        return ReferenceEvaluator(document).explain(context)
 
     def state(self) -> tuple[Tensors, dict[str, Any]]:
         tensors, meta = self.inner.state()

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.datastructures import State
 
-from banditree.learners import Decision, DecisionColumns, Feedback
+from banditree.learners import Decision, DecisionColumns, FeaturedLearner, Feedback, Learner
 from service.deps import ModelName
 from service.errors import ServiceError
 from service.registry import ModelRegistry
@@ -80,6 +80,20 @@ def columns_public(columns: DecisionColumns) -> list[dict[str, Any]]:
     return rows
 
 
+def _explanations(learner: Learner, body: PredictCreate) -> list[list[str]]:
+    """Each context's leaf path as named conditions (models with features, single trees)."""
+    if not isinstance(learner, FeaturedLearner):
+        raise ServiceError(422, "explain needs a model created with 'features'", "explain")
+    contexts = [body.context] if body.context is not None else list(body.contexts or [])
+    return [learner.explain(_named(c)) for c in contexts]
+
+
+def _named(context: Any) -> dict[str, Any]:
+    if not isinstance(context, dict):
+        raise ServiceError(422, "must be an object of named features", "context")
+    return context
+
+
 async def decide(state: State, name: str, body: PredictCreate) -> bytes:
     """The JSON answer of a predict: the route and the fast path (:mod:`service.hot_path`)."""
     settings: Settings = state.settings
@@ -92,6 +106,8 @@ async def decide(state: State, name: str, body: PredictCreate) -> bytes:
         )  # fmt: skip
     defaults = body.defaults()  # checked, and played, only where the model takes them
     content: dict[str, Any]
+    # explained before deciding, with no await between: the same snapshot decides
+    explained = _explanations(runtime.learner, body) if body.explain else None
     if body.context is not None:
         decisions, logged = await apprentice_predict(
             runtime, [body.context], defaults, runtime.predict
@@ -102,6 +118,9 @@ async def decide(state: State, name: str, body: PredictCreate) -> bytes:
             runtime, body.contexts or [], defaults, runtime.predict_columns
         )
         content = {"decisions": columns_public(columns)}
+    if explained is not None:
+        for row, why in zip(content.get("decisions", [content]), explained, strict=True):
+            row["explanation"] = why
     if not logged:  # the store is away: answered from memory, feedback cannot be taken
         content["logged"] = False
     # the same compact JSON as JSONResponse, encoded by orjson (a fraction of the time)

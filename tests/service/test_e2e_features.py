@@ -61,6 +61,19 @@ def test_json_contexts_learn_refuse_by_field_and_survive_a_restart(
             answer = http.post("/v1/models/m/predict", json=body)
             assert 400 <= answer.status_code < 500, (body, answer.text)
             assert field in answer.text, (field, answer.text)
+        explained = http.post(
+            "/v1/models/m/predict", json={"context": context(r), "explain": True}
+        ).json()
+        assert len(explained["explanation"]) == 6 and "> 0" in explained["explanation"][0]
+        explained_batch = http.post(
+            "/v1/models/m/predict", json={"contexts": [context(r)] * 2, "explain": True}
+        ).json()["decisions"]
+        assert explained_batch[0]["explanation"] == explained_batch[1]["explanation"]
+        assert "explanation" not in http.post("/v1/models/m/predict", json={"context": {}}).json()
+        tree = http.get("/v1/models/m/tree").json()["model"]
+        assert tree["format"] == "banditree.named_tree/v1"
+        no = http.post("/v1/models/plain/predict", json={"context": [1.0, 2.0], "explain": True})
+        assert no.status_code == 422 and "explain" in no.text
         refused = http.post("/v1/models/plain/predict", json={"context": {"age": 1}})
         assert 400 <= refused.status_code < 500 and "context" in refused.text
         assert (
