@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -122,6 +122,7 @@ class ReferenceEvaluator:
         flat, x = flatten_context(context), np.zeros(self.width)
         for f in self.doc["encoding"]:
             at, value = f["offset"], flat.get(f["name"])
+            value = cast(Any, value)
             missing = value is None or (isinstance(value, float) and math.isnan(value))
             if f["type"] in ("numeric", "boolean"):
                 if isinstance(value, str):  # boolean words
