@@ -76,6 +76,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "categories16": {"schema_max_categories": 16},
     "categories32": {"schema_max_categories": 32},
     "categories16_ridge": {"schema_max_categories": 16, "linear_update": "ridge"},
+    "categories32_ridge": {"schema_max_categories": 32, "linear_update": "ridge"},
     # the default two stops ago: the ridge alone, SquareCB at gamma scale 10 (VW's)
     "ridge_gamma10": {"ridge_mix_rate": 0.0, "explorer": "squarecb", "explorer_parameter": 10.0},
     # each change alone (14 sets x 3 seeds, geometric mean of loss / best VW, coil2000's

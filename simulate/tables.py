@@ -133,3 +133,19 @@ def with_schema_types(ds: Dataset, types: dict[str, str]) -> Dataset:
     columns = {n: X_train[:, j] for j, n in enumerate(ds.feature_names)}
     schema = schema_from_columns(columns, types).to_json()
     return replace(ds, X_train=X_train, X_test=X_test, schema=schema)
+
+
+def encoded(ds: Dataset) -> Dataset:
+    """A dataset with a schema as the float columns its encoder makes (one-hot categories,
+    missing indicators, imputed numbers), the encoder having learned the training split:
+    what a supervised trainer reads.  The schema stays on the dataset."""
+    from banditree.features import FeatureEncoder, FeatureSchema
+
+    assert ds.schema is not None
+    encoder = FeatureEncoder(FeatureSchema.model_validate(ds.schema))
+    train = list(contexts_of(ds, ds.X_train))
+    for context in train:
+        encoder.update(context)
+    encoder.publish()
+    test = list(contexts_of(ds, ds.X_test))
+    return replace(ds, X_train=encoder.encode_many(train), X_test=encoder.encode_many(test))

@@ -99,3 +99,24 @@ def test_simulate_learns_from_a_string_table_and_reports_the_schema(tmp_path: Pa
     assert stored["features"] == report["features"]
     learned = report["learners"]["dgt"]["test_accuracy"]
     assert learned > 0.85 > report["learners"]["random"]["test_accuracy"]
+
+
+def test_train_reads_a_string_table_and_reports_its_schema(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from banditree.cli import app
+
+    path, out = tmp_path / "d.parquet", tmp_path / "run"
+    frame(800).to_parquet(path)
+    args = ["train", str(path), "--label", "y", "--categorical", "code", "--height", "3"]
+    args += ["--epochs", "30", "--grid", "none", "--out", str(out), "--no-progress"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    report = json.loads((out / "report.json").read_text())
+    assert [f["name"] for f in report["features"]["features"]] == [
+        "age",
+        "country",
+        "premium",
+        "code",
+    ]
+    assert report["test_accuracy"] > 0.9  # the rule is on the country and the boolean
