@@ -48,8 +48,7 @@ class FeaturedLearner(Learner):
     # -- deciding ----------------------------------------------------------------------
     def act(self, context: Any, event_id: str | None = None) -> Decision:
         x = self.encoder.encode(_as_mapping(context, "context"))
-        decision = self.inner.act(x, event_id)
-        return dataclasses.replace(decision, context=context)
+        return _with_context(self.inner.act(x, event_id), context)
 
     # contexts are JSON objects here, not rows of floats
     def act_columns(  # type: ignore[override]
@@ -87,7 +86,7 @@ class FeaturedLearner(Learner):
     def _encoded(self, decision: Decision) -> Decision:
         context = _as_mapping(decision.context, "decision.context")
         x = self.encoder.encode(context, served=False, field="decision.context")
-        return dataclasses.replace(decision, context=tuple(x.tolist()))
+        return _with_context(decision, tuple(x.tolist()))
 
     def check(self, decision: Decision, feedback: Feedback) -> None:
         self.inner.check(self._encoded(decision), feedback)
@@ -149,6 +148,13 @@ class FeaturedLearner(Learner):
         rest = {k: v for k, v in tensors.items() if not k.startswith(PREFIX)}
         self.encoder.load_state(mine, meta["features"])
         self.inner.load_state(rest, meta)
+
+
+def _with_context(decision: Decision, context: Any) -> Decision:
+    """``decision`` with another ``context`` (a frozen record: a new one, fields copied)."""
+    new = object.__new__(Decision)
+    object.__setattr__(new, "__dict__", {**vars(decision), "context": context})
+    return new
 
 
 def _as_mapping(context: Any, field: str) -> Mapping[str, Any]:
