@@ -23,7 +23,7 @@ from banditree.features.encoder import category_key
 from banditree.features.schema import FeatureSchema
 
 #: vocabulary bound of a table's categorical column
-TABLE_MAX_CATEGORIES = 64
+TABLE_MAX_CATEGORIES = 32
 _BOOLEAN_WORDS = {"true", "false", "yes", "no"}
 
 

@@ -19,6 +19,11 @@ MAX_PARAMETERS = 20_000_000
 #: checkpoint at this bound) for which ridge is the default; the largest bundled set
 #: needs 42,250 (optdigits).
 RIDGE_AUTO_MAX = 250_000
+#: :data:`RIDGE_AUTO_MAX` of a config with ``features``: one-hot category columns make
+#: contexts wide, and there the ridge carries the most (``benchmarks/bandit_vs_vw.py
+#: --categorical``, progressive loss against AdaGrad: soybean 0.546 / 0.679, fars 0.233 /
+#: 0.251, kddcup at 16 categories 0.009 / 0.014); the ridge state is 20 MB at this bound
+RIDGE_AUTO_MAX_FEATURES = 2_500_000
 #: Trees of the default regression model, a ``dgt_forest`` whose trees' outputs are
 #: averaged (``benchmarks/bandit_regression.py``, Comp-Activ two-point over the paper's
 #: splits 0-2 and four seed offsets: 3.02 against a single tree's 3.53, whose final
@@ -106,7 +111,8 @@ class LearnerConfig(BaseModel):
             "and linear term learn: adagrad (a gradient step on the whole output) or ridge "
             "(exact online ridge regression of the played reward, O(d^2) a round; the tree "
             "learns the residual); null: ridge where n_actions (n_features + 1)^2 <= "
-            f"{RIDGE_AUTO_MAX:,} and no initial model is given, else adagrad"
+            f"{RIDGE_AUTO_MAX:,} ({RIDGE_AUTO_MAX_FEATURES:,} with features) and no initial "
+            "model is given, else adagrad"
         ),
     )
     ridge_l2: float = Field(
@@ -367,7 +373,8 @@ class LearnerConfig(BaseModel):
         return (
             self.max_importance_weight == 1.0
             and not self.importance_aware
-            and self.n_outputs * (self.n_features + 1) ** 2 <= RIDGE_AUTO_MAX
+            and self.n_outputs * (self.n_features + 1) ** 2
+            <= (RIDGE_AUTO_MAX if self.features is None else RIDGE_AUTO_MAX_FEATURES)
         )
 
     def for_initial_model(self) -> LearnerConfig:
