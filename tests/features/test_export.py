@@ -66,11 +66,14 @@ def test_the_readme_evaluator_reproduces_the_served_decisions() -> None:
     readme = (Path(__file__).parents[2] / "README.md").read_text()
     code = next(b for b in readme.split("```python")[1:] if "def evaluate(doc, context)" in b)
     namespace: dict[str, object] = {}
-    exec(code.split("```")[0], namespace)  # noqa: S102 - the project's own README
+    exec(code.split("```")[0], namespace)  # the project's own README
     evaluate = namespace["evaluate"]
     learner = trained(800)
     document = json.loads(json.dumps(learner.export_model()))
     for ctx in contexts(300, seed=8):
-        ctx = {**ctx, "user.os": ctx.pop("user")["os"]}  # the README's evaluator reads flat contexts
+        ctx = {
+            **ctx,
+            "user.os": ctx.pop("user")["os"],
+        }  # the README's evaluator reads flat contexts
         decision = learner.act(ctx)
         assert evaluate(document, ctx) == (decision.leaf, decision.greedy_action)  # type: ignore[operator]
