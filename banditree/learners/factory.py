@@ -136,7 +136,11 @@ def _build_fresh(config: LearnerConfig | dict[str, Any]) -> Learner:
     c = config if isinstance(config, LearnerConfig) else LearnerConfig.model_validate(config)
     schema = c.feature_schema
     if schema is not None:  # the encoder in front of a learner of the encoded width
-        inner = _build_fresh(c.model_copy(update={"features": None}))
+        # the inner config names what the schema's config resolves (its ridge bound)
+        linear_update = "ridge" if c.uses_ridge else c.linear_update
+        inner = _build_fresh(
+            c.model_copy(update={"features": None, "linear_update": linear_update})
+        )
         return FeaturedLearner(inner, schema, c.model_dump(mode="json"))
     stored = c.model_dump(mode="json")
     if c.kind == "random":
