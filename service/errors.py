@@ -1,6 +1,7 @@
 """One error model for every 4xx/5xx answer, the handlers that produce it, its OpenAPI entries.
 
-Every error body is :class:`ErrorPublic`: ``detail`` (a message naming the field and the
+The domain (registry and runtimes) raises :mod:`service.domain_errors`; this module alone
+maps them to HTTP (:data:`DOMAIN_STATUS`).  Every error body is :class:`ErrorPublic`: ``detail`` (a message naming the field and the
 bound), ``field`` (the request field at fault, or null) and, for 422 validation errors,
 ``errors`` (one entry per bad field).  A store that cannot be reached (Redis refusing or
 timing out, SQLite locked, a file system error) answers 503 from one handler here,
@@ -25,6 +26,16 @@ from starlette.exceptions import HTTPException
 from starlette.routing import compile_path
 
 from banditree.learners import InvalidInput
+from service.domain_errors import (
+    Conflict,
+    DecisionExpired,
+    DomainError,
+    FeedbackDuplicate,
+    InvalidRequest,
+    NotFound,
+    Unavailable,
+    UnknownDecision,
+)
 from service.store.base import StoreUnavailable
 
 log = logging.getLogger("banditree.service")
@@ -40,8 +51,25 @@ class ServiceError(Exception):
         self.field = field
 
 
-def model_not_found(name: str) -> ServiceError:
-    return ServiceError(404, f"model {name!r} does not exist", "name")
+#: the HTTP status of each domain error (the nearest class along its MRO wins)
+DOMAIN_STATUS: dict[type[DomainError], int] = {
+    NotFound: 404,
+    UnknownDecision: 404,
+    Conflict: 409,
+    FeedbackDuplicate: 409,
+    DecisionExpired: 410,
+    InvalidRequest: 422,
+    Unavailable: 503,
+}
+
+
+def domain_status(exc: DomainError) -> int:
+    """The status that answers ``exc``: its class's, or its nearest base class's."""
+    for cls in type(exc).__mro__:
+        status = DOMAIN_STATUS.get(cls)
+        if status is not None:
+            return status
+    return 500
 
 
 class FieldError(BaseModel):
@@ -78,7 +106,7 @@ _HEADERS = {
 _DESCRIPTIONS = {
     400: "The body could not be parsed (nested too deep for the JSON parser).",
     401: "Missing or unknown API key (`Authorization: Bearer <key>`).",
-    403: "The route needs an admin key.",
+    403: "The key lacks the role this route needs (admin; predict; read) or this model.",
     404: "Unknown model, event id or checkpoint version.",
     405: "Method not allowed on this path; `Allow` lists the methods that are.",
     409: "Conflict: the model exists, the model cap is reached, or feedback was already given.",
@@ -97,6 +125,11 @@ def error_json(status: int, detail: str, field: str | None = None, **extra: Any)
 def _service_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ServiceError)
     return error_json(exc.status, exc.detail, exc.field)
+
+
+def _domain_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, DomainError)
+    return error_json(domain_status(exc), exc.detail, exc.field)
 
 
 def _invalid_input(request: Request, exc: Exception) -> JSONResponse:
@@ -155,6 +188,7 @@ def _http_error(request: Request, exc: Exception) -> JSONResponse:
 #: exception type -> the handler that answers it (looked up along the exception's MRO)
 ERROR_HANDLERS: dict[type[Exception], Callable[[Request, Exception], JSONResponse]] = {
     ServiceError: _service_error,
+    DomainError: _domain_error,
     InvalidInput: _invalid_input,
     RequestValidationError: _validation_error,
     HTTPException: _http_error,
@@ -191,14 +225,16 @@ def _statuses(route: APIRoute, admin_routes: set[tuple[str, str]]) -> set[int]:
         statuses.add(422)  # the name does not match its pattern
         if method != "PUT":
             statuses.add(404)
-    if (method, path) in admin_routes:
-        statuses.add(403)
+    if (method, path) in admin_routes or path.startswith("/v1/models/{name}"):
+        statuses.add(403)  # the admin role, or a scoped key without this role or model
     if route.body_field is not None:
         statuses |= {400, 422}
     if method in ("PUT", "PATCH"):
         statuses.add(409)  # the name is taken, the model cap is reached, or no apprentice
     if path.endswith("/feedback"):
         statuses |= {409, 410}
+    if path == "/metrics":
+        statuses.add(401)  # with BANDITREE_METRICS_KEY set
     if path == "/readyz":
         statuses.add(503)
     return statuses

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 import orjson
@@ -20,7 +19,16 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from banditree.learners import LearnerConfig
-from banditree.supervised.model_file import MAX_FILE_BYTES, base64_length
+from banditree.learners.config import defaults as config_defaults
+from banditree.learners.config import rules as config_rules
+from banditree.models.dgt.trained import MAX_FILE_BYTES, base64_length
+from service.schema_parts import (
+    MAX_OPTIONS_DEPTH,
+    exactly_one_of,
+    flat_fields,
+    one_of_schema,
+    options_depth,
+)
 
 #: A JSON number that is finite (``NaN``/``Infinity`` and strings are refused).
 FiniteNumber = Annotated[float, Field(strict=True, allow_inf_nan=False)]
@@ -57,62 +65,14 @@ Context = Annotated[
         }
     ),
 ]
-#: Deepest nesting of lists and objects inside a model's free-form ``options``.
-MAX_OPTIONS_DEPTH = 8
 #: Largest ``options`` object, in bytes of compact JSON.
 MAX_OPTIONS_BYTES = 16_384
-
-
-def options_depth(value: Any) -> int:
-    """Nesting depth of lists and objects in ``value`` (a scalar is 0), without recursion."""
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        children = (
-            item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
-        )
-        if children is None:
-            continue
-        deepest = max(deepest, depth)
-        if deepest > MAX_OPTIONS_DEPTH:
-            return deepest  # deep enough to refuse: stop walking
-        stack.extend((child, depth + 1) for child in children)
-    return deepest
-
-
-def exactly_one_of(data: Any, names: tuple[str, ...]) -> Any:
-    """Refuse a body that gives none, several, or a null of the alternatives ``names``."""
-    if not isinstance(data, dict):
-        return data  # the type error is reported by field validation
-    given = [name for name in names if name in data]
-    nulls = [name for name in given if data[name] is None]
-    if nulls:
-        raise ValueError(f"{nulls[0]} must not be null; leave it out instead")
-    if len(given) != 1:
-        quoted = ", ".join(repr(n) for n in names[:-1]) + f" or {names[-1]!r}"
-        raise ValueError(f"give exactly one of {quoted}, got {given}")
-    return data
-
-
-def one_of_schema(names: tuple[str, ...]) -> Callable[[dict[str, Any]], None]:
-    """JSON-schema edit: the alternatives are non-null and exactly one is required."""
-
-    def edit(schema: dict[str, Any]) -> None:
-        for name in names:
-            prop = schema["properties"][name]
-            options = [o for o in prop.pop("anyOf", []) if o.get("type") != "null"]
-            if options:
-                prop.update(options[0])
-            prop.pop("default", None)
-        schema["oneOf"] = [{"required": [name]} for name in names]
-
-    return edit
 
 
 class ModelPolicy(BaseModel):
     """Per-model service settings; unset fields fall back to the server settings."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     checkpoint_every_updates: int | None = Field(None, ge=1, le=10**9)
     checkpoint_every_seconds: float | None = Field(None, gt=0.0, le=7 * 86400)
@@ -120,14 +80,15 @@ class ModelPolicy(BaseModel):
     default_loss: FiniteNumber | None = None
 
 
-class ModelCreate(ModelPolicy, LearnerConfig):
-    """Body of ``PUT /v1/models/{name}``: the learner config plus the service policy.
+class ModelCreate(flat_fields("ModelFields", LearnerConfig, ModelPolicy)):  # type: ignore[misc]
+    """Body of ``PUT /v1/models/{name}``: a learner config, the service policy, a warm start.
 
-    Strict: ``true``, ``"4"`` or ``4.0`` is not an integer; ``options`` is bounded in
-    nesting depth and size.
+    Flat on the wire (every field of :class:`LearnerConfig` and :class:`ModelPolicy`
+    side by side); :meth:`split` gives the two records.  Strict: ``true``, ``"4"`` or
+    ``4.0`` is not an integer; ``options`` is bounded in nesting depth and size.
     """
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     options: dict[str, Any] = Field(
         default_factory=dict,
@@ -154,6 +115,16 @@ class ModelCreate(ModelPolicy, LearnerConfig):
         max_length=base64_length(MAX_FILE_BYTES),
         description="base64 of a 'banditree train' model.safetensors: the model starts from it",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _feature_width(cls, data: Any) -> Any:
+        return config_defaults.feature_width(data)  # with features: n_features derived
+
+    @model_validator(mode="after")
+    def _config_rules(self) -> ModelCreate:
+        config_rules.check(self)  # the config's rules across fields, with its messages
+        return self
 
     def split(self) -> tuple[LearnerConfig, ModelPolicy]:
         """The learner config and the service policy, each holding the fields the body set

@@ -11,10 +11,11 @@ import numpy as np
 
 from banditree import __version__
 from banditree.datasets import Dataset
+from banditree.datasets.sources import TaskChoice, load_source
+from banditree.datasets.tables import contexts_of
 from banditree.learners import build_learner
 from banditree.learners.config import default_kind
 from simulate.agents import full_information_twin, learner_config
-from simulate.data import TaskChoice, load_source
 from simulate.environments import (
     ClassificationEnvironment,
     Environment,
@@ -30,7 +31,6 @@ from simulate.report import (
     write_report,
 )
 from simulate.runner import Agent, SeedTrace, evaluation_rounds, run_stream, stream_order
-from simulate.tables import contexts_of
 from simulate.vw import VowpalWabbitAgent, vowpalwabbit_available, vw_arguments
 
 BASELINES = ("random", "linear", "vw")
@@ -50,7 +50,6 @@ class SimulationOptions:
     schema: Path | None = None
     task: TaskChoice = "auto"
     split: int = 0
-    height: int | None = None
     feedback: FeedbackMode | None = None
     loss: str | None = None
     huber_xi: float = 1.0
@@ -60,17 +59,8 @@ class SimulationOptions:
     seeds: int = 3
     baselines: list[str] = field(default_factory=lambda: list(BASELINES))
     explore: float | None = None
-    explorer: str | None = None
-    explorer_parameter: float | None = None
-    explorer_exponent: float | None = None
-    delta: float | None = None
-    learning_rate: float | None = None
-    accumulate: int | None = None
-    n_trees: int | None = None
-    linear_update: str | None = None
-    ridge_l2: float | None = None
-    ridge_mix_rate: float | None = None
-    context_clip: float | None = None
+    #: learner config fields set on the command line (the rest: the config's defaults)
+    config: dict[str, Any] = field(default_factory=dict)
     vw_learning_rate: float | None = None
     eval_points: int = 12
     log_decisions: bool = False
@@ -125,19 +115,8 @@ def _competitors(
                 kind=kind,
                 dataset=dataset,
                 env=environment,
-                height=options.height,
                 explore=options.explore,
-                explorer=options.explorer,
-                explorer_parameter=options.explorer_parameter,
-                explorer_exponent=options.explorer_exponent,
-                delta=options.delta,
-                learning_rate=options.learning_rate,
-                accumulate=options.accumulate,
-                n_trees=options.n_trees,
-                linear_update=options.linear_update,
-                ridge_l2=options.ridge_l2,
-                ridge_mix_rate=options.ridge_mix_rate,
-                context_clip=options.context_clip,
+                config=options.config,
                 seed=seed,
             )
 
@@ -199,7 +178,7 @@ def _warm_competitor(
     options: SimulationOptions, env: Environment, cfg: Callable[[int], dict[str, Any]]
 ) -> Competitor:
     """``<model>_warm_start``: the model started from a ``banditree train`` file (in process)."""
-    from banditree.supervised.model_file import TrainedTree
+    from banditree.models.dgt.trained import TrainedTree
 
     assert options.warm_start is not None and options.model is not None
     trained = TrainedTree.load(options.warm_start)
@@ -240,11 +219,12 @@ def simulate(options: SimulationOptions) -> dict[str, Any]:
     X_train, X_test = dataset.X_train, dataset.X_test
     if dataset.schema is not None:  # named features: the learners read JSON contexts
         X_train, X_test = contexts_of(dataset, X_train), contexts_of(dataset, X_test)
-    if options.warm_start is not None and options.height is None:
-        from banditree.supervised.model_file import TrainedTree
+    if options.warm_start is not None and "height" not in options.config:
+        from banditree.models.dgt.trained import TrainedTree
 
         # the cold model grows to the warm start's height, so that the two compare
-        options = replace(options, height=TrainedTree.load(options.warm_start).height)
+        height = TrainedTree.load(options.warm_start).height
+        options = replace(options, config={**options.config, "height": height})
     if options.model is None:
         model = "dgt" if options.warm_start is not None else default_kind(dataset.task)
         options = replace(options, model=model)

@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from banditree.core.arrays import FloatArray
 from banditree.features.errors import InvalidInput
-from banditree.models.dgt.tree_ops import FloatArray
 
 __all__ = ["InvalidInput", "as_context", "as_contexts", "check_loss", "context_values"]
 

@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from banditree.models.dgt.tree_ops import FloatArray, IntArray
+from banditree.core.arrays import FloatArray, IntArray
+from banditree.models.limits import MAX_PARAMETERS as MAX_PARAMETERS
 
 Params = dict[str, FloatArray]
 _set_attribute = object.__setattr__

@@ -104,7 +104,7 @@ def test_simulate_learns_from_a_string_table_and_reports_the_schema(tmp_path: Pa
 def test_train_reads_a_string_table_and_reports_its_schema(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from banditree.cli import app
+    from banditree_cli import app
 
     path, out = tmp_path / "d.parquet", tmp_path / "run"
     frame(800).to_parquet(path)

@@ -17,20 +17,12 @@ matrix from it once per height (:func:`banditree.models.dgt.spec.path_matrix`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
-from numpy.typing import NDArray
 
-try:
-    from numpy._core import umath as _umath  # numpy >= 2
-except ImportError:  # pragma: no cover - numpy 1.26
-    from numpy.core import umath as _umath  # type: ignore[no-redef]
-
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
-#: the clip ufunc itself: ``np.clip`` adds Python-level dispatch to every call
-clip_ufunc: np.ufunc = _umath.clip  # type: ignore[attr-defined]
-
-MAX_HEIGHT = 12
+from banditree.core.arrays import FloatArray, IntArray
+from banditree.models.limits import MAX_HEIGHT as MAX_HEIGHT
 
 
 def check_height(height: int) -> int:
@@ -75,3 +67,11 @@ def leaf_from_activations(a: FloatArray, height: int) -> IntArray:
         go_right = np.take_along_axis(a, node[..., None], axis=-1)[..., 0] > 0.0
         node = 2 * node + np.where(go_right, 2, 1)
     return node - ((1 << height) - 1)
+
+
+def effective_weights_np(layers: Sequence[np.ndarray]) -> np.ndarray:
+    """Collapse numpy layer matrices ``[W1, ..., WL]`` into ``WL @ ... @ W1``."""
+    w = layers[0]
+    for layer in layers[1:]:
+        w = layer @ w
+    return w

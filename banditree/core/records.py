@@ -1,0 +1,149 @@
+"""Plain, serialisable records exchanged between a learner and its callers."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+_set_attribute = object.__setattr__
+
+
+@dataclass(frozen=True, init=False)
+class Decision:
+    """One decision, with everything needed to learn from its loss later, elsewhere.
+
+    ``context`` is the raw context as given (before standardisation): a tuple of floats,
+    or, for a learner with a feature schema, the JSON object of named features.  For
+    classification ``action`` and ``propensity`` (the probability the action was
+    played with) are set; for regression ``value`` is the value to play
+    (``greedy_value + delta * perturbation`` for one-point feedback) and ``probes``
+    holds the two values of a two-point query.
+    """
+
+    event_id: str
+    context: tuple[float, ...] | dict[str, Any]
+    model_version: int
+    action: int | None = None
+    propensity: float = 1.0
+    greedy_action: int | None = None
+    value: float | None = None
+    greedy_value: float | None = None
+    perturbation: int = 0
+    probes: tuple[float, float] | None = None
+    leaf: int | None = None
+    explored: bool = False
+    extras: dict[str, float] = field(default_factory=dict)
+
+    def __init__(
+        self,
+        event_id: str,
+        context: tuple[float, ...] | dict[str, Any],
+        model_version: int,
+        action: int | None = None,
+        propensity: float = 1.0,
+        greedy_action: int | None = None,
+        value: float | None = None,
+        greedy_value: float | None = None,
+        perturbation: int = 0,
+        probes: tuple[float, float] | None = None,
+        leaf: int | None = None,
+        explored: bool = False,
+        extras: dict[str, float] | None = None,
+    ) -> None:
+        # the fields in one assignment: a frozen dataclass's own __init__ sets them one
+        # object.__setattr__ at a time, a third of a decision's bookkeeping
+        _set_attribute(
+            self,
+            "__dict__",
+            {
+                "event_id": event_id,
+                "context": context,
+                "model_version": model_version,
+                "action": action,
+                "propensity": propensity,
+                "greedy_action": greedy_action,
+                "value": value,
+                "greedy_value": greedy_value,
+                "perturbation": perturbation,
+                "probes": probes,
+                "leaf": leaf,
+                "explored": explored,
+                "extras": {} if extras is None else extras,
+            },
+        )
+
+    @classmethod
+    def of_action(
+        cls,
+        event_id: str,
+        context: tuple[float, ...] | dict[str, Any],
+        model_version: int,
+        action: int,
+        propensity: float,
+        greedy_action: int,
+        leaf: int | None,
+        extras: dict[str, float],
+    ) -> Decision:
+        """A classification decision (``explored`` when ``action != greedy_action``).
+
+        The constructor called positionally: keyword arguments cost a quarter of a
+        decision's construction, paid on every decision.
+        """
+        return cls(
+            event_id, context, model_version, action, propensity, greedy_action,
+            None, None, 0, None, leaf, action != greedy_action, extras,
+        )  # fmt: skip
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready mapping (round-trips through :meth:`from_dict`)."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Decision:
+        data = dict(data)
+        if not isinstance(data["context"], dict):
+            data["context"] = tuple(float(v) for v in data["context"])
+        if data.get("probes") is not None:
+            lo, hi = data["probes"]
+            data["probes"] = (float(lo), float(hi))
+        data["extras"] = dict(data.get("extras") or {})
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """What the environment reports for a decision.
+
+    * bandit classification / one-point regression: ``loss`` of the played action or value;
+    * two-point regression: ``losses = (loss at value + delta, loss at value - delta)``;
+    * full information (supervised upper bound, tests): ``label``.
+    """
+
+    loss: float | None = None
+    losses: tuple[float, float] | None = None
+    label: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.loss is not None and not math.isfinite(self.loss):
+            raise ValueError(f"loss must be a finite number, got {self.loss}")
+        if self.losses is not None:
+            if len(self.losses) != 2:
+                raise ValueError(f"losses must hold exactly 2 values, got {len(self.losses)}")
+            if not all(math.isfinite(v) for v in self.losses):
+                raise ValueError(f"losses must be finite numbers, got {list(self.losses)}")
+        if self.label is not None and not math.isfinite(self.label):
+            raise ValueError(f"label must be a finite number, got {self.label}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready mapping (round-trips through :meth:`from_dict`)."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Feedback:
+        losses = data.get("losses")
+        return cls(
+            loss=data.get("loss"),
+            losses=None if losses is None else (float(losses[0]), float(losses[1])),
+            label=data.get("label"),
+        )

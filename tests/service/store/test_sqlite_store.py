@@ -1,0 +1,98 @@
+"""The embedded store: one process per data directory, import of the file-based store."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from banditree.learners import build_learner
+from banditree.persistence import dumps, loads
+from service.store import SqliteStore
+from service.store.sqlite import DataDirectoryLocked, UnreadableDataDirectory
+
+pytestmark = pytest.mark.anyio
+
+CONFIG = {"kind": "dgt", "n_features": 3, "n_actions": 2, "accumulate": 1}
+
+
+def _write_file_store(data_dir: Path) -> bytes:
+    """A data directory as the file-based store wrote it: record + two checkpoints."""
+    model_dir = data_dir / "models" / "old"
+    (model_dir / "checkpoints").mkdir(parents=True)
+    learner = build_learner(CONFIG)
+    record = {"uid": "u1", "config": learner.config(), "policy": {}, "created_at": 1.0}
+    (model_dir / "model.json").write_text(json.dumps(record))
+    first = dumps(learner)
+    (model_dir / "checkpoints" / "0000000001-v0.safetensors").write_bytes(first)
+    (model_dir / "checkpoints" / "0000000002-v0.safetensors").write_bytes(first + b"")
+    return first
+
+
+async def test_a_file_store_directory_is_imported_once(tmp_path: Path) -> None:
+    blob = _write_file_store(tmp_path)
+    store = SqliteStore(tmp_path)
+    assert store.imported_models == ["old"]
+    assert json.loads(await store.load_model("old") or "{}")["uid"] == "u1"
+    listed = await store.list_checkpoints("old")
+    assert [(i.sequence, i.version, i.offset) for i in listed] == [(2, 0, 0), (1, 0, 0)]
+    assert loads(await store.load_checkpoint("old", 2) or b"").config() == loads(blob).config()
+    # the next checkpoint continues the sequence
+    token = await store.acquire_lease("old", "h", ttl_seconds=5, now=1.0)
+    assert token is not None
+    info = await store.save_checkpoint(
+        "old", version=1, blob=blob, keep=5, now=2.0, offset=0, acked_at=0.0, token=token
+    )
+    assert info.sequence == 3
+    await store.delete_model("old")
+    await store.close()
+    again = SqliteStore(tmp_path)  # imported once: a deleted model stays deleted
+    assert again.imported_models == [] and await again.load_models() == {}
+    await again.close()
+
+
+async def test_an_unreadable_record_stops_the_start_with_a_way_out(tmp_path: Path) -> None:
+    _write_file_store(tmp_path)
+    (tmp_path / "models" / "old" / "model.json").write_bytes(b"\xff\xfe")
+    with pytest.raises(UnreadableDataDirectory, match="move the directory"):
+        SqliteStore(tmp_path)
+
+
+async def test_one_process_per_data_directory(tmp_path: Path) -> None:
+    first = SqliteStore(tmp_path)
+    with pytest.raises(DataDirectoryLocked, match="BANDITREE_REDIS_URL"):
+        SqliteStore(tmp_path)
+    await first.close()
+    second = SqliteStore(tmp_path)
+    await second.ping()
+    await second.close()
+
+
+def _stored_ids(store: SqliteStore) -> list[str]:
+    with sqlite3.connect(store.path) as db:
+        return [row[0] for row in db.execute("SELECT event_id FROM decisions ORDER BY event_id")]
+
+
+async def test_ids_are_deleted_once_their_tombstone_passes(tmp_path: Path) -> None:
+    """The sweep deletes used, expired and unclaimed ids at their keep-until, not before."""
+    store = SqliteStore(tmp_path)
+    try:
+        await store.hold_model("m")  # a model the store holds: the log takes its feedback
+        t0, ttl = 1_000.0, 10.0
+        await store.put_events(
+            "m", [("a", "pa"), ("b", "pb"), ("c", "pc")], now=t0, ttl_seconds=ttl
+        )
+        await store.put_events("m", [("late", "pl")], now=t0 + 100, ttl_seconds=ttl)
+        await store.put_events("other", [("o", "po")], now=t0, ttl_seconds=ttl)
+        assert (await store.append_feedback("m", "a", "{}", now=t0 + 1)).status == "claimed"
+        assert await store.expire_events("m", now=t0 + ttl + 1, limit=1, log=False) == 1  # b
+        assert await store.expire_events("m", now=t0 + ttl + 2, limit=10, log=False) == 1  # c
+        keep_until = t0 + ttl + 300.0
+        await store.expire_events("m", now=keep_until - 1, limit=0, log=False)
+        assert _stored_ids(store) == ["a", "b", "c", "late", "o"]
+        await store.expire_events("m", now=keep_until, limit=0, log=False)
+        assert _stored_ids(store) == ["late", "o"]  # another model's ids are its own sweep's
+    finally:
+        await store.close()
