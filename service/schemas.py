@@ -200,7 +200,7 @@ class PredictCreate(BaseModel):
         False,
         description=(
             "models with features whose kind is dgt: each decision also gets 'explanation', "
-            "its leaf's path as named conditions"
+            "its leaf's path as named conditions (a list of strings, root first)"
         ),
     )
     default_actions: (
@@ -244,9 +244,6 @@ class DecisionPublic(BaseModel):
     value: float | None = None
     greedy_value: float | None = None
     probes: list[float] | None = None
-    explanation: list[str] | None = Field(
-        None, description="with explain: the leaf's path as named conditions, root first"
-    )
 
 
 class DecisionBatchPublic(BaseModel):
