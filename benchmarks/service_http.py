@@ -20,6 +20,8 @@ bare app plus ``learner.act``; then, interleaved round by round in the same sess
 * ``batch_256``: 256 contexts per request (DGT), in decisions per second;
 * ``predict_with_feedback``, ``tel_with_feedback``: predict under a stream of predict +
   feedback pairs offered at ``--feedback-rate`` pairs per second;
+* ``predict_float20``, ``predict_named20``: a DGT on 20 floats against one on 20 named
+  features (15 numbers, 5 categories) sent as a JSON object;
 * ``two_workers`` (Redis only): ``predict`` on a two-worker server.
 
 Targets (printed as ratios measured in the same run): predict >= 0.85x bare req/s and
@@ -59,6 +61,20 @@ MODELS = {
     # regression, two-point: the default (a 4-tree averaged forest, height 8) and one tree
     "bench-reg": REGRESSION_MODEL,
     "bench-reg-tree": {**REGRESSION_MODEL, "kind": "dgt"},
+    # 20 floats against 20 named features (15 numbers, 5 categories): the encoding's cost
+    "bench-float20": {**MODEL, "n_features": 20},
+    "bench-named20": {
+        "n_actions": 10,
+        "features": {
+            **{f"n{j}": "numeric" for j in range(15)},
+            **{f"c{j}": {"type": "categorical", "max_categories": 8} for j in range(5)},
+        },
+    },
+}
+CONTEXT20 = [float(v) for v in np.linspace(-1.0, 1.0, 20)]
+NAMED20 = {
+    **{f"n{j}": v for j, v in enumerate(CONTEXT20[:15])},
+    **{f"c{j}": f"value{j}" for j in range(5)},
 }
 BARE_PORT, SERVED_PORT, BARE_ACT_PORT, TWO_WORKER_PORT = 18081, 18082, 18083, 18084
 
@@ -82,6 +98,8 @@ async def http_figures(store: str, args: argparse.Namespace, work: Path) -> dict
     if store == "redis":
         env.update(BANDITREE_REDIS_URL=REDIS_URL, BANDITREE_REDIS_PREFIX=prefix)
     single = wrk_script(work, {"context": CONTEXT})
+    float20 = wrk_script(work, {"context": CONTEXT20}, "float20")
+    named20 = wrk_script(work, {"context": NAMED20}, "named20")
     batch = wrk_script(work, {"contexts": BATCH}, "batch")
     processes = [
         start_server("benchmarks._http_load:bare_app", {}, BARE_PORT),
@@ -137,6 +155,12 @@ async def http_figures(store: str, args: argparse.Namespace, work: Path) -> dict
                     used = redis_cpu_seconds() - redis_before
                     figures["redis_cpu_us_per_request"] = 1e6 * used / max(requests, 1.0)
                 add(row, figures)
+            for row, model, script in (("predict_float20", "bench-float20", float20),
+                                       ("predict_named20", "bench-named20", named20)):  # fmt: skip
+                add(
+                    row,
+                    await run_wrk(base + path.format(model), script, seconds, conns, served.pid),
+                )
             figures = await run_wrk(base + path.format("bench"), batch, seconds, conns, served.pid)
             figures["decisions_per_second"] = figures["requests_per_second"] * len(BATCH)
             add("batch_256", figures)
@@ -194,6 +218,9 @@ def add_ratios(result: dict[str, Any]) -> dict[str, Any]:
         "regression_forest_vs_tree": rps("predict_regression") / rps("predict_regression_tree"),
         "regression_forest_vs_tree_per_cpu": cpu("predict_regression")
         / cpu("predict_regression_tree"),
+        # goal: a 20-feature JSON context costs at most 1.3x a 20-float list
+        "named20_cost_vs_float20": rps("predict_float20") / rps("predict_named20"),
+        "named20_cost_vs_float20_per_cpu": cpu("predict_float20") / cpu("predict_named20"),
     }
     if "two_workers" in result:
         ratios["two_workers_vs_one"] = rps("two_workers") / rps("predict")
@@ -204,7 +231,8 @@ def add_ratios(result: dict[str, Any]) -> dict[str, Any]:
 def report(store: str, f: dict[str, Any]) -> None:
     """Print one store's rows and its ratios against the goals."""
     for row in ("bare", "bare_act", "predict", "predict_tel", "predict_hinge",
-                "predict_regression", "predict_regression_tree", "batch_256",
+                "predict_regression", "predict_regression_tree", "predict_float20",
+                "predict_named20", "batch_256",
                 "predict_with_feedback", "tel_with_feedback", "two_workers"):  # fmt: skip
         if row in f:
             cells = ", ".join(f"{k} {v:,.1f}" for k, v in f[row].items())
@@ -229,6 +257,11 @@ def report(store: str, f: dict[str, Any]) -> None:
         f"[{store}] regression default (4-tree forest, h=8) / one tree "
         f"{r['regression_forest_vs_tree']:.2f} wall-clock, "
         f"{r['regression_forest_vs_tree_per_cpu']:.2f} per CPU-second"
+    )
+    print(
+        f"[{store}] 20 named features (5 categorical) / 20 floats: cost "
+        f"{r['named20_cost_vs_float20']:.2f} wall-clock, "
+        f"{r['named20_cost_vs_float20_per_cpu']:.2f} per CPU-second (goal <= 1.30)"
     )
     if "two_workers_vs_one" in r:
         print(
