@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 import signal
 import time
@@ -70,6 +71,8 @@ def test_json_contexts_learn_refuse_by_field_and_survive_a_restart(
         ).json()["decisions"]
         assert explained_batch[0]["explanation"] == explained_batch[1]["explanation"]
         assert "explanation" not in http.post("/v1/models/m/predict", json={"context": {}}).json()
+        logged = [json.loads(line) for line in http.get("/v1/models/m/log").text.splitlines()]
+        assert logged and all(isinstance(row["context"], dict) for row in logged)
         tree = http.get("/v1/models/m/tree").json()["model"]
         assert tree["format"] == "banditree.named_tree/v1"
         no = http.post("/v1/models/plain/predict", json={"context": [1.0, 2.0], "explain": True})
