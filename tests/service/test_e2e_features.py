@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from banditree.client import Client
 from banditree.features.schema import MAX_FEATURES, MAX_STRING_LENGTH
 from tests.service.live_server import LiveServer
 
@@ -49,6 +50,9 @@ def test_json_contexts_learn_refuse_by_field_and_survive_a_restart(
             loss = float(d["action"] != (0 if ctx["country"] == "DE" else 1))
             ok = http.post("/v1/models/m/feedback", json={"event_id": d["event_id"], "loss": loss})
             assert ok.status_code == 200, ok.text
+        with Client(str(http.base_url)) as client:  # the Python client sends objects as they are
+            assert client.predict("m", context(r)).action in (0, 1, 2)
+            assert len(client.predict_batch("m", [context(r), context(r)])) == 2
         batch = http.post("/v1/models/m/predict", json={"contexts": [context(r), context(r)]})
         assert batch.status_code == 200 and len(batch.json()["decisions"]) == 2
         bad = [
