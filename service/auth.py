@@ -88,7 +88,8 @@ def grants(settings: Settings) -> list[KeyGrant]:
     return out
 
 
-def _find(key: bytes, candidates: list[KeyGrant]) -> KeyGrant | None:
+def find_grant(key: bytes, candidates: list[KeyGrant]) -> KeyGrant | None:
+    """The grant of ``key`` among ``candidates`` (compared in constant time), or None."""
     found = None
     for grant in candidates:  # compare against every key: no early exit on a match
         if hmac.compare_digest(key, grant.key):
@@ -163,7 +164,7 @@ class ApiKeyAuth:
         key, refusal = self._bearer(scope)
         if key is None:
             return refusal
-        if _find(key, self.metrics_grants) is None:
+        if find_grant(key, self.metrics_grants) is None:
             return 401, "unknown metrics key (BANDITREE_METRICS_KEY or an admin key)"
         return None
 
@@ -171,7 +172,7 @@ class ApiKeyAuth:
         key, refusal = self._bearer(scope)
         if key is None:
             return refusal
-        grant = _find(key, self.grants)
+        grant = find_grant(key, self.grants)
         if grant is None:
             return 401, "unknown API key"
         name, role = _operation(scope["method"], scope["path"])

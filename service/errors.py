@@ -90,10 +90,9 @@ class ErrorPublic(BaseModel):
 #: exceptions that mean "the store is unreachable now", whatever route meets them
 STORE_ERRORS: tuple[type[Exception], ...] = (
     StoreUnavailable,
-    redis.exceptions.ConnectionError,  # BusyLoadingError included
-    redis.exceptions.TimeoutError,
-    redis.exceptions.ReadOnlyError,
-    redis.exceptions.ClusterDownError,
+    # the Redis store maps every failure and error reply to StoreUnavailable itself; a
+    # redis-py error met elsewhere (LOADING, READONLY, OOM, any reply) is the same: 503
+    redis.exceptions.RedisError,
     sqlite3.OperationalError,
     OSError,  # a full disk or a failing file system under the embedded store
 )
@@ -118,8 +117,11 @@ _DESCRIPTIONS = {
 
 
 def error_json(status: int, detail: str, field: str | None = None, **extra: Any) -> JSONResponse:
-    """An :class:`ErrorPublic` answer."""
-    return JSONResponse({"detail": detail, "field": field, **extra}, status_code=status)
+    """An :class:`ErrorPublic` answer; a 503 says when to retry (``Retry-After``)."""
+    headers = {"Retry-After": "1"} if status == 503 else None
+    return JSONResponse(
+        {"detail": detail, "field": field, **extra}, status_code=status, headers=headers
+    )
 
 
 def _service_error(request: Request, exc: Exception) -> JSONResponse:
@@ -139,10 +141,7 @@ def _invalid_input(request: Request, exc: Exception) -> JSONResponse:
 
 def _store_error(request: Request, exc: Exception) -> JSONResponse:
     log.error("%s %s: store unavailable: %r", request.method, request.url.path, exc)
-    headers = {"Retry-After": "1"}
-    response = error_json(503, "the store cannot be reached now; try again", None)
-    response.headers.update(headers)
-    return response
+    return error_json(503, "the store cannot be reached now; try again", None)
 
 
 def _validation_error(request: Request, exc: Exception) -> JSONResponse:

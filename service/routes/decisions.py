@@ -11,9 +11,12 @@ from starlette.datastructures import State
 
 from banditree.core import Feedback
 from banditree.core.codec import columns_public, decision_public
+from banditree.learners.base import Learner
+from banditree.learners.featured import FeaturedLearner
 from banditree.learners.reward import feedback_from_reward
 from service.deps import ModelName
 from service.errors import ServiceError
+from service.hot.parse import FeedbackBody, PredictBody
 from service.registry import ModelRegistry
 from service.routes.apprentice import apprentice_predict
 from service.schemas import (
@@ -25,13 +28,27 @@ from service.schemas import (
 )
 from service.settings import Settings
 
-__all__ = ["columns_public", "decide", "decision_public", "router"]
+__all__ = ["columns_public", "decide", "decision_public", "give_feedback", "router"]
 
 router = APIRouter(prefix="/v1/models", tags=["decisions"])
 
 
-async def decide(state: State, name: str, body: PredictCreate) -> bytes:
-    """The JSON answer of a predict: the route and the fast path (:mod:`service.hot_path`)."""
+def _explanations(learner: Learner, body: PredictCreate | PredictBody) -> list[list[str]]:
+    """Each context's leaf path as named conditions (models with features, single trees)."""
+    if not isinstance(learner, FeaturedLearner):
+        raise ServiceError(422, "explain needs a model created with 'features'", "explain")
+    contexts = [body.context] if body.context is not None else list(body.contexts or [])
+    return [learner.explain(_named(c)) for c in contexts]
+
+
+def _named(context: Any) -> dict[str, Any]:
+    if not isinstance(context, dict):
+        raise ServiceError(422, "must be an object of named features", "context")
+    return context
+
+
+async def decide(state: State, name: str, body: PredictCreate | PredictBody) -> bytes:
+    """The JSON answer of a predict: the route and the hot path (:mod:`service.hot`)."""
     settings: Settings = state.settings
     registry: ModelRegistry = state.registry
     runtime = await registry.get(name)
@@ -42,6 +59,8 @@ async def decide(state: State, name: str, body: PredictCreate) -> bytes:
         )  # fmt: skip
     defaults = body.defaults()  # checked, and played, only where the model takes them
     content: dict[str, Any]
+    # explained before deciding, with no await between: the same snapshot decides
+    explained = _explanations(runtime.learner, body) if body.explain else None
     if body.context is not None:
         decisions, logged = await apprentice_predict(
             runtime, [body.context], defaults, runtime.predict
@@ -52,6 +71,9 @@ async def decide(state: State, name: str, body: PredictCreate) -> bytes:
             runtime, body.contexts or [], defaults, runtime.predict_columns
         )
         content = {"decisions": columns_public(columns)}
+    if explained is not None:
+        for row, why in zip(content.get("decisions", [content]), explained, strict=True):
+            row["explanation"] = why
     if not logged:  # the store is away: answered from memory, feedback cannot be taken
         content["logged"] = False
     # the same compact JSON as JSONResponse, encoded by orjson (a fraction of the time)
@@ -66,16 +88,15 @@ async def decide(state: State, name: str, body: PredictCreate) -> bytes:
 async def predict(name: ModelName, body: PredictCreate, request: Request) -> Response:
     """Decide for one ``context`` (one decision) or a batch of ``contexts`` (``decisions``).
 
-    Requests with a JSON body are usually answered by the fast path in front of the
-    router (:mod:`service.hot_path`), which runs the same :func:`decide`.
+    Requests with a JSON body are usually answered by the hot path in front of the
+    app (:mod:`service.hot`), which runs the same :func:`decide`.
     """
     return Response(await decide(request.app.state, name, body), media_type="application/json")
 
 
-@router.post("/{name}/feedback")
-async def feedback(name: ModelName, body: FeedbackCreate, request: Request) -> FeedbackPublic:
-    """Report the loss (or reward, or two-point losses) of a pending decision."""
-    registry: ModelRegistry = request.app.state.registry
+async def give_feedback(state: State, name: str, body: FeedbackCreate | FeedbackBody) -> None:
+    """Log the feedback of a predict: the route and the hot path (:mod:`service.hot`)."""
+    registry: ModelRegistry = state.registry
     runtime = await registry.get(name)
     if body.losses is not None:
         fb, field = Feedback(losses=(body.losses[0], body.losses[1])), "losses"
@@ -84,4 +105,14 @@ async def feedback(name: ModelName, body: FeedbackCreate, request: Request) -> F
     else:
         fb, field = Feedback(loss=body.loss), "loss"
     await runtime.feedback(body.event_id, fb, field=field)
+
+
+@router.post("/{name}/feedback")
+async def feedback(name: ModelName, body: FeedbackCreate, request: Request) -> FeedbackPublic:
+    """Report the loss (or reward, or two-point losses) of a pending decision.
+
+    Requests with a JSON body are usually answered by the hot path in front of the
+    app (:mod:`service.hot`), which runs the same :func:`give_feedback`.
+    """
+    await give_feedback(request.app.state, name, body)
     return FeedbackPublic(status="accepted", event_id=body.event_id)

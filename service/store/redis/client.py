@@ -18,8 +18,7 @@ from redis.asyncio.connection import Connection
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import ResponseError
-from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.exceptions import RedisError, ResponseError
 
 from service.store.base import ModelGone
 from service.store.budget import within_budget
@@ -38,13 +37,14 @@ SCRIPTS = ("FEEDBACK", "EXPIRE", "ACQUIRE", "RENEW", "IDLE", "SAVE_CHECKPOINT", 
 def unavailable(
     method: Callable[P, Coroutine[Any, Any, T]],
 ) -> Callable[P, Coroutine[Any, Any, T]]:
-    """Turn connection errors and timeouts into :class:`StoreUnavailable`; spend the budget."""
+    """Turn connection errors, timeouts and error replies (LOADING, READONLY, OOM...) into
+    :class:`StoreUnavailable` (:func:`~.wire.store_error`); spend the budget."""
 
     @functools.wraps(method)
     async def wrapped(*args: P.args, **kwargs: P.kwargs) -> T:
         try:
             return await within_budget(method(*args, **kwargs))
-        except (RedisConnectionError, RedisTimeoutError, OSError) as err:
+        except (RedisError, OSError) as err:
             raise store_error(err) from err
 
     return wrapped
@@ -128,7 +128,9 @@ class RedisBase(StoreLifecycle):
 
     @unavailable
     async def ping(self) -> None:
-        await self.client.ping()
+        """Redis answers and takes writes: a short-lived key is set, so a read-only replica,
+        a Redis out of memory or loading its data fails it as every write would."""
+        await self.client.set(self.prefix + "ready", b"1", px=10_000)
 
     async def close(self) -> None:
         await self._decisions.close()  # writes still travelling (their waiters get 503)
