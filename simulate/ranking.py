@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import ValidationError
 
 from banditree.core import Decision, Feedback
 from banditree.explore import sample_action
@@ -166,6 +167,10 @@ def simulate_ranking(options: RankingSimulation) -> dict[str, Any]:
         raise ValueError(f"seeds must be >= 1, got {options.seeds}")
     if options.cold_window < 1:
         raise ValueError(f"cold_window must be >= 1, got {options.cold_window}")
+    try:
+        LearnerConfig.model_validate({**options.config, "task": "ranking"})
+    except ValidationError as err:  # the broken rules, each naming its field
+        raise ValueError("; ".join(e["msg"] for e in err.errors())) from None
     notices: list[str] = []
     per_seed: dict[str, list[dict[str, Any]]] = {}
     curves: dict[str, list[np.ndarray]] = {}

@@ -139,6 +139,9 @@ def test_command_runs_a_ranking_stream_and_refuses_what_it_does_not_take(tmp_pat
                           (["--candidates", "1"], "--candidates")):  # fmt: skip
         bad = runner.invoke(app, [*args, *extra], terminal_width=200)
         assert bad.exit_code != 0 and option in bad.output, (option, bad.output)
+    bad_option = runner.invoke(app, [*args, "--options", '{"id_ramp": -1}'], terminal_width=200)
+    assert bad_option.exit_code == 2 and "options.id_ramp" in bad_option.output
+    assert "greater than or equal to 0" in bad_option.output
     regression = runner.invoke(app, [*args[:1], "cpu_act", *args[2:]], terminal_width=200)
     assert regression.exit_code == 2 and "regression" in regression.output
 
