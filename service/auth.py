@@ -51,15 +51,18 @@ ROLE_OPERATIONS = {
     ("POST", "/v1/models/{name}/predict"): "predict",
     ("POST", "/v1/models/{name}/feedback"): "predict",
     ("POST", "/v1/models/{name}/rank"): "predict",
+    ("POST", "/v1/models/{name}/rank_multi_slot"): "predict",
     ("GET", "/v1/models/{name}/log"): "read",
     ("GET", "/v1/models/{name}/tree"): "read",
     ("GET", "/v1/models/{name}/checkpoints"): "read",
 }
 _MODEL_PATH = re.compile(r"^/v1/models/(?P<name>[^/]+)(?P<rest>/[^/]+)?/?$")
-#: the deeper paths of a model that need the predict role: activation and Personalizer's
-#: rank, reward and activate routes (single and multi-slot)
+#: the deeper paths of a model that need the predict role: activation, multi-slot reward
+#: and activation, and Personalizer's rank, reward and activate routes (single and
+#: multi-slot)
 _PREDICT_PATH = re.compile(
-    r"^/v1/models/(?P<name>[^/]+)/(?:events/[^/]+/activate|personalizer/(?:multislot/)?"
+    r"^/v1/models/(?P<name>[^/]+)/(?:events/[^/]+/(?:activate|reward_multi_slot|"
+    r"activate_multi_slot)|personalizer/(?:multislot/)?"
     r"(?:rank|events/[^/]+/(?:reward|activate)))/?$"
 )
 

@@ -230,9 +230,9 @@ def _statuses(route: APIRoute, admin_routes: set[tuple[str, str]]) -> set[int]:
         statuses |= {400, 422}
     if method in ("PUT", "PATCH"):
         statuses.add(409)  # the name is taken, the model cap is reached, or no apprentice
-    if path.endswith("/feedback") or path.endswith("/activate"):
+    if path.endswith(("/feedback", "/activate", "/reward_multi_slot", "/activate_multi_slot")):
         statuses |= {409, 410}
-    if path.endswith("/rank"):
+    if path.endswith(("/rank", "/rank_multi_slot")):
         statuses.add(409)  # the event id given is already used
     if path == "/metrics":
         statuses.add(401)  # with BANDITREE_METRICS_KEY set

@@ -32,6 +32,7 @@ from service.routes import (
     models,
     personalizer,
     ranking,
+    ranking_slots,
 )
 from service.routes import log as log_route
 from service.runtime.tasks import pause_after_pass, stop_tasks
@@ -185,7 +186,8 @@ def create_app(settings: Settings | None = None, *, freeze_startup: bool = False
     install_error_handlers(app)
     routers = [
         decisions.router, models.router, checkpoints.router, health.router, metrics.router,
-        log_route.router, apprentice.router, ranking.router, personalizer.router,
+        log_route.router, apprentice.router, ranking.router, ranking_slots.router,
+        personalizer.router,
     ]  # fmt: skip
     document_errors(app, routers, set(ADMIN_OPERATIONS))
     add_links(routers)

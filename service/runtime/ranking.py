@@ -235,17 +235,19 @@ async def reward_slots(
     rewards: Sequence[tuple[str, float]],
     *,
     ignore_inactive: bool = False,
+    slot_field: str = "reward[{k}].slotId",
 ) -> None:
     """One reward per slot id of a multi-slot event (each slot's decision takes its own);
     ``ignore_inactive``: the rewards of a deferred event not activated are dropped
-    (Personalizer's rule) rather than refused."""
+    (Personalizer's rule) rather than refused; ``slot_field``: how a refusal names the
+    ``k``-th slot id."""
     ranking_model(runtime)
     by_slot = await _slot_names(runtime, event_id)
     for k, (slot_id, _) in enumerate(rewards):
         if slot_id not in by_slot:
+            field = slot_field.format(k=k)
             raise InvalidRequest(
-                f"reward[{k}].slotId: {slot_id!r} is not a filled slot of event {event_id!r}",
-                f"reward[{k}].slotId",
+                f"{field}: {slot_id!r} is not a filled slot of event {event_id!r}", field
             )
     for slot_id, value in rewards:
         feedback = reward_feedback(value)
