@@ -18,8 +18,10 @@ if TYPE_CHECKING:
         CheckpointResult,
         FeedbackResult,
         ModelInfo,
+        MultiSlotRankResult,
         PredictResult,
         RankResult,
+        SlotResult,
     )
     from banditree.client.sync_client import Client
     from banditree.client.wire import RetryPolicy
@@ -34,7 +36,9 @@ _WHERE = {
     "FeedbackResult": "banditree.client.results",
     "ModelInfo": "banditree.client.results",
     "PredictResult": "banditree.client.results",
+    "MultiSlotRankResult": "banditree.client.results",
     "RankResult": "banditree.client.results",
+    "SlotResult": "banditree.client.results",
     "RetryPolicy": "banditree.client.wire",
     "ServiceUnavailable": "banditree.client.errors",
 }
@@ -46,10 +50,12 @@ __all__ = [
     "Client",
     "FeedbackResult",
     "ModelInfo",
+    "MultiSlotRankResult",
     "PredictResult",
     "RankResult",
     "RetryPolicy",
     "ServiceUnavailable",
+    "SlotResult",
 ]
 
 __getattr__ = lazy_names(__name__, _WHERE)

@@ -52,6 +52,45 @@ class RankResult:
 
 
 @dataclass(frozen=True)
+class SlotResult:
+    """One slot of a multi-slot ranking: the candidate to show there (None: no candidate
+    was left for it) and the slot's ranking."""
+
+    id: str
+    reward_action_id: str | None
+    ranking: tuple[tuple[str, float], ...]
+
+
+@dataclass(frozen=True)
+class MultiSlotRankResult:
+    """A multi-slot ranking: each slot's result, in the slots' order, and the event id."""
+
+    event_id: str
+    model_version: int
+    slots: tuple[SlotResult, ...]
+    logged: bool = True
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> MultiSlotRankResult:
+        slots = tuple(
+            SlotResult(
+                id=str(s["id"]),
+                reward_action_id=None
+                if s["reward_action_id"] is None
+                else str(s["reward_action_id"]),
+                ranking=tuple((str(r["id"]), float(r["probability"])) for r in s["ranking"]),
+            )
+            for s in data["slots"]
+        )
+        return cls(
+            event_id=str(data["event_id"]),
+            model_version=int(data.get("model_version", 0)),
+            slots=slots,
+            logged=bool(data.get("logged", True)),
+        )
+
+
+@dataclass(frozen=True)
 class FeedbackResult:
     """``accepted``, or ``already_accepted`` when the service had this event's feedback
     already (a retried request whose first answer was lost)."""

@@ -16,6 +16,7 @@ from banditree.client.results import (
     CheckpointResult,
     FeedbackResult,
     ModelInfo,
+    MultiSlotRankResult,
     PredictResult,
     RankResult,
 )
@@ -197,6 +198,33 @@ class Client:
     def activate(self, name: str, event_id: str) -> int:
         """Activate a deferred ranking decision: the decisions made learnable (0: already were)."""
         path = wire.model_path(name, f"/events/{event_id}/activate")
+        return int((self._json("POST", path))["activated"])
+
+    def rank_multi_slot(
+        self,
+        name: str,
+        context: Any,
+        actions: Sequence[Mapping[str, Any]] | Mapping[str, Any],
+        slots: Sequence[Mapping[str, Any]] | Mapping[str, Any],
+        *,
+        event_id: str | None = None,
+        defer_activation: bool = False,
+    ) -> MultiSlotRankResult:
+        """Fill ``slots`` (``[{"id", "features", "excluded_actions", "baseline_action"}]``
+        or ``{slot id: features}``) in order without replacement from the candidates."""
+        body = wire.multi_slot_body(context, actions, slots, event_id, defer_activation)
+        path = wire.model_path(name, "/rank_multi_slot")
+        return MultiSlotRankResult.from_json(self._json("POST", path, json=body))
+
+    def reward_multi_slot(self, name: str, event_id: str, rewards: Mapping[str, float]) -> int:
+        """One reward (in [-1, 1]) per slot id of a multi-slot event: the slots rewarded."""
+        body = {"rewards": [{"slot_id": k, "reward": float(v)} for k, v in rewards.items()]}
+        path = wire.model_path(name, f"/events/{event_id}/reward_multi_slot")
+        return int((self._json("POST", path, json=body))["rewarded"])
+
+    def activate_multi_slot(self, name: str, event_id: str) -> int:
+        """Activate every slot of a deferred multi-slot event: the slots made learnable."""
+        path = wire.model_path(name, f"/events/{event_id}/activate_multi_slot")
         return int((self._json("POST", path))["activated"])
 
     def checkpoint(self, name: str) -> CheckpointResult:

@@ -145,6 +145,23 @@ def rank_body(
     return body
 
 
+def multi_slot_body(
+    context: Any,
+    actions: Sequence[Mapping[str, Any]] | Mapping[str, Any],
+    slots: Sequence[Mapping[str, Any]] | Mapping[str, Any],
+    event_id: str | None,
+    defer_activation: bool,
+) -> dict[str, Any]:
+    """Body of ``POST .../rank_multi_slot``; ``slots`` as ``[{id, features,
+    excluded_actions, baseline_action}]`` or ``{slot id: features}``."""
+    body = rank_body(context, actions, None, event_id, defer_activation)
+    if isinstance(slots, Mapping):
+        body["slots"] = [{"id": key, "features": value} for key, value in slots.items()]
+    else:
+        body["slots"] = [dict(s) for s in slots]
+    return body
+
+
 def log_page_params(since: int | None, until: int | None, page_rows: int) -> dict[str, Any]:
     """Query of one page of ``GET /v1/models/{name}/log``."""
     params: dict[str, Any] = {"limit": page_rows}

@@ -68,3 +68,46 @@ def test_the_clients_rank_reward_and_activate(
     workspace.run_parser()
     assert workspace.get_weighted_examples() == 3
     workspace.finish()
+
+
+def test_the_clients_multi_slot_calls(
+    live_servers: Callable[[dict[str, str]], LiveServer], tmp_path: Path
+) -> None:
+    server = live_servers({**KEYS, "BANDITREE_DATA_DIR": str(tmp_path / "data")})
+    with Client(server.url, api_key="admin-key") as admin:
+        admin.create_model("page", {"task": "ranking"})
+    slots = [
+        {"id": "hero", "features": {"size": "large"}},
+        {"id": "side", "features": {"size": "small"}, "excluded_actions": ["a1"]},
+        {"id": "more"},
+        {"id": "empty"},
+    ]
+    with Client(server.url, api_key="app-key") as client:
+        filled = client.rank_multi_slot("page", {"user": {"lang": "en"}}, ITEMS, slots)
+        assert [s.id for s in filled.slots] == ["hero", "side", "more", "empty"]
+        shown = [s.reward_action_id for s in filled.slots]
+        assert sorted(shown[:3]) == ["a1", "a2", "a3"] and shown[1] != "a1" and shown[3] is None
+        assert filled.slots[0].ranking[0][0] == shown[0] and filled.slots[3].ranking == ()
+        assert client.reward_multi_slot("page", filled.event_id, {"hero": 1.0, "side": 0.0}) == 2
+        deferred = client.rank_multi_slot(
+            "page", {}, ITEMS, {"a": {"size": "large"}, "b": {"size": "small"}},
+            event_id="p2", defer_activation=True,
+        )  # fmt: skip
+        assert deferred.event_id == "p2" and len(deferred.slots) == 2
+        with pytest.raises(BanditreeError) as early:
+            client.reward_multi_slot("page", "p2", {"a": 1.0})
+        assert early.value.status == 422
+        assert client.activate_multi_slot("page", "p2") == 2
+        with pytest.raises(BanditreeError) as unknown:
+            client.reward_multi_slot("page", "p2", {"c": 1.0})
+        assert unknown.value.status == 422 and unknown.value.field == "rewards[0].slot_id"
+
+    async def run() -> None:
+        async with AsyncClient(server.url, api_key="app-key") as client:
+            done = await client.rank_multi_slot(
+                "page", {}, ITEMS, {"x": {}, "y": {}}, event_id="p3"
+            )
+            assert await client.activate_multi_slot("page", "p3") == 0  # active already
+            assert await client.reward_multi_slot("page", done.event_id, {"x": 0.5, "y": 1.0}) == 2
+
+    asyncio.run(run())
