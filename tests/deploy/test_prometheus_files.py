@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 import yaml
@@ -25,8 +27,20 @@ def _promtool(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 @needs_promtool
-def test_promtool_check_config_accepts_config_and_its_rule_files() -> None:
-    result = _promtool("check", "config", str(PROMETHEUS_CONFIG))
+def test_promtool_check_config_accepts_config_and_its_rule_files(tmp_path: Path) -> None:
+    """The shipped config, with its metrics-key secret (mounted by compose at
+    ``/run/secrets/metrics_key``) pointed at a file of the test's own: promtool checks
+    that the credentials file exists."""
+    text = PROMETHEUS_CONFIG.read_text()
+    assert "credentials_file: /run/secrets/metrics_key" in text
+    secret = tmp_path / "metrics_key"
+    secret.write_text("a-metrics-key\n")
+    config = ALERT_RULES.parent / f".promtool-check-{os.getpid()}.yml"
+    config.write_text(text.replace("/run/secrets/metrics_key", str(secret)))
+    try:
+        result = _promtool("check", "config", str(config))
+    finally:
+        config.unlink()
     assert result.returncode == 0, result.stdout + result.stderr
     assert "1 rule files found" in result.stdout
 

@@ -46,7 +46,6 @@ async def test_the_first_scrape_answers_within_its_wait_and_later_ones_at_once()
     first = await exposition.latest()  # before any rendering finished
     first_seconds = time.perf_counter() - started
     assert first_seconds < FIRST_WAIT_SECONDS + 0.25, first_seconds
-    assert "banditree_models_loaded" in _families(first)
     while exposition.body is None:
         await asyncio.sleep(0.05)
     assert exposition.slow, exposition.render_seconds  # the case this guards
@@ -60,6 +59,9 @@ async def test_the_first_scrape_answers_within_its_wait_and_later_ones_at_once()
     await ticking
     # the rendering thread holds the loop up by at most 50 ms beyond the machine's own
     assert max(gaps) < 0.05 + max(quiet), (max(gaps), max(quiet))
+    # parsed once the loop is no longer timed: when the first rendering finished within
+    # the wait, ``first`` is all of it, and parsing it here would hold the loop itself
+    assert "banditree_models_loaded" in _families(first)
 
 
 @pytest.fixture
