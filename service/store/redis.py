@@ -30,13 +30,14 @@ from typing import Any, ParamSpec, TypeVar
 
 from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.client import PubSub
+from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.connection import Connection
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError, ResponseError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from service.store import redis_cluster as cluster
 from service.store import redis_scripts as lua
 from service.store.base import (
     CheckpointInfo,
@@ -51,6 +52,7 @@ from service.store.base import (
     ModelGone,
     OfferedSnapshot,
     Store,
+    StoreUnavailable,
     event_deadlines,
 )
 from service.store.budget import wait_within_budget, within_budget
@@ -70,8 +72,12 @@ def _unavailable(
     async def wrapped(*args: P.args, **kwargs: P.kwargs) -> T:
         try:
             return await within_budget(method(*args, **kwargs))
-        except (RedisConnectionError, RedisTimeoutError, OSError) as err:
+        except cluster.UNAVAILABLE_ERRORS as err:
             raise store_error(err) from err
+        except ResponseError as err:  # a demoted master (READONLY), a cluster failing over
+            if cluster.transient_reply(err):
+                raise store_error(err) from err
+            raise
 
     return wrapped
 
@@ -87,9 +93,11 @@ def _info(member: Any) -> CheckpointInfo:
     )
 
 
-def _wire_connection(client: Redis) -> WireConnection | None:
+def _wire_connection(client: Redis | RedisCluster) -> WireConnection | None:
     """A connection of its own for the calls of requests (decision writes, a feedback's
-    look-up and claim), for a plain TCP Redis with timeouts."""
+    look-up and claim), for a plain TCP Redis with timeouts (not a cluster)."""
+    if isinstance(client, RedisCluster):
+        return None
     pool = client.connection_pool
     kwargs = pool.connection_kwargs
     if pool.connection_class is not Connection or not kwargs.get("socket_timeout"):
@@ -101,12 +109,32 @@ def _wire_connection(client: Redis) -> WireConnection | None:
     )  # fmt: skip
 
 
+def _socket_timeout(client: RedisCluster) -> float:
+    """The socket timeout the cluster client was made with."""
+    timeout = client.connection_kwargs.get("socket_timeout")
+    return float(timeout) if timeout else 0.25
+
+
 class RedisStore(Store):
     """Decisions, the log, leases and checkpoints in Redis."""
 
-    def __init__(self, client: Redis, *, prefix: str = "banditree:") -> None:
-        self.client = client
+    def __init__(
+        self,
+        client: Redis | RedisCluster,
+        *,
+        prefix: str = "banditree:",
+        wait_replicas: int | None = None,
+        wait_timeout_ms: int = 100,
+    ) -> None:
+        self.client: Any = client  # Redis or RedisCluster: the calls used are common to both
         self.prefix = prefix
+        self.cluster = isinstance(client, RedisCluster)
+        self._models_key = cluster.global_key(prefix, "models", cluster=self.cluster)
+        self._epoch_key = cluster.global_key(prefix, "epoch", cluster=self.cluster)
+        # replicas a feedback waits for (None: decided at the first ping, by what exists)
+        self.wait_replicas = wait_replicas
+        self.wait_timeout_ms = wait_timeout_ms
+        self._started = False
         self._scripts = {
             name: client.register_script(getattr(lua, name))
             for name in (
@@ -119,13 +147,28 @@ class RedisStore(Store):
         self._pubsub: PubSub | None = None
         # one kept-open connection for the calls of every request (None: the pool does them)
         self._wire = _wire_connection(client)
-        self._decisions = DecisionWrites(client, self._key, self._wire)
+        self._decisions = DecisionWrites(self.client, self._key, self._wire)
+        self._slot_wires: cluster.SlotWires | None = None
+        if isinstance(client, RedisCluster):
+            self._slot_wires = cluster.SlotWires(client, _socket_timeout(client))
 
     @classmethod
     def from_url(
-        cls, url: str, *, prefix: str = "banditree:", timeout_seconds: float = 0.25
+        cls,
+        url: str,
+        *,
+        prefix: str = "banditree:",
+        timeout_seconds: float = 0.25,
+        wait_replicas: int | None = None,
+        wait_timeout_ms: int = 100,
     ) -> RedisStore:
-        """A store on ``url``; every socket operation gives up after ``timeout_seconds``."""
+        """A store on ``url`` (a single Redis or any node of a cluster); every socket
+        operation gives up after ``timeout_seconds``.  A feedback waits for
+        ``wait_replicas`` replicas (None: one if the Redis has any) ``wait_timeout_ms``."""
+        waits = {"wait_replicas": wait_replicas, "wait_timeout_ms": wait_timeout_ms}
+        if cluster.is_cluster(url, timeout_seconds):
+            client = cluster.cluster_client(url, timeout_seconds)
+            return cls(client, prefix=prefix, **waits)  # type: ignore[arg-type]
         pool = BlockingConnectionPool.from_url(
             url,
             max_connections=64,
@@ -137,7 +180,7 @@ class RedisStore(Store):
             # before a Redis restart); never on a timeout, so a hung Redis costs one timeout
             retry=Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)),
         )
-        return cls(Redis(connection_pool=pool), prefix=prefix)
+        return cls(Redis(connection_pool=pool), prefix=prefix, **waits)  # type: ignore[arg-type]
 
     def _key(self, kind: str, name: str, *rest: str) -> str:
         return f"{self.prefix}{kind}:{{{name}}}" + "".join(f":{part}" for part in rest)
@@ -145,33 +188,71 @@ class RedisStore(Store):
     async def _run(self, script: str, keys: list[str], args: list[Any]) -> Any:
         return await self._scripts[script](keys=keys, args=args)
 
-    async def _run_on_wire(self, script: str, keys: list[str], args: list[Any]) -> Any:
-        """:meth:`_run` on the wire connection (the calls of requests), if there is one."""
-        if self._wire is None:
-            return await self._run(script, keys, args)
-        lua = self._scripts[script]
+    async def _claim(self, keys: list[str], args: list[Any]) -> Any:
+        """The FEEDBACK script; when feedback waits for replicas, then ``WAIT`` on the same
+        connection: a claim no replica acknowledged in time is StoreUnavailable (503).
+
+        The claim stays on the master then: a retry finds it (409) unless the master
+        died before any replica had it, then the retry claims the decision again.
+        """
+        lua, waits = self._scripts["FEEDBACK"], self.wait_replicas or 0
+        commands: list[tuple[Any, ...]] = [("EVALSHA", lua.sha, len(keys), *keys, *args)]
+        if waits:
+            commands.append(("WAIT", waits, self.wait_timeout_ms))
         try:
-            return await self._wire.call("EVALSHA", lua.sha, len(keys), *keys, *args)
+            replies = await self._one_connection(keys[0], commands)
         except ResponseError as err:
             if not str(err).startswith("NOSCRIPT"):
                 raise
             # Redis restarted (or flushed its scripts): send the script itself
-            return await self._wire.call("EVAL", lua.script, len(keys), *keys, *args)
+            commands[0] = ("EVAL", lua.script, len(keys), *keys, *args)
+            replies = await self._one_connection(keys[0], commands)
+        if waits and _text(replies[0][0]) == "claimed" and int(replies[1]) < waits:
+            raise StoreUnavailable(
+                f"redis: the feedback reached the master but {waits} replica(s) did not "
+                f"acknowledge it within {self.wait_timeout_ms} ms; retry it"
+            )
+        return replies[0]
+
+    async def _one_connection(self, key: str, commands: list[tuple[Any, ...]]) -> list[Any]:
+        """``commands`` on one connection (the master of ``key``'s slot in a cluster)."""
+        if self._slot_wires is not None:
+            return await self._slot_wires.execute(key, *commands)
+        if self._wire is not None:
+            return await self._wire.execute(*commands)
+        async with self.client.pipeline(transaction=False) as pipe:
+            for command in commands:
+                pipe.execute_command(*command)
+            return list(await pipe.execute())
 
     @_unavailable
     async def ping(self) -> None:
         await self.client.ping()
+        if not self._started:  # once: what the Redis is decides what a feedback waits for
+            if self.cluster:
+                await cluster.migrate_global_keys(self.client, self.prefix)
+            if self.wait_replicas is None:
+                self.wait_replicas = min(1, await self._replicas())
+            self._started = True
+
+    async def _replicas(self) -> int:
+        if self.cluster:
+            return await cluster.replicas_of_masters(self.client)
+        return int((await self.client.info("replication")).get("connected_slaves", 0))
 
     async def close(self) -> None:
         await self._decisions.close()  # writes still travelling (their waiters get 503)
         if self._pubsub is not None:
             await self._pubsub.aclose()
+        if self._slot_wires is not None:
+            self._slot_wires.close()
         await self.client.aclose()
-        await self.client.connection_pool.disconnect()  # the client does not own its pool
+        if not self.cluster:
+            await self.client.connection_pool.disconnect()  # the client does not own its pool
 
     @_unavailable
     async def epoch(self) -> str:
-        key = self.prefix + "epoch"
+        key = self._epoch_key
         value = await self.client.get(key)
         if value is None:  # first use, or the data was lost: the first process to ask writes it
             await self.client.set(key, uuid.uuid4().hex.encode(), nx=True)
@@ -204,25 +285,29 @@ class RedisStore(Store):
     @_unavailable
     async def save_model(self, name: str, record: str, *, replace: bool = True) -> None:
         if replace:
-            await self.client.hset(self.prefix + "models", name, record.encode())
+            await self.client.hset(self._models_key, name, record.encode())
         else:
-            await self.client.hsetnx(self.prefix + "models", name, record.encode())
+            await self.client.hsetnx(self._models_key, name, record.encode())
 
     @_unavailable
     async def load_model(self, name: str) -> str | None:
-        value = await self.client.hget(self.prefix + "models", name)
+        value = await self.client.hget(self._models_key, name)
         return None if value is None else _text(value)
 
     @_unavailable
     async def load_models(self) -> dict[str, str]:
-        found = await self.client.hgetall(self.prefix + "models")
+        found = await self.client.hgetall(self._models_key)
         return {_text(k): _text(v) for k, v in sorted(found.items())}
 
     @_unavailable
     async def delete_model(self, name: str) -> None:
         kinds = ("due", "log", "ctr", "lease", "ckpt", "ckpts", "req")
+        if self.cluster:  # the record and the model's keys live in two slots: keys first
+            await self.client.delete(*(self._key(kind, name) for kind in kinds))
+            await self.client.hdel(self._models_key, name)
+            return
         async with self.client.pipeline(transaction=True) as pipe:
-            pipe.hdel(self.prefix + "models", name)
+            pipe.hdel(self._models_key, name)
             pipe.delete(*(self._key(kind, name) for kind in kinds))
             await pipe.execute()
 
@@ -266,7 +351,7 @@ class RedisStore(Store):
             self._key(kind, name, event_id) if kind in ("ev", "done") else self._key(kind, name)
             for kind in ("ev", "done", "due", "log", "ctr")
         ]
-        reply = await self._run_on_wire("FEEDBACK", keys, [event_id, repr(now), feedback])
+        reply = await self._claim(keys, [event_id, repr(now), feedback])
         status = _text(reply[0])
         if status == "gone":
             raise ModelGone(f"the store does not hold model {name!r}")
@@ -346,6 +431,23 @@ class RedisStore(Store):
         self, holder: str, idle: Sequence[IdleLearner], *, ttl_seconds: float, now: float
     ) -> dict[str, IdleVerdict]:
         script, ttl_ms = self._scripts["IDLE"], max(1, int(ttl_seconds * 1000))
+        if self.cluster:
+            calls = [
+                ([self._key(kind, learner.name) for kind in ("lease", "ctr", "req")],
+                 [f"{holder}|{learner.token}", ttl_ms, learner.offset])
+                for learner in idle
+            ]  # fmt: skip
+            replies = await cluster.evalsha_each(self.client, script, calls)
+        else:
+            replies = await self._idle_pipelined(script, holder, idle, ttl_ms)
+        codes: dict[int, IdleVerdict] = {0: "lost", 1: "idle", 2: "work"}
+        return {
+            learner.name: codes[int(reply)] for learner, reply in zip(idle, replies, strict=True)
+        }
+
+    async def _idle_pipelined(
+        self, script: Any, holder: str, idle: Sequence[IdleLearner], ttl_ms: int
+    ) -> list[Any]:
         async with self.client.pipeline(transaction=False) as pipe:
             # loaded by the pipeline if Redis lacks it (as AsyncScript.__call__ does)
             pipe.scripts.add(script)  # type: ignore[arg-type]
@@ -353,11 +455,7 @@ class RedisStore(Store):
                 keys = [self._key(kind, learner.name) for kind in ("lease", "ctr", "req")]
                 args: list[str | int] = [f"{holder}|{learner.token}", ttl_ms, learner.offset]
                 pipe.evalsha(script.sha, len(keys), *keys, *args)
-            replies = await pipe.execute()
-        codes: dict[int, IdleVerdict] = {0: "lost", 1: "idle", 2: "work"}
-        return {
-            learner.name: codes[int(reply)] for learner, reply in zip(idle, replies, strict=True)
-        }
+            return list(await pipe.execute())
 
     @_unavailable
     async def release_lease(self, name: str, holder: str, token: int) -> None:
