@@ -21,9 +21,9 @@ from collections.abc import Callable
 
 import numpy as np
 
+from banditree.core.arrays import FloatArray
 from banditree.datasets import load
 from banditree.learners import Feedback, build_learner
-from banditree.models.dgt.tree_ops import FloatArray
 from simulate.vw import VWBandit, vw_line
 
 

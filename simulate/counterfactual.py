@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from banditree.core.arrays import FloatArray
 from banditree.learners import (
     Decision,
     Feedback,
@@ -37,7 +38,6 @@ from banditree.learners import (
     restore_learner,
 )
 from banditree.logs import LogTable
-from banditree.models.dgt.tree_ops import FloatArray
 from banditree.ope import (
     DoublyRobust,
     InverseProbabilityWeighting,

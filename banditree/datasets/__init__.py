@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from banditree.models.dgt.tree_ops import FloatArray
+from banditree.core.arrays import FloatArray
 
 CLASSIFICATION = (
     "letter",

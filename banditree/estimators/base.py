@@ -5,10 +5,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING
 
-from banditree.models.dgt.tree_ops import FloatArray
+from banditree.core.arrays import FloatArray
 
 if TYPE_CHECKING:  # records import the learners package, which imports estimators
-    from banditree.learners.records import Decision, Feedback
+    from banditree.core.records import Decision, Feedback
 
 
 class Estimator(ABC):

@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from banditree.core.arrays import FloatArray
 from banditree.estimators.base import Estimator
-from banditree.models.dgt.tree_ops import FloatArray
 
 if TYPE_CHECKING:  # records import the learners package, which imports estimators
-    from banditree.learners.records import Decision, Feedback
+    from banditree.core.records import Decision, Feedback
 
 
 class TwoPointEstimator(Estimator):

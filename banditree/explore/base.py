@@ -10,7 +10,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from banditree.models.dgt.tree_ops import FloatArray, IntArray
+from banditree.core.arrays import FloatArray, IntArray
 
 _INV_TWO_64 = 1.0 / float(1 << 64)  # exact: a power of two
 _blake2b = hashlib.blake2b

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from banditree.models.dgt.tree_ops import FloatArray
+from banditree.core.arrays import FloatArray
 
 
 def epsilon_greedy(scores: FloatArray, epsilon: float) -> FloatArray:

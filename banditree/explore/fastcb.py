@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from banditree.core.arrays import FloatArray
 from banditree.explore.squarecb import SquareCB, squarecb
-from banditree.models.dgt.tree_ops import FloatArray
 
 #: smallest predicted loss of the greedy action FastCB divides by: a predicted reward at
 #: or above ``1 - LOSS_FLOOR`` (possible for an unclipped regression of the reward)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from banditree.models.dgt.tree_ops import FloatArray
+from banditree.core.arrays import FloatArray
 
 #: running sums in index order (``np.add.reduce`` adds pairwise: other roundings)
 _add_in_order = np.add.accumulate

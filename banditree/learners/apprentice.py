@@ -18,11 +18,11 @@ from typing import Any, Literal
 
 import numpy as np
 
+from banditree.core.arrays import FloatArray
+from banditree.core.records import Decision, Feedback
 from banditree.learners.base import Learner, Tensors
 from banditree.learners.gradient_bandit import GradientBandit
-from banditree.learners.records import Decision, Feedback
 from banditree.learners.validation import InvalidInput
-from banditree.models.dgt.tree_ops import FloatArray
 
 Mode = Literal["apprentice", "online"]
 MODES: tuple[str, ...] = ("apprentice", "online")

@@ -8,10 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from banditree.learners.decision_columns import DecisionColumns
-from banditree.learners.records import Decision, Feedback
+from banditree.core.arrays import FloatArray
+from banditree.core.columns import DecisionColumns
+from banditree.core.records import Decision, Feedback
 from banditree.learners.validation import InvalidInput, as_contexts
-from banditree.models.dgt.tree_ops import FloatArray
 
 Tensors = dict[str, np.ndarray]
 

@@ -1,6 +1,6 @@
 """Assembling the decisions of a batch from one batched model pass (see ``act_batch``).
 
-Each function returns the columns (:class:`~banditree.learners.decision_columns.DecisionColumns`)
+Each function returns the columns (:class:`~banditree.core.columns.DecisionColumns`)
 of the decisions that the learner's ``act`` makes, row for row, for the same contexts,
 event ids and snapshot: the model outputs come from one batched forward, the explorer's
 probabilities from one call over every row, the actions from one vectorised
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from banditree.core.arrays import FloatArray
+from banditree.core.columns import DecisionColumns
 from banditree.explore import Explorer, explore_rows, sample_actions
-from banditree.learners.decision_columns import DecisionColumns
-from banditree.models.dgt.tree_ops import FloatArray
 from banditree.models.spec import BatchOutput
 
 

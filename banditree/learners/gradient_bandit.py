@@ -9,6 +9,9 @@ from typing import Any, cast
 
 import numpy as np
 
+from banditree.core.arrays import FloatArray, clip_ufunc
+from banditree.core.columns import DecisionColumns
+from banditree.core.records import Decision, Feedback
 from banditree.estimators import (
     Estimator,
     OnePointEstimator,
@@ -23,9 +26,7 @@ from banditree.explore import (
 )
 from banditree.learners.base import Learner, Tensors
 from banditree.learners.batch_decisions import classification_columns, regression_columns
-from banditree.learners.decision_columns import DecisionColumns
 from banditree.learners.optim import RMSprop
-from banditree.learners.records import Decision, Feedback
 from banditree.learners.ridge import PerActionRidge
 from banditree.learners.standardize import RunningStandardizer
 from banditree.learners.validation import (
@@ -35,7 +36,6 @@ from banditree.learners.validation import (
     check_loss,
     context_values,
 )
-from banditree.models.dgt.tree_ops import FloatArray, clip_ufunc
 from banditree.models.spec import ModelSpec, Params
 
 

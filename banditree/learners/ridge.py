@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from banditree.models.dgt.tree_ops import FloatArray
+from banditree.core.arrays import FloatArray
 
 #: exponent of the mix that serves the ridge fit alone (weight 1 - 2e-22)
 _TRUSTED = 50.0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from banditree.models.dgt.tree_ops import FloatArray
+from banditree.core.arrays import FloatArray
 
 
 class RunningStandardizer:

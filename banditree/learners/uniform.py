@@ -7,11 +7,11 @@ from typing import Any
 
 import numpy as np
 
+from banditree.core.arrays import FloatArray
+from banditree.core.records import Decision, Feedback
 from banditree.explore import event_uniforms
 from banditree.learners.base import Learner, Tensors
-from banditree.learners.records import Decision, Feedback
 from banditree.learners.validation import InvalidInput, as_context, as_contexts, check_loss
-from banditree.models.dgt.tree_ops import FloatArray
 
 
 class UniformRandom(Learner):

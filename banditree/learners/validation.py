@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from banditree.models.dgt.tree_ops import FloatArray
+from banditree.core.arrays import FloatArray
 
 
 class InvalidInput(ValueError):

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from banditree.models.dgt.tree_ops import FloatArray
+from banditree.core.arrays import FloatArray
 
 #: ``action`` / ``greedy_action`` of a row that has none (regression)
 NO_ACTION = -1

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from banditree.models.dgt.tree_ops import FloatArray, IntArray
+from banditree.core.arrays import FloatArray, IntArray
 
 Params = dict[str, FloatArray]
 _set_attribute = object.__setattr__

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from banditree.models.dgt.tree_ops import FloatArray
+from banditree.core.arrays import FloatArray
 
 
 @dataclass(frozen=True)

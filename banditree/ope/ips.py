@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from banditree.models.dgt.tree_ops import FloatArray
+from banditree.core.arrays import FloatArray
 from banditree.ope.base import LoggedRounds, OffPolicyEstimator
 
 

@@ -12,10 +12,10 @@ import torch
 from numpy.typing import ArrayLike
 from torch import Tensor
 
+from banditree.core.arrays import FloatArray, IntArray
 from banditree.models.dgt.batch_grad import TreeLoss
 from banditree.models.dgt.frozen import FrozenTree
 from banditree.models.dgt.tree import DGTree
-from banditree.models.dgt.tree_ops import FloatArray, IntArray
 from banditree.supervised.config import TrainingConfig
 from banditree.supervised.inputs import check_features, check_regression_targets, check_targets
 from banditree.supervised.scaling import FeatureStandardizer, TargetMinMax, fold_scalers

@@ -8,8 +8,8 @@ from typing import Any, Generic, Self, TypeVar
 import numpy as np
 from numpy.typing import ArrayLike
 
+from banditree.core.arrays import FloatArray
 from banditree.models.dgt.frozen import FrozenTree
-from banditree.models.dgt.tree_ops import FloatArray
 from banditree.supervised.config import TrainingConfig
 from banditree.supervised.estimator import (
     DGTClassifier,

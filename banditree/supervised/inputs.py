@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from banditree.models.dgt.tree_ops import FloatArray
+from banditree.core.arrays import FloatArray
 
 
 def check_features(x: ArrayLike, n_features: int | None = None, field: str = "X") -> FloatArray:

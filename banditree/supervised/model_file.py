@@ -22,9 +22,10 @@ import numpy as np
 from safetensors.numpy import load as st_load
 from safetensors.numpy import save as st_save
 
+from banditree.core.arrays import FloatArray
 from banditree.models.dgt.frozen import FrozenTree
 from banditree.models.dgt.tree import effective_weights_np
-from banditree.models.dgt.tree_ops import FloatArray, check_height
+from banditree.models.dgt.tree_ops import check_height
 from banditree.persistence import tensor_digest
 from banditree.supervised.estimator import DGTClassifier, DGTEstimator
 from banditree.supervised.scaling import FeatureStandardizer, TargetMinMax, fold_scalers

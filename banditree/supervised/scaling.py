@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from banditree.core.arrays import FloatArray
 from banditree.models.dgt.frozen import FrozenTree
-from banditree.models.dgt.tree_ops import FloatArray
 
 
 @dataclass(frozen=True)

@@ -24,9 +24,9 @@ from typing import Any
 
 import numpy as np
 
+from banditree.core.arrays import FloatArray
 from banditree.learners.base import Learner
 from banditree.models.dgt.tree import effective_weights_np
-from banditree.models.dgt.tree_ops import FloatArray
 from banditree.supervised.model_file import InvalidModelFile, TrainedTree
 from banditree.supervised.scaling import FeatureStandardizer
 

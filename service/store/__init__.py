@@ -1,4 +1,9 @@
-"""Stores for model records, pending decisions, the feedback log, leases and checkpoints."""
+"""Stores for model records, pending decisions, the feedback log, leases and checkpoints.
+
+One narrow protocol per concern (:mod:`service.store.protocols`), one package per
+backend (:mod:`service.store.sqlite`, :mod:`service.store.redis`) with a module per
+concern; :func:`open_store` gives the composed :class:`Store` of the configured backend.
+"""
 
 from service.settings import Settings
 from service.store.base import (
@@ -13,8 +18,17 @@ from service.store.base import (
     LogEntry,
     ModelGone,
     OfferedSnapshot,
-    Store,
     StoreUnavailable,
+)
+from service.store.protocols import (
+    CheckpointStore,
+    DecisionStore,
+    LeaseStore,
+    LogStore,
+    NotificationStore,
+    RecordStore,
+    Store,
+    StoreLifecycle,
 )
 from service.store.redis import RedisStore
 from service.store.sqlite import SqliteStore
@@ -35,19 +49,26 @@ def open_store(settings: Settings) -> Store:
 
 __all__ = [
     "CheckpointInfo",
+    "CheckpointStore",
+    "DecisionStore",
     "EventLookup",
     "FencedOut",
     "HeldCounters",
     "IdleLearner",
     "IdleVerdict",
     "Lease",
+    "LeaseStore",
     "LogBounds",
     "LogEntry",
+    "LogStore",
     "ModelGone",
+    "NotificationStore",
     "OfferedSnapshot",
+    "RecordStore",
     "RedisStore",
     "SqliteStore",
     "Store",
+    "StoreLifecycle",
     "StoreUnavailable",
     "open_store",
 ]

@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
+from banditree.core.arrays import FloatArray
 from banditree.models.dgt.frozen import FrozenTree
 from banditree.models.dgt.spec import DGTSpec, dgt_gradients_batch
-from banditree.models.dgt.tree_ops import FloatArray
 from banditree.models.spec import BatchOutput, ModelOutput, ModelSpec, Params, UpstreamFn
 
 AGGREGATES = ("vote", "average")

@@ -9,7 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from banditree.models.dgt.tree_ops import FloatArray, IntArray, check_height, route_batch
+from banditree.core.arrays import FloatArray, IntArray
+from banditree.models.dgt.tree_ops import check_height, route_batch
 
 JSON_FORMAT = "banditree.hard_tree/v1"
 

@@ -9,9 +9,10 @@ from typing import Any
 
 import numpy as np
 
+from banditree.core.arrays import FloatArray
 from banditree.models.dgt.frozen import FrozenTree
 from banditree.models.dgt.tree import effective_weights_np
-from banditree.models.dgt.tree_ops import FloatArray, check_height, path_scores
+from banditree.models.dgt.tree_ops import check_height, path_scores
 from banditree.models.spec import BatchOutput, ModelOutput, ModelSpec, Params, UpstreamFn
 
 

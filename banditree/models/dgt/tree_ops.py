@@ -18,17 +18,8 @@ matrix from it once per height (:func:`banditree.models.dgt.spec.path_matrix`).
 from __future__ import annotations
 
 import numpy as np
-from numpy.typing import NDArray
 
-try:
-    from numpy._core import umath as _umath  # numpy >= 2
-except ImportError:  # pragma: no cover - numpy 1.26
-    from numpy.core import umath as _umath  # type: ignore[no-redef]
-
-FloatArray = NDArray[np.float64]
-IntArray = NDArray[np.int64]
-#: the clip ufunc itself: ``np.clip`` adds Python-level dispatch to every call
-clip_ufunc: np.ufunc = _umath.clip  # type: ignore[attr-defined]
+from banditree.core.arrays import FloatArray, IntArray
 
 MAX_HEIGHT = 12
 

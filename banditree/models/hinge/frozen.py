@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from banditree.models.dgt.tree_ops import FloatArray, IntArray
+from banditree.core.arrays import FloatArray, IntArray
 from banditree.models.hinge.ops import hinge_traverse, hinge_traverse_one
 
 #: ``z`` and ``-z`` interleaved (``multiply.outer(z, _PLUS_MINUS).ravel()``): input ``f``

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from banditree.models.dgt.tree_ops import FloatArray, IntArray
+from banditree.core.arrays import FloatArray, IntArray
 
 #: Largest tree or fern depth (``2**D`` leaves per tree).
 MAX_DEPTH = 12

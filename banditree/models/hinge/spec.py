@@ -34,9 +34,9 @@ from typing import Any
 
 import numpy as np
 
+from banditree.core.arrays import FloatArray
 from banditree.learners.config import MAX_PARAMETERS, LearnerConfig
 from banditree.learners.factory import register_model
-from banditree.models.dgt.tree_ops import FloatArray
 from banditree.models.hinge.frozen import FrozenHingeForest
 from banditree.models.hinge.ops import (
     check_depth,

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from banditree.models.dgt.tree_ops import FloatArray
+from banditree.core.arrays import FloatArray
 
 if TYPE_CHECKING:
     from banditree.models.tel.frozen import FrozenTEL

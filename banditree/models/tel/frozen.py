@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from banditree.models.dgt.tree_ops import FloatArray, IntArray, clip_ufunc
+from banditree.core.arrays import FloatArray, IntArray, clip_ufunc
 from banditree.models.tel.layout import tree_layout
 
 #: sign of the cubic for the LEFT (S) and RIGHT (1 - S) child

@@ -13,7 +13,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from banditree.models.dgt.tree_ops import IntArray
+from banditree.core.arrays import IntArray
 
 
 @dataclass(frozen=True)

@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
+from banditree.core.arrays import FloatArray
 from banditree.learners.config import LearnerConfig
 from banditree.learners.factory import register_model
-from banditree.models.dgt.tree_ops import FloatArray
 from banditree.models.spec import BatchOutput, ModelOutput, ModelSpec, Params, UpstreamFn
 from banditree.models.tel.dense_grad import dense_forward, dense_gradients
 from banditree.models.tel.frozen import FrozenTEL

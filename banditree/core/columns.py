@@ -1,7 +1,7 @@
 """The decisions of a batch held column by column (what a batched ``act`` makes).
 
 A service answering a batch writes every decision out twice (the stored record and the
-answer) and never needs a :class:`~banditree.learners.records.Decision` object per row:
+answer) and never needs a :class:`~banditree.core.records.Decision` object per row:
 it reads the columns.  :meth:`DecisionColumns.rows` gives the decisions themselves,
 field for field those that ``act`` makes for the same contexts and event ids.
 """
@@ -11,12 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from banditree.learners.records import Decision
+from banditree.core.records import Decision
 
 
 @dataclass(frozen=True)
 class DecisionColumns:
-    """One list per :class:`~banditree.learners.records.Decision` field, one entry per row.
+    """One list per :class:`~banditree.core.records.Decision` field, one entry per row.
 
     Every decision of a batch reads one snapshot, so ``model_version`` is one number.
     A column of a field that is None in every row is None itself (classification sets

@@ -6,7 +6,7 @@ sends them together: one transaction per model (``MULTI``, a ``SET ... PX`` per 
 one ``ZADD`` of every deadline to the model's ``due`` set, one ``HINCRBY`` of its
 decision count, ``EXEC``: about 40% less Redis CPU than the same writes in a Lua
 script), all transactions of a batch in one socket write on the store's
-:class:`~service.store.redis_wire.WireConnection`, one batch in flight at a time
+:class:`~service.store.redis.wire.WireConnection`, one batch in flight at a time
 (unless the queue holds a full batch: what is queued while a batch travels goes as the
 next one, so under load a batch holds many requests).  Queueing, sending and handing out
 the replies are plain callbacks: a batch costs no task and no coroutine.
@@ -29,7 +29,7 @@ from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import RedisError, ResponseError
 
 from service.store.base import StoreUnavailable
-from service.store.redis_wire import WireConnection, store_error
+from service.store.redis.wire import WireConnection, store_error
 
 #: queued decisions that go to Redis at once, even while another batch is in flight
 FULL_BATCH = 256

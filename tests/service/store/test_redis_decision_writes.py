@@ -17,7 +17,7 @@ from redis.asyncio import Redis
 
 from service.store import RedisStore, StoreUnavailable
 from service.store.base import event_deadlines
-from service.store.redis_decisions import FULL_BATCH
+from service.store.redis.decision_writes import FULL_BATCH
 from tests.service.own_redis import OwnRedis, needs_redis_server
 
 pytestmark = [pytest.mark.anyio, needs_redis_server]

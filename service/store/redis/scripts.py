@@ -1,6 +1,7 @@
 """The Lua scripts of the Redis store: each one is one atomic step on one model's keys.
 
-(The decision writes are ``MULTI``/``EXEC`` transactions: :mod:`service.store.redis_decisions`.)
+(The decision writes are ``MULTI``/``EXEC`` transactions:
+:mod:`service.store.redis.decision_writes`.)
 
 A model's keys share the hash tag ``{name}``, so they live in one Redis Cluster slot.
 Values of pending decisions are ``deadline|keep_until|payload``; log entries are stream

@@ -11,8 +11,7 @@ import pytest
 from banditree.learners import build_learner
 from banditree.persistence import dumps, loads
 from service.store import SqliteStore
-from service.store.sqlite import DataDirectoryLocked
-from service.store.sqlite_schema import UnreadableDataDirectory
+from service.store.sqlite import DataDirectoryLocked, UnreadableDataDirectory
 
 pytestmark = pytest.mark.anyio
 

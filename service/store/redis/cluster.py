@@ -42,7 +42,7 @@ from redis.exceptions import (
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from service.store.redis_wire import WireConnection
+from service.store.redis.wire import WireConnection
 
 #: errors that mean "the store cannot answer now" (503), not a bug: Redis away or slow,
 #: a cluster between two topologies, a demoted master refusing writes
@@ -126,8 +126,8 @@ async def evalsha_each(
     """Run ``script`` once per (keys, args), pipelined per node; loaded where missing."""
     for attempt in (0, 1):
         async with client.pipeline(transaction=False) as pipe:
-            for keys, args in calls:
-                pipe.evalsha(script.sha, len(keys), *keys, *args)
+            for keys, args in calls:  # (the pipeline's own evalsha is blocked in a cluster)
+                pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
             try:
                 return list(await pipe.execute())
             except NoScriptError:

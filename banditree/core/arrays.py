@@ -1,0 +1,18 @@
+"""Array aliases and array helpers shared by every layer of the library."""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+try:
+    from numpy._core import umath as _umath  # numpy >= 2
+except ImportError:  # pragma: no cover - numpy 1.26
+    from numpy.core import umath as _umath  # type: ignore[no-redef]
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+#: the clip ufunc itself: ``np.clip`` adds Python-level dispatch to every call
+clip_ufunc: np.ufunc = _umath.clip  # type: ignore[attr-defined]
+
+__all__ = ["FloatArray", "IntArray", "clip_ufunc"]

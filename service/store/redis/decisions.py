@@ -1,0 +1,81 @@
+"""Pending decisions in Redis: ``ev:{name}:<id>``, ``done:{name}:<id>`` and ``due:{name}``.
+
+The value of a pending decision is ``deadline|keep_until|payload`` and expires at its
+keep-until; a claimed one leaves a tombstone ``used`` / ``expired`` under ``done``.  The
+writes of concurrent predictions travel together (:mod:`.decision_writes`); a feedback
+is looked up and claimed on the wire connection.
+"""
+
+from __future__ import annotations
+
+from service.store.base import EventLookup, event_deadlines
+from service.store.budget import wait_within_budget
+from service.store.protocols import DecisionStore
+from service.store.redis.client import RedisBase, gone, text, unavailable
+
+
+class RedisDecisions(RedisBase, DecisionStore):
+    """Store, look up, claim and expire pending decisions."""
+
+    async def put_events(
+        self, name: str, events: list[tuple[str, str]], *, now: float, ttl_seconds: float
+    ) -> None:
+        """Stored with the decisions of concurrent predictions (:mod:`.decision_writes`)."""
+        if not events:
+            return
+        deadline, keep_until = event_deadlines(now, ttl_seconds)
+        head = f"{deadline!r}|{keep_until!r}|"
+        stored = self._decisions.put(
+            name, repr(deadline), int((keep_until - now) * 1000),
+            [head + payload for _, payload in events], [event_id for event_id, _ in events],
+        )  # fmt: skip
+        await wait_within_budget(stored)
+
+    @unavailable
+    async def peek_event(self, name: str, event_id: str, *, now: float) -> EventLookup:
+        keys = self._key("ev", name, event_id), self._key("done", name, event_id)
+        if self._wire is not None:
+            value, mark = await self._wire.execute(("GET", keys[0]), ("GET", keys[1]))
+        else:
+            async with self.client.pipeline(transaction=False) as pipe:
+                pipe.get(keys[0])
+                pipe.get(keys[1])
+                value, mark = await pipe.execute()
+        if value is not None:
+            deadline, _, payload = text(value).split("|", 2)
+            return EventLookup("pending" if now <= float(deadline) else "expired", payload)
+        if mark is not None:
+            return EventLookup("duplicate" if mark == b"used" else "expired")
+        return EventLookup("unknown")
+
+    @unavailable
+    async def append_feedback(
+        self, name: str, event_id: str, feedback: str, *, now: float
+    ) -> EventLookup:
+        keys = [
+            self._key(kind, name, event_id) if kind in ("ev", "done") else self._key(kind, name)
+            for kind in ("ev", "done", "due", "log", "ctr")
+        ]
+        reply = await self._claim(keys, [event_id, repr(now), feedback])
+        status = text(reply[0])
+        if status == "gone":
+            raise gone(name)
+        if status != "claimed":
+            return EventLookup(status)  # type: ignore[arg-type]
+        return EventLookup("claimed", text(reply[1]), int(reply[2]))
+
+    @unavailable
+    async def expire_events(self, name: str, *, now: float, limit: int, log: bool) -> int:
+        keys = [self._key("due", name), self._key("log", name), self._key("ctr", name)]
+        args = [
+            repr(now), limit, "1" if log else "0",
+            self._key("ev", name) + ":", self._key("done", name) + ":",
+        ]  # fmt: skip
+        expired = int(await self._run("EXPIRE", keys, args))
+        if expired < 0:
+            raise gone(name)
+        return expired
+
+    @unavailable
+    async def pending_count(self, name: str) -> int:
+        return int(await self.client.zcard(self._key("due", name)))

@@ -1,0 +1,68 @@
+"""Model records in Redis (the ``models`` hash), and which models it holds (``ctr`` marks)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from service.store.base import HeldCounters, OfferedSnapshot
+from service.store.protocols import RecordStore
+from service.store.redis.client import RedisBase, text, unavailable
+
+#: every key of a model, deleted with the model (its record aside); pending decisions
+#: (``ev``, ``done``) expire on their own
+MODEL_KEYS = ("due", "log", "ctr", "lease", "ckpt", "ckpts", "req")
+
+
+class RedisRecords(RedisBase, RecordStore):
+    """Hold, save, load and delete model records."""
+
+    @unavailable
+    async def hold_model(
+        self,
+        name: str,
+        *,
+        known: HeldCounters | None = None,
+        offer: OfferedSnapshot | None = None,
+        now: float = 0.0,
+    ) -> bool:
+        k = known or HeldCounters()
+        keys = [self._key(kind, name) for kind in ("ctr", "ckpt", "ckpts", "log", "lease")]
+        args: list[Any] = [
+            uuid.uuid4().hex, k.log_last, k.sequence, k.token, k.decisions, repr(now),
+            self.prefix + "snapshots", name,
+        ]  # fmt: skip
+        if offer is not None:
+            args += [offer.sequence, offer.version, len(offer.blob), offer.keep, offer.blob]
+        else:
+            args += [0, 0, 0, 1, b""]
+        newly, _ = await self._run("HOLD", keys, args)
+        return bool(newly)
+
+    @unavailable
+    async def save_model(self, name: str, record: str, *, replace: bool = True) -> None:
+        if replace:
+            await self.client.hset(self._models_key, name, record.encode())
+        else:
+            await self.client.hsetnx(self._models_key, name, record.encode())
+
+    @unavailable
+    async def load_model(self, name: str) -> str | None:
+        value = await self.client.hget(self._models_key, name)
+        return None if value is None else text(value)
+
+    @unavailable
+    async def load_models(self) -> dict[str, str]:
+        found = await self.client.hgetall(self._models_key)
+        return {text(k): text(v) for k, v in sorted(found.items())}
+
+    @unavailable
+    async def delete_model(self, name: str) -> None:
+        if self.cluster:  # the record and the model's keys live in two slots: keys first
+            await self.client.delete(*(self._key(kind, name) for kind in MODEL_KEYS))
+            await self.client.hdel(self._models_key, name)
+            return
+        async with self.client.pipeline(transaction=True) as pipe:
+            pipe.hdel(self._models_key, name)
+            pipe.delete(*(self._key(kind, name) for kind in MODEL_KEYS))
+            await pipe.execute()

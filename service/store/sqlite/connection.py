@@ -1,0 +1,138 @@
+"""The embedded store's connection: the data directory's lock, the database, transactions.
+
+``data_dir/banditree.sqlite3`` holds model records, pending decisions, the feedback log,
+the learner lease and checkpoints.  Every write is one transaction, so a feedback is
+claimed and logged together or not at all.  ``synchronous`` is ``NORMAL`` by default:
+a committed transaction survives the process being killed (the WAL is written before
+the answer); with ``FULL`` it also survives a power cut, at one fsync per commit.
+
+One process owns the database at a time (an exclusive lock on ``banditree.lock``).
+Small statements run on the caller's thread; checkpoint bytes move in a worker thread.
+The WAL is checkpointed by a thread of its own (:mod:`service.store.sqlite.wal`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import os
+import sqlite3
+import threading
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from service.store.base import ModelGone, StoreUnavailable
+from service.store.protocols import StoreLifecycle
+from service.store.sqlite.schema import SCHEMA, import_file_store
+from service.store.sqlite.wal import WalCheckpointer
+
+T = TypeVar("T")
+DATABASE_NAME = "banditree.sqlite3"
+
+
+class DataDirectoryLocked(RuntimeError):
+    """Another process serves this data directory."""
+
+
+class SqliteBase(StoreLifecycle):
+    """The database of one data directory, shared by every concern of the embedded store."""
+
+    def __init__(
+        self, data_dir: Path, *, synchronous: Literal["normal", "full"] = "normal"
+    ) -> None:
+        self.data_dir = Path(data_dir)
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._lock_file = open(self.data_dir / "banditree.lock", "a")
+        try:
+            fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._lock_file.close()
+            raise DataDirectoryLocked(
+                f"another banditree process serves {self.data_dir}; the embedded store is "
+                "one process (set BANDITREE_REDIS_URL to run several)"
+            ) from None
+        self.path = self.data_dir / DATABASE_NAME
+        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        self._mutex = threading.Lock()
+        self._notices: asyncio.Queue[str] | None = None
+        self._lease_marks: dict[str, tuple[int, str]] = {}  # as in the Redis store
+        # decisions queued in this event-loop tick: (rows, woken when committed)
+        self._puts: list[tuple[list[tuple[Any, ...]], asyncio.Future[None]]] = []
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute(f"PRAGMA synchronous={synchronous.upper()}")
+            self._db.execute("PRAGMA wal_autocheckpoint=0")  # WalCheckpointer's thread does it
+            self._db.executescript(SCHEMA)
+            imported = self._tx(lambda db: import_file_store(db, self.data_dir))
+        except BaseException:
+            self._db.close()
+            self._lock_file.close()
+            raise
+        self.imported_models: list[str] = imported
+        self._checkpointer = WalCheckpointer(self.path)
+        self._read_db: sqlite3.Connection | None = None  # gauge counts, in worker threads
+        self._read_mutex = threading.Lock()
+
+    def _tx(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``work`` in one immediate transaction; store errors become StoreUnavailable."""
+        with self._mutex:
+            db = self._db
+            try:
+                db.execute("BEGIN IMMEDIATE")
+                try:
+                    result = work(db)
+                except BaseException:
+                    db.execute("ROLLBACK")
+                    raise
+                db.execute("COMMIT")
+                return result
+            except sqlite3.Error as err:
+                raise StoreUnavailable(f"sqlite: {err}") from err
+
+    def _read(self, sql: str, args: tuple[Any, ...]) -> list[Any]:
+        """The rows of a query on the reading connection (committed data; in a worker thread).
+
+        The writing connection's mutex is not taken, so the event loop never waits on it.
+        """
+        with self._read_mutex:
+            try:
+                if self._read_db is None:
+                    self._read_db = sqlite3.connect(
+                        self.path, isolation_level=None, check_same_thread=False
+                    )
+                return self._read_db.execute(sql, args).fetchall()
+            except sqlite3.Error as err:
+                raise StoreUnavailable(f"sqlite: {err}") from err
+
+    @staticmethod
+    def _mark(db: sqlite3.Connection, name: str) -> str:
+        """The mark under which the store holds ``name``; :class:`ModelGone` when it does not."""
+        row = db.execute("SELECT mark FROM held WHERE model = ?", (name,)).fetchone()
+        if row is None:
+            raise ModelGone(f"the store does not hold model {name!r}")
+        return str(row[0])
+
+    async def ping(self) -> None:
+        self._tx(lambda db: db.execute("SELECT 1").fetchone())
+        if not os.access(self.data_dir, os.W_OK):
+            raise StoreUnavailable(f"data directory {self.data_dir} is not writable")
+
+    async def close(self) -> None:
+        self._checkpointer.stop()
+        with self._read_mutex:
+            if self._read_db is not None:
+                self._read_db.close()
+        with self._mutex:
+            self._db.close()
+        self._lock_file.close()
+
+    async def epoch(self) -> str:
+        def work(db: sqlite3.Connection) -> str:
+            db.execute(
+                "INSERT OR IGNORE INTO meta(key, value) VALUES ('epoch', ?)", (uuid.uuid4().hex,)
+            )
+            return str(db.execute("SELECT value FROM meta WHERE key = 'epoch'").fetchone()[0])
+
+        return self._tx(work)

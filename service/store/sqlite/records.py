@@ -1,0 +1,94 @@
+"""Model records in the embedded store (``models``), and which models it holds (``held``)."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import uuid
+
+from service.store.base import HeldCounters, OfferedSnapshot
+from service.store.protocols import RecordStore
+from service.store.sqlite.checkpoints import save_rows
+from service.store.sqlite.connection import SqliteBase
+
+#: every table with a model's rows, emptied when the model is deleted (``models`` aside)
+MODEL_TABLES = ("decisions", "log", "lease", "checkpoints", "requests", "counters", "held")
+
+
+class SqliteRecords(SqliteBase, RecordStore):
+    """Hold, save, load and delete model records."""
+
+    def _hold(
+        self, name: str, known: HeldCounters, offer: OfferedSnapshot | None, now: float
+    ) -> bool:
+        def work(db: sqlite3.Connection) -> bool:
+            held = db.execute("SELECT base, offered FROM held WHERE model = ?", (name,)).fetchone()
+            newly = held is None
+            if held is None:
+                db.execute("INSERT OR IGNORE INTO counters(model) VALUES (?)", (name,))
+                db.execute(
+                    "UPDATE counters SET log_last = MAX(log_last, ?), sequence = MAX(sequence, ?),"
+                    " token = MAX(token, ?) + 1, decisions = MAX(decisions, ?) WHERE model = ?",
+                    (known.log_last, known.sequence, known.token, known.decisions, name),
+                )
+                db.execute("DELETE FROM lease WHERE model = ?", (name,))
+                base = db.execute(
+                    "SELECT log_last FROM counters WHERE model = ?", (name,)
+                ).fetchone()[0]
+                db.execute(
+                    "INSERT INTO held(model, mark, base) VALUES (?, ?, ?)",
+                    (name, uuid.uuid4().hex, base),
+                )
+                held = (base, 0)
+            base, offered = held
+            oldest = db.execute(
+                "SELECT MIN(offset) FROM checkpoints WHERE model = ?", (name,)
+            ).fetchone()[0]
+            if offer is not None and offer.sequence > offered and (oldest or 0) <= base:
+                db.execute("UPDATE held SET offered = ? WHERE model = ?", (offer.sequence, name))
+                args = dict(
+                    version=offer.version, blob=offer.blob, keep=offer.keep, now=now,
+                    offset=base, acked_at=0.0, token=-1,
+                )  # fmt: skip
+                save_rows(db, name, args)
+            return newly
+
+        return self._tx(work)
+
+    async def hold_model(
+        self,
+        name: str,
+        *,
+        known: HeldCounters | None = None,
+        offer: OfferedSnapshot | None = None,
+        now: float = 0.0,
+    ) -> bool:
+        return await asyncio.to_thread(self._hold, name, known or HeldCounters(), offer, now)
+
+    async def save_model(self, name: str, record: str, *, replace: bool = True) -> None:
+        conflict = "DO UPDATE SET record = excluded.record" if replace else "DO NOTHING"
+        self._tx(
+            lambda db: db.execute(
+                f"INSERT INTO models(name, record) VALUES (?, ?) ON CONFLICT(name) {conflict}",
+                (name, record),
+            )
+        )
+
+    async def load_model(self, name: str) -> str | None:
+        row = self._tx(
+            lambda db: db.execute("SELECT record FROM models WHERE name = ?", (name,)).fetchone()
+        )
+        return None if row is None else str(row[0])
+
+    async def load_models(self) -> dict[str, str]:
+        # O(models), polled by discovery: read on the reading connection in a worker thread
+        rows = await asyncio.to_thread(self._read, "SELECT name, record FROM models", ())
+        return {str(name): str(record) for name, record in sorted(rows)}
+
+    async def delete_model(self, name: str) -> None:
+        def work(db: sqlite3.Connection) -> None:
+            for table in MODEL_TABLES:
+                db.execute(f"DELETE FROM {table} WHERE model = ?", (name,))
+            db.execute("DELETE FROM models WHERE name = ?", (name,))
+
+        self._tx(work)

@@ -1,0 +1,102 @@
+"""Both stores keep one contract for pending decisions: stored, claimed once, expired once."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from service.store import Store
+
+pytestmark = pytest.mark.anyio
+
+T0 = 1_000_000.0
+
+
+async def test_feedback_claims_its_decision_and_logs_it_once(store: Store) -> None:
+    await store.hold_model("m")
+    await store.put_events("m", [("e1", '{"a": 1}'), ("e2", "two")], now=T0, ttl_seconds=10)
+    assert await store.pending_count("m") == 2
+    peeked = await store.peek_event("m", "e1", now=T0 + 1)
+    assert (peeked.status, peeked.payload) == ("pending", '{"a": 1}')
+    first = await store.append_feedback("m", "e1", '{"loss": 0.5}', now=T0 + 1)
+    assert (first.status, first.payload, first.offset) == ("claimed", '{"a": 1}', 1)
+    again = await store.append_feedback("m", "e1", '{"loss": 0.0}', now=T0 + 2)
+    assert (again.status, again.payload) == ("duplicate", None)
+    assert (await store.peek_event("m", "e1", now=T0 + 2)).status == "duplicate"
+    assert (await store.append_feedback("m", "nope", "{}", now=T0)).status == "unknown"
+    assert (await store.append_feedback("other", "e2", "{}", now=T0)).status == "unknown"
+    assert await store.pending_count("m") == 1
+    second = await store.append_feedback("m", "e2", '{"loss": 1.0}', now=T0 + 3)
+    assert second.offset == 2
+    entries = await store.read_log("m", after=0, limit=10)
+    assert [(e.offset, e.event_id, e.decision, e.feedback, e.acked_at) for e in entries] == [
+        (1, "e1", '{"a": 1}', '{"loss": 0.5}', T0 + 1),
+        (2, "e2", "two", '{"loss": 1.0}', T0 + 3),
+    ]
+    assert [e.offset for e in await store.read_log("m", after=1, limit=10)] == [2]
+    assert await store.read_log("m", after=0, limit=1) == entries[:1]
+    bounds = await store.log_bounds("m")
+    assert (bounds.first, bounds.last, bounds.length) == (1, 2, 2)
+    assert (await store.log_bounds("other")).length == 0
+
+
+async def test_concurrent_feedback_logs_a_decision_once(store: Store) -> None:
+    await store.hold_model("m")
+    await store.put_events("m", [("e", "p")], now=T0, ttl_seconds=10)
+    results = await asyncio.gather(
+        *(store.append_feedback("m", "e", f'{{"loss": {i}}}', now=T0) for i in range(8))
+    )
+    assert sorted(r.status for r in results) == ["claimed"] + ["duplicate"] * 7
+    assert len(await store.read_log("m", after=0, limit=100)) == 1
+
+
+async def test_expired_decisions_are_refused_then_logged_once(store: Store) -> None:
+    await store.hold_model("m")
+    await store.put_events("m", [("old", "p-old"), ("new", "p-new")], now=T0, ttl_seconds=5)
+    await store.put_events("m", [("late", "p-late")], now=T0 + 4, ttl_seconds=5)
+    assert (await store.peek_event("m", "old", now=T0 + 6)).status == "expired"
+    assert (await store.append_feedback("m", "old", "{}", now=T0 + 6)).status == "expired"
+    assert await store.expire_events("m", now=T0 + 6, limit=100, log=True) == 2
+    assert await store.expire_events("m", now=T0 + 6, limit=100, log=True) == 0
+    assert (await store.append_feedback("m", "old", "{}", now=T0 + 7)).status == "expired"
+    assert (await store.append_feedback("m", "late", '{"loss": 1}', now=T0 + 7)).offset == 3
+    assert await store.pending_count("m") == 0
+    entries = await store.read_log("m", after=0, limit=10)
+    assert sorted((e.event_id, e.decision, e.feedback) for e in entries[:2]) == [
+        ("new", "p-new", None), ("old", "p-old", None),
+    ]  # fmt: skip
+    assert entries[2].event_id == "late"
+
+
+async def test_a_large_batch_of_decisions_is_stored_and_expires_whole(store: Store) -> None:
+    """More decisions in one write than one call of a store script takes at a time."""
+    await store.hold_model("m")
+    events = [(f"e{i}", f"p{i}") for i in range(1234)]
+    await store.put_events("m", events, now=T0, ttl_seconds=1)
+    await store.put_events("m", [("late", "p")], now=T0 + 5, ttl_seconds=1)
+    assert await store.pending_count("m") == 1235
+    found = await store.peek_event("m", "e1233", now=T0)
+    assert (found.status, found.payload) == ("pending", "p1233")
+    assert await store.expire_events("m", now=T0 + 2, limit=5000, log=False) == 1234
+    assert await store.pending_count("m") == 1
+
+
+async def test_expiry_respects_limit_and_can_skip_the_log(store: Store) -> None:
+    await store.hold_model("m")
+    await store.put_events("m", [(f"e{i}", f"p{i}") for i in range(5)], now=T0, ttl_seconds=1)
+    assert await store.expire_events("m", now=T0 + 2, limit=3, log=False) == 3
+    assert await store.expire_events("m", now=T0 + 2, limit=3, log=False) == 2
+    assert await store.read_log("m", after=0, limit=10) == []
+    assert (await store.log_bounds("m")).last == 0
+
+
+async def test_concurrent_decision_writes_all_land(store: Store) -> None:
+    batches = [[(f"e{i}-{j}", f"p{i}-{j}") for j in range(3)] for i in range(20)]
+    await asyncio.gather(
+        *(store.put_events("m", batch, now=T0, ttl_seconds=10) for batch in batches)
+    )
+    assert await store.pending_count("m") == 60
+    assert (await store.log_bounds("m")).decisions == 60
+    found = await store.peek_event("m", "e7-2", now=T0)
+    assert (found.status, found.payload) == ("pending", "p7-2")
