@@ -189,6 +189,14 @@ class OwnCluster:
         if sig == signal.SIGKILL:
             node.process.wait(timeout=10)
 
+    def restart(self, port: int) -> None:
+        """Start a stopped node again (its ``nodes.conf`` makes it rejoin, as a replica of
+        the node that took over from it)."""
+        node = self.node(port)
+        assert not node.alive
+        self._spawn(node)
+        self._wait_ping(port)
+
     def wait_failover(self, dead_port: int, timeout: float = 30.0) -> None:
         """Until the cluster serves every slot again without ``dead_port``."""
         deadline = time.monotonic() + timeout

@@ -92,6 +92,7 @@ def cluster_client(url: str, timeout_seconds: float) -> RedisCluster:
         socket_connect_timeout=timeout_seconds,
         max_connections=64,
         retry=Retry(ExponentialBackoff(cap=0.2, base=0.02), 2),
+        reinitialize_steps=1,  # learn the topology again at the first error, not the 5th
     )
 
 
