@@ -11,7 +11,7 @@ from service.store.redis.client import RedisBase, text, unavailable
 
 #: every key of a model, deleted with the model (its record aside); pending decisions
 #: (``ev``, ``done``) expire on their own
-MODEL_KEYS = ("due", "log", "ctr", "lease", "ckpt", "ckpts", "req")
+MODEL_KEYS = ("due", "log", "ctr", "lease", "ckpt", "ckpts", "req", "sync")
 
 
 class RedisRecords(RedisBase, RecordStore):

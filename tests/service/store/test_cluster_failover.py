@@ -45,10 +45,13 @@ async def test_a_cluster_feedback_waits_for_a_replica(
     assert (await store.append_feedback("m", "a", "{}", now=T0)).status == "claimed"
     master = own_cluster.master_of_key(store._key("log", "m"))
     (replica,) = own_cluster.replicas_of(master)
+    assert [e.event_id for e in await store.read_log("m", after=0, limit=10)] == ["a"]
     own_cluster.kill(replica, signal.SIGSTOP)  # alive, but acknowledges nothing
     try:
         with pytest.raises(StoreUnavailable, match="replica"):
             await store.append_feedback("m", "b", "{}", now=T0)
+        with pytest.raises(StoreUnavailable, match="replica"):  # nothing a learner could
+            await store.read_log("m", after=0, limit=10)  # apply and a failover take back
     finally:
         own_cluster.kill(replica, signal.SIGCONT)
     # the claim stayed on the master: the retry is told it was received
