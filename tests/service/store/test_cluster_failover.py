@@ -15,10 +15,15 @@ import redis
 from service.store import RedisStore, StoreUnavailable
 from service.store.budget import store_budget
 from service.store.redis.cluster import global_key
-from tests.service.own_cluster import OwnCluster, needs_redis_cluster, own_cluster
+from tests.service.own_cluster import (
+    OwnCluster,
+    ignore_dropped_nodes,
+    needs_redis_cluster,
+    own_cluster,
+)
 from tests.service.own_redis import OwnRedis
 
-pytestmark = [pytest.mark.anyio, needs_redis_cluster]
+pytestmark = [pytest.mark.anyio, needs_redis_cluster, ignore_dropped_nodes]
 
 __all__ = ["own_cluster"]  # the fixture, used by name
 
