@@ -3,9 +3,9 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-SRC := $(wildcard banditree service simulate tests benchmarks)
+SRC := $(wildcard banditree banditree_cli service simulate tests benchmarks tools docs)
 
-.PHONY: install serve test lint typecheck unit bench clean
+.PHONY: install serve test lint typecheck docs unit bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,17 +22,24 @@ serve: $(STAMP)
 lint: $(STAMP)
 	$(PY) -m ruff check $(SRC)
 	$(PY) -m ruff format --check $(SRC)
+	# the import layers (pyproject.toml [tool.importlinter]) and no import cycle at all
+	$(VENV)/bin/lint-imports
+	$(PY) -m tools.import_cycles
 
 typecheck: $(STAMP)
 	$(PY) -m mypy
 
+# The docs site, reference pages generated from the code; --strict fails on any warning.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true $(PY) -m mkdocs build --strict --quiet
+
 unit: $(STAMP)
 	$(PY) -m pytest
 
-test: lint typecheck unit
+test: lint typecheck docs unit
 
 bench: $(STAMP)
 	$(PY) -m benchmarks
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache build/site

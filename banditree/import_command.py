@@ -50,7 +50,7 @@ def import_command(
     """PUT /v1/models/NAME with the tree in FILE as "initial_model" (the bandit starts from it)."""
     import httpx
 
-    from banditree.supervised.model_file import InvalidModelFile, TrainedTree
+    from banditree.models.dgt.trained import InvalidModelFile, TrainedTree
 
     try:
         trained = TrainedTree.load(model_file)

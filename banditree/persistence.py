@@ -9,7 +9,6 @@ refused whole.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import Any
 
@@ -17,26 +16,24 @@ import numpy as np
 from safetensors.numpy import load as st_load
 from safetensors.numpy import save as st_save
 
+from banditree.core.digest import tensor_digest
 from banditree.learners import Learner, restore_learner
+
+__all__ = [
+    "FORMAT",
+    "CorruptCheckpoint",
+    "dump_state",
+    "dumps",
+    "load_state",
+    "loads",
+    "tensor_digest",
+]
 
 FORMAT = "banditree.checkpoint/v1"
 
 
 class CorruptCheckpoint(ValueError):
     """A checkpoint that cannot be trusted (bad bytes, wrong format, checksum mismatch)."""
-
-
-def tensor_digest(tensors: dict[str, np.ndarray], meta_json: str) -> str:
-    """The sha256 of named arrays (name, dtype, shape, bytes, in name order) and the metadata."""
-    h = hashlib.sha256()
-    for name in sorted(tensors):
-        arr = np.ascontiguousarray(tensors[name])
-        h.update(name.encode())
-        h.update(str(arr.dtype).encode())
-        h.update(repr(arr.shape).encode())
-        h.update(arr.tobytes())
-    h.update(meta_json.encode())
-    return h.hexdigest()
 
 
 def dump_state(tensors: dict[str, np.ndarray], meta: dict[str, Any]) -> bytes:

@@ -57,7 +57,7 @@ RMSE_BOUND_SHARE = 0.05
 
 
 def _load(source: str, seed: int) -> Dataset:
-    from simulate.data import load_source
+    from banditree.datasets.sources import load_source
 
     split = seed % 5 if source in ("abalone", "cpu_act") else 0
     return load_source(source, split=split)

@@ -16,7 +16,7 @@ import re
 
 from starlette.types import Scope, Send
 
-from service.http_middleware import send_json_error
+from service.asgi_errors import send_json_error
 from service.settings import Settings
 
 #: operations (method, path template) that need an admin key.  Writing a checkpoint is

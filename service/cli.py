@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import typer
 
-from service.settings import SettingsError, load_settings
-
 
 def register(app: typer.Typer) -> None:
     """Add the ``serve`` command to the ``banditree`` console app."""
@@ -33,6 +31,7 @@ def register(app: typer.Typer) -> None:
         import uvicorn
 
         from service.connection_limits import HeaderDeadline
+        from service.settings import SettingsError, load_settings
 
         given = (("host", host), ("port", port), ("workers", workers), ("role", role))
         overrides = {k: v for k, v in given if v is not None}

@@ -1,6 +1,7 @@
 """One error model for every 4xx/5xx answer, the handlers that produce it, its OpenAPI entries.
 
-Every error body is :class:`ErrorPublic`: ``detail`` (a message naming the field and the
+The domain (registry and runtimes) raises :mod:`service.domain_errors`; this module alone
+maps them to HTTP (:data:`DOMAIN_STATUS`).  Every error body is :class:`ErrorPublic`: ``detail`` (a message naming the field and the
 bound), ``field`` (the request field at fault, or null) and, for 422 validation errors,
 ``errors`` (one entry per bad field).  A store that cannot be reached (Redis refusing or
 timing out, SQLite locked, a file system error) answers 503 from one handler here,
@@ -25,6 +26,16 @@ from starlette.exceptions import HTTPException
 from starlette.routing import compile_path
 
 from banditree.learners import InvalidInput
+from service.domain_errors import (
+    Conflict,
+    DecisionExpired,
+    DomainError,
+    FeedbackDuplicate,
+    InvalidRequest,
+    NotFound,
+    Unavailable,
+    UnknownDecision,
+)
 from service.store.base import StoreUnavailable
 
 log = logging.getLogger("banditree.service")
@@ -40,8 +51,25 @@ class ServiceError(Exception):
         self.field = field
 
 
-def model_not_found(name: str) -> ServiceError:
-    return ServiceError(404, f"model {name!r} does not exist", "name")
+#: the HTTP status of each domain error (the nearest class along its MRO wins)
+DOMAIN_STATUS: dict[type[DomainError], int] = {
+    NotFound: 404,
+    UnknownDecision: 404,
+    Conflict: 409,
+    FeedbackDuplicate: 409,
+    DecisionExpired: 410,
+    InvalidRequest: 422,
+    Unavailable: 503,
+}
+
+
+def domain_status(exc: DomainError) -> int:
+    """The status that answers ``exc``: its class's, or its nearest base class's."""
+    for cls in type(exc).__mro__:
+        status = DOMAIN_STATUS.get(cls)
+        if status is not None:
+            return status
+    return 500
 
 
 class FieldError(BaseModel):
@@ -97,6 +125,11 @@ def error_json(status: int, detail: str, field: str | None = None, **extra: Any)
 def _service_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ServiceError)
     return error_json(exc.status, exc.detail, exc.field)
+
+
+def _domain_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, DomainError)
+    return error_json(domain_status(exc), exc.detail, exc.field)
 
 
 def _invalid_input(request: Request, exc: Exception) -> JSONResponse:
@@ -155,6 +188,7 @@ def _http_error(request: Request, exc: Exception) -> JSONResponse:
 #: exception type -> the handler that answers it (looked up along the exception's MRO)
 ERROR_HANDLERS: dict[type[Exception], Callable[[Request, Exception], JSONResponse]] = {
     ServiceError: _service_error,
+    DomainError: _domain_error,
     InvalidInput: _invalid_input,
     RequestValidationError: _validation_error,
     HTTPException: _http_error,

@@ -6,12 +6,12 @@ import json
 import logging
 import sys
 import time
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from service.asgi_errors import send_json_error
 from service.hot_path import PREDICT_ROUTE, predict_name, serve_predict
 from service.metrics import ServiceMetrics
 from service.store.budget import store_budget
@@ -21,16 +21,6 @@ if TYPE_CHECKING:
 
 #: the access log (``BANDITREE_ACCESS_LOG``): one JSON line per request
 access_log = logging.getLogger("banditree.access")
-
-
-async def send_json_error(
-    send: Send, status: int, detail: str, field: str, headers: Sequence[tuple[bytes, bytes]] = ()
-) -> None:
-    """Answer ``{"detail", "field"}`` with ``status`` from middleware, before routing."""
-    body = json.dumps({"detail": detail, "field": field}).encode()
-    all_headers = [(b"content-type", b"application/json"), *headers]
-    await send({"type": "http.response.start", "status": status, "headers": all_headers})
-    await send({"type": "http.response.body", "body": body})
 
 
 class ServiceHttp:

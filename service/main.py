@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import gc
 import logging
+import sys
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -15,6 +16,7 @@ from fastapi.telemetry import TelemetryConfig
 
 from banditree import __version__
 from service.auth import ADMIN_OPERATIONS, ApiKeyAuth
+from service.docs_page import install_docs
 from service.errors import document_errors, install_error_handlers
 from service.http_middleware import ServiceHttp, enable_access_log
 from service.metrics import ServiceMetrics
@@ -157,6 +159,8 @@ def create_app(settings: Settings | None = None, *, freeze_startup: bool = False
         version=__version__,
         description="Online contextual bandits on hard oblique trees trained by gradient.",
         lifespan=lifespan,
+        docs_url=None,  # served from local assets by install_docs, not a CDN
+        redoc_url=None,
         # the service's own metrics are Prometheus's; FastAPI's OpenTelemetry otherwise
         # looks up the global providers on every request (about 6 us)
         telemetry=None if settings.opentelemetry else _NO_TELEMETRY,
@@ -175,6 +179,7 @@ def create_app(settings: Settings | None = None, *, freeze_startup: bool = False
     for router in routers:
         app.include_router(router)
     _openapi_with_settings(app, settings)
+    install_docs(app)
     if settings.access_log:
         enable_access_log()
     app.add_middleware(
@@ -191,12 +196,13 @@ def create_app(settings: Settings | None = None, *, freeze_startup: bool = False
 def create_app_from_env() -> FastAPI:
     """Factory for ``uvicorn --factory`` (settings from the environment).
 
-    A serving process answers many small requests concurrently, so torch's intra-op
-    thread pool only adds contention (a TEL round took ~100x longer with two threads on
-    a busy 2-core machine): each worker process uses one torch thread.  Once started,
-    the process's objects are left out of later garbage collections (``freeze_startup``).
+    Serving runs on numpy and never imports torch.  Where something in the process has
+    loaded it, its intra-op thread pool only adds contention for many small concurrent
+    requests (a TEL round took ~100x longer with two threads on a busy 2-core machine),
+    so it is held to one thread.  Once started, the process's objects are left out of
+    later garbage collections (``freeze_startup``).
     """
-    import torch
-
-    torch.set_num_threads(1)
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(1)
     return create_app(freeze_startup=True)

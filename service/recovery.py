@@ -1,15 +1,17 @@
 """Writing back what a store lost: model records, counters and served snapshots.
 
 A Redis without persistence that restarts comes back empty, while every process still
-serves its models from memory.  :func:`recover` runs in each process once it sees a new
-store epoch (see :mod:`service.store.base`): for every model it serves or learns, it
-holds the model again with the log offset, checkpoint sequence, fencing token and
-decision count it knows, so offsets, sequences and tokens never go back (the learner
-and the replicas keep working); it offers the snapshot it serves as the checkpoint to
-restart from (the one with the highest sequence wins, saved at the log offset the model was
-held at, so feedback acknowledged after the loss is learned on top of it); and it
-writes the model's record back unless one is there.  What was acknowledged but neither
-in a served snapshot nor in the log after it is lost with the data.
+serves its models from memory.  :func:`write_back` runs in each process once its
+registry sees a new store epoch (see :mod:`service.store.base`): for every model it
+serves or learns, it holds the model again with the log offset, checkpoint sequence,
+fencing token and decision count it knows, so offsets, sequences and tokens never go
+back (the learner and the replicas keep working); it offers the snapshot it serves as
+the checkpoint to restart from (the one with the highest sequence wins, saved at the
+log offset the model was held at, so feedback acknowledged after the loss is learned on
+top of it); and it writes the model's record back unless one is there.  What was
+acknowledged but neither in a served snapshot nor in the log after it is lost with the
+data.  The registry owns its models and the epoch they are held in; it hands this
+module what to write back and records the new epoch itself.
 """
 
 from __future__ import annotations
@@ -17,13 +19,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from banditree.persistence import dumps
-from service.store import HeldCounters, OfferedSnapshot
+from service.store import HeldCounters, OfferedSnapshot, RecordStore
 
 if TYPE_CHECKING:
-    from service.registry import ModelRegistry
     from service.runtime import ModelLearner, ModelRuntime
 
 log = logging.getLogger("banditree.service")
@@ -53,29 +56,30 @@ async def _offer(runtime: ModelRuntime | None) -> OfferedSnapshot | None:
     )  # fmt: skip
 
 
-async def recover(registry: ModelRegistry, epoch: str) -> None:
-    """Write back every model of this process to a store that lost its data (now ``epoch``)."""
-    store = registry.store
-    if not registry.serves:
-        # a learner-only process has no snapshot to offer: let serving processes (which
-        # do) hold the models first, so their snapshots are what learning restarts from
-        await asyncio.sleep(2 * registry.settings.snapshot_poll_seconds)
-    names = sorted(set(registry.runtimes) | set(registry.learners))
-    log.error(
-        "the store lost its data (epoch %s, was %s): writing back %d models",
-        epoch, registry.epoch, len(names),
-    )  # fmt: skip
-    for name in names:
-        runtime, learner = registry.runtimes.get(name), registry.learners.get(name)
-        known = known_counters(runtime, learner)
+@dataclass(frozen=True)
+class HeldModel:
+    """A model this process serves (``runtime``) or learns (``learner``), with its record."""
+
+    name: str
+    runtime: ModelRuntime | None
+    learner: ModelLearner | None
+    record: str | None
+
+
+async def write_back(store: RecordStore, models: Sequence[HeldModel]) -> None:
+    """Write back ``models`` to a store that lost its data.
+
+    The caller (the registry) decides when: it owns its models and the epoch they are
+    held in, and this module reads only what it is given.
+    """
+    for model in models:
+        known = known_counters(model.runtime, model.learner)
         held = await store.hold_model(
-            name, known=known, offer=await _offer(runtime), now=time.time()
+            model.name, known=known, offer=await _offer(model.runtime), now=time.time()
         )
-        record = registry.records.get(name)
-        if record is not None:
-            await store.save_model(name, record, replace=False)
+        if model.record is not None:
+            await store.save_model(model.name, model.record, replace=False)
         log.warning(
             "model %s written back (%s; log offsets go on after %d)",
-            name, "held again" if held else "already held again", known.log_last,
+            model.name, "held again" if held else "already held again", known.log_last,
         )  # fmt: skip
-    registry.epoch = epoch

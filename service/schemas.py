@@ -9,7 +9,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator, model_validator
 
 from banditree.learners import LearnerConfig
-from banditree.supervised.model_file import MAX_FILE_BYTES, base64_length
+from banditree.models.dgt.trained import MAX_FILE_BYTES, base64_length
 
 #: A JSON number that is finite (``NaN``/``Infinity`` and strings are refused).
 FiniteNumber = Annotated[float, Field(strict=True, allow_inf_nan=False)]

@@ -21,9 +21,15 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="BANDITREE_", extra="ignore")
 
     redis_url: str | None = Field(None, description="Redis URL; unset = embedded store")
-    redis_prefix: str = Field("banditree:", min_length=1, max_length=128)
+    redis_prefix: str = Field(
+        "banditree:", min_length=1, max_length=128, description="prefix of every Redis key"
+    )
     redis_timeout_seconds: float = Field(
-        0.25, gt=0.0, le=30.0, description="Redis socket timeout; a call gives up after it"
+        0.25,
+        gt=0.0,
+        le=30.0,
+        description="Redis socket timeout: a call gives up after it (then predictions go on "
+        "unlogged, feedback gets 503)",
     )
     redis_wait_replicas: int | None = Field(
         None, ge=0, le=16,
@@ -35,10 +41,15 @@ class Settings(BaseSettings):
     )
     store_budget_seconds: float | None = Field(
         None, gt=0.0, le=600.0,
-        description="the longest one request waits on the store in all, then 503; "
+        description="the longest one request waits on the store in all (its Redis calls, a "
+        "pooled connection, the lock of its model's name while another request creates, loads "
+        "or deletes that model), then 503; a checkpoint request (each look for the learner's "
+        "checkpoint) and the log export (each page) get one budget per call; "
         "unset: twice redis_timeout_seconds",
     )  # fmt: skip
-    data_dir: Path = Field(Path("data"), description="embedded store: the SQLite database")
+    data_dir: Path = Field(
+        Path("data"), description="embedded store: holds the SQLite database banditree.sqlite3"
+    )
     sqlite_synchronous: Literal["normal", "full"] = Field(
         "normal", description="normal: survives a killed process; full: also a power cut"
     )
@@ -49,21 +60,52 @@ class Settings(BaseSettings):
         3.0, ge=0.2, le=600.0, description="learner lease; a dead learner is replaced after it"
     )
     snapshot_poll_seconds: float = Field(
-        1.0, gt=0.0, le=600.0, description="serving processes check for a new snapshot this often"
+        1.0,
+        gt=0.0,
+        le=600.0,
+        description="serving processes also look for a new snapshot this often (besides "
+        "notifications), and pick up models created elsewhere",
     )
-    api_keys: KeyList = Field(default_factory=list, description="comma-separated API keys")
-    admin_keys: KeyList = Field(default_factory=list, description="comma-separated admin keys")
-    checkpoint_every_updates: int = Field(1000, ge=1, le=10**9)
-    checkpoint_every_seconds: float = Field(0.2, gt=0.0, le=7 * 86400)
-    checkpoint_keep: int = Field(20, ge=1, le=100_000, description="checkpoint versions kept")
+    api_keys: KeyList = Field(
+        default_factory=list,
+        description="comma-separated API keys; none (and no admin key): open, with a warning",
+    )
+    admin_keys: KeyList = Field(
+        default_factory=list,
+        description="comma-separated keys that may also create, delete, checkpoint, roll back "
+        "and switch the mode of models",
+    )
+    checkpoint_every_updates: int = Field(
+        1000,
+        ge=1,
+        le=10**9,
+        description="the learner publishes a snapshot (a checkpoint) "
+        "after this many parameter updates",
+    )
+    checkpoint_every_seconds: float = Field(
+        0.2,
+        gt=0.0,
+        le=7 * 86400,
+        description="... or this many seconds after the last one, when it learned something",
+    )
+    checkpoint_keep: int = Field(
+        20,
+        ge=1,
+        le=100_000,
+        description="checkpoints kept per model; the log is trimmed up to the oldest kept one",
+    )
     event_ttl_seconds: float = Field(600.0, gt=0.0, le=7 * 86400, description="reward wait time")
     default_loss: float | None = Field(None, description="loss applied when an event expires")
-    sweep_interval_seconds: float = Field(1.0, gt=0.0, le=3600)
+    sweep_interval_seconds: float = Field(
+        1.0, gt=0.0, le=3600, description="how often expired decisions are handled"
+    )
     shutdown_seconds: float = Field(
         10.0, gt=0.0, le=600.0, description="longest graceful stop (requests, then learners)"
     )
-    max_body_bytes: int = Field(1_048_576, ge=1024, le=1 << 30)
-    max_batch: int = Field(256, ge=1, le=10_000)
+    max_body_bytes: int = Field(
+        1_048_576, ge=1024, le=1 << 30, description="larger request bodies get 413"
+    )
+    max_batch: int = Field(256, ge=1, le=10_000, description="more contexts in one predict get 413")
     max_models: int = Field(
         10_000, ge=1, le=1_000_000, description="models one process serves; more get 409"
     )
@@ -79,11 +121,19 @@ class Settings(BaseSettings):
     max_connections: int = Field(
         1000, ge=1, le=1_000_000, description="open connections and tasks; more get 503"
     )
-    host: str = "127.0.0.1"
-    port: int = Field(8000, ge=1, le=65535)
-    workers: int = Field(1, ge=1, le=64)
-    log_level: Literal["critical", "error", "warning", "info", "debug"] = "info"
-    access_log: bool = Field(False, description="one JSON log line per request")
+    host: str = Field("127.0.0.1", description="bind address of banditree serve")
+    port: int = Field(8000, ge=1, le=65535, description="port of banditree serve")
+    workers: int = Field(
+        1, ge=1, le=64, description="serving processes of banditree serve (more than 1 needs Redis)"
+    )
+    log_level: Literal["critical", "error", "warning", "info", "debug"] = Field(
+        "info", description="the service's log level"
+    )
+    access_log: bool = Field(
+        False,
+        description="one JSON line per request on standard output (time, method, path, "
+        "status, duration_ms, client); off by default: a log line per decision costs throughput",
+    )
     opentelemetry: bool = Field(
         False,
         description="FastAPI's native OpenTelemetry (spans, metrics and logs to the global "

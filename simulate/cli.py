@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Literal, cast
+from typing import TYPE_CHECKING, Literal, cast
 
 import typer
 
-from banditree.explore import EXPLORER_DEFAULTS
-from simulate.environments import FeedbackMode
+if TYPE_CHECKING:  # the command's module stays light: ``banditree --help`` imports it
+    from simulate.environments import FeedbackMode
 
 MODELS = ("dgt", "dgt_forest", "tel", "hinge", "linear")
 
@@ -140,6 +140,8 @@ def simulate_command(
     ),
 ) -> None:
     """Replay DATA through a bandit learner and baselines; write DIR/report.json and plots."""
+    from banditree.explore import EXPLORER_DEFAULTS
+
     _choice(model, MODELS, "--model")
     _choice(feedback, ("bandit", "one_point", "two_point", "full"), "--feedback")
     _choice(loss, ("zero_one", "squared", "huber"), "--loss")
@@ -182,7 +184,7 @@ def simulate_command(
                 task=cast(Literal["auto", "classification", "regression"], task),
                 split=split,
                 height=height,
-                feedback=cast(FeedbackMode | None, feedback),
+                feedback=cast("FeedbackMode | None", feedback),
                 loss=loss,
                 huber_xi=huber_xi,
                 loss_matrix=loss_matrix,

@@ -11,10 +11,10 @@ import numpy as np
 
 from banditree import __version__
 from banditree.datasets import Dataset
+from banditree.datasets.sources import TaskChoice, load_source
 from banditree.learners import build_learner
 from banditree.learners.config import default_kind
 from simulate.agents import full_information_twin, learner_config
-from simulate.data import TaskChoice, load_source
 from simulate.environments import (
     ClassificationEnvironment,
     Environment,
@@ -194,7 +194,7 @@ def _warm_competitor(
     options: SimulationOptions, env: Environment, cfg: Callable[[int], dict[str, Any]]
 ) -> Competitor:
     """``<model>_warm_start``: the model started from a ``banditree train`` file (in process)."""
-    from banditree.supervised.model_file import TrainedTree
+    from banditree.models.dgt.trained import TrainedTree
 
     assert options.warm_start is not None and options.model is not None
     trained = TrainedTree.load(options.warm_start)
@@ -226,7 +226,7 @@ def simulate(options: SimulationOptions) -> dict[str, Any]:
         raise ValueError(f"--concurrency must be >= 1, got {options.concurrency}")
     dataset = load_source(options.data, label=options.label, task=options.task, split=options.split)
     if options.warm_start is not None and options.height is None:
-        from banditree.supervised.model_file import TrainedTree
+        from banditree.models.dgt.trained import TrainedTree
 
         # the cold model grows to the warm start's height, so that the two compare
         options = replace(options, height=TrainedTree.load(options.warm_start).height)

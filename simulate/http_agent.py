@@ -11,11 +11,13 @@ errors, and a retried feedback the service already accepted counts as accepted.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
 
 from banditree.client import Client, PredictResult
+from banditree.core.codec import decision_from_public
 from banditree.learners import Decision, Feedback
 
 #: Contexts per batch predict request when scoring the held-out split.
@@ -58,18 +60,7 @@ class HttpAgent:
 
     @staticmethod
     def _decision(answer: PredictResult, context: Sequence[float]) -> Decision:
-        return Decision(
-            event_id=answer.event_id,
-            context=tuple(float(v) for v in context),
-            model_version=answer.model_version,
-            action=answer.action,
-            propensity=1.0 if answer.probability is None else answer.probability,
-            greedy_action=answer.greedy_action,
-            value=answer.value,
-            greedy_value=answer.greedy_value,
-            probes=answer.probes,
-            leaf=answer.leaf,
-        )
+        return decision_from_public(asdict(answer), context)
 
     def act(self, context: Sequence[float] | np.ndarray, event_id: str | None = None) -> Decision:
         """``POST /predict`` with one context (the service assigns the event id)."""

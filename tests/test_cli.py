@@ -1,7 +1,7 @@
 from typer.testing import CliRunner
 
 from banditree import __version__
-from banditree.cli import app
+from banditree_cli import app
 
 
 def test_version_and_help() -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from banditree.core.codec import public_fields
+
 
 @dataclass(frozen=True)
 class PredictResult:
@@ -23,18 +25,8 @@ class PredictResult:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PredictResult:
-        probes = data.get("probes")
-        return cls(
-            event_id=str(data["event_id"]),
-            model_version=int(data.get("model_version", 0)),
-            leaf=data.get("leaf"),
-            action=data.get("action"),
-            probability=data.get("probability"),
-            greedy_action=data.get("greedy_action"),
-            value=data.get("value"),
-            greedy_value=data.get("greedy_value"),
-            probes=None if probes is None else (float(probes[0]), float(probes[1])),
-        )
+        """Read a public answer (:func:`banditree.core.codec.public_fields`)."""
+        return cls(**public_fields(data))
 
 
 @dataclass(frozen=True)

@@ -10,40 +10,21 @@ an operator can see when it has learned enough to decide.  :meth:`Apprentice.set
 
 from __future__ import annotations
 
-import contextlib
 import math
-from collections.abc import Iterator, Sequence
-from contextvars import ContextVar
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import numpy as np
 
 from banditree.core.arrays import FloatArray
+from banditree.core.columns import DecisionColumns
 from banditree.core.records import Decision, Feedback
 from banditree.learners.base import Learner, Tensors
 from banditree.learners.gradient_bandit import GradientBandit
-from banditree.learners.validation import InvalidInput
+from banditree.learners.validation import InvalidInput, as_contexts
 
 Mode = Literal["apprentice", "online"]
 MODES: tuple[str, ...] = ("apprentice", "online")
-
-#: the defaults of the decisions being made in this context (one per ``act`` call, in order)
-_CALLER_DEFAULTS: ContextVar[Iterator[int] | None] = ContextVar("caller_defaults", default=None)
-
-
-@contextlib.contextmanager
-def caller_defaults(actions: Sequence[int]) -> Iterator[None]:
-    """Within the block, the ``act`` calls of this context (thread or asyncio task) take
-    their ``default_action`` from ``actions``, in order.
-
-    For callers that reach the learner through code that does not pass the default
-    itself (the service's predict path).
-    """
-    token = _CALLER_DEFAULTS.set(iter(list(actions)))
-    try:
-        yield
-    finally:
-        _CALLER_DEFAULTS.reset(token)
 
 
 class Apprentice(Learner):
@@ -99,9 +80,6 @@ class Apprentice(Learner):
     ) -> Decision:
         """Apprentice: the default with probability 1 (``greedy_action`` = the learner's
         own choice); online: the learner's decision (the default is ignored)."""
-        if default_action is None:
-            pending = _CALLER_DEFAULTS.get()
-            default_action = next(pending, None) if pending is not None else None
         own = self.inner.act(context, event_id)
         if self._mode == "online":
             return own
@@ -129,6 +107,36 @@ class Apprentice(Learner):
                 "default_estimate": float(estimates[default_action]),
             },
         )
+
+    def act_batch(
+        self,
+        contexts: Sequence[Sequence[float]] | FloatArray,
+        event_ids: Sequence[str | None] | None = None,
+        default_actions: Sequence[int] | None = None,
+    ) -> list[Decision]:
+        """:meth:`act` per row, with the caller's default of each row (``default_actions``,
+        one per context; needed in apprentice mode, ignored online)."""
+        x = as_contexts(contexts, self.n_features)
+        ids = self._check_event_ids(event_ids, x.shape[0])
+        if default_actions is not None and len(default_actions) != x.shape[0]:
+            raise InvalidInput(
+                "default_actions",
+                f"holds {len(default_actions)} actions for {x.shape[0]} contexts",
+            )
+        defaults = list(default_actions) if default_actions is not None else [None] * len(ids)
+        return [
+            self.act(row, event_id, default)
+            for row, event_id, default in zip(x, ids, defaults, strict=True)
+        ]
+
+    def act_columns(
+        self,
+        contexts: Sequence[Sequence[float]] | FloatArray,
+        event_ids: Sequence[str | None] | None = None,
+        default_actions: Sequence[int] | None = None,
+    ) -> DecisionColumns:
+        """:meth:`act_batch` held column by column."""
+        return DecisionColumns.from_decisions(self.act_batch(contexts, event_ids, default_actions))
 
     def _track(self, agreed: bool, own_estimate: float, default_estimate: float) -> None:
         self._compared += 1

@@ -11,9 +11,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from banditree.models.dgt.tree_ops import MAX_HEIGHT
+from banditree.models.spec import MAX_PARAMETERS
 
 #: Largest number of parameters one learner may hold.
-MAX_PARAMETERS = 20_000_000
 #: Largest ``n_actions (n_features + 1)^2`` (ridge state, 2 MB of float64 in every
 #: checkpoint at this bound) for which ridge is the default; the largest bundled set
 #: needs 42,250 (optdigits).

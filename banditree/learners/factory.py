@@ -1,8 +1,7 @@
-"""Build learners from a :class:`LearnerConfig`; model families register here."""
+"""Build learners from a :class:`LearnerConfig` (model families: :mod:`.families`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -18,84 +17,12 @@ from banditree.explore import make_explorer
 from banditree.learners.apprentice import Apprentice
 from banditree.learners.base import Learner, Tensors
 from banditree.learners.config import LearnerConfig
+from banditree.learners.families import MODEL_BUILDERS, known_kinds
 from banditree.learners.gradient_bandit import GradientBandit
 from banditree.learners.ridge import PerActionRidge
 from banditree.learners.uniform import UniformRandom
-from banditree.models.dgt.forest_spec import DGTForestSpec
-from banditree.models.dgt.spec import DGTSpec
-from banditree.models.linear import LinearSpec
-from banditree.models.spec import ModelSpec, reward_prior
-
-ModelBuilder = Callable[[LearnerConfig], ModelSpec]
-MODEL_BUILDERS: dict[str, ModelBuilder] = {}
-
-
-def register_model(kind: str) -> Callable[[ModelBuilder], ModelBuilder]:
-    """Decorator registering a model family under ``kind`` for :func:`build_learner`."""
-
-    def wrap(builder: ModelBuilder) -> ModelBuilder:
-        MODEL_BUILDERS[kind] = builder
-        return builder
-
-    return wrap
-
-
-def _linear_lr_scale(c: LearnerConfig) -> float:
-    """The linear term's (and shared bias's) step as a factor on the tree's."""
-    if not c.resolved_linear_term:
-        return 1.0
-    return c.resolved_linear_learning_rate / c.resolved_learning_rate
-
-
-@register_model("dgt")
-def _dgt(c: LearnerConfig) -> ModelSpec:
-    return DGTSpec(
-        c.n_features,
-        c.n_outputs,
-        c.resolved_height,
-        c.hidden,
-        c.shared_bias,
-        c.resolved_linear_term,
-        _linear_lr_scale(c),
-    )
-
-
-@register_model("dgt_forest")
-def _dgt_forest(c: LearnerConfig) -> ModelSpec:
-    return DGTForestSpec(
-        c.n_features,
-        c.n_outputs,
-        c.resolved_height,
-        c.n_trees,
-        c.aggregate,
-        c.hidden,
-        c.shared_bias,
-        c.resolved_linear_term,
-        _linear_lr_scale(c),
-        bagging=c.resolved_bagging,
-    )
-
-
-@register_model("linear")
-def _linear(c: LearnerConfig) -> ModelSpec:
-    return LinearSpec(c.n_features, c.n_outputs)
-
-
-def known_kinds() -> list[str]:
-    _load_plugins()
-    return sorted([*MODEL_BUILDERS, "random"])
-
-
-def _load_plugins() -> None:
-    """Import the optional model families so that they register themselves."""
-    import importlib
-
-    for module in ("banditree.models.tel.spec", "banditree.models.hinge.spec"):
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as err:
-            if err.name != module:
-                raise
+from banditree.learners.warm_start import warm_start
+from banditree.models.spec import reward_prior
 
 
 def make_estimator(c: LearnerConfig) -> Estimator:
@@ -117,16 +44,14 @@ def build_learner(
     """A fresh learner for ``config`` (a :class:`LearnerConfig` or its dict).
 
     ``initial_model`` (a ``banditree train`` model file's bytes or a
-    :class:`~banditree.supervised.model_file.TrainedTree`) warm-starts a ``dgt`` learner
-    from the trained tree (:func:`banditree.supervised.warm_start.warm_start`).
+    :class:`~banditree.models.dgt.trained.TrainedTree`) warm-starts a ``dgt`` learner
+    from the trained tree (:func:`banditree.learners.warm_start.warm_start`).
     """
     if initial_model is not None:
         c = config if isinstance(config, LearnerConfig) else LearnerConfig.model_validate(config)
         config = c.for_initial_model()
     learner = _build_fresh(config)
     if initial_model is not None:
-        from banditree.supervised.warm_start import warm_start
-
         warm_start(learner, initial_model)
     return learner
 
@@ -138,7 +63,6 @@ def _build_fresh(config: LearnerConfig | dict[str, Any]) -> Learner:
         if c.task != "classification" or c.n_actions is None:
             raise ValueError("kind random is a classification baseline")
         return UniformRandom(c.n_features, c.n_actions, seed=c.seed, config=stored)
-    _load_plugins()
     if c.kind not in MODEL_BUILDERS:
         raise ValueError(f"kind must be one of {known_kinds()}, got {c.kind!r}")
     model = MODEL_BUILDERS[c.kind](c)

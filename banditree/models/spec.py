@@ -18,6 +18,8 @@ import numpy as np
 from banditree.core.arrays import FloatArray, IntArray
 
 Params = dict[str, FloatArray]
+#: the most parameters one model may hold (a config asking for more is refused)
+MAX_PARAMETERS = 20_000_000
 _set_attribute = object.__setattr__
 #: Maps a model output ``(K,)`` to ``d loss / d output`` ``(K,)``.
 UpstreamFn = Callable[[FloatArray], FloatArray]

@@ -114,12 +114,8 @@ def train_command(
 
 
 def _load(data: str, label: str | None, task: str, seed: int, split: int) -> Any:
-    try:
-        from simulate.data import load_source
-    except ModuleNotFoundError:  # pragma: no cover - simulate ships with banditree
-        raise ValueError(
-            "reading DATA needs the simulator package (pip install banditree[sim])"
-        ) from None
+    from banditree.datasets.sources import load_source
+
     return load_source(data, label=label, task=task, seed=seed, split=split)  # type: ignore[arg-type]
 
 

@@ -15,10 +15,10 @@ from torch import Tensor
 from banditree.core.arrays import FloatArray, IntArray
 from banditree.models.dgt.batch_grad import TreeLoss
 from banditree.models.dgt.frozen import FrozenTree
+from banditree.models.dgt.scaling import FeatureStandardizer, TargetMinMax, fold_scalers
 from banditree.models.dgt.tree import DGTree
 from banditree.supervised.config import TrainingConfig
 from banditree.supervised.inputs import check_features, check_regression_targets, check_targets
-from banditree.supervised.scaling import FeatureStandardizer, TargetMinMax, fold_scalers
 from banditree.supervised.trainer import train_tree
 
 _GLOBAL_RNG_LOCK = threading.Lock()

@@ -18,10 +18,10 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from banditree.datasets import Dataset, stratified_split
+from banditree.models.dgt.trained import TrainedTree
 from banditree.supervised.config import TrainingConfig
 from banditree.supervised.estimator import DGTClassifier, DGTEstimator, DGTRegressor
 from banditree.supervised.grid import describe
-from banditree.supervised.model_file import TrainedTree
 
 #: Epochs by training-set size: ``clip(ceil(1e6 / n), 30, 400)`` (the paper: 30-400 by size).
 EPOCH_BUDGET_ROWS = 1_000_000

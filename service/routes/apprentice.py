@@ -7,7 +7,7 @@ from typing import TypeVar
 
 from fastapi import APIRouter
 
-from banditree.learners import Apprentice, caller_defaults
+from banditree.learners import Apprentice
 from service.deps import RuntimeDep
 from service.errors import ServiceError
 from service.routes.models import model_public
@@ -22,9 +22,9 @@ async def apprentice_predict(
     runtime: ModelRuntime,
     contexts: list[list[float]],
     defaults: list[int] | None,
-    predict: Callable[[list[list[float]]], Awaitable[tuple[T, bool]]],
+    predict: Callable[[list[list[float]], list[int] | None], Awaitable[tuple[T, bool]]],
 ) -> tuple[T, bool]:
-    """``predict(contexts)`` with the caller's defaults (checked first, so a refusal
+    """``predict(contexts, defaults)``, the caller's defaults checked first (so a refusal
     changes nothing); ``predict`` is the runtime's ``predict`` or ``predict_columns``.
 
     An apprentice-mode model plays the defaults; an online model ignores them.
@@ -37,15 +37,14 @@ async def apprentice_predict(
                 422, "this model is in apprentice mode: send the caller's default_action",
                 "default_action",
             )  # fmt: skip
-        return await predict(contexts)
+        return await predict(contexts, None)
     field = "default_action" if len(defaults) == 1 else "default_actions"
     n_actions = learner.n_actions
     for i, action in enumerate(defaults):
         if n_actions and not 0 <= action < n_actions:
             where = field if field == "default_action" else f"{field}[{i}]"
             raise ServiceError(422, f"{where} must be in [0, {n_actions - 1}], got {action}", field)
-    with caller_defaults(defaults):
-        return await predict(contexts)
+    return await predict(contexts, defaults)
 
 
 @router.patch("/{name}")

@@ -9,7 +9,9 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.datastructures import State
 
-from banditree.learners import Decision, DecisionColumns, Feedback
+from banditree.core import Feedback
+from banditree.core.codec import columns_public, decision_public
+from banditree.learners.reward import feedback_from_reward
 from service.deps import ModelName
 from service.errors import ServiceError
 from service.registry import ModelRegistry
@@ -23,61 +25,9 @@ from service.schemas import (
 )
 from service.settings import Settings
 
+__all__ = ["columns_public", "decide", "decision_public", "router"]
+
 router = APIRouter(prefix="/v1/models", tags=["decisions"])
-
-
-def decision_public(d: Decision) -> dict[str, Any]:
-    """The wire form of a decision (see :class:`~service.schemas.DecisionPublic`).
-
-    One dict literal per decision (the hot path); ``orjson`` encodes it.
-    """
-    if d.action is not None:
-        return {
-            "event_id": d.event_id,
-            "model_version": d.model_version,
-            "leaf": d.leaf,
-            "action": d.action,
-            "probability": d.propensity,
-            "greedy_action": d.greedy_action,
-        }
-    out: dict[str, Any] = {
-        "event_id": d.event_id,
-        "model_version": d.model_version,
-        "leaf": d.leaf,
-        "value": d.value,
-        "greedy_value": d.greedy_value,
-    }
-    if d.probes is not None:
-        out["probes"] = list(d.probes)
-    return out
-
-
-def columns_public(columns: DecisionColumns) -> list[dict[str, Any]]:
-    """:func:`decision_public` of every row of ``columns`` (no Decision object per row)."""
-    n, version = len(columns), columns.model_version
-    leaves: list[int | None] = [None] * n if columns.leaf is None else list(columns.leaf)
-    if columns.action is not None:
-        assert columns.propensity is not None and columns.greedy_action is not None
-        return [
-            {"event_id": event_id, "model_version": version, "leaf": leaf, "action": action,
-             "probability": probability, "greedy_action": greedy}
-            for event_id, leaf, action, probability, greedy in zip(
-                columns.event_ids, leaves, columns.action, columns.propensity,
-                columns.greedy_action, strict=True,
-            )
-        ]  # fmt: skip
-    assert columns.value is not None and columns.greedy_value is not None
-    rows: list[dict[str, Any]] = [
-        {"event_id": event_id, "model_version": version, "leaf": leaf, "value": value,
-         "greedy_value": greedy}
-        for event_id, leaf, value, greedy in zip(
-            columns.event_ids, leaves, columns.value, columns.greedy_value, strict=True
-        )
-    ]  # fmt: skip
-    if columns.probes is not None:
-        for row, probes in zip(rows, columns.probes, strict=True):
-            row["probes"] = list(probes)
-    return rows
 
 
 async def decide(state: State, name: str, body: PredictCreate) -> bytes:
@@ -130,9 +80,7 @@ async def feedback(name: ModelName, body: FeedbackCreate, request: Request) -> F
     if body.losses is not None:
         fb, field = Feedback(losses=(body.losses[0], body.losses[1])), "losses"
     elif body.reward is not None:
-        regression = runtime.learner.task == "regression"
-        loss = -body.reward if regression else 1.0 - body.reward
-        fb, field = Feedback(loss=loss), "reward"
+        fb, field = feedback_from_reward(body.reward, runtime.learner.task), "reward"
     else:
         fb, field = Feedback(loss=body.loss), "loss"
     await runtime.feedback(body.event_id, fb, field=field)

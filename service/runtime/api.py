@@ -13,35 +13,39 @@ memory, marked as not logged (their feedback cannot be taken) and counted in
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
-from banditree.learners import Decision, DecisionColumns, Feedback, InvalidInput, Learner
-from banditree.persistence import dumps, loads
-from service.errors import ServiceError
+from banditree.learners import (
+    Apprentice,
+    Decision,
+    DecisionColumns,
+    Feedback,
+    InvalidInput,
+    Learner,
+)
+from service.domain_errors import (
+    FEEDBACK_REFUSALS,
+    FeedbackRefused,
+    InvalidRequest,
+    Unavailable,
+)
 from service.metrics import ModelMetrics
+from service.runtime.operator import OperatorWrites
+from service.runtime.policy import Policy
 from service.runtime.replay import column_payloads, decision_payload, feedback_json, read_decision
 from service.runtime.snapshot import ServedSnapshot
 from service.store import CheckpointInfo, EventLookup, ModelGone, Store, StoreUnavailable
-from service.store.budget import budget_seconds, store_budget
 
 log = logging.getLogger("banditree.service")
 
 #: store status (also the ``outcome`` label) -> HTTP status and message
-_REFUSALS = {
-    "unknown": (404, "is not a pending decision of this model"),
-    "duplicate": (409, "has already received its feedback"),
-    "expired": (410, "expired before its feedback arrived"),
-}
 _UNAVAILABLE = (
     "the store is unreachable: the feedback may not have been recorded; retry it "
     "(a repeat of a feedback that was recorded answers 409)"
 )
-_CHECKPOINT_WAIT_SECONDS = 30.0
 
 
 def new_event_ids(count: int) -> list[str]:
@@ -58,18 +62,7 @@ def new_event_ids(count: int) -> list[str]:
     return [prefix + noise[i : i + 24] for i in range(0, 24 * count, 24)]
 
 
-@dataclass(frozen=True)
-class Policy:
-    """Resolved per-model service settings."""
-
-    checkpoint_every_updates: int
-    checkpoint_every_seconds: float
-    event_ttl_seconds: float
-    default_loss: float | None
-    checkpoint_keep: int
-
-
-class ModelRuntime:
+class ModelRuntime(OperatorWrites):
     """A model served under ``name``: its current snapshot, predict and feedback."""
 
     def __init__(
@@ -110,21 +103,36 @@ class ModelRuntime:
         return max(0, self.log_last - self.served.offset)
 
     # -- predict ---------------------------------------------------------------------
-    async def predict(self, contexts: list[list[float]]) -> tuple[list[Decision], bool]:
+    async def predict(
+        self, contexts: list[list[float]], defaults: list[int] | None = None
+    ) -> tuple[list[Decision], bool]:
         """Decide for the one context of ``contexts`` and store the decision:
-        ``([decision], logged)``.  A batch goes through :meth:`predict_columns`."""
+        ``([decision], logged)``.  A batch goes through :meth:`predict_columns`.
+
+        ``defaults`` (the caller's default action of each context) is played by an
+        apprentice-mode model and ignored by others."""
         started = time.perf_counter()
         (context,) = contexts
-        decisions = [self.learner.act(context, event_id=new_event_ids(1)[0])]
+        learner, event_id = self.learner, new_event_ids(1)[0]
+        if defaults is not None and isinstance(learner, Apprentice):
+            decisions = [learner.act(context, event_id=event_id, default_action=defaults[0])]
+        else:
+            decisions = [learner.act(context, event_id=event_id)]
         events = [(d.event_id, decision_payload(self.uid, d)) for d in decisions]
         leaves = [d.extras["reachable_leaves"] for d in decisions if "reachable_leaves" in d.extras]
         explored = sum(d.explored for d in decisions)
         return decisions, await self._store(events, explored, leaves, started)
 
-    async def predict_columns(self, contexts: list[list[float]]) -> tuple[DecisionColumns, bool]:
+    async def predict_columns(
+        self, contexts: list[list[float]], defaults: list[int] | None = None
+    ) -> tuple[DecisionColumns, bool]:
         """:meth:`predict` of a batch, its decisions held column by column (no object per row)."""
         started = time.perf_counter()
-        columns = self.learner.act_columns(contexts, new_event_ids(len(contexts)))
+        learner, event_ids = self.learner, new_event_ids(len(contexts))
+        if defaults is not None and isinstance(learner, Apprentice):
+            columns = learner.act_columns(contexts, event_ids, default_actions=defaults)
+        else:
+            columns = learner.act_columns(contexts, event_ids)
         events = list(zip(columns.event_ids, column_payloads(self.uid, columns), strict=True))
         leaves = (columns.extras or {}).get("reachable_leaves") or []
         return columns, await self._store(events, sum(columns.explored), leaves, started)
@@ -156,11 +164,10 @@ class ModelRuntime:
         return logged
 
     # -- feedback --------------------------------------------------------------------
-    def _refuse(self, found: EventLookup, event_id: str) -> ServiceError:
-        outcome = found.status if found.status in _REFUSALS else "unknown"
-        status, text = _REFUSALS[outcome]
-        self.metrics.feedback[outcome].inc()
-        return ServiceError(status, f"event_id {event_id!r} {text}", "event_id")
+    def _refuse(self, found: EventLookup, event_id: str) -> FeedbackRefused:
+        refusal = FEEDBACK_REFUSALS.get(found.status, FEEDBACK_REFUSALS["unknown"])
+        self.metrics.feedback[refusal.outcome].inc()
+        return refusal(event_id)
 
     async def feedback(self, event_id: str, feedback: Feedback, *, field: str = "loss") -> int:
         """Validate, then claim the decision and log the feedback atomically: the log offset."""
@@ -176,7 +183,7 @@ class ModelRuntime:
             except InvalidInput as err:
                 self.metrics.feedback["invalid"].inc()
                 detail = str(err) if field == "loss" else f"{err} (computed from {field})"
-                raise ServiceError(422, detail, err.field) from None
+                raise InvalidRequest(detail, err.field) from None
             claimed = await self.store.append_feedback(
                 self.name, event_id, feedback_json(feedback), now=time.time()
             )
@@ -184,7 +191,7 @@ class ModelRuntime:
             log.error("model %s could not log feedback %s: %s", self.name, event_id, err)
             if isinstance(err, ModelGone) and self.on_gone is not None:
                 self.on_gone()
-            raise ServiceError(503, _UNAVAILABLE) from None
+            raise Unavailable(_UNAVAILABLE) from None
         if claimed.status != "claimed":
             raise self._refuse(claimed, event_id)
         self.log_last = max(self.log_last, claimed.offset)
@@ -218,85 +225,3 @@ class ModelRuntime:
         m.checkpoint_age.set(now - self.served.published_at if self.served.published_at else 0)
         lease = await self.store.lease(self.name, now=now)
         m.set_lease_holder(None if lease is None else lease.holder)
-
-    # -- checkpoints -----------------------------------------------------------------
-    async def checkpoint(self) -> CheckpointInfo:
-        """Ask the learner for a checkpoint holding every feedback logged so far; wait for it."""
-        try:
-            last = (await self.store.log_bounds(self.name)).last
-            stored = await self.store.list_checkpoints(self.name, limit=1)
-            before = stored[0].sequence if stored else 0
-            await self.store.request_checkpoint(self.name)
-            if self.wake_learner is not None:  # an idle learner of this process looks now
-                self.wake_learner()
-            deadline = time.monotonic() + _CHECKPOINT_WAIT_SECONDS
-            each = budget_seconds()  # waiting for the learner is the point: each look has one
-            while time.monotonic() < deadline:
-                with store_budget(each):
-                    stored = await self.store.list_checkpoints(self.name, limit=1)
-                if stored and stored[0].sequence > before and stored[0].offset >= last:
-                    await self.served.refresh()
-                    return stored[0]
-                await asyncio.sleep(0.01)
-        except StoreUnavailable as err:
-            raise ServiceError(503, f"checkpoint failed: {err}") from None
-        raise ServiceError(
-            503,
-            f"no learner published a checkpoint within {_CHECKPOINT_WAIT_SECONDS:.0f} s; "
-            "is a process with role learner or all running?",
-        )
-
-    async def replace(self, change: Callable[[Learner], None]) -> CheckpointInfo:
-        """Make a changed copy of the served model the newest checkpoint (an operator write).
-
-        The checkpoint keeps the served snapshot's log offset: the learner, fenced out by
-        the operator token, restarts from it and learns again every feedback logged
-        after it, so nothing acknowledged is lost.  Used to switch an apprentice's mode.
-        """
-        served = self.served
-
-        def changed_copy() -> tuple[int, bytes]:  # the served learner itself stays as it is
-            copy = loads(dumps(served.learner))
-            change(copy)
-            return copy.version, dumps(copy)
-
-        try:
-            version, blob = await asyncio.to_thread(changed_copy)
-            saved = await self.store.save_checkpoint(
-                self.name, version=version, blob=blob, keep=self.policy.checkpoint_keep,
-                now=time.time(), offset=served.offset, acked_at=0.0, token=-1,
-            )  # fmt: skip
-            await served.refresh()
-        except StoreUnavailable as err:
-            raise ServiceError(503, f"the change was not saved: {err}") from None
-        if self.wake_learner is not None:
-            self.wake_learner()
-        return saved
-
-    async def rollback(self, version: int) -> CheckpointInfo:
-        """Serve the newest valid checkpoint of ``version`` again (saved as the newest).
-
-        Feedback logged before the rollback and not in that checkpoint is discarded;
-        the learner is fenced out, restarts from the rolled-back checkpoint and
-        learns from the feedback logged after it.
-        """
-        try:
-            found = await self.served.find_version(version)
-            if found is None:
-                versions = sorted({i.version for i in await self.store.list_checkpoints(self.name)})
-                raise ServiceError(
-                    404, f"no valid checkpoint of version {version}; stored versions: {versions}",
-                    "version",
-                )  # fmt: skip
-            blob, info = found
-            last = (await self.store.log_bounds(self.name)).last
-            saved = await self.store.save_checkpoint(
-                self.name, version=info.version, blob=blob, keep=self.policy.checkpoint_keep,
-                now=time.time(), offset=max(last, self.log_last), acked_at=0.0, token=-1,
-            )  # fmt: skip
-            await self.served.refresh()
-        except StoreUnavailable as err:
-            raise ServiceError(503, f"rollback failed: {err}") from None
-        if self.wake_learner is not None:
-            self.wake_learner()
-        return saved

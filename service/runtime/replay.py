@@ -16,6 +16,12 @@ from typing import Any
 
 import orjson
 
+from banditree.core.codec import (
+    column_records,
+    decision_from_record,
+    decision_record,
+    record_json,
+)
 from banditree.learners import (
     Decision,
     DecisionColumns,
@@ -29,86 +35,16 @@ from service.store import LogEntry
 log = logging.getLogger("banditree.service")
 
 
-def _json_default(value: Any) -> Any:
-    if hasattr(value, "item"):
-        return value.item()
-    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
-
-
 def decision_payload(uid: str, decision: Decision) -> str:
-    """The stored form of a pending decision (compact JSON; numpy scalars as numbers).
-
-    Fields that are None are left out (:meth:`Decision.from_dict` gives them back), so a
-    classification decision stores no regression fields: smaller rows, less to write.
-    """
-    fields = {key: value for key, value in vars(decision).items() if value is not None}
-    data = {"uid": uid, "decision": fields}
-    return orjson.dumps(data, default=_json_default, option=orjson.OPT_SERIALIZE_NUMPY).decode()
+    """The stored form of a pending decision: its record (:func:`decision_record`) under
+    the model's ``uid``, compact JSON."""
+    return record_json({"uid": uid, "decision": decision_record(decision)})
 
 
 def column_payloads(uid: str, columns: DecisionColumns) -> list[str]:
-    """:func:`decision_payload` of every row of ``columns``, without a Decision per row.
-
-    The same keys in the same order (a column that is None in every row is left out;
-    ``propensity`` and ``perturbation`` take their defaults when absent, as a Decision
-    does), so the stored text is the same.
-    """
-    n = len(columns)
-    extras = columns.row_extras() if columns.extras else [{}] * n  # read only
+    """:func:`decision_payload` of every row of ``columns``, without a Decision per row."""
     dumps = orjson.dumps
-    if (
-        columns.action is not None
-        and columns.propensity is not None
-        and columns.greedy_action is not None
-        and columns.perturbation is not None
-        and columns.value is None
-        and columns.greedy_value is None
-        and columns.probes is None
-    ):  # classification: one dict literal per row
-        v = columns.model_version
-        rows = zip(
-            columns.event_ids, columns.contexts, columns.action, columns.propensity,
-            columns.greedy_action, columns.perturbation, columns.explored, extras, strict=True,
-        )  # fmt: skip
-        if columns.leaf is None:
-            return [
-                dumps({"uid": uid, "decision": {
-                    "event_id": e, "context": c, "model_version": v, "action": a,
-                    "propensity": p, "greedy_action": g, "perturbation": t, "explored": x,
-                    "extras": ex,
-                }}).decode()
-                for e, c, a, p, g, t, x, ex in rows
-            ]  # fmt: skip
-        return [
-            dumps({"uid": uid, "decision": {
-                "event_id": e, "context": c, "model_version": v, "action": a, "propensity": p,
-                "greedy_action": g, "perturbation": t, "leaf": leaf, "explored": x, "extras": ex,
-            }}).decode()
-            for (e, c, a, p, g, t, x, ex), leaf in zip(rows, columns.leaf, strict=True)
-        ]  # fmt: skip
-    named: list[tuple[str, list[Any]]] = [
-        ("event_id", columns.event_ids),
-        ("context", columns.contexts),
-        ("model_version", [columns.model_version] * n),
-    ]
-    for key, column in (
-        ("action", columns.action),
-        ("propensity", columns.propensity if columns.propensity is not None else [1.0] * n),
-        ("greedy_action", columns.greedy_action),
-        ("value", columns.value),
-        ("greedy_value", columns.greedy_value),
-        ("perturbation", columns.perturbation if columns.perturbation is not None else [0] * n),
-        ("probes", columns.probes),
-        ("leaf", columns.leaf),
-    ):
-        if column is not None:
-            named.append((key, column))
-    named += [("explored", columns.explored), ("extras", extras)]
-    keys = [key for key, _ in named]
-    return [
-        dumps({"uid": uid, "decision": dict(zip(keys, row, strict=True))}).decode()
-        for row in zip(*[column for _, column in named], strict=True)
-    ]
+    return [dumps({"uid": uid, "decision": row}).decode() for row in column_records(columns)]
 
 
 def read_decision(payload: str, uid: str) -> Decision | None:
@@ -116,7 +52,7 @@ def read_decision(payload: str, uid: str) -> Decision | None:
     data = orjson.loads(payload)
     if data.get("uid") != uid:
         return None
-    return Decision.from_dict(data["decision"])
+    return decision_from_record(data["decision"])
 
 
 def feedback_json(feedback: Feedback) -> str:

@@ -15,24 +15,33 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from banditree.learners import Learner
 from banditree.persistence import CorruptCheckpoint, loads
+from service.metrics import ModelMetrics
 from service.runtime.tasks import LoopShare, pause_after_pass, stop_tasks
-from service.store import CheckpointInfo, StoreUnavailable
-
-if TYPE_CHECKING:
-    from service.runtime.api import ModelRuntime
+from service.store import CheckpointInfo, Store, StoreUnavailable
 
 log = logging.getLogger("banditree.service")
+
+
+class SnapshotOwner(Protocol):
+    """What a snapshot reads of the model it serves (:class:`service.runtime.ModelRuntime`)."""
+
+    name: str
+    store: Store
+    metrics: ModelMetrics
+
+    @property
+    def served(self) -> ServedSnapshot: ...
 
 
 class ServedSnapshot:
     """The learner a process serves for one model, replaced whole by :meth:`refresh`."""
 
     def __init__(
-        self, runtime: ModelRuntime, learner: Learner, info: CheckpointInfo | None
+        self, runtime: SnapshotOwner, learner: Learner, info: CheckpointInfo | None
     ) -> None:
         self.runtime = runtime
         self.learner = learner
@@ -105,7 +114,7 @@ class SnapshotWatcher:
     """Keeps every served model of a process on its newest snapshot."""
 
     def __init__(
-        self, runtimes: Callable[[], Iterable[ModelRuntime]], *, poll_seconds: float
+        self, runtimes: Callable[[], Iterable[SnapshotOwner]], *, poll_seconds: float
     ) -> None:
         self.runtimes = runtimes
         self.poll_seconds = poll_seconds

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from banditree.cli import app
+from banditree_cli import app
 from tests.service.live_server import free_port
 
 

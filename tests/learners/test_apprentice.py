@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from banditree.learners import Apprentice, Feedback, InvalidInput, build_learner, caller_defaults
+from banditree.learners import Apprentice, Feedback, InvalidInput, build_learner
 from banditree.persistence import dumps, loads
 
 
 def _breast_cancer_with_a_linear_rule() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The bundled breast-cancer set and a fixed linear rule (least squares on 200 rows)."""
-    from simulate.data import load_source
+    from banditree.datasets.sources import load_source
 
     ds = load_source("breast_cancer")
     X, y = ds.X_train, ds.y_train.astype(np.int64)
@@ -61,13 +61,21 @@ def test_apprentice_needs_a_default_in_range() -> None:
     learner = build_learner(
         {"kind": "linear", "n_features": 3, "n_actions": 4, "mode": "apprentice"}
     )
+    assert isinstance(learner, Apprentice)
     with pytest.raises(InvalidInput, match="needs the caller's default_action"):
         learner.act([0.0, 1.0, 2.0])
     with pytest.raises(InvalidInput, match=r"must be an action in \[0, 3\]"):
         learner.act([0.0, 1.0, 2.0], default_action=4)
-    with caller_defaults([2, 3]):
-        first, second = learner.act([0.0, 1.0, 2.0]), learner.act([1.0, 1.0, 1.0])
+    first, second = learner.act_batch([[0.0, 1.0, 2.0], [1.0, 1.0, 1.0]], default_actions=[2, 3])
     assert (first.action, second.action) == (2, 3)
+    columns = learner.act_columns([[0.0, 1.0, 2.0]], default_actions=[1])
+    assert (columns.action, columns.propensity) == ([1], [1.0])
+    with pytest.raises(InvalidInput, match="holds 1 actions for 2 contexts"):
+        learner.act_batch([[0.0, 1.0, 2.0], [1.0, 1.0, 1.0]], default_actions=[2])
+    with pytest.raises(InvalidInput, match="needs the caller's default_action"):
+        learner.act_batch([[0.0, 1.0, 2.0]])
+    learner.set_mode("online")  # the defaults are ignored online
+    assert len(learner.act_batch([[0.0, 1.0, 2.0]], default_actions=[3])) == 1
 
 
 @pytest.mark.parametrize(

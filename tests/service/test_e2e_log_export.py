@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 from typer.testing import CliRunner
 
-from banditree.cli import app as cli
 from banditree.client import BanditreeError, Client
 from banditree.datasets import load
 from banditree.logs import LogWriter
+from banditree_cli import app as cli
 from tests.service.live_server import LiveServer
 
 ROUNDS = 800

@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 from typer.testing import CliRunner
 
-from banditree.cli import app
 from banditree.datasets import load
 from banditree.supervised import DGTClassifier, DGTRegressor
 from banditree.supervised.model_file import TrainedTree
+from banditree_cli import app
 from tests.service.live_server import LiveServer
 
 

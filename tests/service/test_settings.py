@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from banditree.cli import app
+from banditree_cli import app
 from service.settings import SettingsError, load_settings
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from banditree.cli import app
+from banditree_cli import app
 
 CONTRACT = [
     "--label",

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from simulate.data import infer_task, load_source
+from banditree.datasets.sources import infer_task, load_source
 
 
 def _xy(n: int = 50, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

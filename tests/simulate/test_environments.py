@@ -90,10 +90,10 @@ def test_bad_settings_are_refused(make: object, message: str) -> None:
 
 def test_full_information_twin_learns_the_environments_loss() -> None:
     """The twin's estimator takes the run's loss matrix / Huber xi, also after a checkpoint."""
+    from banditree.datasets.sources import load_source
     from banditree.learners import Feedback, GradientBandit, build_learner
     from banditree.persistence import dumps, loads
     from simulate.agents import full_information_twin, learner_config
-    from simulate.data import load_source
 
     matrix = np.array([[0.0, 0.2, 0.9], [0.5, 0.0, 0.1], [1.0, 0.3, 0.0]])
     wine = load_source("wine")

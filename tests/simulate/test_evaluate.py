@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from banditree.cli import app
 from banditree.logs import open_log_writer
+from banditree_cli import app
 from simulate import SimulationOptions, simulate
 from simulate.evaluate import EvaluateOptions, evaluate
 from tests.simulate.conftest import PNG_MAGIC

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from banditree.cli import app
+from banditree_cli import app
 from tests.simulate.conftest import PNG_MAGIC
 
 

@@ -11,8 +11,7 @@ import numpy as np
 
 from banditree.core.arrays import FloatArray
 from banditree.models.dgt.frozen import FrozenTree
-from banditree.models.dgt.tree import effective_weights_np
-from banditree.models.dgt.tree_ops import check_height, path_scores
+from banditree.models.dgt.tree_ops import check_height, effective_weights_np, path_scores
 from banditree.models.spec import BatchOutput, ModelOutput, ModelSpec, Params, UpstreamFn
 
 

@@ -11,7 +11,7 @@ from torch import Tensor, nn
 
 from banditree.models.dgt.frozen import FrozenTree
 from banditree.models.dgt.tree_function import hard_tree, reached_leaves_t
-from banditree.models.dgt.tree_ops import check_height
+from banditree.models.dgt.tree_ops import check_height, effective_weights_np
 
 #: Hidden widths of the linear overparameterization for L = 3 (paper Table 12): (d1, d2).
 TABLE12_HIDDEN: dict[int, tuple[int, int]] = {
@@ -141,11 +141,3 @@ class DGTree(nn.Module):
             tree.layers[0].copy_(torch.from_numpy(frozen.weights))
             tree.theta.copy_(torch.from_numpy(frozen.theta))
         return tree
-
-
-def effective_weights_np(layers: Sequence[np.ndarray]) -> np.ndarray:
-    """Collapse numpy layer matrices ``[W1, ..., WL]`` into ``WL @ ... @ W1``."""
-    w = layers[0]
-    for layer in layers[1:]:
-        w = layer @ w
-    return w

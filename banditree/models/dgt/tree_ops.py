@@ -17,6 +17,8 @@ matrix from it once per height (:func:`banditree.models.dgt.spec.path_matrix`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from banditree.core.arrays import FloatArray, IntArray
@@ -66,3 +68,11 @@ def leaf_from_activations(a: FloatArray, height: int) -> IntArray:
         go_right = np.take_along_axis(a, node[..., None], axis=-1)[..., 0] > 0.0
         node = 2 * node + np.where(go_right, 2, 1)
     return node - ((1 << height) - 1)
+
+
+def effective_weights_np(layers: Sequence[np.ndarray]) -> np.ndarray:
+    """Collapse numpy layer matrices ``[W1, ..., WL]`` into ``WL @ ... @ W1``."""
+    w = layers[0]
+    for layer in layers[1:]:
+        w = layer @ w
+    return w

@@ -35,8 +35,6 @@ from typing import Any
 import numpy as np
 
 from banditree.core.arrays import FloatArray
-from banditree.learners.config import MAX_PARAMETERS, LearnerConfig
-from banditree.learners.factory import register_model
 from banditree.models.hinge.frozen import FrozenHingeForest
 from banditree.models.hinge.ops import (
     check_depth,
@@ -45,7 +43,14 @@ from banditree.models.hinge.ops import (
     hinge_tree_outputs,
     init_forest,
 )
-from banditree.models.spec import BatchOutput, ModelOutput, ModelSpec, Params, UpstreamFn
+from banditree.models.spec import (
+    MAX_PARAMETERS,
+    BatchOutput,
+    ModelOutput,
+    ModelSpec,
+    Params,
+    UpstreamFn,
+)
 
 HINGE_OPTIONS = ("ferns", "pool", "reduction")
 MAX_POOL = 4096
@@ -93,19 +98,21 @@ class HingeSpec(ModelSpec):
         self.regularised = ("pool",) if pool else ()
 
     @classmethod
-    def from_config(cls, c: LearnerConfig) -> HingeSpec:
-        """Build from a learner config, validating ``options`` (unknown keys are refused)."""
-        unknown = sorted(set(c.options) - set(HINGE_OPTIONS))
+    def from_options(
+        cls, n_features: int, n_outputs: int, n_trees: int, depth: int, options: Mapping[str, Any]
+    ) -> HingeSpec:
+        """Build from a learner config's fields, validating ``options`` (unknown keys refused)."""
+        unknown = sorted(set(options) - set(HINGE_OPTIONS))
         if unknown:
             raise ValueError(f"options.{unknown[0]} is not a hinge option; known: {HINGE_OPTIONS}")
         return cls(
-            c.n_features,
-            c.n_outputs,
-            n_trees=c.n_trees,
-            depth=c.resolved_height,
-            ferns=c.options.get("ferns", False),
-            pool=c.options.get("pool", 0),
-            reduction=c.options.get("reduction", "sum"),
+            n_features,
+            n_outputs,
+            n_trees=n_trees,
+            depth=depth,
+            ferns=options.get("ferns", False),
+            pool=options.get("pool", 0),
+            reduction=options.get("reduction", "sum"),
         )
 
     def init_params(self, rng: np.random.Generator) -> Params:
@@ -203,8 +210,3 @@ class HingeSpec(ModelSpec):
             "pool": self.pool,
             "reduction": self.reduction,
         }
-
-
-@register_model("hinge")
-def _hinge(c: LearnerConfig) -> ModelSpec:
-    return HingeSpec.from_config(c)

@@ -5,21 +5,11 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from banditree.models.tel.checks import INIT_BOUND, MAX_DEPTH, check_depth, check_gamma
 from banditree.models.tel.dense import dense_smooth_step_ensemble
 from banditree.models.tel.function import tree_ensemble
-from banditree.models.tel.smooth_step import check_gamma
 
-#: Deepest tree the layer builds (``2**12`` leaves per tree).
-MAX_DEPTH = 12
-#: Initialisers of the reference implementation: both weight sets ``U(-0.01, 0.01)``.
-INIT_BOUND = 0.01
-
-
-def check_depth(depth: int) -> int:
-    """Validate a TEL tree depth, returning it."""
-    if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= MAX_DEPTH:
-        raise ValueError(f"depth must be an integer in [1, {MAX_DEPTH}], got {depth!r}")
-    return depth
+__all__ = ["INIT_BOUND", "MAX_DEPTH", "TEL", "check_depth", "check_gamma"]
 
 
 class TEL(nn.Module):

@@ -8,18 +8,10 @@ That is what lets a tree route an example to one side only (conditional computat
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import Tensor, nn
 
-
-def check_gamma(gamma: float) -> float:
-    """Validate the smooth-step width ``gamma`` (finite, ``> 0``), returning it as a float."""
-    g = float(gamma)
-    if not (math.isfinite(g) and g > 0.0):
-        raise ValueError(f"gamma must be a finite number > 0, got {gamma!r}")
-    return g
+from banditree.models.tel.checks import check_gamma
 
 
 def smooth_step(t: Tensor, gamma: float) -> Tensor:

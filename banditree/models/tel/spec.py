@@ -24,13 +24,10 @@ from typing import Any
 import numpy as np
 
 from banditree.core.arrays import FloatArray
-from banditree.learners.config import LearnerConfig
-from banditree.learners.factory import register_model
 from banditree.models.spec import BatchOutput, ModelOutput, ModelSpec, Params, UpstreamFn
+from banditree.models.tel.checks import INIT_BOUND, check_depth, check_gamma
 from banditree.models.tel.dense_grad import dense_forward, dense_gradients
 from banditree.models.tel.frozen import FrozenTEL
-from banditree.models.tel.layer import INIT_BOUND, check_depth
-from banditree.models.tel.smooth_step import check_gamma
 
 DEFAULT_GAMMA = 1.0
 OPTIONS = ("gamma",)
@@ -149,17 +146,18 @@ class TELSpec(ModelSpec):
         }
 
 
-@register_model("tel")
-def build_tel(c: LearnerConfig) -> ModelSpec:
-    """TEL from a learner config: ``height`` is the depth, ``options["gamma"]`` the width."""
-    unknown = sorted(set(c.options) - set(OPTIONS))
+def tel_from_options(
+    n_features: int, n_outputs: int, depth: int, n_trees: int, options: Mapping[str, Any]
+) -> TELSpec:
+    """TEL from a learner config's fields: ``depth`` (its height), ``options["gamma"]``."""
+    unknown = sorted(set(options) - set(OPTIONS))
     if unknown:
         raise ValueError(f"options: unknown key(s) {unknown} for kind tel; known: {list(OPTIONS)}")
-    gamma = c.options.get("gamma", DEFAULT_GAMMA)
+    gamma = options.get("gamma", DEFAULT_GAMMA)
     if isinstance(gamma, bool) or not isinstance(gamma, int | float):
         raise ValueError(f"options.gamma must be a number, got {gamma!r}")
     try:
         gamma = check_gamma(gamma)
     except ValueError as err:
         raise ValueError(f"options.{err}") from None
-    return TELSpec(c.n_features, c.n_outputs, c.resolved_height, c.n_trees, gamma)
+    return TELSpec(n_features, n_outputs, depth, n_trees, gamma)

@@ -1,4 +1,4 @@
-"""Data sources for the simulator: files, scikit-learn's bundled sets and banditree's own.
+"""Data sources (the simulator's and ``banditree train``'s): files, scikit-learn's bundled sets and banditree's own.
 
 Every source becomes a :class:`banditree.datasets.Dataset` (train and test split,
 class labels encoded ``0..K-1``).  A source without a test split gets a seeded

@@ -1,3 +1,0 @@
-from banditree.cli import app
-
-app(prog_name="banditree")

@@ -1,0 +1,103 @@
+"""What every part of the registry shares: its models, locks, discovery signal, policies."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import os
+import socket
+import uuid
+import weakref
+from collections.abc import AsyncIterator
+from typing import Any
+
+from service.metrics import ServiceMetrics
+from service.runtime import ModelLearner, ModelRuntime, Policy
+from service.runtime.idle import IdleLearners
+from service.runtime.snapshot import SnapshotWatcher
+from service.schemas import ModelPolicy
+from service.settings import Settings
+from service.store import Store
+from service.store.budget import within_budget
+
+
+class RegistryBase:
+    """Named runtimes and learners backed by a :class:`Store`."""
+
+    def __init__(self, *, store: Store, settings: Settings, metrics: ServiceMetrics) -> None:
+        self.store, self.settings, self.metrics = store, settings, metrics
+        self.runtimes: dict[str, ModelRuntime] = {}
+        self.learners: dict[str, ModelLearner] = {}
+        self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self.serves = settings.role in ("all", "api")
+        self.learns = settings.role in ("all", "learner")
+        self.watcher = SnapshotWatcher(
+            lambda: list(self.runtimes.values()), poll_seconds=settings.snapshot_poll_seconds
+        )
+        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = (
+            weakref.WeakValueDictionary()
+        )  # per name, dropped with its last user
+        self.epoch: str | None = None  # the store epoch this process's models are held in
+        self.records: dict[str, str] = {}  # the record of every model served or learned
+        self._discovery_wanted = asyncio.Event()
+        self._creating = 0  # creates past the model cap's check, not yet in ``runtimes``
+        self.idle = IdleLearners(store, holder=self.holder, lease_seconds=settings.lease_seconds)
+
+    @contextlib.asynccontextmanager
+    async def _locked(self, name: str) -> AsyncIterator[None]:
+        """The lock of model ``name``: its create, first load and delete never overlap.
+
+        One lock per name, so requests for other models never wait for it (with
+        thousands of models, creates and first loads run side by side); waiting for it
+        spends the request's store budget, as the calls of the request holding it do.
+        """
+        lock = self._locks.get(name)
+        if lock is None:  # kept while a request holds or awaits it (weakly referenced)
+            lock = self._locks[name] = asyncio.Lock()
+        await within_budget(lock.acquire())
+        try:
+            yield
+        finally:
+            lock.release()
+
+    def want_discovery(self) -> None:
+        """Look at the store's models (and epoch) now rather than at the next poll."""
+        self._discovery_wanted.set()
+
+    async def discovery_due(self, interval_seconds: float) -> None:
+        """Wait ``interval_seconds``, or less when :meth:`want_discovery` was called."""
+        try:
+            await asyncio.wait_for(self._discovery_wanted.wait(), interval_seconds)
+        except TimeoutError:
+            pass
+        self._discovery_wanted.clear()
+
+    def _policy(self, policy: ModelPolicy) -> Policy:
+        s = self.settings
+        default_loss = policy.default_loss if policy.default_loss is not None else s.default_loss
+        return Policy(
+            checkpoint_every_updates=policy.checkpoint_every_updates or s.checkpoint_every_updates,
+            checkpoint_every_seconds=policy.checkpoint_every_seconds or s.checkpoint_every_seconds,
+            event_ttl_seconds=policy.event_ttl_seconds or s.event_ttl_seconds,
+            default_loss=default_loss,
+            checkpoint_keep=s.checkpoint_keep,
+        )
+
+    def _waker(self, name: str) -> Any:
+        def wake() -> None:
+            learner = self.learners.get(name)
+            if learner is not None:
+                learner.wake()
+
+        return wake
+
+    def _publish(self, runtime: ModelRuntime) -> None:
+        self.runtimes[runtime.name] = runtime
+        self.metrics.models_loaded.set(len(self.runtimes))
+        # A model holds hundreds of long-lived objects (its learner, its metric series):
+        # with thousands of models, each full collection of the cyclic garbage collector
+        # walks a million objects and holds the event loop for most of a second.  Move
+        # what exists now out of its reach (constant time); what is made later is still
+        # collected.  The cost: reference cycles among a deleted model's objects are kept.
+        gc.freeze()

@@ -1,0 +1,118 @@
+"""Learning: a learner per stored model, discovery of models made or deleted elsewhere,
+and the write-back of this process's models to a store that lost its data."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+
+from banditree.learners import LearnerConfig
+from service.recovery import HeldModel, write_back
+from service.registry.serving import ServingRegistry
+from service.runtime import LearnerPolicy, ModelLearner
+from service.runtime.tasks import LoopShare
+from service.schemas import ModelPolicy
+from service.store import StoreUnavailable
+
+log = logging.getLogger("banditree.service")
+
+
+class LearningRegistry(ServingRegistry):
+    """Start, discover and stop learners; recover after a loss of the store's data."""
+
+    async def start(self) -> None:
+        """Restore every stored model (serving roles) and start learners (learning roles)."""
+        self.epoch = await self.store.epoch()
+        for name, record in (await self.store.load_models()).items():
+            try:
+                await self.store.hold_model(name)  # a no-op unless stored by an older release
+                if self.serves:
+                    self._publish(await self._restore(name, record))
+                if self.learns:
+                    self._start_learner(name, record)
+            except (KeyError, TypeError, ValueError) as err:
+                log.error("model %s could not be restored: %s", name, err)
+        if self.serves:
+            self.watcher.start()
+
+    def _start_learner(self, name: str, record_json: str) -> None:
+        if name in self.learners:
+            return
+        record = json.loads(record_json)
+        policy = self._policy(ModelPolicy.model_validate(record["policy"]))
+        learner = ModelLearner(
+            name=name, uid=record["uid"],
+            config=LearnerConfig.from_stored(record["config"]).model_dump(mode="json"),
+            policy=LearnerPolicy(
+                every_updates=policy.checkpoint_every_updates,
+                every_seconds=policy.checkpoint_every_seconds, keep=policy.checkpoint_keep,
+                default_loss=policy.default_loss, lease_seconds=self.settings.lease_seconds,
+            ),
+            store=self.store, metrics=self.metrics.for_model(name), holder=self.holder,
+            on_gone=self.want_discovery, idle=self.idle,
+        )  # fmt: skip
+        self.records[name] = record_json
+        self.learners[name] = learner
+        learner.start()
+
+    async def discover(self) -> None:
+        """Start learners for models created elsewhere; stop those of deleted models.
+
+        Models missing from the store are dropped only when the store's epoch is the one
+        they were held in, read after the records: a store that lost its data gets them
+        written back instead (:meth:`recover`).
+        """
+        records = await self.store.load_models()
+        epoch = await self.store.epoch()
+        if epoch != self.epoch:
+            await self.recover(epoch)
+            return
+        share = LoopShare()
+        if self.serves:  # replicas hold every model, so each one serves its newest snapshot
+            for name in [n for n in records if n not in self.runtimes]:
+                await share.turn()
+                await self.get(name)
+        if self.learns:
+            for name, record in records.items():
+                if name not in self.learners:
+                    await share.turn()
+                    self._start_learner(name, record)
+        for name in [n for n in self.learners if n not in records]:
+            await share.turn()
+            await self.learners.pop(name).stop()
+        for name in [n for n in self.runtimes if n not in records]:
+            self.runtimes.pop(name, None)
+            self.metrics.forget_model(name)
+        for name in [n for n in self.records if n not in records]:
+            del self.records[name]
+
+    async def recover(self, epoch: str) -> None:
+        """Write this process's models back to a store that lost its data (now ``epoch``)."""
+        if not self.serves:
+            # a learner-only process has no snapshot to offer: let serving processes (which
+            # do) hold the models first, so their snapshots are what learning restarts from
+            await asyncio.sleep(2 * self.settings.snapshot_poll_seconds)
+        names = sorted(set(self.runtimes) | set(self.learners))
+        log.error(
+            "the store lost its data (epoch %s, was %s): writing back %d models",
+            epoch, self.epoch, len(names),
+        )  # fmt: skip
+        models = [
+            HeldModel(
+                name, self.runtimes.get(name), self.learners.get(name), self.records.get(name)
+            )
+            for name in names
+        ]
+        await write_back(self.store, models)
+        self.epoch = epoch
+
+    async def close(self) -> None:
+        """Stop the watcher; every learner publishes what it learned and gives its lease back."""
+        await self.watcher.stop()
+        for learner in list(self.learners.values()):
+            try:
+                await learner.stop()
+            except StoreUnavailable as err:
+                log.error("learner of model %s could not stop cleanly: %s", learner.name, err)
+        await self.idle.stop()

@@ -1,0 +1,137 @@
+"""Creating and deleting models."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from typing import Any
+
+from banditree.learners import Learner, LearnerConfig, build_learner
+from banditree.learners.validation import InvalidInput, check_loss
+from banditree.models.dgt.trained import InvalidModelFile, TrainedTree
+from banditree.persistence import dumps
+from service.domain_errors import (
+    CapacityReached,
+    InvalidRequest,
+    ModelExists,
+    ModelNotFound,
+    Unavailable,
+)
+from service.registry.learning import LearningRegistry
+from service.runtime import ModelRuntime
+from service.schemas import ModelCreate, ModelPolicy
+from service.store import StoreUnavailable
+
+
+def _build(config: LearnerConfig, initial_model: str | None) -> Learner:
+    """A fresh learner, warm-started from a base64 ``banditree train`` file when given."""
+    if initial_model is None:
+        return build_learner(config)
+    return build_learner(config, initial_model=TrainedTree.from_base64(initial_model))
+
+
+class ModelRegistry(LearningRegistry):
+    """The models one process serves and learns: create, restore, discover, delete."""
+
+    async def create(self, name: str, body: ModelCreate) -> ModelRuntime:
+        """A new model; 409 when the name is taken or ``max_models`` are served already.
+
+        The cap counts the creates in flight too: the check and the reservation run
+        with no ``await`` between them, so creates of other names racing for the last
+        places (each under its own name's lock) cannot all pass it.
+        """
+        config, policy = body.split()
+        if body.initial_model is not None:  # recorded as built, so its checkpoints match it
+            config = config.for_initial_model()
+        async with self._locked(name):
+            if name in self.runtimes or await self.store.load_model(name) is not None:
+                raise ModelExists(name)
+            held, limit = len(self.runtimes) + self._creating, self.settings.max_models
+            if held >= limit:
+                raise CapacityReached(held, limit)
+            self._creating += 1
+            try:
+                return await self._create(name, body, config, policy)
+            finally:
+                self._creating -= 1
+
+    async def _create(
+        self, name: str, body: ModelCreate, config: LearnerConfig, policy: ModelPolicy
+    ) -> ModelRuntime:
+        """:meth:`create` once the name is free and a place under the cap is reserved."""
+        try:
+            learner = _build(config, body.initial_model)
+        except InvalidModelFile as err:
+            raise InvalidRequest(f"initial_model: {err}", "initial_model") from None
+        except ValueError as err:
+            raise InvalidRequest(str(err), "kind") from None
+        resolved = self._policy(policy)
+        if resolved.default_loss is not None:
+            try:
+                check_loss(resolved.default_loss, getattr(learner, "loss_bounds", None))
+            except InvalidInput as err:
+                raise InvalidRequest(f"default_loss: {err}", "default_loss") from None
+        record: dict[str, Any] = {
+            "uid": uuid.uuid4().hex,
+            "config": config.model_dump(mode="json"),
+            "policy": policy.model_dump(mode="json"),
+            "created_at": time.time(),
+        }
+        record_json = json.dumps(record, sort_keys=True)
+        await self.store.hold_model(name)
+        if body.initial_model is not None:
+            await self._save_initial(name, learner)
+        await self.store.save_model(name, record_json)
+        runtime = ModelRuntime(
+            name=name, uid=record["uid"], learner=learner, policy=resolved,
+            store=self.store, metrics=self.metrics.for_model(name),
+            wake_learner=self._waker(name), on_gone=self.want_discovery,
+        )  # fmt: skip
+        self.records[name] = record_json
+        self._publish(runtime)
+        if self.learns:
+            self._start_learner(name, record_json)
+        return runtime
+
+    async def _save_initial(self, name: str, learner: Learner) -> None:
+        """A warm-started model's first checkpoint (offset 0), written before its record.
+
+        Whichever process learns the model restores it from here instead of building a
+        cold learner, so a restart (or a learner elsewhere) resumes from the warm start.
+        The operator token (-1) fences out any lease a deleted namesake left behind.
+        """
+        blob = await asyncio.to_thread(dumps, learner)
+        await self.store.save_checkpoint(
+            name, version=learner.version, blob=blob, keep=self.settings.checkpoint_keep,
+            now=time.time(), offset=0, acked_at=0.0, token=-1,
+        )  # fmt: skip
+
+    async def delete(self, name: str) -> None:
+        """Stop and forget ``name`` with its decisions, log and checkpoints."""
+        await self.get(name)
+        async with self._locked(name):
+            # read first: an unreachable store refuses the delete (503) before anything
+            # changes, and a delete that fails half way leaves the model served and learned
+            record = await self.store.load_model(name)
+            if record is None and await self.store.epoch() != self.epoch:
+                self.want_discovery()
+                raise Unavailable(
+                    "the store lost its data; this model is being written back: retry"
+                )
+            if record is None:
+                raise ModelNotFound(name)
+            learner = self.learners.pop(name, None)
+            try:
+                if learner is not None:
+                    await learner.stop()
+                await self.store.delete_model(name)
+            except StoreUnavailable:
+                if learner is not None:
+                    self._start_learner(name, record)
+                raise
+            self.runtimes.pop(name, None)
+            self.records.pop(name, None)
+            self.metrics.forget_model(name)
+            self.metrics.models_loaded.set(len(self.runtimes))
