@@ -24,6 +24,9 @@ class LearningRegistry(ServingRegistry):
     async def start(self) -> None:
         """Restore every stored model (serving roles) and start learners (learning roles)."""
         self.epoch = await self.store.epoch()
+        if self.learns:  # how many learn, before this process's learners take leases
+            await self.share.beat()
+            self.share.start()
         for name, record in (await self.store.load_models()).items():
             try:
                 await self.store.hold_model(name)  # a no-op unless stored by an older release
@@ -50,7 +53,7 @@ class LearningRegistry(ServingRegistry):
                 default_loss=policy.default_loss, lease_seconds=self.settings.lease_seconds,
             ),
             store=self.store, metrics=self.metrics.for_model(name), holder=self.holder,
-            on_gone=self.want_discovery, idle=self.idle,
+            on_gone=self.want_discovery, idle=self.idle, share=self.share,
         )  # fmt: skip
         self.records[name] = record_json
         self.learners[name] = learner
@@ -116,3 +119,5 @@ class LearningRegistry(ServingRegistry):
             except StoreUnavailable as err:
                 log.error("learner of model %s could not stop cleanly: %s", learner.name, err)
         await self.idle.stop()
+        if self.learns:
+            await self.share.stop()

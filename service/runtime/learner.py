@@ -8,6 +8,10 @@ updates or ``checkpoint_every_seconds``.  The others wait and take over when the
 lapses.  The store refuses a checkpoint written with an outdated fencing token, so a
 learner that was paused past its lease can never overwrite its successor's work.
 
+With a :class:`~service.runtime.share.LeaseShare`, a learner tries for the lease only
+while its process leads fewer models than its fair share, and hands a lease back when
+its process is over its share (another process joined).
+
 The CPU work (``learner.learn``, serialising a checkpoint) runs in a worker thread, in
 slices of at most ``_SLICE_SECONDS``: the event loop keeps answering requests and the
 lease keeps being renewed.
@@ -30,6 +34,7 @@ from service.checkpoint_restore import newest_valid_checkpoint
 from service.metrics import ModelMetrics
 from service.runtime.idle import IdleLearners
 from service.runtime.replay import apply_entry
+from service.runtime.share import LeaseShare
 from service.store import FencedOut, LogEntry, ModelGone, Store, StoreUnavailable
 
 log = logging.getLogger("banditree.service")
@@ -51,6 +56,10 @@ def _retry_seconds() -> float:
 
 class LeaseLost(Exception):
     """The lease was taken over (or revoked): stop learning, try to take it again later."""
+
+
+class HandedOver(Exception):
+    """This process was over its share: the lease was given back, for another to take."""
 
 
 @dataclass(frozen=True)
@@ -79,11 +88,14 @@ class ModelLearner:
         holder: str,
         on_gone: Callable[[], None] | None = None,
         idle: IdleLearners,
+        share: LeaseShare | None = None,
     ) -> None:
         self.name, self.uid, self.config = name, uid, config
         self.idle = idle  # where this learner waits when its log is read to the end
         self.policy, self.store, self.metrics, self.holder = policy, store, metrics, holder
         self.on_gone = on_gone  # the store no longer holds the model: deleted, or data lost
+        self.share = share  # None: no limit on the models this process leads
+        self._leaving = False  # handing the lease back (counted in share.leaving)
         self.token: int | None = None
         self.offset = 0  # the last log entry applied while leading
         self._wake = asyncio.Event()
@@ -112,6 +124,10 @@ class ModelLearner:
     async def _run(self) -> None:
         led = False  # this learner led until its last failure
         while not self._stopping:
+            if self.share is not None and not self.share.take(self.name, self.wake):
+                await self._sleep(self.policy.lease_seconds / 3)  # this process has its share
+                continue
+            pause = 0.0  # slept after the share's reservation is given back
             try:
                 acquired = time.monotonic()
                 # a few at a time (thousands may start at once), the lease taken inside:
@@ -127,12 +143,16 @@ class ModelLearner:
                     if led:  # e.g. its last call timed out, then another learner took over
                         log.warning("learner %s lost model %s to another", self.holder, self.name)
                         led = False
-                    await self._sleep(self.policy.lease_seconds / 3)
-                    continue
-                led = True
-                self.metrics.lease_held.set(1)
-                log.info("learner %s leads model %s (token %d)", self.holder, self.name, token)
-                await self._lead(token, *started, renewed=acquired)
+                    pause = self.policy.lease_seconds / 3
+                else:
+                    led = True
+                    self.metrics.lease_held.set(1)
+                    log.info("learner %s leads model %s (token %d)", self.holder, self.name, token)
+                    await self._lead(token, *started, renewed=acquired)
+            except HandedOver:
+                log.info("learner %s handed model %s over", self.holder, self.name)
+                led = False
+                pause = self.policy.lease_seconds  # for another process to take
             except LeaseLost as err:
                 log.warning("learner %s lost model %s: %s", self.holder, self.name, err)
                 led = False
@@ -140,16 +160,21 @@ class ModelLearner:
                 log.warning("learner of model %s: %s", self.name, err)  # the registry
                 if self.on_gone is not None:
                     self.on_gone()
-                await self._sleep(_retry_seconds())
+                pause = _retry_seconds()
             except StoreUnavailable as err:
                 log.error("learner of model %s: store unavailable: %s", self.name, err)
-                await self._sleep(_retry_seconds())
+                pause = _retry_seconds()
             except Exception:
                 log.exception("learner of model %s failed; restarting it", self.name)
-                await self._sleep(_retry_seconds())
+                pause = _retry_seconds()
             finally:
                 self.token = None
                 self.metrics.lease_held.set(0)
+                if self.share is not None:
+                    self.share.give_back(leaving=self._leaving)
+                self._leaving = False
+            if pause:
+                await self._sleep(pause)
 
     async def _sleep(self, seconds: float) -> None:
         self._wake.clear()
@@ -226,6 +251,8 @@ class ModelLearner:
                 done, changed = await asyncio.to_thread(self._apply, learner, entries)
                 offset, updates = entries[done - 1].offset, updates + changed
                 self.offset = offset
+                if self.share is not None and self.share.applied is not None:
+                    self.share.applied.inc(done)
             asked = False
             if not entries or time.monotonic() - request_checked >= _REQUEST_CHECK_SECONDS:
                 asked = await self.store.take_checkpoint_request(self.name)
@@ -236,13 +263,16 @@ class ModelLearner:
             due = updates >= self.policy.every_updates or (
                 time.monotonic() - last_publish >= self.policy.every_seconds
             )
-            if asked or (dirty and (due or self._stopping)):
+            leaving = self._should_leave()
+            if asked or (dirty and (due or self._stopping or leaving)):
                 # the store refuses this write if the lease was taken over meanwhile
                 await self._publish(learner, token, offset, oldest_unpublished)
                 published_offset, oldest_unpublished, updates = offset, 0.0, 0
                 last_publish = time.monotonic()
-            if self._stopping:
+            if self._stopping or leaving:
                 await self.store.release_lease(self.name, self.holder, token)
+                if leaving:
+                    raise HandedOver()
                 return
             renewed = await self._renew(token, renewed)
             if entries or asked:
@@ -253,6 +283,12 @@ class ModelLearner:
                 await self._sleep(max(0.0, min(publish_at, renew_at) - time.monotonic()))
             else:
                 renewed = await self._wait_for_work(token, offset, renewed)
+
+    def _should_leave(self) -> bool:
+        """Whether to hand the lease over (this process is over its share): asked once."""
+        if not self._leaving and self.share is not None and self.share.should_leave():
+            self._leaving = True
+        return self._leaving
 
     async def _wait_for_work(self, token: int, offset: int, renewed: float) -> float:
         """Wait, idle, until woken (the lease renewed meanwhile): when it was renewed last."""

@@ -188,6 +188,15 @@ class LeaseStore(Protocol):
     async def lease(self, name: str, *, now: float) -> Lease | None:
         """The current lease, or None when free."""
 
+    @abstractmethod
+    async def announce_learner(self, holder: str, *, ttl_seconds: float, now: float) -> int:
+        """Say that learner process ``holder`` is alive until ``now + ttl_seconds``: the
+        number of learner processes alive now, ``holder`` included (a heartbeat)."""
+
+    @abstractmethod
+    async def withdraw_learner(self, holder: str) -> None:
+        """Say that learner process ``holder`` stops (the others take its share at once)."""
+
 
 class CheckpointStore(Protocol):
     """Published snapshots of a model, saved under a fencing token.

@@ -105,6 +105,7 @@ class RedisBase(StoreLifecycle):
         self.cluster = isinstance(client, RedisCluster)
         self._models_key = cluster.global_key(prefix, "models", cluster=self.cluster)
         self._epoch_key = cluster.global_key(prefix, "epoch", cluster=self.cluster)
+        self._learners_key = cluster.global_key(prefix, "learners", cluster=self.cluster)
         # replicas a feedback waits for (None: decided at the first ping, by what exists)
         self.wait_replicas = wait_replicas
         self.wait_timeout_ms = wait_timeout_ms

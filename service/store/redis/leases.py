@@ -2,6 +2,8 @@
 
 Fencing tokens are ``token`` in ``ctr:{name}``; a lease is taken, renewed and given back
 by Lua scripts (``ACQUIRE``, ``RENEW``), and idle learners are scanned with ``IDLE``.
+Learner processes announce themselves in the sorted set ``learners`` (``{global}:learners``
+in a cluster): member the holder, score the time its heartbeat lapses.
 """
 
 from __future__ import annotations
@@ -84,3 +86,17 @@ class RedisLeases(RedisBase, LeaseStore):
             return None
         holder, token = text(value).rsplit("|", 1)
         return Lease(holder, int(token), now + max(0, int(ttl_ms)) / 1000)
+
+    @unavailable
+    async def announce_learner(self, holder: str, *, ttl_seconds: float, now: float) -> int:
+        key = self._learners_key
+        async with self.client.pipeline(transaction=True) as pipe:  # one key: one slot
+            pipe.zadd(key, {holder: now + ttl_seconds})
+            pipe.zremrangebyscore(key, "-inf", f"({now!r}")
+            pipe.zcard(key)
+            _, _, live = await pipe.execute()
+        return max(1, int(live))
+
+    @unavailable
+    async def withdraw_learner(self, holder: str) -> None:
+        await self.client.zrem(self._learners_key, holder)
