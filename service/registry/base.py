@@ -47,6 +47,7 @@ class RegistryBase:
         self.share = LeaseShare(
             store, holder=self.holder, lease_seconds=settings.lease_seconds,
             models=lambda: len(self.learners), hand_over=self._hand_over,
+            discover=self.want_discovery,
             led_gauge=metrics.models_led, share_gauge=metrics.fair_share,
             applied=metrics.applied_entries,
         )  # fmt: skip

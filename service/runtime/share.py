@@ -1,7 +1,8 @@
 """Learners spread over processes: each process leads at most its fair share of models.
 
 The rule: with ``M`` models and ``L`` live learner processes, a process takes leases up
-to ``ceil(M / L)`` models, and no more.  Every process announces itself every third of
+to ``ceil(M / L)`` models, and no more (``M`` as the store counts them, so every process
+has the same share; one that knows fewer models looks for the others at once).  Every process announces itself every third of
 the lease's length (a heartbeat that lapses after one lease length,
 :meth:`~service.store.protocols.LeaseStore.announce_learner`), so each one knows ``L``.
 
@@ -43,6 +44,7 @@ class LeaseShare:
         lease_seconds: float,
         models: Callable[[], int],
         hand_over: Callable[[int], None],
+        discover: Callable[[], None] | None = None,
         led_gauge: Gauge | None = None,
         share_gauge: Gauge | None = None,
         applied: Counter | None = None,
@@ -50,6 +52,8 @@ class LeaseShare:
         self.store, self.holder, self.lease_seconds = store, holder, lease_seconds
         self._models = models  # how many models this process could learn
         self._hand_over = hand_over  # wake n leading learners to hand their lease back
+        self._discover = discover  # the store holds models this process does not know
+        self.stored = 0  # models the store holds, as the last heartbeat counted them
         # learners that found no room, by model: woken (first come, first woken) as
         # room appears, so that a free lease is tried at once, not at the next retry
         self._waiting: dict[str, Callable[[], None]] = {}
@@ -62,7 +66,7 @@ class LeaseShare:
     @property
     def share(self) -> int:
         """``ceil(models / live learner processes)``: the most this process leads."""
-        return math.ceil(self._models() / max(1, self.live))
+        return math.ceil(max(self._models(), self.stored) / max(1, self.live))
 
     def take(self, name: str = "", wake: Callable[[], None] | None = None) -> bool:
         """Reserve one lease to try for; False when this process leads (or is trying for)
@@ -123,9 +127,11 @@ class LeaseShare:
 
     async def beat(self) -> None:
         """Announce this process; learn how many are alive; hand back any excess."""
-        self.live = await self.store.announce_learner(
+        self.live, self.stored = await self.store.announce_learner(
             self.holder, ttl_seconds=self.lease_seconds, now=time.time()
         )
+        if self.stored > self._models() and self._discover is not None:
+            self._discover()
         self._wake_waiting()  # a process left: try for its leases now, not at the next retry
         if self._share_gauge is not None:
             self._share_gauge.set(self.share)

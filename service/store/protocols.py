@@ -189,9 +189,12 @@ class LeaseStore(Protocol):
         """The current lease, or None when free."""
 
     @abstractmethod
-    async def announce_learner(self, holder: str, *, ttl_seconds: float, now: float) -> int:
-        """Say that learner process ``holder`` is alive until ``now + ttl_seconds``: the
-        number of learner processes alive now, ``holder`` included (a heartbeat)."""
+    async def announce_learner(
+        self, holder: str, *, ttl_seconds: float, now: float
+    ) -> tuple[int, int]:
+        """Say that learner process ``holder`` is alive until ``now + ttl_seconds`` (a
+        heartbeat): the number of learner processes alive now, ``holder`` included, and
+        the number of models the store holds (0 when the store does not count them)."""
 
     @abstractmethod
     async def withdraw_learner(self, holder: str) -> None:

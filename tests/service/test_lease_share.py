@@ -16,10 +16,13 @@ class _Live:
 
     def __init__(self, live: int) -> None:
         self.live = live
+        self.stored = 0
         self.withdrawn: list[str] = []
 
-    async def announce_learner(self, holder: str, *, ttl_seconds: float, now: float) -> int:
-        return self.live
+    async def announce_learner(
+        self, holder: str, *, ttl_seconds: float, now: float
+    ) -> tuple[int, int]:
+        return self.live, self.stored
 
     async def withdraw_learner(self, holder: str) -> None:
         self.withdrawn.append(holder)
@@ -29,9 +32,11 @@ async def test_a_process_takes_its_share_and_hands_the_excess_over() -> None:
     store = _Live(1)
     woken: list[int] = []
     waiting: list[str] = []
+    discovered: list[bool] = []
     share = LeaseShare(
         store,  # type: ignore[arg-type]
         holder="h", lease_seconds=3.0, models=lambda: 10, hand_over=woken.append,
+        discover=lambda: discovered.append(True),
     )  # fmt: skip
     await share.beat()
     assert share.share == 10
@@ -52,6 +57,10 @@ async def test_a_process_takes_its_share_and_hands_the_excess_over() -> None:
     assert share.take("a") and not share.take("c", lambda: waiting.append("c"))
     share.give_back()  # "a" did not get its lease: the next in line is woken
     assert waiting == ["a", "b"]
+    assert discovered == []
+    store.stored = 12  # the store holds two models this process has not found yet
+    await share.beat()  # the same share as in the processes that know them all
+    assert share.share == 6 and discovered == [True]
     await share.stop()
     assert store.withdrawn == ["h"]
 
@@ -59,11 +68,12 @@ async def test_a_process_takes_its_share_and_hands_the_excess_over() -> None:
 async def test_the_redis_heartbeat_counts_live_processes(redis_prefix: str) -> None:
     store = RedisStore.from_url(REDIS_URL, prefix=redis_prefix)
     try:
-        assert await store.announce_learner("a", ttl_seconds=2, now=100.0) == 1
-        assert await store.announce_learner("b", ttl_seconds=2, now=100.5) == 2
-        assert await store.announce_learner("a", ttl_seconds=2, now=101.0) == 2
-        assert await store.announce_learner("a", ttl_seconds=2, now=102.9) == 1  # b lapsed
+        assert await store.announce_learner("a", ttl_seconds=2, now=100.0) == (1, 0)
+        assert await store.announce_learner("b", ttl_seconds=2, now=100.5) == (2, 0)
+        await store.save_model("m", "record")
+        assert await store.announce_learner("a", ttl_seconds=2, now=101.0) == (2, 1)
+        assert await store.announce_learner("a", ttl_seconds=2, now=102.9) == (1, 1)  # b lapsed
         await store.withdraw_learner("a")
-        assert await store.announce_learner("c", ttl_seconds=2, now=103.0) == 1
+        assert await store.announce_learner("c", ttl_seconds=2, now=103.0) == (1, 1)
     finally:
         await store.close()

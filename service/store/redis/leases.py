@@ -88,14 +88,18 @@ class RedisLeases(RedisBase, LeaseStore):
         return Lease(holder, int(token), now + max(0, int(ttl_ms)) / 1000)
 
     @unavailable
-    async def announce_learner(self, holder: str, *, ttl_seconds: float, now: float) -> int:
+    async def announce_learner(
+        self, holder: str, *, ttl_seconds: float, now: float
+    ) -> tuple[int, int]:
         key = self._learners_key
-        async with self.client.pipeline(transaction=True) as pipe:  # one key: one slot
+        # one slot in a cluster too: both keys are tagged {global}
+        async with self.client.pipeline(transaction=True) as pipe:
             pipe.zadd(key, {holder: now + ttl_seconds})
             pipe.zremrangebyscore(key, "-inf", f"({now!r}")
             pipe.zcard(key)
-            _, _, live = await pipe.execute()
-        return max(1, int(live))
+            pipe.hlen(self._models_key)
+            _, _, live, models = await pipe.execute()
+        return max(1, int(live)), int(models)
 
     @unavailable
     async def withdraw_learner(self, holder: str) -> None:
