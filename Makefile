@@ -23,7 +23,7 @@ lint: $(STAMP)
 	$(PY) -m ruff check $(SRC)
 	$(PY) -m ruff format --check $(SRC)
 	# the import layers (pyproject.toml [tool.importlinter]) and no import cycle at all
-	$(VENV)/bin/lint-imports
+	PYTHONPATH=. $(VENV)/bin/lint-imports
 	$(PY) -m tools.import_cycles
 
 typecheck: $(STAMP)

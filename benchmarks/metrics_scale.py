@@ -3,15 +3,17 @@
 For each store (the embedded one in a temporary directory; a ``redis-server`` of its own
 on a spare port), starts a real ``banditree serve``, creates ``--models`` small models
 from 16 concurrent clients (counting the answers: every one must be 201, a 503 on a
-healthy store is the bug this guards against), lets it idle, then scrapes ``/metrics``
-``--scrapes`` times while another client predicts back to back.  Prints, against the
-goals: the scrape time (< 0.5 s), the largest predict stall while scraping beside the
-median of a quiet period measured in the same run (<= 50 ms), the creates that did not
-answer 201 (0) and the create rate; and, as a baseline measured in the same run, the
-time the exposition takes to render in one piece (what a scrape used to block the
-event loop for).  Give the load (``uptime``) beside the figures.
+healthy store is the bug this guards against), scrapes ``/metrics`` at once (the first
+scrape: nothing rendered it on demand before), lets it idle, then scrapes ``--scrapes``
+times while another client predicts back to back.  Prints, against the goals: every
+scrape's time, the first included (< 0.5 s), the largest predict stall while scraping
+beside the median of a quiet period measured in the same run (<= 50 ms), the creates
+that did not answer 201 (0) and the create rate; and, as baselines measured in the same
+run, the time ``prometheus_client.generate_latest`` takes to render the same series in
+one piece (what a first scrape used to wait for) and the service's renderer's time.
+Give the load (``uptime``) beside the figures.
 
-    python -m benchmarks.metrics_scale [--models 3000] [--scrapes 10] [--store both]
+    python -m benchmarks.metrics_scale [--models 10000] [--scrapes 10] [--store both]
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from prometheus_client import generate_latest
 
 from benchmarks.tombstone_memory import free_port, start_redis
 from service.metrics import ServiceMetrics
+from service.metrics_render import ExpositionRenderer, registry_metrics
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = {"kind": "linear", "n_features": 4, "n_actions": 3}
@@ -107,14 +110,22 @@ def quantile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def baseline_render_seconds(models: int) -> float:
-    """Render an exposition with the same series in one piece, as a scrape used to."""
+def baseline_render_seconds(models: int) -> tuple[float, tuple[float, float]]:
+    """``generate_latest`` on the same series in one piece (what a first scrape waited
+    for), and the service's renderer's first and second rendering."""
     metrics = ServiceMetrics()
     for i in range(models):
         metrics.for_model(f"m{i}")
     started = time.perf_counter()
     generate_latest(metrics.registry)
-    return time.perf_counter() - started
+    baseline = time.perf_counter() - started
+    renderer = ExpositionRenderer(registry_metrics(metrics.registry))
+    times = []
+    for _ in range(2):
+        started = time.perf_counter()
+        renderer.render()
+        times.append(time.perf_counter() - started)
+    return baseline, (times[0], times[1])
 
 
 def run_store(store: str, models: int, scrapes: int) -> None:
@@ -130,8 +141,10 @@ def run_store(store: str, models: int, scrapes: int) -> None:
             started = time.perf_counter()
             statuses = asyncio.run(create_models(url, models))
             create_seconds = time.perf_counter() - started
+            first_started = time.perf_counter()
+            first_size = len(httpx.get(url + "/metrics", timeout=60).content)
+            first_scrape = time.perf_counter() - first_started
             time.sleep(5)  # idle: every learner waits for work
-            httpx.get(url + "/metrics", timeout=60)  # the first rendering
             quiet = timed_predictions(url, 3, None)
             scrapes_s: list[float] = []
             sizes: list[int] = []
@@ -152,8 +165,17 @@ def run_store(store: str, models: int, scrapes: int) -> None:
         f"({models / create_seconds:.0f} models/s); not 201: {refused} (goal 0)"
     )
     print(
+        f"first scrape, right after the creates: {first_scrape:.3f} s "
+        f"({first_size / 1e6:.1f} MB; goal < {SCRAPE_GOAL_SECONDS})"
+    )
+    print(
         f"scrape seconds: median {scrape:.3f}, max {max(scrapes_s):.3f} "
-        f"(goal < {SCRAPE_GOAL_SECONDS}; median / goal {scrape / SCRAPE_GOAL_SECONDS:.2f})"
+        f"(goal < {SCRAPE_GOAL_SECONDS}; max / goal {max(scrapes_s) / SCRAPE_GOAL_SECONDS:.2f})"
+    )
+    every = max([first_scrape, *scrapes_s])
+    verdict = "met" if every < SCRAPE_GOAL_SECONDS and stall_ms <= STALL_GOAL_MS else "NOT met"
+    print(
+        f"goal (every scrape < {SCRAPE_GOAL_SECONDS} s, stall <= {STALL_GOAL_MS:.0f} ms): {verdict}"
     )
     print(
         f"predict ms quiet: median {1e3 * statistics.median(quiet):.2f}, "
@@ -173,14 +195,17 @@ def run_store(store: str, models: int, scrapes: int) -> None:
         f"for scale: largest stall without scraping {quiet_stall_ms:.1f} ms; "
         f"99th percentile stall while scraping {p99_ms:.1f} ms"
     )
-    baseline = baseline_render_seconds(models)
-    print(f"baseline, rendering in one piece on the loop: {baseline:.3f} s")
+    baseline, ours = baseline_render_seconds(models)
+    print(f"baseline, generate_latest in one piece: {baseline:.3f} s")
+    print(
+        f"the service's renderer, first and again (idle models): {ours[0]:.3f} s, {ours[1]:.3f} s"
+    )
     print(f"scrape / baseline: {scrape / baseline:.3f}", flush=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", type=int, default=3000)
+    parser.add_argument("--models", type=int, default=10_000)
     parser.add_argument("--scrapes", type=int, default=10)
     parser.add_argument("--store", choices=["sqlite", "redis", "both"], default="both")
     args = parser.parse_args()

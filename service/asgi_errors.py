@@ -13,6 +13,10 @@ async def send_json_error(
 ) -> None:
     """Answer ``{"detail", "field"}`` with ``status`` from middleware, before routing."""
     body = json.dumps({"detail": detail, "field": field}).encode()
-    all_headers = [(b"content-type", b"application/json"), *headers]
+    all_headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        *headers,
+    ]
     await send({"type": "http.response.start", "status": status, "headers": all_headers})
     await send({"type": "http.response.body", "body": body})

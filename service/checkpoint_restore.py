@@ -7,13 +7,13 @@ from typing import Any
 
 from banditree.learners import Learner
 from banditree.persistence import CorruptCheckpoint, loads
-from service.store import CheckpointInfo, Store
+from service.store import CheckpointInfo, CheckpointStore
 
 log = logging.getLogger("banditree.service")
 
 
 async def newest_valid_checkpoint(
-    store: Store,
+    store: CheckpointStore,
     name: str,
     candidates: list[CheckpointInfo],
     *,

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import fcntl
+from pathlib import Path
+
 import typer
 
 
@@ -30,7 +33,7 @@ def register(app: typer.Typer) -> None:
 
         import uvicorn
 
-        from service.connection_limits import HeaderDeadline
+        from service.connection_limits import GuardedHttp
         from service.settings import SettingsError, load_settings
 
         given = (("host", host), ("port", port), ("workers", workers), ("role", role))
@@ -40,6 +43,13 @@ def register(app: typer.Typer) -> None:
         except SettingsError as err:
             typer.echo(str(err), err=True)
             raise typer.Exit(2) from None
+        if settings.redis_url is None and data_dir_in_use(settings.data_dir):
+            typer.echo(
+                f"another banditree process serves {settings.data_dir}; the embedded store is "
+                "one process (set BANDITREE_REDIS_URL to run several)",
+                err=True,
+            )
+            raise typer.Exit(2)
         for key, value in overrides.items():  # worker processes read the environment
             os.environ[f"BANDITREE_{key.upper()}"] = str(value)
         uvicorn.run(
@@ -54,8 +64,28 @@ def register(app: typer.Typer) -> None:
             # uvicorn's text access log stays off: BANDITREE_ACCESS_LOG turns on the
             # service's own JSON lines (one per request)
             access_log=False,
-            http=HeaderDeadline,  # closes connections whose headers never complete
+            # read deadlines and connection caps (service.connection_limits), which also
+            # bound running requests by max_connections: uvicorn's limit_concurrency would
+            # count idle sockets and refuse everyone
+            http=GuardedHttp,
             timeout_keep_alive=settings.keep_alive_timeout_seconds,
-            limit_concurrency=settings.max_connections,
             timeout_graceful_shutdown=max(1, round(settings.shutdown_seconds)),
         )
+
+
+def data_dir_in_use(data_dir: Path | str) -> bool:
+    """Whether a process holds the embedded store's lock on ``data_dir`` (checked, released).
+
+    The store takes the same lock when it opens (and refuses then too); checking first
+    answers a second ``banditree serve`` with one line instead of uvicorn's traceback.
+    """
+    lock_path = Path(data_dir) / "banditree.lock"
+    if not lock_path.exists():
+        return False
+    with open(lock_path, "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(handle, fcntl.LOCK_UN)
+    return False

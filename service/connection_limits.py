@@ -1,79 +1,214 @@
-"""HTTP protocol with a header deadline and a header size bound, for uvicorn's ``http=``.
+"""uvicorn's HTTP protocol with read deadlines and connection caps, for ``banditree serve``.
 
-uvicorn closes idle keep-alive connections (``timeout_keep_alive``) but holds a fresh
-connection that sends nothing, or headers that never complete, forever.  This protocol
-closes a connection whose request headers are not complete ``header_timeout_seconds``
-after it opened or after its last answer, and one that sends more than
-``MAX_HEADER_BYTES`` without completing its headers.  A request whose headers arrived
-is never cut by it (slow bodies are bounded by a reverse proxy's body timeout).
+uvicorn closes idle keep-alive connections but holds a connection that sends nothing,
+headers that never complete or a body that trickles in, for ever; and its
+``limit_concurrency`` counts open connections, so a thousand idle sockets turn every
+request into a 503.  :class:`GuardedHttp` instead:
+
+* closes a connection whose request headers are not complete ``header_timeout_seconds``
+  after it opened (or after its last answer), or that sends more than
+  :data:`MAX_HEADER_BYTES` of headers;
+* bounds a request body by ``body_timeout_seconds`` from the end of its headers: past
+  it the request is answered 408 (when no answer started) and the connection closed.  A
+  body left unread after an early answer (a 413, a 401) is read and dropped under the
+  same deadline, so the client reads its answer instead of a connection reset;
+* caps open connections at ``max_connections`` and at ``max_connections_per_peer`` per
+  client address.  A connection over a cap first displaces the longest-waiting
+  connection that is idle, still sending headers or still sending a body (of that peer,
+  for the per-peer cap); only when none is waiting is the new one refused (a 503 and
+  close).  Connections in a request that is being answered are never displaced, so
+  clients that send whole requests keep being served while slow sockets churn;
+* answers 503 to a request when ``max_connections`` requests are already running.
+
+The counters are per process (each worker holds its own connections).
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import json
+from collections import OrderedDict
 from typing import Any
 
-from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.flow_control import service_unavailable
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from service.settings import load_settings
-
-try:
-    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
-
-    _BASE: type[asyncio.Protocol] = HttpToolsProtocol
-except ImportError:  # pragma: no cover - httptools is optional; h11 is what uvicorn falls back to
-    _BASE = H11Protocol
+from service.settings import Settings, load_settings
 
 #: a request's header block larger than this closes the connection
 MAX_HEADER_BYTES = 65_536
 
 
+def _answer(status: bytes, detail: str, field: str) -> bytes:
+    """A whole HTTP/1.1 answer with a JSON ``{"detail", "field"}`` body, closing."""
+    body = json.dumps({"detail": detail, "field": field}).encode()
+    return (
+        b"HTTP/1.1 " + status + b"\r\ncontent-type: application/json\r\nconnection: close\r\n"
+        b"content-length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+    )
+
+
+_REFUSED = _answer(b"503 Service Unavailable", "too many open connections", "connection")
+_TIMED_OUT = _answer(b"408 Request Timeout", "request body not received in time", "body")
+
+#: where a connection is: waiting for headers, reading a body, or in the app
+HEADERS, BODY, APP = "headers", "body", "app"
+
+
 @functools.cache
-def header_timeout_seconds() -> float:
-    """``BANDITREE_HEADER_TIMEOUT_SECONDS`` (read once per process: workers are processes)."""
-    return load_settings().header_timeout_seconds
+def limits() -> Settings:
+    """The connection settings (read once per process: workers are processes)."""
+    return load_settings()
 
 
-class HeaderDeadline(_BASE):  # type: ignore[misc,valid-type]
-    """uvicorn's HTTP protocol (httptools, else h11) with the header deadline and bound."""
+class ConnectionTable:
+    """A process's open connections: per-peer counts and the waiting ones, oldest first."""
 
+    def __init__(self) -> None:
+        self.open = 0
+        self.per_peer: dict[str, int] = {}
+        #: connections waiting on their client (headers or body), in the order they began
+        self.waiting: OrderedDict[GuardedHttp, None] = OrderedDict()
+
+    def add(self, conn: GuardedHttp) -> None:
+        self.open += 1
+        self.per_peer[conn.peer] = self.per_peer.get(conn.peer, 0) + 1
+
+    def remove(self, conn: GuardedHttp) -> None:
+        self.open -= 1
+        left = self.per_peer.get(conn.peer, 1) - 1
+        if left > 0:
+            self.per_peer[conn.peer] = left
+        else:
+            self.per_peer.pop(conn.peer, None)
+        self.waiting.pop(conn, None)
+
+    def oldest_waiting(self, peer: str | None = None) -> GuardedHttp | None:
+        """The connection that has waited longest (of ``peer`` when given)."""
+        for conn in self.waiting:
+            if peer is None or conn.peer == peer:
+                return conn
+        return None
+
+
+TABLE = ConnectionTable()
+
+
+class GuardedHttp(HttpToolsProtocol):  # type: ignore[misc]
+    """uvicorn's httptools protocol with the deadlines and caps of the module docstring."""
+
+    phase = HEADERS
+    peer = ""
     _deadline: asyncio.TimerHandle | None = None
     _header_bytes = 0
+    _counted = False
 
-    def _in_request(self) -> bool:
-        cycle: Any = self.cycle
-        return cycle is not None and not cycle.response_complete
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.limit_concurrency = None  # connections are capped here, running requests below
+        self._settings = limits()
 
-    def _arm(self) -> None:
+    # state -------------------------------------------------------------------------------
+
+    def _enter(self, phase: str, seconds: float | None) -> None:
+        self.phase = phase
         if self._deadline is not None:
             self._deadline.cancel()
+            self._deadline = None
+        TABLE.waiting.pop(self, None)
+        if phase != APP:
+            TABLE.waiting[self] = None  # the newest waiter
+        if seconds is not None:
+            self._deadline = self.loop.call_later(seconds, self._deadline_passed)
+
+    def _to_headers(self) -> None:
         self._header_bytes = 0
-        self._deadline = self.loop.call_later(header_timeout_seconds(), self._deadline_passed)
+        self._enter(HEADERS, self._settings.header_timeout_seconds)
 
     def _deadline_passed(self) -> None:
-        if not self._in_request() and not self.transport.is_closing():
+        self._deadline = None
+        if self.transport.is_closing():
+            return
+        cycle: Any = self.cycle
+        if self.phase == BODY and cycle is not None and not cycle.response_started:
+            self.transport.write(_TIMED_OUT)
+            cycle.response_started = cycle.response_complete = True
+        self.transport.close()
+
+    def displace(self) -> None:
+        """Close this waiting connection to make room for a new one."""
+        TABLE.waiting.pop(self, None)
+        if not self.transport.is_closing():
             self.transport.close()
+
+    # connection --------------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        self._arm()
-
-    def data_received(self, data: bytes) -> None:
-        super().data_received(data)
-        if self._in_request() or self.transport.is_closing():
-            self._header_bytes = 0
+        self.peer = self.client[0] if self.client else ""
+        TABLE.add(self)
+        self._counted = True
+        settings = self._settings
+        per_peer = settings.max_connections_per_peer
+        if per_peer and TABLE.per_peer[self.peer] > per_peer and not self._make_room(self.peer):
             return
-        self._header_bytes += len(data)
-        if self._header_bytes > MAX_HEADER_BYTES:
-            self.transport.close()
+        if TABLE.open > settings.max_connections and not self._make_room(None):
+            return
+        self._to_headers()
 
-    def on_response_complete(self) -> None:
-        super().on_response_complete()
-        if not self.transport.is_closing():
-            self._arm()
+    def _make_room(self, peer: str | None) -> bool:
+        """Displace the longest-waiting connection (of ``peer``), or refuse this one."""
+        victim = TABLE.oldest_waiting(peer)
+        if victim is not None:
+            victim.displace()
+            return True
+        self.transport.write(_REFUSED)
+        self.transport.close()
+        return False
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self._deadline is not None:
             self._deadline.cancel()
+            self._deadline = None
+        if self._counted:
+            TABLE.remove(self)
+            self._counted = False
         super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        if self.phase == HEADERS and not self.transport.is_closing():
+            self._header_bytes += len(data)
+            if self._header_bytes > MAX_HEADER_BYTES:
+                self.transport.close()
+                return
+        super().data_received(data)
+
+    # parser callbacks --------------------------------------------------------------------
+
+    def on_headers_complete(self) -> None:
+        self._enter(BODY, self._settings.body_timeout_seconds)
+        if len(self.tasks) >= self._settings.max_connections:
+            app, self.app = self.app, service_unavailable
+            try:
+                super().on_headers_complete()
+            finally:
+                self.app = app
+        else:
+            super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        super().on_message_complete()
+        cycle: Any = self.cycle
+        if cycle is not None and cycle.response_complete:
+            self._to_headers()  # an early answer's body is read: wait for the next request
+        else:
+            self._enter(APP, None)
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if self.transport.is_closing():
+            return
+        if self.phase == APP:
+            self._to_headers()
+        # in BODY the unread rest of the body is dropped under the body deadline

@@ -106,7 +106,7 @@ _HEADERS = {
 _DESCRIPTIONS = {
     400: "The body could not be parsed (nested too deep for the JSON parser).",
     401: "Missing or unknown API key (`Authorization: Bearer <key>`).",
-    403: "The route needs an admin key.",
+    403: "The key lacks the role this route needs (admin; predict; read) or this model.",
     404: "Unknown model, event id or checkpoint version.",
     405: "Method not allowed on this path; `Allow` lists the methods that are.",
     409: "Conflict: the model exists, the model cap is reached, or feedback was already given.",
@@ -225,14 +225,16 @@ def _statuses(route: APIRoute, admin_routes: set[tuple[str, str]]) -> set[int]:
         statuses.add(422)  # the name does not match its pattern
         if method != "PUT":
             statuses.add(404)
-    if (method, path) in admin_routes:
-        statuses.add(403)
+    if (method, path) in admin_routes or path.startswith("/v1/models/{name}"):
+        statuses.add(403)  # the admin role, or a scoped key without this role or model
     if route.body_field is not None:
         statuses |= {400, 422}
     if method in ("PUT", "PATCH"):
         statuses.add(409)  # the name is taken, the model cap is reached, or no apprentice
     if path.endswith("/feedback"):
         statuses |= {409, 410}
+    if path == "/metrics":
+        statuses.add(401)  # with BANDITREE_METRICS_KEY set
     if path == "/readyz":
         statuses.add(503)
     return statuses

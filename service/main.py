@@ -96,12 +96,13 @@ def _openapi_with_settings(app: FastAPI, settings: Settings) -> None:
             schema = generate()
             contexts = schema["components"]["schemas"]["PredictCreate"]["properties"]["contexts"]
             contexts["maxItems"] = settings.max_batch
-            if settings.auth_enabled:  # every /v1 operation needs `Authorization: Bearer <key>`
+            if settings.auth_enabled or settings.metrics_key:  # `Authorization: Bearer <key>`
                 schema["components"]["securitySchemes"] = {
                     "apiKey": {"type": "http", "scheme": "bearer"}
                 }
                 for path, operations in schema["paths"].items():
-                    if path.startswith("/v1/"):
+                    v1 = path.startswith("/v1/") and settings.auth_enabled
+                    if v1 or (path == "/metrics" and settings.metrics_key):
                         for operation in operations.values():
                             operation["security"] = [{"apiKey": []}]
         return app.openapi_schema or {}
@@ -146,6 +147,8 @@ def create_app(settings: Settings | None = None, *, freeze_startup: bool = False
         tasks = [
             asyncio.create_task(_maintain(registry, settings.sweep_interval_seconds)),
             asyncio.create_task(_discover(registry, settings.snapshot_poll_seconds)),
+            # /metrics rendered off the request path from the first scrape
+            asyncio.create_task(app.state.exposition.refresh_loop()),
         ]
         if freeze_startup:
             _freeze_startup_objects()

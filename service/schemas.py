@@ -73,7 +73,7 @@ def one_of_schema(names: tuple[str, ...]) -> Callable[[dict[str, Any]], None]:
 class ModelPolicy(BaseModel):
     """Per-model service settings; unset fields fall back to the server settings."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     checkpoint_every_updates: int | None = Field(None, ge=1, le=10**9)
     checkpoint_every_seconds: float | None = Field(None, gt=0.0, le=7 * 86400)
@@ -88,7 +88,7 @@ class ModelCreate(ModelPolicy, LearnerConfig):
     nesting depth and size.
     """
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     options: dict[str, Any] = Field(
         default_factory=dict,

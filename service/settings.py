@@ -6,10 +6,27 @@ import math
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 KeyList = Annotated[list[str], NoDecode]
+#: what a key may do: predict and feedback; read the log, tree and checkpoints; admin
+ROLES = ("predict", "read", "admin")
+Role = Literal["predict", "read", "admin"]
+
+
+class ScopedKey(BaseModel):
+    """One entry of ``BANDITREE_SCOPED_KEYS``: a key, its roles and the models they reach."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    key: str = Field(min_length=8, max_length=512, pattern=r"^[!-~]+$")
+    roles: list[Role] = Field(min_length=1)
+    models: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(
+        default_factory=lambda: ["*"],
+        min_length=1,
+        description="model names or fnmatch patterns ('shop-*'); '*' = every model",
+    )
 
 
 class Settings(BaseSettings):
@@ -94,6 +111,18 @@ class Settings(BaseSettings):
         le=100_000,
         description="checkpoints kept per model; the log is trimmed up to the oldest kept one",
     )
+    scoped_keys: list[ScopedKey] = Field(
+        default_factory=list,
+        description='JSON list of keys limited to roles and models: [{"key": "...", "roles": '
+        '["predict", "read", "admin"], "models": ["shop-*", "news"]}] (models: names or fnmatch '
+        "patterns, default every model)",
+    )
+    metrics_key: str | None = Field(
+        None,
+        min_length=8,
+        description="when set, /metrics needs this key as a bearer token (an admin key also "
+        "passes); unset, /metrics is open",
+    )
     event_ttl_seconds: float = Field(600.0, gt=0.0, le=7 * 86400, description="reward wait time")
     default_loss: float | None = Field(None, description="loss applied when an event expires")
     sweep_interval_seconds: float = Field(
@@ -118,8 +147,17 @@ class Settings(BaseSettings):
     header_timeout_seconds: float = Field(
         10.0, gt=0.0, le=3600.0, description="a connection without complete headers is closed"
     )
+    body_timeout_seconds: float = Field(
+        10.0, gt=0.0, le=3600.0, description="a request body not complete this long is cut (408)"
+    )
     max_connections: int = Field(
-        1000, ge=1, le=1_000_000, description="open connections and tasks; more get 503"
+        1000,
+        ge=1,
+        le=1_000_000,
+        description="open connections (waiting ones are displaced first) and running requests",
+    )
+    max_connections_per_peer: int = Field(
+        0, ge=0, le=1_000_000, description="open connections from one client address; 0 = no cap"
     )
     host: str = Field("127.0.0.1", description="bind address of banditree serve")
     port: int = Field(8000, ge=1, le=65535, description="port of banditree serve")
@@ -146,6 +184,11 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return [key.strip() for key in value.split(",") if key.strip()]
         return value
+
+    @field_validator("metrics_key", mode="before")
+    @classmethod
+    def _empty_metrics_key(cls, value: object) -> object:
+        return None if value == "" else value  # compose passes an unset variable as ""
 
     @field_validator("redis_url")
     @classmethod
@@ -182,9 +225,16 @@ class Settings(BaseSettings):
             )
         return self
 
+    @model_validator(mode="after")
+    def _check_unique_keys(self) -> Settings:
+        keys = [*self.api_keys, *self.admin_keys, *(k.key for k in self.scoped_keys)]
+        if len(set(keys)) != len(keys):
+            raise ValueError("a key is listed twice (API, admin or scoped keys): give it once")
+        return self
+
     @property
     def auth_enabled(self) -> bool:
-        return bool(self.api_keys or self.admin_keys)
+        return bool(self.api_keys or self.admin_keys or self.scoped_keys)
 
 
 class SettingsError(ValueError):
@@ -198,7 +248,8 @@ def load_settings(**overrides: object) -> Settings:
     except ValidationError as err:
         lines = []
         for error in err.errors():
-            name = "_".join(str(part) for part in error["loc"]).upper()
-            variable = f"BANDITREE_{name}" if name else "settings"
+            head, *rest = [str(part) for part in error["loc"]] or [""]
+            where = "".join(f"[{p}]" if p.isdigit() else f".{p}" for p in rest)
+            variable = f"BANDITREE_{head.upper()}{where}" if head else "settings"
             lines.append(f"{variable}: {error['msg']}")
         raise SettingsError("invalid setting: " + "; ".join(lines)) from None

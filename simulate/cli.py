@@ -172,6 +172,11 @@ def simulate_command(
                 )
             )
             typer.echo(json.dumps(report["policies"], indent=2))
+            learned = report["policies"][report["model"]]
+            if learned.get("refusals"):
+                typer.echo("no estimate: " + "; ".join(learned["refusals"]), err=True)
+            elif learned.get("interval_note"):
+                typer.echo("note: " + learned["interval_note"], err=True)
             return
         from simulate.experiment import SimulationOptions, simulate
 

@@ -11,8 +11,8 @@ For every candidate configuration the log is replayed in offset order:
   uniform logging and enough rows this is rejection-sampling replay (a row counts, and
   is learned from as the candidate's own decision, with probability
   ``pi(a | x) p_min / p``); otherwise every row counts with weight ``pi_t(a | x) / p``
-  (``pi_t``: the candidate's probabilities just before it learns the row), normalised
-  by the summed weights.
+  (``pi_t``: the candidate's probabilities at the model version that decided the row
+  live, see :class:`ServedVersions`), normalised by the summed weights.
 
 A claim needs support: when the evaluation rows give the candidate fewer than
 ``min_effective_rounds`` effective rounds (``(sum w)^2 / sum w^2``), or one round
@@ -44,18 +44,13 @@ from banditree.ope import (
     SelfNormalizedInverseProbabilityWeighting,
     check_logged_rounds,
 )
+from simulate.support import SupportRules, event_notes, support
+
+__all__ = ["ReplayTrace", "ServedVersions", "SupportRules", "replay", "score_candidate", "support"]
 
 
 class _HasActionProbabilities(Protocol):
     def action_probabilities(self, context: FloatArray) -> FloatArray: ...
-
-
-@dataclass(frozen=True)
-class SupportRules:
-    """When the log is judged too thin to support a candidate's estimate."""
-
-    min_effective_rounds: float = 30.0
-    max_weight_share: float = 0.2
 
 
 @dataclass
@@ -94,6 +89,38 @@ def _learn(learner: Learner, table: LogTable, t: int, propensity: float) -> None
         raise ValueError(f"log row at offset {int(table.offset[t])}: {err}") from None
 
 
+class ServedVersions:
+    """The candidate as it was at each model version that decided a later log row.
+
+    The service decides from snapshots (``model_version`` in each row) that trail the
+    learner by up to a checkpoint interval; a candidate replayed with the same config
+    therefore decides row ``t`` with its own state at that version, not with every
+    earlier row already learned, or its probabilities would differ from the logged ones
+    (weights far from 1: the live progressive value would not be reproduced).  Copies
+    are kept only for versions that a later row names, and dropped after their last row.
+    """
+
+    def __init__(self, versions: np.ndarray) -> None:
+        self._last_row: dict[int, int] = {int(v): t for t, v in enumerate(versions.tolist())}
+        self._copies: dict[int, Learner] = {}
+
+    def keep(self, learner: Learner, t: int) -> None:
+        """After row ``t`` (``-1``: before the first): copy ``learner`` if a later row
+        names its version, and drop the copies no later row names."""
+        version = learner.version
+        if self._last_row.get(version, -1) > t and version not in self._copies:
+            self._copies[version] = restore_learner(*learner.state())
+        for old in [v for v in self._copies if self._last_row[v] <= t]:
+            del self._copies[old]
+
+    def at(self, version: int, learner: Learner) -> Learner:
+        """The candidate at ``version``; ``learner`` itself when it is there, or when the
+        candidate never passed that version (another config counts updates differently)."""
+        if version == learner.version:
+            return learner
+        return self._copies.get(version, learner)
+
+
 def replay(
     table: LogTable,
     config: dict[str, Any],
@@ -113,10 +140,12 @@ def replay(
     p_min = float(table.propensity.min())
     accepted = np.zeros(n, dtype=bool) if rejection else None
     progressive = build_learner(config) if rejection else None
+    served = ServedVersions(table.model_version)
+    served.keep(learner, -1)
     for t in range(n):
         if t == cut:
             frozen = restore_learner(*learner.state())
-        pmf = probabilities(learner, table.context[t])
+        pmf = probabilities(served.at(int(table.model_version[t]), learner), table.context[t])
         a, p = int(table.action[t]), float(table.propensity[t])
         if a >= pmf.shape[0]:
             raise ValueError(
@@ -125,6 +154,7 @@ def replay(
             )
         logged_probability[t] = pmf[a]
         _learn(learner, table, t, p)
+        served.keep(learner, t)
         if progressive is not None and accepted is not None:
             pi = probabilities(progressive, table.context[t])[a]
             if rng.random() < pi * p_min / p:
@@ -158,26 +188,6 @@ def bootstrap_ratio(
     return value, [float(low), float(high)]
 
 
-def support(weights: FloatArray, rules: SupportRules) -> tuple[float, float, list[str]]:
-    """Effective rounds, the largest weight's share, and the reasons a claim is withheld."""
-    total = float(weights.sum())
-    squares = float(np.square(weights).sum())
-    effective = total * total / squares if squares > 0 else 0.0
-    share = float(weights.max() / total) if total > 0 else 1.0
-    reasons = []
-    if effective < rules.min_effective_rounds:
-        reasons.append(
-            f"too few matching rounds: {effective:.1f} effective rounds, "
-            f"need at least {rules.min_effective_rounds:g}"
-        )
-    if share > rules.max_weight_share:
-        reasons.append(
-            f"propensities near zero: one round carries {share:.0%} of the importance "
-            f"weight (more than {rules.max_weight_share:.0%})"
-        )
-    return effective, share, reasons
-
-
 def score_candidate(
     table: LogTable,
     trace: ReplayTrace,
@@ -198,13 +208,15 @@ def score_candidate(
         action_dist=trace.evaluation_dist,
         estimated_rewards=estimated_rewards,
     )
-    effective, share, reasons = support(rounds.importance_weights(), rules)
+    weights = rounds.importance_weights()
+    effective, share, reasons = support(weights, rules, reward[ev])
     out: dict[str, Any] = {
         "matched_rounds": int(np.sum(trace.evaluation_dist.argmax(axis=1) == table.action[ev])),
         "effective_rounds": effective,
         "max_weight_share": share,
         "supported": not reasons,
         "refusals": reasons,
+        **event_notes(weights, reward[ev], rules),
     }
     for estimator in (
         InverseProbabilityWeighting(),
@@ -228,13 +240,17 @@ def _progressive(
     reward = table.reward()
     if trace.accepted is not None:
         rows = np.flatnonzero(trace.accepted)
-        numerator, weights = reward[rows], np.ones(len(rows))
+        counted = reward[rows]
+        numerator, weights = counted, np.ones(len(rows))
         method = "rejection_sampling"
     else:
+        counted = reward
         weights = trace.logged_probability / table.propensity
         numerator = weights * reward
         method = "importance_weighted"
-    effective, _, reasons = support(weights, rules) if len(weights) else (0.0, 1.0, ["no rows"])
+    effective, _, reasons = (
+        support(weights, rules, counted) if len(weights) else (0.0, 1.0, ["no rows"])
+    )
     out: dict[str, Any] = {
         "progressive_method": method,
         "progressive_rounds": effective,

@@ -36,12 +36,15 @@ class EvaluateOptions:
 
 
 def load_log_table(path: Path) -> LogTable:
-    """The log at ``path``; ``obd`` (no such file) is the bundled Open Bandit sample."""
-    if str(path) == "obd" and not Path(path).exists():
-        from banditree.logs.table import table_from_columns
-        from simulate.logged import load_obd
+    """The log at ``path``; ``obd`` (no such file) is the bundled Open Bandit sample, and
+    a raw Open Bandit Dataset CSV is read as OBD ships it (:func:`simulate.logged.load_obd`)."""
+    from simulate.logged import is_obd_csv, load_obd
 
-        obd = load_obd()
+    obd_sample = str(path) == "obd" and not Path(path).exists()
+    if obd_sample or is_obd_csv(path):
+        from banditree.logs.table import table_from_columns
+
+        obd = load_obd(None if obd_sample else path)
         n = len(obd.action)
         columns = {
             "context": obd.context,

@@ -27,6 +27,7 @@ from banditree.ope import (
     SelfNormalizedInverseProbabilityWeighting,
     check_logged_rounds,
 )
+from simulate.support import SupportRules, event_notes, support
 
 
 @dataclass(frozen=True)
@@ -56,22 +57,47 @@ class LoggedOptions:
     train_fraction: float = 0.7
     n_bootstrap: int = 1000
     progress: bool = True
+    min_effective_rounds: float = 30.0
+    max_weight_share: float = 0.2
 
 
-def load_obd() -> BanditLog:
-    """The bundled Open Bandit Dataset sample (uniform-random logging, 80 items).
+#: columns that mark a raw Open Bandit Dataset CSV
+OBD_COLUMNS = ("item_id", "click", "propensity_score")
 
-    Context: one-hot user features 0..3 and the 80 user-item affinities; action:
+
+def is_obd_csv(path: Path | str) -> bool:
+    """Whether ``path`` is a CSV (``.csv``/``.csv.gz``) whose header has OBD's columns."""
+    import gzip
+
+    name = str(path).lower()
+    if not name.endswith((".csv", ".csv.gz")) or not Path(path).is_file():
+        return False
+    opener = gzip.open if name.endswith(".gz") else open
+    with opener(path, "rt") as handle:  # type: ignore[operator]
+        header = handle.readline().strip().split(",")
+    return all(column in header for column in OBD_COLUMNS)
+
+
+def load_obd(path: Path | str | None = None) -> BanditLog:
+    """An Open Bandit Dataset CSV as OBD ships it; the bundled sample without ``path``.
+
+    Columns: ``timestamp``, ``item_id``, ``position``, ``click``, ``propensity_score``,
+    ``user_feature_0..3`` (hashed categories) and ``user-item_affinity_0..``.  Rows in
+    timestamp order; context: the one-hot user features and the affinities; action:
     ``item_id``; reward: ``click``; propensity: ``propensity_score``.
     """
     import pandas as pd
 
-    frame = pd.read_csv(data_path("obd_random_all/all.csv.gz"), index_col=0)
+    source = data_path("obd_random_all/all.csv.gz") if path is None else Path(path)
+    frame = pd.read_csv(source)
+    missing = [c for c in (*OBD_COLUMNS, "timestamp") if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{source}: not an Open Bandit Dataset CSV (no {', '.join(missing)})")
     frame = frame.sort_values("timestamp", kind="stable")
-    users = pd.get_dummies(frame.filter(like="user_feature_"), dtype=np.float64)
+    users = pd.get_dummies(frame.filter(like="user_feature_").astype(str), dtype=np.float64)
     affinity = frame.filter(like="user-item_affinity_").to_numpy(np.float64)
     return BanditLog(
-        name="obd_random_all",
+        name="obd_random_all" if path is None else Path(path).name.split(".")[0],
         context=np.hstack([users.to_numpy(np.float64), affinity]),
         action=frame["item_id"].to_numpy(np.int64),
         reward=frame["click"].to_numpy(np.float64),
@@ -84,10 +110,14 @@ def load_log_csv(path: Path | str) -> BanditLog:
     """A classification log file in any format :func:`banditree.logs.read_log` reads.
 
     NDJSON / Parquet / CSV as ``banditree log export`` writes them, a CSV with columns
-    ``action``, ``propensity``, ``reward`` (or ``loss``) and features ``x0..``, or the
-    simulator's ``decisions.csv`` (several seeds: the first seed is read).
+    ``action``, ``propensity``, ``reward`` (or ``loss``) and features ``x0..``, the
+    simulator's ``decisions.csv`` (several seeds: the first seed is read), or a raw Open
+    Bandit Dataset CSV (:func:`load_obd`).
     """
     from banditree.logs import read_log
+
+    if is_obd_csv(path):
+        return load_obd(path)
 
     table = read_log(path)
     if table.task != "classification":
@@ -153,6 +183,7 @@ def evaluate_log(options: LoggedOptions) -> dict[str, Any]:
     train, evaluate = np.arange(cut), np.arange(cut, n)
     q = reward_model(log, train, evaluate)
     epsilon = options.explore or 0.0
+    rules = SupportRules(options.min_effective_rounds, options.max_weight_share)
     estimators = (
         InverseProbabilityWeighting(),
         SelfNormalizedInverseProbabilityWeighting(),
@@ -181,15 +212,27 @@ def evaluate_log(options: LoggedOptions) -> dict[str, Any]:
             action_dist=action_dist,
             estimated_rewards=q,
         )
+        weights = rounds.importance_weights()
+        effective, share, reasons = support(weights, rules, log.reward[evaluate])
         for estimator in estimators:
-            learned["values_by_seed"][estimator.name].append(estimator.estimate(rounds))
+            learned["values_by_seed"][estimator.name].append(
+                None if reasons else estimator.estimate(rounds)
+            )
             if seed == 0:
+                learned.update(
+                    match_rate=float(np.mean(greedy == log.action[evaluate])),
+                    effective_rounds=effective, max_weight_share=share,
+                    supported=not reasons, refusals=reasons,
+                    **event_notes(weights, log.reward[evaluate], rules),
+                )  # fmt: skip
+                if reasons:  # as evaluate: no claim without support
+                    learned[estimator.name], learned[f"{estimator.name}_ci95"] = None, None
+                    continue
                 s = estimator.summary(rounds, n_bootstrap=options.n_bootstrap)
                 learned[estimator.name], learned[f"{estimator.name}_ci95"] = (
                     s["value"],
                     s["value_ci95"],
                 )
-                learned["match_rate"] = float(np.mean(greedy == log.action[evaluate]))
     rng = np.random.default_rng(0)
     tail = log.reward[evaluate]
     boot = [tail[rng.integers(0, len(tail), len(tail))].mean() for _ in range(options.n_bootstrap)]
@@ -228,15 +271,17 @@ def _plot(report: dict[str, Any], path: Path) -> None:
     names = ["logging (on-policy)", "ips", "snips", "dr"]
     values = [logging["value"], learned["ips"], learned["snips"], learned["dr"]]
     cis = [logging["value_ci95"], learned["ips_ci95"], learned["snips_ci95"], learned["dr_ci95"]]
-    errors = np.array(
-        [
-            [v - lo for v, (lo, _) in zip(values, cis, strict=True)],
-            [hi - v for v, (_, hi) in zip(values, cis, strict=True)],
-        ]
-    )
     fig, ax = plt.subplots(figsize=(6.0, 3.8), dpi=100)
-    ax.errorbar(range(4), values, yerr=np.clip(errors, 0, None), fmt="o", capsize=4)
+    for i, (value, ci) in enumerate(zip(values, cis, strict=True)):
+        if value is None:  # refused: too little support
+            ax.annotate("refused", (i, logging["value"]), ha="center", color="0.4")
+            continue
+        low, high = ci
+        yerr = [[max(value - low, 0.0)], [max(high - value, 0.0)]]
+        ax.errorbar([i], [value], yerr=yerr, fmt="o", capsize=4, color="C0")
     ax.set_xticks(range(4), names)
+    if learned.get("refusals"):
+        ax.set_xlabel("refused: " + "; ".join(learned["refusals"])[:110], fontsize=7)
     ax.set_ylabel("policy value (mean reward)")
     ax.set_title(f"{report['dataset']}: learned {report['model']} policy, 95% bootstrap CI")
     ax.grid(True, alpha=0.3)

@@ -58,7 +58,9 @@ class LearnerConfig(BaseModel):
     ``task``; a config that names them keeps them.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    # NaN and infinities are refused in every float field (a NaN target_offset answered
+    # null for ever)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     task: Literal["classification", "regression"] = "classification"
     kind: str = Field(

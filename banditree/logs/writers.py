@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import os
+import secrets
 from collections.abc import Iterable, Iterator
 from operator import itemgetter
 from pathlib import Path
@@ -118,6 +120,9 @@ class LogWriter:
     """Writes wire-form rows to ``path`` as ``fmt``; use as a context manager.
 
     The context length is taken from the first row; every later row must match it.
+    Rows go to a temporary file beside ``path`` (``.NAME.<random>.part``), renamed over
+    ``path`` only by a successful :meth:`close`: a failure (an exception out of the
+    ``with`` block, or :meth:`abort`) removes it and leaves whatever ``path`` held.
     """
 
     def __init__(self, path: Path | str, fmt: LogFormat | None = None) -> None:
@@ -132,9 +137,15 @@ class LogWriter:
         self._n_features: int | None = None
         self._sink: Any = None
         self._text: IO[bytes] | None = None
+        self._closed = False
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        # created here (exclusively, under the umask) so the final file gets ordinary modes
+        self.partial_path = self.path.with_name(f".{self.path.name}.{secrets.token_hex(6)}.part")
+        handle = self.partial_path.open("xb")
         if self.format == "ndjson":
-            self._text = self.path.open("wb")
+            self._text = handle
+        else:
+            handle.close()  # pyarrow opens the path itself
 
     def write(self, rows: Iterable[dict[str, Any]]) -> None:
         """Append rows (wire form)."""
@@ -170,26 +181,53 @@ class LogWriter:
 
             # dictionary pages only pay for the repetitive text column
             return pq.ParquetWriter(
-                str(self.path), schema, compression="zstd", use_dictionary=["source"]
+                str(self.partial_path), schema, compression="zstd", use_dictionary=["source"]
             )
         import pyarrow.csv as pacsv
 
-        return pacsv.CSVWriter(str(self.path), schema)
+        return pacsv.CSVWriter(str(self.partial_path), schema)
 
     def close(self) -> None:
-        """Flush and close; an empty log still gets a file (header only for CSV)."""
-        if self._text is not None:
-            self._text.close()
-            self._text = None
+        """Flush, close and move the file into place; an empty log still gets a file.
+
+        If the flush fails the partial file is removed and ``path`` keeps what it held.
+        """
+        if self._closed:
             return
-        self._flush()
-        if self._sink is None:
-            pa = _pyarrow()
-            self._sink = self._open_sink(
-                pa.schema([(c, pa.float64()) for c in FLAT_COLUMNS])  # an empty log
-            )
-        self._sink.close()
-        self._sink = None
+        try:
+            if self._text is not None:
+                self._text.flush()
+                os.fsync(self._text.fileno())
+                self._text.close()
+                self._text = None
+            else:
+                self._flush()
+                if self._sink is None:
+                    pa = _pyarrow()
+                    self._sink = self._open_sink(
+                        pa.schema([(c, pa.float64()) for c in FLAT_COLUMNS])  # an empty log
+                    )
+                self._sink.close()
+                self._sink = None
+            os.replace(self.partial_path, self.path)
+        except BaseException:
+            self.abort()
+            raise
+        self._closed = True
+
+    def abort(self) -> None:
+        """Drop what was written: the partial file is removed, ``path`` is left as it was."""
+        if self._closed:
+            return
+        self._closed = True
+        self._pending = []
+        for handle in (self._text, self._sink):
+            if handle is not None:
+                with contextlib.suppress(Exception):
+                    handle.close()
+        self._text = self._sink = None
+        with contextlib.suppress(FileNotFoundError):
+            self.partial_path.unlink()
 
     def __enter__(self) -> LogWriter:
         return self
@@ -200,7 +238,10 @@ class LogWriter:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self.close()
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
 
 
 def open_log_writer(path: Path | str, fmt: LogFormat | None = None) -> LogWriter:

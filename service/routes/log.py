@@ -27,6 +27,8 @@ router = APIRouter(prefix="/v1/models", tags=["log"])
 
 #: Most rows one request returns; a client pages on with ``since`` = the last offset.
 MAX_LOG_LIMIT = 1_000_000
+#: Largest ``since``/``until``: offsets are signed 64-bit integers in both stores.
+MAX_OFFSET = 2**63 - 1
 #: log entries read from the store per round trip
 PAGE_ENTRIES = 1_000
 
@@ -76,8 +78,12 @@ async def _rows(
 )
 async def export_log(
     runtime: RuntimeDep,
-    since: Annotated[int | None, Query(ge=0, description="rows with offset above this")] = None,
-    until: Annotated[int | None, Query(ge=0, description="rows with offset up to this")] = None,
+    since: Annotated[
+        int | None, Query(ge=0, le=MAX_OFFSET, description="rows with offset above this")
+    ] = None,
+    until: Annotated[
+        int | None, Query(ge=0, le=MAX_OFFSET, description="rows with offset up to this")
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_LOG_LIMIT, description="most rows")] = 10_000,
 ) -> StreamingResponse:
     """The model's joined (decision, feedback) log rows as NDJSON, oldest first.

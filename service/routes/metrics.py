@@ -1,14 +1,18 @@
-"""``/metrics``: Prometheus text format, rendered off the event loop.
+"""``/metrics``: Prometheus text format, rendered off the request path.
 
-Rendering is proportional to the number of series (about 70 per model), so it runs in
-a worker thread and concurrent scrapes share one rendering.  When a rendering takes
-longer than :data:`FRESH_BUDGET_SECONDS` (thousands of models), a scrape answers the
-last complete one at once and starts the next in the background (at most every
-:data:`RENDER_GAP_FACTOR` renderings' time): the figures are then a few seconds old.
-The process hands the interpreter over every :data:`SWITCH_INTERVAL_SECONDS` so the
-event loop is not held up by the rendering thread.  Pending-event and checkpoint-age gauges are refreshed by
-the maintenance loop (every ``sweep_interval_seconds``), never by a scrape, so a scrape
-does not touch the store.
+The exposition is written by :class:`service.metrics_render.ExpositionRenderer` (its cost
+is bounded per model: an idle model's histograms are not rendered again) in a worker
+thread, and concurrent scrapes share one rendering.  A rendering that takes at most
+:data:`FRESH_BUDGET_SECONDS` is made for each scrape (fresh figures); a slower one
+(thousands of models) is kept up to date by :meth:`CachedExposition.refresh_loop`,
+started with the service, every :data:`RENDER_GAP_FACTOR` renderings' time (at least
+:data:`MIN_REFRESH_SECONDS`), so a scrape answers the latest rendering at once and the
+rendering thread takes a bounded share of the CPU.  Until the first rendering exists a
+scrape waits at most :data:`FIRST_WAIT_SECONDS`, then answers the process-wide series
+alone.  The process hands the interpreter over every :data:`SWITCH_INTERVAL_SECONDS` so
+the event loop is not held up by the rendering thread.  Pending-event and checkpoint-age
+gauges are refreshed by the maintenance loop (every ``sweep_interval_seconds``), never by
+a scrape, so a scrape does not touch the store.
 """
 
 from __future__ import annotations
@@ -19,14 +23,20 @@ import sys
 import time
 
 from fastapi import APIRouter, Request, Response
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry
+
+from service.metrics_render import ExpositionRenderer, registry_metrics
 
 router = APIRouter(tags=["metrics"])
 
-#: a rendering slower than this is served from the previous one while it refreshes
+#: a rendering slower than this is refreshed in the background, not per scrape
 FRESH_BUDGET_SECONDS = 0.1
 #: a slow rendering starts again only this many of its own durations after the last one
 RENDER_GAP_FACTOR = 4.0
+#: ... and at least this long after it
+MIN_REFRESH_SECONDS = 1.0
+#: longest a scrape waits for a rendering before it answers what it has
+FIRST_WAIT_SECONDS = 0.3
 #: GIL hand-over interval while a rendering thread runs: the event loop waits at most this
 #: long for the interpreter after each wake-up (Python's default is 5 ms)
 SWITCH_INTERVAL_SECONDS = 0.0005
@@ -36,26 +46,30 @@ class CachedExposition:
     """The text exposition of ``registry``, rendered in a worker thread."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
-        self.registry = registry
+        metrics = registry_metrics(registry)
+        self.renderer = ExpositionRenderer(metrics)
+        # the series without a model label: a cheap answer before the first rendering
+        self.process_renderer = ExpositionRenderer(
+            [m for m in metrics if "model" not in m._labelnames]
+        )
         self.body: bytes | None = None
         self.render_seconds = 0.0
         self._rendering: asyncio.Task[bytes] | None = None
-        self._rendered_at = 0.0
 
     def _render(self) -> bytes:
         started = time.perf_counter()
         sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
-        # the rendering allocates hundreds of thousands of short-lived, acyclic objects:
-        # without this they would set off full collections that pause the event loop too
+        # the rendering allocates many short-lived, acyclic objects: without this they
+        # would set off full collections that pause the event loop too
         gc_was_enabled = gc.isenabled()
         gc.disable()
         try:
-            body = generate_latest(self.registry)
+            body = self.renderer.render()
         finally:
             if gc_was_enabled:
                 gc.enable()
         self.render_seconds = time.perf_counter() - started
-        self.body, self._rendered_at = body, time.monotonic()
+        self.body = body
         return body
 
     def _start(self) -> asyncio.Task[bytes]:
@@ -63,18 +77,30 @@ class CachedExposition:
             self._rendering = asyncio.create_task(asyncio.to_thread(self._render))
         return self._rendering
 
-    async def latest(self) -> bytes:
-        """A fresh rendering, or the previous one when rendering is slow (then refreshed).
+    @property
+    def slow(self) -> bool:
+        """Whether renderings are refreshed in the background rather than per scrape."""
+        return self.render_seconds > FRESH_BUDGET_SECONDS
 
-        A slow rendering is started at most every ``RENDER_GAP_FACTOR`` times its own
-        duration, so the rendering thread takes a bounded share of the CPU.
-        """
-        if self.body is not None and self.render_seconds > FRESH_BUDGET_SECONDS:
-            gap = RENDER_GAP_FACTOR * self.render_seconds
-            if time.monotonic() - self._rendered_at >= gap:
-                self._start()
+    async def refresh_loop(self) -> None:
+        """Render now, then keep a slow rendering fresh (run as a task for the service)."""
+        await asyncio.shield(self._start())
+        while True:
+            await asyncio.sleep(max(MIN_REFRESH_SECONDS, RENDER_GAP_FACTOR * self.render_seconds))
+            if self.slow:  # a quick rendering is made per scrape instead
+                await asyncio.shield(self._start())
+
+    async def latest(self) -> bytes:
+        """A fresh rendering when rendering is quick; else the latest, at once."""
+        if self.body is not None and self.slow:
             return self.body
-        return await asyncio.shield(self._start())
+        try:
+            async with asyncio.timeout(FIRST_WAIT_SECONDS):
+                return await asyncio.shield(self._start())
+        except TimeoutError:
+            if self.body is not None:
+                return self.body
+            return await asyncio.to_thread(self.process_renderer.render)
 
 
 @router.get("/metrics", response_class=Response)

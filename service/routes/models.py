@@ -12,6 +12,7 @@ from fastapi import APIRouter, Request, Response
 from banditree.learners import Apprentice, Learner, LearnerConfig
 from service.deps import ModelName, RegistryDep, RuntimeDep
 from service.errors import ServiceError
+from service.key_scope import SCOPE_STATE_KEY, visible
 from service.runtime import ModelRuntime
 from service.schemas import (
     ApprenticePublic,
@@ -76,9 +77,12 @@ async def create_model(name: ModelName, body: ModelCreate, registry: RegistryDep
 
 
 @router.get("")
-async def list_models(registry: RegistryDep) -> ModelList:
-    """Every model this process serves."""
-    return ModelList(models=[model_public(r) for r in registry.runtimes.values()])
+async def list_models(registry: RegistryDep, request: Request) -> ModelList:
+    """Every model this process serves (that the request's key reaches)."""
+    patterns = getattr(request.state, SCOPE_STATE_KEY, None)
+    return ModelList(
+        models=[model_public(r) for name, r in registry.runtimes.items() if visible(patterns, name)]
+    )
 
 
 @router.get("/{name}")

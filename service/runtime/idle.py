@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 
 from service.runtime.tasks import LoopShare, pause_after_pass, stop_tasks
-from service.store import IdleLearner, Store, StoreUnavailable
+from service.store import IdleLearner, LeaseStore, StoreUnavailable
 
 log = logging.getLogger("banditree.service")
 
@@ -43,7 +43,7 @@ class _Parked:
 class IdleLearners:
     """Renews the leases of idle learners and wakes each one when it has work."""
 
-    def __init__(self, store: Store, *, holder: str, lease_seconds: float) -> None:
+    def __init__(self, store: LeaseStore, *, holder: str, lease_seconds: float) -> None:
         self.store, self.holder, self.lease_seconds = store, holder, lease_seconds
         self._parked: dict[str, _Parked] = {}
         self._any = asyncio.Event()  # something is parked

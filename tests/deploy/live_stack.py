@@ -81,7 +81,7 @@ def running_service(work_dir: Path) -> Iterator[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("BANDITREE_")}
     env |= {"BANDITREE_DATA_DIR": str(work_dir / "service-data"), "BANDITREE_LOG_LEVEL": "warning"}
     env["BANDITREE_SWEEP_INTERVAL_SECONDS"] = "0.2"
-    args = [sys.executable, "-m", "banditree_cli", "serve", "--host", "127.0.0.1"]
+    args = [sys.executable, "-m", "banditree.cli", "serve", "--host", "127.0.0.1"]
     args += ["--port", str(port)]
     log = work_dir / "service.log"
     with _subprocess(args, log, env) as process:
@@ -100,6 +100,7 @@ def loopback_prometheus_config(service_address: str, prometheus_address: str) ->
     for job in config["scrape_configs"]:
         job["scrape_interval"] = SCRAPE_INTERVAL
         job["static_configs"] = [{"targets": [targets[job["job_name"]]]}]
+        job.pop("authorization", None)  # the compose secret; the live service has no metrics key
     assert str(ALERT_RULES) in config["rule_files"]
     return config
 

@@ -37,10 +37,13 @@ def test_open_bandit_sample_report(tmp_path: Path) -> None:
     logging = report["policies"]["logging"]
     assert logging["value_ci95"][0] <= logging["value"] <= logging["value_ci95"][1]
     learned = report["policies"]["linear"]
+    # a greedy policy over 80 uniformly logged items matches about 1 round in 80: 25 of
+    # the 2,000 evaluation rounds, a handful of clicks - no claim (as evaluate)
+    assert 0.0 <= learned["match_rate"] < 0.05
+    assert learned["supported"] is False and learned["refusals"]
     for name in ("ips", "snips", "dr"):
-        low, high = learned[f"{name}_ci95"]
-        assert low <= learned[name] <= high
-    assert 0.0 <= learned["match_rate"] <= 1.0
+        assert learned[name] is None and learned[f"{name}_ci95"] is None
+    assert "no estimate:" in result.output
     assert (out / "ope.png").read_bytes().startswith(PNG_MAGIC)
 
 

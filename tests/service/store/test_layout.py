@@ -22,7 +22,7 @@ from tests.service.conftest import REDIS_URL
 
 pytestmark = pytest.mark.anyio
 
-#: the tables of the embedded store as ``service/store/sqlite_schema.py`` had them
+#: the tables of the embedded store as ``f3d7e71`` created them
 OLD_SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS models (name TEXT PRIMARY KEY, record TEXT NOT NULL);

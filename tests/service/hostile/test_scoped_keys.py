@@ -1,0 +1,150 @@
+"""Scoped keys: a key reaches only its models and roles; ``/metrics`` can need a key."""
+
+from __future__ import annotations
+
+import json
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from service.settings import SettingsError, load_settings
+from tests.service.live_server import LiveServer
+
+ADMIN, USER, METRICS = "admin-key-1", "user-key-1", "metrics-key-1"
+READER, PREDICTOR, TEAM = "shop-reader", "shop1-predictor", "team-admin"
+SCOPED = [
+    {"key": READER, "roles": ["read"], "models": ["shop-*"]},
+    {"key": PREDICTOR, "roles": ["predict"], "models": ["shop-1"]},
+    {"key": TEAM, "roles": ["admin", "predict", "read"], "models": ["team-*"]},
+]
+MODEL = {"n_features": 2, "n_actions": 2, "accumulate": 1}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    root = tmp_path_factory.mktemp("scoped")
+    live = LiveServer(
+        {
+            "BANDITREE_DATA_DIR": str(root / "data"),
+            "BANDITREE_API_KEYS": USER,
+            "BANDITREE_ADMIN_KEYS": ADMIN,
+            "BANDITREE_SCOPED_KEYS": json.dumps(SCOPED),
+            "BANDITREE_METRICS_KEY": METRICS,
+        },
+        log_path=root / "server.log",
+    )
+    with live.client(ADMIN) as http:
+        for name in ("shop-1", "shop-2", "other"):
+            http.put(f"/v1/models/{name}", json=MODEL).raise_for_status()
+            decision = http.post(f"/v1/models/{name}/predict", json={"context": [0.1, 0.2]})
+            event = decision.json()["event_id"]
+            http.post(f"/v1/models/{name}/feedback", json={"event_id": event, "loss": 0.0})
+    yield live
+    live.stop(signal.SIGKILL)
+
+
+def call(
+    server: LiveServer, key: str | None, method: str, path: str, **kw: object
+) -> httpx.Response:
+    with server.client(key) as http:
+        answer = http.request(method, path, **kw)  # type: ignore[arg-type]
+    assert answer.status_code < 500, answer.text
+    return answer
+
+
+def refused(answer: httpx.Response, status: int, words: str) -> None:
+    assert answer.status_code == status, answer.text
+    assert answer.json()["field"] == "authorization" and words in answer.json()["detail"]
+
+
+def predict(server: LiveServer, key: str, name: str) -> httpx.Response:
+    return call(server, key, "POST", f"/v1/models/{name}/predict", json={"context": [0.3, 0.1]})
+
+
+def test_a_read_key_reads_its_models_only(server: LiveServer) -> None:
+    for name in ("shop-1", "shop-2"):
+        assert call(server, READER, "GET", f"/v1/models/{name}/log").status_code == 200
+        assert call(server, READER, "GET", f"/v1/models/{name}/tree").status_code == 200
+        assert call(server, READER, "GET", f"/v1/models/{name}/checkpoints").status_code == 200
+        assert call(server, READER, "GET", f"/v1/models/{name}").status_code == 200
+    refused(call(server, READER, "GET", "/v1/models/other/log"), 403, "does not reach")
+    refused(call(server, READER, "GET", "/v1/models/other/tree"), 403, "does not reach")
+    refused(call(server, READER, "GET", "/v1/models/other"), 403, "does not reach")
+    refused(predict(server, READER, "shop-1"), 403, "predict role")
+    names = [m["name"] for m in call(server, READER, "GET", "/v1/models").json()["models"]]
+    assert sorted(names) == ["shop-1", "shop-2"]
+
+
+def test_a_predict_key_cannot_export_the_log_or_tree(server: LiveServer) -> None:
+    decision = predict(server, PREDICTOR, "shop-1")
+    assert decision.status_code == 200
+    feedback = call(server, PREDICTOR, "POST", "/v1/models/shop-1/feedback",
+                    json={"event_id": decision.json()["event_id"], "loss": 1.0})  # fmt: skip
+    assert feedback.status_code == 200
+    refused(call(server, PREDICTOR, "GET", "/v1/models/shop-1/log"), 403, "read role")
+    refused(call(server, PREDICTOR, "GET", "/v1/models/shop-1/tree"), 403, "read role")
+    refused(predict(server, PREDICTOR, "shop-2"), 403, "does not reach")
+    refused(call(server, PREDICTOR, "PUT", "/v1/models/shop-9", json=MODEL), 403, "admin key")
+
+
+def test_a_scoped_admin_manages_its_namespace_only(server: LiveServer) -> None:
+    assert call(server, TEAM, "PUT", "/v1/models/team-a", json=MODEL).status_code == 201
+    assert predict(server, TEAM, "team-a").status_code == 200
+    assert call(server, TEAM, "POST", "/v1/models/team-a/checkpoints").status_code == 201
+    refused(call(server, TEAM, "PUT", "/v1/models/shop-9", json=MODEL), 403, "does not reach")
+    refused(call(server, TEAM, "DELETE", "/v1/models/shop-1"), 403, "does not reach")
+    assert call(server, TEAM, "DELETE", "/v1/models/team-a").status_code == 204
+
+
+def test_the_existing_keys_keep_their_meaning(server: LiveServer) -> None:
+    for name in ("shop-1", "other"):
+        assert predict(server, USER, name).status_code == 200
+        assert call(server, USER, "GET", f"/v1/models/{name}/log").status_code == 200
+    refused(call(server, USER, "PUT", "/v1/models/x", json=MODEL), 403, "admin key")
+    assert len(call(server, USER, "GET", "/v1/models").json()["models"]) >= 3
+    refused(call(server, None, "GET", "/v1/models"), 401, "missing API key")
+    refused(call(server, "not-a-key", "GET", "/v1/models/shop-1/log"), 401, "unknown API key")
+    assert call(server, ADMIN, "PUT", "/v1/models/y", json=MODEL).status_code == 201
+    assert call(server, ADMIN, "DELETE", "/v1/models/y").status_code == 204
+
+
+def test_metrics_needs_the_metrics_key_when_set(server: LiveServer) -> None:
+    refused(call(server, None, "GET", "/metrics"), 401, "missing API key")
+    refused(call(server, USER, "GET", "/metrics"), 401, "metrics key")
+    refused(call(server, READER, "GET", "/metrics"), 401, "metrics key")
+    for key in (METRICS, ADMIN):
+        answer = call(server, key, "GET", "/metrics")
+        assert answer.status_code == 200 and "banditree_" in answer.text
+    assert call(server, None, "GET", "/healthz").status_code == 200  # probes stay open
+
+
+def test_metrics_stay_open_without_the_setting(tmp_path: Path) -> None:
+    live = LiveServer(
+        {"BANDITREE_DATA_DIR": str(tmp_path / "data"), "BANDITREE_API_KEYS": USER},
+        log_path=tmp_path / "server.log",
+    )
+    try:
+        assert httpx.get(live.url + "/metrics").status_code == 200
+    finally:
+        live.stop(signal.SIGKILL)
+
+
+@pytest.mark.parametrize(
+    ("value", "words"),
+    [
+        ('[{"key": "long-enough", "roles": ["root"]}]', "BANDITREE_SCOPED_KEYS[0].roles[0]"),
+        ('[{"key": "short", "roles": ["read"]}]', "BANDITREE_SCOPED_KEYS[0].key"),
+        ('[{"key": "long-enough", "roles": []}]', "BANDITREE_SCOPED_KEYS[0].roles"),
+        ('[{"key": "user-key-1", "roles": ["read"]}]', "listed twice"),
+    ],
+)
+def test_bad_scoped_keys_stop_the_start_naming_the_entry(
+    monkeypatch: pytest.MonkeyPatch, value: str, words: str
+) -> None:
+    monkeypatch.setenv("BANDITREE_API_KEYS", USER)
+    monkeypatch.setenv("BANDITREE_SCOPED_KEYS", value)
+    with pytest.raises(SettingsError, match=words.replace("[", r"\[").replace("]", r"\]")):
+        load_settings()
