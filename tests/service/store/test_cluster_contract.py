@@ -64,7 +64,10 @@ async def store(
         lambda prefix: delete_cluster_prefix(shared_cluster, prefix),
     )
     opened = RedisStore.from_url(
-        shared_cluster.url, prefix=f"banditree-test:{uuid.uuid4().hex}:", timeout_seconds=2.0
+        shared_cluster.url,
+        prefix=f"banditree-test:{uuid.uuid4().hex}:",
+        timeout_seconds=2.0,
+        wait_timeout_ms=1500,  # a replica's acknowledgement on a busy test machine
     )
     await opened.ping()
     assert opened.cluster
