@@ -13,7 +13,7 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,31 +64,50 @@ def _distinct_free_ports(count: int) -> list[int]:
 class OwnCluster:
     """``size`` cluster nodes (half masters, half replicas) on spare ports, all stopped after."""
 
-    def __init__(self, directory: Path, *, size: int = 6, replicas: int = 1) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        size: int = 6,
+        replicas: int = 1,
+        host: str = "127.0.0.1",
+        prefix: Sequence[str] = (),
+    ) -> None:
+        """``prefix`` runs the nodes inside something (``ip netns exec <ns>``), where they
+        listen on ``host``."""
         self.directory = directory
         self.replicas = replicas
+        self.host, self.prefix = host, list(prefix)
         ports = _distinct_free_ports(2 * size)
         self.nodes = [ClusterNode(ports[i], ports[size + i]) for i in range(size)]
 
     @property
     def url(self) -> str:
         """A URL naming the first node (the store finds the others)."""
-        return f"redis://127.0.0.1:{self.nodes[0].port}/0"
+        return f"redis://{self.host}:{self.nodes[0].port}/0"
 
     def node(self, port: int) -> ClusterNode:
         return next(node for node in self.nodes if node.port == port)
 
     def _client(self, port: int) -> redis.Redis:
-        return redis.Redis(port=port, socket_timeout=2, socket_connect_timeout=2)
+        return redis.Redis(host=self.host, port=port, socket_timeout=2, socket_connect_timeout=2)
 
     def start(self) -> None:
+        """Start every node and make them a cluster (nodes started are stopped on failure)."""
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self) -> None:
         for node in self.nodes:
             self._spawn(node)
         for node in self.nodes:
             self._wait_ping(node.port)
-        addresses = [f"127.0.0.1:{node.port}" for node in self.nodes]
+        addresses = [f"{self.host}:{node.port}" for node in self.nodes]
         subprocess.run(
-            ["redis-cli", "--cluster", "create", *addresses,
+            [*self.prefix, "redis-cli", "--cluster", "create", *addresses,
              "--cluster-replicas", str(self.replicas), "--cluster-yes"],
             check=True, capture_output=True, timeout=60,
         )  # fmt: skip
@@ -98,10 +117,11 @@ class OwnCluster:
         home = self.directory / f"node-{node.port}"
         home.mkdir(parents=True, exist_ok=True)
         args = [
-            "redis-server", "--port", str(node.port), "--bind", "127.0.0.1",
+            *self.prefix, "redis-server", "--port", str(node.port), "--bind", self.host,
             "--cluster-enabled", "yes", "--cluster-port", str(node.bus_port),
             "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", str(NODE_TIMEOUT_MS),
             "--dir", str(home), "--save", "", "--appendonly", "yes",
+            "--protected-mode", "no" if self.host != "127.0.0.1" else "yes",
         ]  # fmt: skip
         with (home / "redis.log").open("ab") as log:
             node.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)

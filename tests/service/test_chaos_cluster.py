@@ -45,9 +45,14 @@ PREFIX = "chaos:"
 class Sender(threading.Thread):
     """Sends predict + feedback pairs until ``pairs`` are acknowledged; counts answers."""
 
-    def __init__(self, apis: list[ServiceProcess], model: str, pairs: int) -> None:
+    def __init__(
+        self, apis: list[ServiceProcess], model: str, pairs: int, *, keepalive: bool = True
+    ) -> None:
+        """``keepalive=False``: a connection per request (a load balancer spreads them)."""
         super().__init__(daemon=True)
         self.apis, self.model, self.pairs = apis, model, pairs
+        self.keepalive = keepalive
+        self.lost = 0  # requests whose answer never came (a timeout, a dropped connection)
         self.acknowledged: set[str] = set()
         self.taken_back: set[str] = set()  # answered 503, then 404: lost with the failover
         self.statuses: dict[int, int] = {}
@@ -58,6 +63,7 @@ class Sender(threading.Thread):
         try:
             reply = http.post(f"{api.url}/v1/models/{self.model}/{path}", json=body, timeout=5)
         except httpx.TransportError:
+            self.lost += 1
             return None
         self.statuses[reply.status_code] = self.statuses.get(reply.status_code, 0) + 1
         self.last = reply
@@ -72,7 +78,8 @@ class Sender(threading.Thread):
     def _run(self) -> None:
         rng = random.Random(1)
         deadline = time.monotonic() + 600
-        with httpx.Client() as http:
+        limits = httpx.Limits(max_keepalive_connections=None if self.keepalive else 0)
+        with httpx.Client(limits=limits) as http:
             while len(self.acknowledged) < self.pairs:
                 assert time.monotonic() < deadline, f"only {len(self.acknowledged)} in time"
                 contexts = [[rng.uniform(-1, 1) for _ in range(3)] for _ in range(10)]
