@@ -4,10 +4,11 @@
 (``INFO cluster``) at start, and the store then talks through
 :class:`redis.asyncio.cluster.RedisCluster`, which follows ``MOVED``/``ASK`` redirections
 and learns the new topology after a failover.  Every key of one model carries the hash
-tag ``{name}``, so each script and transaction touches one slot.  The two global keys
-(the model records and the store's epoch) carry a hash tag of their own in a cluster,
-``<prefix>{global}:models`` and ``<prefix>{global}:epoch``: they live in one slot, so the
-records and the epoch are lost (or kept) together, never one without the other.  A
+tag ``{name}``, so each script and transaction touches one slot.  The global keys (the
+model records, the store's epoch, the learner processes' heartbeats) carry a hash tag of
+their own in a cluster, ``<prefix>{global}:models``, ``<prefix>{global}:epoch`` and
+``<prefix>{global}:learners``: they live in one slot, so the records and the epoch are
+lost (or kept) together, never one without the other.  A
 single Redis keeps the names of earlier releases (``<prefix>models``, ``<prefix>epoch``);
 a cluster holding those (imported from a single Redis) has them copied to the tagged
 names at start (:func:`migrate_global_keys`).  The snapshot channel is a plain Pub/Sub
@@ -90,7 +91,8 @@ def cluster_client(url: str, timeout_seconds: float) -> RedisCluster:
         decode_responses=False,
         socket_timeout=timeout_seconds,
         socket_connect_timeout=timeout_seconds,
-        max_connections=64,
+        # per node; past it a call fails at once (MaxConnectionsError: 503), it does not wait
+        max_connections=512,
         retry=Retry(ExponentialBackoff(cap=0.2, base=0.02), 2),
         reinitialize_steps=1,  # learn the topology again at the first error, not the 5th
     )
