@@ -89,7 +89,7 @@ def run_learner(
     env = RegressionEnvironment(mode=mode, loss="squared")
     span = float(ds.y_train.max() - ds.y_train.min())
     delta = DELTA[ds.name] * span if ds.name in DELTA else None
-    config = learner_config(kind=kind, dataset=ds, env=env, delta=delta, seed=seed)
+    config = learner_config(kind=kind, dataset=ds, env=env, config={"delta": delta}, seed=seed)
     learner = build_learner({**config, **overrides})
     rounds = passes * len(ds.y_train)
     marks = set(np.unique(np.geomspace(100, rounds, 12).astype(int)).tolist())

@@ -47,12 +47,11 @@ def classification(out: Path, *, passes: int, seeds: int) -> list[str]:
             SimulationOptions(
                 data=name,
                 model="dgt",
-                height=6,
                 out=out / name,
                 passes=passes,
                 seeds=seeds,
                 baselines=["random", "linear", "vw"],
-                learning_rate=1e-2,
+                config={"height": 6, "learning_rate": 1e-2},
                 eval_points=10,
             )
         )
@@ -72,14 +71,12 @@ def regression(
 ) -> list[str]:
     lines: list[str] = []
     for name in ("abalone", "cpu_act"):
-        common = {
+        common: dict[str, Any] = {
             "data": name,
             "model": "dgt",
-            "height": 8,
             "passes": passes,
             "seeds": seeds,
-            "delta": delta,
-            "learning_rate": learning_rate,
+            "config": {"height": 8, "delta": delta, "learning_rate": learning_rate},
             "eval_points": 10,
         }
         one = simulate(

@@ -17,121 +17,50 @@ import re
 import shutil
 import sys
 import tempfile
-import types
-import typing
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import mkdocs_gen_files
-from pydantic import BaseModel
-from pydantic.fields import FieldInfo
-from pydantic_core import PydanticUndefined
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "docs"))  # reference_fields.py beside this script
 
-_BOUNDS = {
-    "ge": ">=",
-    "gt": ">",
-    "le": "<=",
-    "lt": "<",
-    "min_length": "length >=",
-    "max_length": "length <=",
-}
-
-
-def _cell(text: object) -> str:
-    """Text fit for one Markdown table cell."""
-    return str(text).replace("|", "\\|").replace("\n", " ").strip()
-
-
-def type_name(annotation: Any) -> str:
-    """``int | None``, ``list[int]``, ``"a" | "b"`` for a field's annotation."""
-    origin = typing.get_origin(annotation)
-    args = typing.get_args(annotation)
-    if origin is typing.Literal:
-        return " \\| ".join(f'`"{a}"`' if isinstance(a, str) else f"`{a}`" for a in args)
-    if origin in (typing.Union, types.UnionType):
-        return " \\| ".join(type_name(a) for a in args)
-    if origin is typing.Annotated:
-        return type_name(args[0])
-    if origin is not None:
-        inner = ", ".join(type_name(a).strip("`") for a in args)
-        return f"`{getattr(origin, '__name__', str(origin))}[{inner}]`"
-    if annotation is type(None):
-        return "`null`"
-    return f"`{getattr(annotation, '__name__', str(annotation))}`"
-
-
-def default_text(field: FieldInfo) -> str:
-    """The default as JSON would spell it; a computed default says so."""
-    if field.default_factory is not None:
-        try:
-            value = field.default_factory()  # type: ignore[call-arg]
-        except TypeError:  # a factory of the other fields: see the description
-            return "computed"
-        return f"`{value!r}`"
-    if field.default is PydanticUndefined:
-        return "**required**"
-    if field.default is None:
-        return "`null`"
-    if isinstance(field.default, bool):
-        return f"`{str(field.default).lower()}`"
-    if isinstance(field.default, str):
-        return f'`"{field.default}"`'
-    return f"`{field.default}`"
-
-
-def bounds_text(field: FieldInfo) -> str:
-    """``>= 1, <= 10000`` from the field's constraints."""
-    found = []
-    for item in field.metadata:
-        for attribute, symbol in _BOUNDS.items():
-            value = getattr(item, attribute, None)
-            if value is not None:
-                found.append(
-                    f"{symbol} {value:,}" if isinstance(value, int) else f"{symbol} {value}"
-                )
-    return ", ".join(found)
-
-
-def field_rows(model: type[BaseModel], skip: Iterable[str] = ()) -> list[str]:
-    """One table row per field of ``model`` (a field that is itself a model: its rows, dotted)."""
-    rows = []
-    for name, field in model.model_fields.items():
-        if name in skip:
-            continue
-        annotation = field.annotation
-        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-            rows += [row.replace("| `", f"| `{name}.", 1) for row in field_rows(annotation)]
-            continue
-        rows.append(
-            f"| `{name}` | {type_name(annotation)} | {default_text(field)} | "
-            f"{_cell(bounds_text(field))} | {_cell(field.description or '')} |"
-        )
-    return rows
-
-
-TABLE_HEAD = "| field | type | default | bounds | meaning |\n|---|---|---|---|---|\n"
+from reference_fields import (  # noqa: E402 (found through the path set above)
+    TABLE_HEAD,
+    bounds_text,
+    cell,
+    default_text,
+    field_rows,
+    type_name,
+)
 
 
 def config_page() -> str:
-    from banditree.learners import LearnerConfig
+    from banditree.learners.config import SECTIONS, LearnerConfig
     from service.schemas import ModelCreate
 
     own = set(LearnerConfig.model_fields)
     service_rows = field_rows(ModelCreate, skip=own)
+    sections = "".join(
+        f"\n## {title.capitalize()}\n\n{cell(section.__doc__ or '')}\n\n"
+        + TABLE_HEAD
+        + "\n".join(field_rows(section))
+        + "\n"
+        for title, section in SECTIONS.items()
+    )
     return (
         "# Learner configuration\n\n"
         "Generated from `banditree.learners.LearnerConfig` at build time. The same record "
-        "configures the library (`build_learner`), the simulator (`banditree simulate`) and "
-        "the service (the body of `PUT /v1/models/{name}`). Unknown fields are refused. "
-        "Why the defaults are what they are: [Exploration and the defaults]"
-        "(../explanation/defaults.md).\n\n"
-        + TABLE_HEAD
-        + "\n".join(field_rows(LearnerConfig))
-        + "\n\n## Service fields of `PUT /v1/models/{name}`\n\n"
+        "configures the library (`build_learner`), the simulator (`banditree simulate`, one "
+        "option per field: `--learning-rate` for `learning_rate`) and the service (the body "
+        "of `PUT /v1/models/{name}`). It is one flat record (the body and its stored form "
+        "name each field directly), defined in the sections below. Unknown fields are "
+        "refused. A null default is resolved from the other fields, as its description "
+        "says. Why the defaults are what they are: [Exploration and the defaults]"
+        "(../explanation/defaults.md).\n"
+        + sections
+        + "\n## Service fields of `PUT /v1/models/{name}`\n\n"
         "Generated from `service.schemas.ModelCreate`: the body is the learner configuration "
         "above plus these fields; unset, they fall back to the "
         '[service settings](settings.md). The body is strict: `true`, `"4"` or `4.0` is '
@@ -147,7 +76,7 @@ def settings_page() -> str:
     for name, field in Settings.model_fields.items():
         rows.append(
             f"| `{prefix}{name.upper()}` | {type_name(field.annotation)} | {default_text(field)} | "
-            f"{_cell(bounds_text(field))} | {_cell(field.description or '')} |"
+            f"{cell(bounds_text(field))} | {cell(field.description or '')} |"
         )
     return (
         "# Service settings\n\n"
@@ -244,7 +173,7 @@ def _parameter_text(parameter: dict[str, Any]) -> str:
 def _rst_to_md(text: str) -> str:
     """Docstrings spell code ``like this`` and cross-references :func:`name`; Markdown `like this`."""
     text = re.sub(r":[a-z]+:`~?([^`]+)`", r"`\1`", text)
-    return _cell(text.replace("``", "`"))
+    return cell(text.replace("``", "`"))
 
 
 def metrics_page() -> str:
@@ -259,7 +188,7 @@ def metrics_page() -> str:
             continue
         exposed = f"{name}_total" if kind == "counter" else name
         labels = ", ".join(f"`{label}`" for label in getattr(collector, "_labelnames", ()))
-        rows.append(f"| `{exposed}` | {kind} | {labels} | {_cell(collector._documentation)} |")
+        rows.append(f"| `{exposed}` | {kind} | {labels} | {cell(collector._documentation)} |")
     return (
         "# Metrics\n\n"
         "Generated from `service.metrics.ServiceMetrics` at build time: every metric a "

@@ -2,14 +2,28 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictInt,
+    field_validator,
+    model_validator,
+)
 
 from banditree.learners import LearnerConfig
+from banditree.learners.config import rules as config_rules
 from banditree.models.dgt.trained import MAX_FILE_BYTES, base64_length
+from service.schema_parts import (
+    MAX_OPTIONS_DEPTH,
+    exactly_one_of,
+    flat_fields,
+    one_of_schema,
+    options_depth,
+)
 
 #: A JSON number that is finite (``NaN``/``Infinity`` and strings are refused).
 FiniteNumber = Annotated[float, Field(strict=True, allow_inf_nan=False)]
@@ -18,56 +32,8 @@ MAX_CONTEXT_LENGTH = 10_000
 #: Largest batch the schema parses; the ``max_batch`` setting is usually smaller.
 MAX_BATCH_LENGTH = 10_000
 Context = Annotated[list[FiniteNumber], Field(max_length=MAX_CONTEXT_LENGTH)]
-#: Deepest nesting of lists and objects inside a model's free-form ``options``.
-MAX_OPTIONS_DEPTH = 8
 #: Largest ``options`` object, in bytes of compact JSON.
 MAX_OPTIONS_BYTES = 16_384
-
-
-def options_depth(value: Any) -> int:
-    """Nesting depth of lists and objects in ``value`` (a scalar is 0), without recursion."""
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        children = (
-            item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
-        )
-        if children is None:
-            continue
-        deepest = max(deepest, depth)
-        if deepest > MAX_OPTIONS_DEPTH:
-            return deepest  # deep enough to refuse: stop walking
-        stack.extend((child, depth + 1) for child in children)
-    return deepest
-
-
-def exactly_one_of(data: Any, names: tuple[str, ...]) -> Any:
-    """Refuse a body that gives none, several, or a null of the alternatives ``names``."""
-    if not isinstance(data, dict):
-        return data  # the type error is reported by field validation
-    given = [name for name in names if name in data]
-    nulls = [name for name in given if data[name] is None]
-    if nulls:
-        raise ValueError(f"{nulls[0]} must not be null; leave it out instead")
-    if len(given) != 1:
-        quoted = ", ".join(repr(n) for n in names[:-1]) + f" or {names[-1]!r}"
-        raise ValueError(f"give exactly one of {quoted}, got {given}")
-    return data
-
-
-def one_of_schema(names: tuple[str, ...]) -> Callable[[dict[str, Any]], None]:
-    """JSON-schema edit: the alternatives are non-null and exactly one is required."""
-
-    def edit(schema: dict[str, Any]) -> None:
-        for name in names:
-            prop = schema["properties"][name]
-            options = [o for o in prop.pop("anyOf", []) if o.get("type") != "null"]
-            if options:
-                prop.update(options[0])
-            prop.pop("default", None)
-        schema["oneOf"] = [{"required": [name]} for name in names]
-
-    return edit
 
 
 class ModelPolicy(BaseModel):
@@ -81,11 +47,12 @@ class ModelPolicy(BaseModel):
     default_loss: FiniteNumber | None = None
 
 
-class ModelCreate(ModelPolicy, LearnerConfig):
-    """Body of ``PUT /v1/models/{name}``: the learner config plus the service policy.
+class ModelCreate(flat_fields("ModelFields", LearnerConfig, ModelPolicy)):  # type: ignore[misc]
+    """Body of ``PUT /v1/models/{name}``: a learner config, the service policy, a warm start.
 
-    Strict: ``true``, ``"4"`` or ``4.0`` is not an integer; ``options`` is bounded in
-    nesting depth and size.
+    Flat on the wire (every field of :class:`LearnerConfig` and :class:`ModelPolicy`
+    side by side); :meth:`split` gives the two records.  Strict: ``true``, ``"4"`` or
+    ``4.0`` is not an integer; ``options`` is bounded in nesting depth and size.
     """
 
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
@@ -115,6 +82,11 @@ class ModelCreate(ModelPolicy, LearnerConfig):
         max_length=base64_length(MAX_FILE_BYTES),
         description="base64 of a 'banditree train' model.safetensors: the model starts from it",
     )
+
+    @model_validator(mode="after")
+    def _config_rules(self) -> ModelCreate:
+        config_rules.check(self)  # the config's rules across fields, with its messages
+        return self
 
     def split(self) -> tuple[LearnerConfig, ModelPolicy]:
         """The learner config and the service policy, each holding the fields the body set

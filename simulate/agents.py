@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -18,90 +19,64 @@ import numpy as np
 from banditree.datasets import Dataset
 from simulate.environments import ClassificationEnvironment, Environment, RegressionEnvironment
 
+#: Config fields that matter for classification only, and for regression only.
+CLASSIFICATION_ONLY = ("explorer", "explorer_parameter", "explorer_exponent")
+REGRESSION_ONLY = ("delta",)
+
 
 def learner_config(
     *,
     kind: str | None,
     dataset: Dataset,
     env: Environment,
-    height: int | None = None,
     explore: float | None = None,
-    explorer: str | None = None,
-    explorer_parameter: float | None = None,
-    explorer_exponent: float | None = None,
-    delta: float | None = None,
-    learning_rate: float | None = None,
-    accumulate: int | None = None,
-    n_trees: int | None = None,
-    linear_update: str | None = None,
-    ridge_l2: float | None = None,
-    ridge_mix_rate: float | None = None,
-    context_clip: float | None = None,
+    config: Mapping[str, Any] | None = None,
     seed: int = 0,
 ) -> dict[str, Any]:
     """The ``LearnerConfig`` body for ``kind`` on ``dataset`` under ``env``'s feedback.
 
-    ``kind`` None leaves the model kind (and its forest size) to the ``LearnerConfig``
-    default for the task.  Regression targets: ``target_offset = min(y_train)`` and
-    ``target_scale = max(y_train) - min(y_train)`` (the DGT paper's min-max scaling), so
-    the model's output 0..1 spans the training range and values are played in the data's
-    units.
-    Classification explores with ``explorer`` (``explorer_parameter``,
-    ``explorer_exponent``; unset: the ``LearnerConfig`` defaults); ``explore`` is the
-    shorthand for epsilon-greedy with that epsilon.  The full-information twin plays
-    greedily.  ``linear_update``, ``ridge_l2``, ``ridge_mix_rate`` and ``context_clip``
-    are passed on when set (unset: the ``LearnerConfig`` defaults).  The
+    ``config`` holds the fields set on the command line (any field but those the
+    simulator sets itself); the others keep the ``LearnerConfig`` defaults.  ``kind``
+    None leaves the model kind (and its forest size) to the default for the task.
+    Regression targets: ``target_offset = min(y_train)`` and ``target_scale =
+    max(y_train) - min(y_train)`` (the DGT paper's min-max scaling), so the model's
+    output 0..1 spans the training range and values are played in the data's units.
+    Classification explores with the configured explorer; ``explore`` is the shorthand
+    for epsilon-greedy with that epsilon.  The full-information twin plays greedily.
+    Exploration settings reach classification only, ``delta`` regression only.  The
     full-information estimator gets ``env``'s loss: its Huber threshold
     (``huber_delta``) and, when not 0/1, its loss matrix.
     """
-    config: dict[str, Any] = {
+    given = dict(config or {})
+    dropped = REGRESSION_ONLY if dataset.task == "classification" else CLASSIFICATION_ONLY
+    body: dict[str, Any] = {
         "kind": kind,
         "task": dataset.task,
         "n_features": dataset.n_features,
         "seed": seed,
+        **{k: v for k, v in given.items() if k not in dropped},
     }
-    if height is not None:
-        config["height"] = height
-    if learning_rate is not None:
-        config["learning_rate"] = learning_rate
-    if accumulate is not None:
-        config["accumulate"] = accumulate
-    if n_trees is not None:
-        config["n_trees"] = n_trees
-    for name, value in (
-        ("linear_update", linear_update),
-        ("ridge_l2", ridge_l2),
-        ("ridge_mix_rate", ridge_mix_rate),
-        ("context_clip", context_clip),
-    ):
-        if value is not None:
-            config[name] = value
     if dataset.task == "classification":
         assert isinstance(env, ClassificationEnvironment)
-        config["n_actions"] = dataset.n_classes
-        config["estimator"] = "full" if env.mode == "full" else "bandit"
-        if env.mode == "full":
-            config["explorer"], config["explorer_parameter"] = "epsilon_greedy", 0.0
-        elif explore is not None:
-            config["explorer"], config["explorer_parameter"] = "epsilon_greedy", explore
-        else:
-            config["explorer"] = explorer
-            config["explorer_parameter"] = explorer_parameter
-            config["explorer_exponent"] = explorer_exponent
+        body["n_actions"] = dataset.n_classes
+        body["estimator"] = "full" if env.mode == "full" else "bandit"
+        if env.mode == "full" or explore is not None:
+            for name in CLASSIFICATION_ONLY:
+                body.pop(name, None)
+            body["explorer"] = "epsilon_greedy"
+            body["explorer_parameter"] = 0.0 if env.mode == "full" else explore
         if env.mode == "full" and not np.array_equal(env.loss_matrix, 1.0 - np.eye(env.n_classes)):
-            config["loss_matrix"] = env.loss_matrix.tolist()
+            body["loss_matrix"] = env.loss_matrix.tolist()
     else:
         low, high = float(dataset.y_train.min()), float(dataset.y_train.max())
-        config["estimator"] = env.mode
-        config["target_offset"] = low
-        config["target_scale"] = high - low if high > low else 1.0
+        body["estimator"] = env.mode
+        body["target_offset"] = low
+        body["target_scale"] = high - low if high > low else 1.0
         assert isinstance(env, RegressionEnvironment)
-        config["regression_loss"] = env.loss_name
+        body["regression_loss"] = env.loss_name
         if env.loss_name == "huber":
-            config["huber_delta"] = env.huber_xi
-        if delta is not None:
-            config["delta"] = delta
-    return {k: v for k, v in config.items() if v is not None}
+            body["huber_delta"] = env.huber_xi
+    return {k: v for k, v in body.items() if v is not None}
 
 
 def full_information_twin(env: Environment) -> Environment:

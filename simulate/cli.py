@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import typer
 
@@ -12,6 +12,29 @@ if TYPE_CHECKING:  # the command's module stays light: ``banditree --help`` impo
     from simulate.environments import FeedbackMode
 
 MODELS = ("dgt", "dgt_forest", "tel", "hinge", "linear")
+#: Learner config fields the simulator sets itself: from the data (``task``,
+#: ``n_features``, ``n_actions``, the regression target's ``target_offset`` and
+#: ``target_scale``), from ``--model``, ``--feedback``, ``--loss``, ``--huber-xi`` and
+#: ``--loss-matrix`` (the environment), ``--seeds``; and ``mode`` (no caller's rule to
+#: follow).  Every other field is an option.
+SIMULATOR_SETS = frozenset(
+    {
+        "task",
+        "kind",
+        "n_features",
+        "n_actions",
+        "estimator",
+        "loss_matrix",
+        "regression_loss",
+        "huber_delta",
+        "loss_min",
+        "loss_max",
+        "target_offset",
+        "target_scale",
+        "seed",
+        "mode",
+    }
+)
 
 
 def _choice(value: str | None, allowed: tuple[str, ...], option: str) -> str | None:
@@ -40,9 +63,6 @@ def simulate_command(
     ),
     task: str = typer.Option("auto", "--task", help="auto, classification or regression."),
     split: int = typer.Option(0, "--split", help="Split 0..4 of a bundled regression set."),
-    height: int | None = typer.Option(
-        None, "--height", help="Tree height (default 6 classification, 8 regression)."
-    ),
     feedback: str | None = typer.Option(
         None, "--feedback", help="bandit, one_point, two_point or full."
     ),
@@ -63,53 +83,6 @@ def simulate_command(
         None,
         "--explore",
         help="Shorthand for --explorer epsilon_greedy --explorer-parameter E (and VW's epsilon).",
-    ),
-    explorer: str | None = typer.Option(
-        None, "--explorer", help="fastcb (default), squarecb, epsilon_greedy or softmax."
-    ),
-    explorer_parameter: float | None = typer.Option(
-        None,
-        "--explorer-parameter",
-        help="Gamma scale (fastcb and squarecb, default 50), epsilon (0.3) or temperature (0.1).",
-    ),
-    explorer_exponent: float | None = typer.Option(
-        None,
-        "--explorer-exponent",
-        help="Schedule in rounds t: gamma grows as t^x (default 0.5); epsilon, temperature "
-        "decay as (1+t)^-x (default 0).",
-    ),
-    delta: float | None = typer.Option(
-        None, "--delta", help="One/two-point perturbation, target units (default 0.5)."
-    ),
-    learning_rate: float | None = typer.Option(
-        None,
-        "--learning-rate",
-        help="RMSprop step of the model (default 3e-3; 1e-2 for classification without "
-        "the linear term: tel, hinge, linear).",
-    ),
-    accumulate: int | None = typer.Option(
-        None, "--accumulate", help="Rounds per update (default 4)."
-    ),
-    n_trees: int | None = typer.Option(None, "--n-trees", help="Trees of a forest or ensemble."),
-    linear_update: str | None = typer.Option(
-        None,
-        "--linear-update",
-        help="adagrad or ridge: how a dgt's per-action bias and linear term learn "
-        "(default: ridge where its state is small).",
-    ),
-    ridge_l2: float | None = typer.Option(
-        None, "--ridge-l2", help="Penalty of the ridge linear term (default 10)."
-    ),
-    ridge_mix_rate: float | None = typer.Option(
-        None,
-        "--ridge-mix-rate",
-        help="Rate of the ridge's mix with the mean reward while an action has fewer "
-        "rounds than features (default 10; 0: off).",
-    ),
-    context_clip: float | None = typer.Option(
-        None,
-        "--context-clip",
-        help="Clip standardised contexts to [-c, c] (default 3 for classification; 0: off).",
     ),
     vw_learning_rate: float | None = typer.Option(
         None, "--vw-learning-rate", help="VW -l (default VW's own)."
@@ -138,17 +111,19 @@ def simulate_command(
         "--warm-start",
         help="A 'banditree train' model.safetensors: adds <model>_warm_start, started from it.",
     ),
+    config: dict[str, Any] | None = None,
 ) -> None:
-    """Replay DATA through a bandit learner and baselines; write DIR/report.json and plots."""
-    from banditree.explore import EXPLORER_DEFAULTS
+    """Replay DATA through a bandit learner and baselines; write DIR/report.json and plots.
 
+    Each learner configuration field is an option (--height, --learning-rate, ...);
+    the simulator sets the task, sizes, estimator, losses and seed from the data.
+    """
+    config = dict(config or {})
     _choice(model, MODELS, "--model")
     _choice(feedback, ("bandit", "one_point", "two_point", "full"), "--feedback")
     _choice(loss, ("zero_one", "squared", "huber"), "--loss")
     _choice(task, ("auto", "classification", "regression"), "--task")
-    _choice(explorer, tuple(EXPLORER_DEFAULTS), "--explorer")
-    _choice(linear_update, ("adagrad", "ridge"), "--linear-update")
-    if explore is not None and (explorer is not None or explorer_parameter is not None):
+    if explore is not None and ("explorer" in config or "explorer_parameter" in config):
         raise typer.BadParameter(
             "give --explore or --explorer/--explorer-parameter, not both", param_hint="--explore"
         )
@@ -161,11 +136,10 @@ def simulate_command(
                     data=data,
                     model=model,
                     out=out,
-                    height=height,
                     passes=passes,
                     seeds=seeds,
                     explore=explore,
-                    learning_rate=learning_rate,
+                    config=config,
                     train_fraction=train_fraction,
                     n_bootstrap=n_bootstrap,
                     progress=progress,
@@ -188,7 +162,6 @@ def simulate_command(
                 label=label,
                 task=cast(Literal["auto", "classification", "regression"], task),
                 split=split,
-                height=height,
                 feedback=cast("FeedbackMode | None", feedback),
                 loss=loss,
                 huber_xi=huber_xi,
@@ -198,17 +171,7 @@ def simulate_command(
                 seeds=seeds,
                 baselines=[b.strip() for b in baselines.split(",") if b.strip()],
                 explore=explore,
-                explorer=explorer,
-                explorer_parameter=explorer_parameter,
-                explorer_exponent=explorer_exponent,
-                delta=delta,
-                learning_rate=learning_rate,
-                accumulate=accumulate,
-                n_trees=n_trees,
-                linear_update=linear_update,
-                ridge_l2=ridge_l2,
-                ridge_mix_rate=ridge_mix_rate,
-                context_clip=context_clip,
+                config=config,
                 vw_learning_rate=vw_learning_rate,
                 eval_points=eval_points,
                 log_decisions=log_decisions,
@@ -234,5 +197,7 @@ def simulate_command(
 
 
 def register(app: typer.Typer) -> None:
-    """Add the ``simulate`` command to ``app``."""
-    app.command("simulate")(simulate_command)
+    """Add the ``simulate`` command to ``app``, with an option per learner config field."""
+    from banditree.learners.config.options import config_options
+
+    app.command("simulate")(config_options(exclude=SIMULATOR_SETS)(simulate_command))

@@ -47,7 +47,6 @@ class SimulationOptions:
     label: str | None = None
     task: TaskChoice = "auto"
     split: int = 0
-    height: int | None = None
     feedback: FeedbackMode | None = None
     loss: str | None = None
     huber_xi: float = 1.0
@@ -57,17 +56,8 @@ class SimulationOptions:
     seeds: int = 3
     baselines: list[str] = field(default_factory=lambda: list(BASELINES))
     explore: float | None = None
-    explorer: str | None = None
-    explorer_parameter: float | None = None
-    explorer_exponent: float | None = None
-    delta: float | None = None
-    learning_rate: float | None = None
-    accumulate: int | None = None
-    n_trees: int | None = None
-    linear_update: str | None = None
-    ridge_l2: float | None = None
-    ridge_mix_rate: float | None = None
-    context_clip: float | None = None
+    #: learner config fields set on the command line (the rest: the config's defaults)
+    config: dict[str, Any] = field(default_factory=dict)
     vw_learning_rate: float | None = None
     eval_points: int = 12
     log_decisions: bool = False
@@ -122,19 +112,8 @@ def _competitors(
                 kind=kind,
                 dataset=dataset,
                 env=environment,
-                height=options.height,
                 explore=options.explore,
-                explorer=options.explorer,
-                explorer_parameter=options.explorer_parameter,
-                explorer_exponent=options.explorer_exponent,
-                delta=options.delta,
-                learning_rate=options.learning_rate,
-                accumulate=options.accumulate,
-                n_trees=options.n_trees,
-                linear_update=options.linear_update,
-                ridge_l2=options.ridge_l2,
-                ridge_mix_rate=options.ridge_mix_rate,
-                context_clip=options.context_clip,
+                config=options.config,
                 seed=seed,
             )
 
@@ -225,11 +204,12 @@ def simulate(options: SimulationOptions) -> dict[str, Any]:
     if options.concurrency < 1:
         raise ValueError(f"--concurrency must be >= 1, got {options.concurrency}")
     dataset = load_source(options.data, label=options.label, task=options.task, split=options.split)
-    if options.warm_start is not None and options.height is None:
+    if options.warm_start is not None and "height" not in options.config:
         from banditree.models.dgt.trained import TrainedTree
 
         # the cold model grows to the warm start's height, so that the two compare
-        options = replace(options, height=TrainedTree.load(options.warm_start).height)
+        height = TrainedTree.load(options.warm_start).height
+        options = replace(options, config={**options.config, "height": height})
     if options.model is None:
         model = "dgt" if options.warm_start is not None else default_kind(dataset.task)
         options = replace(options, model=model)

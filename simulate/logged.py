@@ -12,7 +12,7 @@ the logging policy's own (on-policy) value, each with a bootstrap 95% interval.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -49,11 +49,11 @@ class LoggedOptions:
     data: str
     model: str | None  # None: the LearnerConfig default (dgt)
     out: Path
-    height: int | None = None
     passes: int = 1
     seeds: int = 1
     explore: float | None = None
-    learning_rate: float | None = None
+    #: learner config fields set on the command line (the rest: the config's defaults)
+    config: dict[str, Any] = field(default_factory=dict)
     train_fraction: float = 0.7
     n_bootstrap: int = 1000
     progress: bool = True
@@ -196,11 +196,8 @@ def evaluate_log(options: LoggedOptions) -> dict[str, Any]:
             "n_features": log.context.shape[1],
             "n_actions": log.n_actions,
             "seed": seed,
+            **options.config,
         }
-        if options.height is not None:
-            config["height"] = options.height
-        if options.learning_rate is not None:
-            config["learning_rate"] = options.learning_rate
         policy = train_policy(log, train, config, options.passes)
         greedy = policy.predict(log.context[evaluate]).astype(np.int64)
         action_dist = np.full((len(evaluate), log.n_actions), epsilon / log.n_actions)

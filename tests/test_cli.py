@@ -75,3 +75,36 @@ def test_simulate_warm_start_adds_a_warm_competitor(tmp_path) -> None:
     warm, cold = learners["dgt_warm_start"], learners["dgt"]
     assert warm["config"]["height"] == cold["config"]["height"] == 4
     assert warm["progressive_mean_loss"] < cold["progressive_mean_loss"]
+
+
+def test_help_lists_the_generated_commands_without_building_them() -> None:
+    """``banditree --help`` lists simulate and train without importing the configuration."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from typer.testing import CliRunner\n"
+        "from banditree_cli import app\n"
+        "out = CliRunner().invoke(app, ['--help'], terminal_width=200).output\n"
+        "assert 'simulate' in out and 'train' in out and 'Replay DATA' in out, out\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('pydantic', 'banditree.learners'))))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_train_options_are_the_training_config_fields() -> None:
+    import dataclasses
+
+    import typer
+
+    from banditree.supervised.config import TrainingConfig
+
+    command = typer.main.get_command(app).get_command(None, "train")  # type: ignore[attr-defined]
+    options = {opt for param in command.params for opt in param.opts}
+    for field in dataclasses.fields(TrainingConfig):
+        assert "--" + field.name.replace("_", "-") in options, field.name
+        assert field.metadata["description"], field.name
+    assert {"--grid", "--jobs", "--threads", "--out"} <= options

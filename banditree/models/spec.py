@@ -16,10 +16,9 @@ from typing import Any
 import numpy as np
 
 from banditree.core.arrays import FloatArray, IntArray
+from banditree.models.limits import MAX_PARAMETERS as MAX_PARAMETERS
 
 Params = dict[str, FloatArray]
-#: the most parameters one model may hold (a config asking for more is refused)
-MAX_PARAMETERS = 20_000_000
 _set_attribute = object.__setattr__
 #: Maps a model output ``(K,)`` to ``d loss / d output`` ``(K,)``.
 UpstreamFn = Callable[[FloatArray], FloatArray]

@@ -10,39 +10,40 @@ import typer
 
 from banditree import __version__
 
+#: TrainingConfig fields the protocol holds itself (one value for every grid run)
+PROTOCOL_FIELDS = ("height", "epochs", "seed", "device", "progress")
+
 
 def train_command(
     data: str = typer.Argument(
         ..., help="A .tsv.gz/.tsv/.csv/.npz file or a bundled dataset name (as for simulate)."
     ),
     out: Path = typer.Option(..., "--out", help="Output directory (model, report, loss plot)."),
-    height: int = typer.Option(6, "--height", help="Tree height h in [1, 12]."),
     task: str = typer.Option("auto", "--task", help="auto, classification or regression."),
     label: str | None = typer.Option(None, "--label", help="Label column (CSV; TSV 'target')."),
     split: int = typer.Option(0, "--split", help="Split 0..4 of a bundled regression set."),
     grid: str = typer.Option(
         "paper", "--grid", help="paper (Table 11), paper-l1 (L = 1 only), none, or a JSON file."
     ),
-    epochs: int | None = typer.Option(
-        None, "--epochs", help="Epochs per run (default clip(1e6 / rows, 30, 400))."
-    ),
-    momentum: float = typer.Option(0.0, "--momentum", help="RMSprop momentum outside the grid."),
-    learning_rate: float = typer.Option(1e-2, "--learning-rate", help="RMSprop step (1e-2)."),
-    batch_size: int = typer.Option(128, "--batch-size", help="Mini-batch size (128)."),
     validation_fraction: float = typer.Option(
         0.2, "--validation-fraction", help="Share of the train split held out for the grid."
     ),
-    seed: int = typer.Option(0, "--seed", help="Seeds the splits, initialisation and batches."),
-    device: str = typer.Option("cpu", "--device", help="cpu, or cuda when torch sees a GPU."),
     threads: int = typer.Option(
         1, "--threads", help="Torch CPU threads (1 is fastest at batch 128; more helps L = 3)."
     ),
     jobs: int = typer.Option(
         1, "--jobs", help="Grid runs trained at once, in threads (use the cores a run leaves idle)."
     ),
-    progress: bool = typer.Option(True, "--progress/--no-progress", help="Show progress bars."),
+    config: dict[str, Any] | None = None,
 ) -> None:
-    """Train a DGT on DATA (grid search on a validation split); write model, report, loss plot."""
+    """Train a DGT on DATA (grid search on a validation split); write model, report, loss plot.
+
+    Each training setting is an option (--height, --learning-rate, --momentum, ...);
+    the grid's settings override them for its runs.
+    """
+    config = dict(config or {})
+    protocol = {k: config.pop(k) for k in PROTOCOL_FIELDS if k in config}
+    seed = int(protocol.get("seed", 0))
     import torch
 
     from banditree.supervised.grid import load_grid
@@ -57,28 +58,19 @@ def train_command(
     if threads < 1:
         raise typer.BadParameter(f"must be >= 1, got {threads}", param_hint="--threads")
     try:
-        resolve_device(device)
+        resolve_device(protocol.get("device", "cpu"))
         ds = _load(data, label, task, seed, split)
         settings = load_grid(grid, ds.task)
-        base: dict[str, Any] = {
-            "momentum": momentum,
-            "learning_rate": learning_rate,
-            "batch_size": batch_size,
-        }
         previous = torch.get_num_threads()
         torch.set_num_threads(threads)
         try:
             result = run_protocol(
                 ds,
                 ProtocolOptions(
-                    height=height,
-                    epochs=epochs,
+                    **protocol,
                     grid=settings,
                     validation_fraction=validation_fraction,
-                    seed=seed,
-                    device=device,
-                    progress=progress,
-                    base=base,
+                    base=config,
                     jobs=jobs,
                 ),
             )
@@ -120,5 +112,9 @@ def _load(data: str, label: str | None, task: str, seed: int, split: int) -> Any
 
 
 def register(app: typer.Typer) -> None:
-    """Add the ``train`` command to ``app``."""
-    app.command("train")(train_command)
+    """Add the ``train`` command to ``app``, with an option per ``TrainingConfig`` field."""
+    from banditree.learners.config.options import config_options, dataclass_fields
+    from banditree.supervised.config import TrainingConfig
+
+    fields = dataclass_fields(TrainingConfig, panel="Training")
+    app.command("train")(config_options(fields=fields)(train_command))

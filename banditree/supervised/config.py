@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from banditree.models.dgt.tree_ops import check_height
 
@@ -17,60 +17,62 @@ def _check_range(name: str, value: float, low: float, high: float | None = None)
         raise ValueError(f"{name} must be {bound}, got {value!r}")
 
 
+def _doc(description: str) -> dict[str, Any]:
+    """A dataclass field's metadata: its description (``train``'s option help is made from it)."""
+    return {"description": description}
+
+
 @dataclass(frozen=True)
 class TrainingConfig:
     """Hyperparameters of one supervised DGT fit; defaults are the paper's (Table 11).
 
-    Parameters
-    ----------
-    height
-        Tree height ``h`` in ``[1, 12]``.
-    hidden
-        Widths of the linear overparameterization (``L = len(hidden) + 1``), or
-        ``"table12"`` for the paper's ``L = 3`` widths.
-    epochs
-        Passes over the training set (the paper uses 30-400 by dataset size).
-    batch_size
-        Mini-batch size (128).
-    learning_rate
-        RMSprop learning rate at the top of each cosine cycle (1e-2).
-    min_learning_rate
-        Learning rate at the bottom of each cosine cycle.
-    momentum
-        RMSprop momentum (paper grid ``{0, 0.3, 0.8}``).
-    rmsprop_eps
-        RMSprop denominator epsilon.
-    grad_clip_norm
-        Global gradient-norm clipping threshold (1e-2); 0 disables clipping.
-    restarts
-        Warm restarts of the cosine schedule (3 gives 4 equal cycles); ``None``
-        keeps the learning rate constant.
-    regularization, reg_strength
-        ``"l1"`` or ``"l2"`` penalty on the node weights ``W^(1..L)`` and its weight
-        ``lambda`` (0 disables it).
-    seed
-        Seed of initialisation and mini-batch order.
-    progress
-        Show a tqdm bar over epochs.
-    device
-        ``"cpu"``, or ``"cuda"`` when torch sees a GPU.
+    Each field's meaning is its ``description``; ``banditree train`` has one option per
+    field (:func:`banditree.learners.config.options.dataclass_fields`).
     """
 
-    height: int = 6
-    hidden: Sequence[int] | str = field(default=())
-    epochs: int = 100
-    batch_size: int = 128
-    learning_rate: float = 1e-2
-    min_learning_rate: float = 1e-4
-    momentum: float = 0.0
-    rmsprop_eps: float = 1e-8
-    grad_clip_norm: float = 1e-2
-    restarts: int | None = 3
-    regularization: Regularization = "l2"
-    reg_strength: float = 0.0
-    seed: int = 0
-    progress: bool = True
-    device: str = "cpu"
+    height: int = field(default=6, metadata=_doc("tree height h in [1, 12]"))
+    hidden: Sequence[int] | str = field(
+        default=(),
+        metadata=_doc(
+            "widths of the linear overparameterization (L = len(hidden) + 1), or "
+            "'table12' for the paper's L = 3 widths"
+        ),
+    )
+    epochs: int = field(
+        default=100,
+        metadata=_doc("passes over the training set (train: clip(1e6 / rows, 30, 400) if unset)"),
+    )
+    batch_size: int = field(default=128, metadata=_doc("mini-batch size"))
+    learning_rate: float = field(
+        default=1e-2, metadata=_doc("RMSprop step at the top of each cosine cycle")
+    )
+    min_learning_rate: float = field(
+        default=1e-4, metadata=_doc("RMSprop step at the bottom of each cosine cycle")
+    )
+    momentum: float = field(
+        default=0.0, metadata=_doc("RMSprop momentum (the paper's grid: 0, 0.3, 0.8)")
+    )
+    rmsprop_eps: float = field(default=1e-8, metadata=_doc("RMSprop denominator epsilon"))
+    grad_clip_norm: float = field(
+        default=1e-2, metadata=_doc("global gradient-norm clipping threshold; 0 disables it")
+    )
+    restarts: int | None = field(
+        default=3,
+        metadata=_doc(
+            "warm restarts of the cosine schedule (3 gives 4 equal cycles); null: a constant step"
+        ),
+    )
+    regularization: Regularization = field(
+        default="l2", metadata=_doc("penalty on the node weights W^(1..L): l1 or l2")
+    )
+    reg_strength: float = field(
+        default=0.0, metadata=_doc("weight lambda of the penalty; 0 disables it")
+    )
+    seed: int = field(
+        default=0, metadata=_doc("seeds the splits, initialisation and mini-batch order")
+    )
+    progress: bool = field(default=True, metadata=_doc("show progress bars"))
+    device: str = field(default="cpu", metadata=_doc("cpu, or cuda when torch sees a GPU"))
 
     def __post_init__(self) -> None:
         check_height(self.height)

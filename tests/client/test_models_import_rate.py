@@ -9,12 +9,12 @@ from typing import Any
 import httpx
 import numpy as np
 import pytest
-from banditree.cli import app
 from typer.testing import CliRunner
 
 from banditree.import_command import WARM_START_LEARNING_RATE
 from banditree.supervised import DGTClassifier
 from banditree.supervised.model_file import TrainedTree
+from banditree_cli import app
 
 
 @pytest.fixture(scope="module")

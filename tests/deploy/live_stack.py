@@ -81,7 +81,7 @@ def running_service(work_dir: Path) -> Iterator[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("BANDITREE_")}
     env |= {"BANDITREE_DATA_DIR": str(work_dir / "service-data"), "BANDITREE_LOG_LEVEL": "warning"}
     env["BANDITREE_SWEEP_INTERVAL_SECONDS"] = "0.2"
-    args = [sys.executable, "-m", "banditree.cli", "serve", "--host", "127.0.0.1"]
+    args = [sys.executable, "-m", "banditree_cli", "serve", "--host", "127.0.0.1"]
     args += ["--port", str(port)]
     log = work_dir / "service.log"
     with _subprocess(args, log, env) as process:

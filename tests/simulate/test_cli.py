@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import typer
 from typer.testing import CliRunner
 
 from banditree_cli import app
@@ -139,3 +140,27 @@ def test_without_model_the_service_default_for_the_task_runs(tmp_path: Path) -> 
         config = report["learners"][kind]["config"]
         assert config["kind"] == kind
         assert f"{kind}_full_information" in report["learners"]
+
+
+def test_every_config_field_is_an_option(tmp_path: Path) -> None:
+    from banditree.learners import LearnerConfig
+    from simulate.cli import SIMULATOR_SETS
+
+    command = typer.main.get_command(app).get_command(None, "simulate")  # type: ignore[attr-defined]
+    options = {opt for param in command.params for opt in param.opts}
+    for name in set(LearnerConfig.model_fields) - SIMULATOR_SETS:
+        assert "--" + name.replace("_", "-") in options, name
+    args = ["simulate", "wine", "--model", "dgt", "--rounds", "60", "--seeds", "1"]
+    args += ["--baselines", "", "--eval-points", "2", "--no-progress", "--out", str(tmp_path)]
+    bad = CliRunner().invoke(app, [*args, "--accumulate", "0"], terminal_width=200)
+    assert bad.exit_code != 0 and "--accumulate" in bad.output and "greater than" in bad.output
+    chosen = ["--reward-link", "sigmoid", "--l2", "0.01", "--no-standardize", "--hidden", "4"]
+    result = CliRunner().invoke(app, [*args, *chosen], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    config = json.loads((tmp_path / "report.json").read_text())["learners"]["dgt"]["config"]
+    assert (config["reward_link"], config["l2"], config["standardize"], config["hidden"]) == (
+        "sigmoid",
+        0.01,
+        False,
+        [4],
+    )

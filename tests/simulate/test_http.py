@@ -78,7 +78,7 @@ def test_http_mode_gives_the_same_kind_of_report(live_server: str, tmp_path: Pat
         data="wine",
         rounds=150,
         baselines=["random", "linear"],
-        learning_rate=1e-2,
+        config={"learning_rate": 1e-2},
         concurrency=4,
     )
     check_report(
@@ -99,7 +99,7 @@ def test_http_mode_two_point_regression(live_server: str, tmp_path: Path) -> Non
         rounds=100,
         baselines=[],
         feedback="two_point",
-        delta=5.0,
+        config={"delta": 5.0},
         concurrency=2,
     )
     check_report(

@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from banditree.cli import app
 from typer.testing import CliRunner
 
 from banditree.datasets import data_path
+from banditree_cli import app
 from simulate.logged import LoggedOptions, evaluate_log, load_log_csv, load_obd
 from simulate.support import SupportRules, support
 
@@ -66,7 +66,7 @@ def _uniform_log(path: Path, rows: int, actions: int, seed: int = 0) -> Path:
 def test_logged_mode_refuses_at_a_tiny_match_rate(tmp_path: Path) -> None:
     log = _uniform_log(tmp_path / "log.csv", rows=1000, actions=80)
     report = evaluate_log(
-        LoggedOptions(data=str(log), model="dgt", out=tmp_path / "out", height=2,
+        LoggedOptions(data=str(log), model="dgt", out=tmp_path / "out", config={"height": 2},
                       n_bootstrap=50, progress=False)
     )  # fmt: skip
     learned = report["policies"]["dgt"]
@@ -81,7 +81,7 @@ def test_logged_mode_refuses_at_a_tiny_match_rate(tmp_path: Path) -> None:
 def test_logged_mode_still_estimates_with_support(tmp_path: Path, actions: int) -> None:
     log = _uniform_log(tmp_path / "log.csv", rows=1000, actions=actions)
     report = evaluate_log(
-        LoggedOptions(data=str(log), model="dgt", out=tmp_path / "out", height=2,
+        LoggedOptions(data=str(log), model="dgt", out=tmp_path / "out", config={"height": 2},
                       n_bootstrap=50, progress=False)
     )  # fmt: skip
     learned = report["policies"]["dgt"]

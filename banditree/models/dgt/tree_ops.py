@@ -22,8 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from banditree.core.arrays import FloatArray, IntArray
-
-MAX_HEIGHT = 12
+from banditree.models.limits import MAX_HEIGHT as MAX_HEIGHT
 
 
 def check_height(height: int) -> int:

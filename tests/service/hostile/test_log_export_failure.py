@@ -6,11 +6,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from banditree.cli import app as cli
 from typer.testing import CliRunner
 
 from banditree.client import Client
 from banditree.logs import LogWriter, read_log
+from banditree_cli import app as cli
 from tests.service.live_server import LiveServer
 
 FORMATS = ("ndjson", "parquet", "csv")

@@ -1,0 +1,183 @@
+"""The default rules of :class:`~banditree.learners.config.LearnerConfig`, in one place.
+
+A field left unset (or null) takes a value that depends on others (``task``, ``kind``,
+``standardize``...): each rule is a function of the config here, and the config's
+``resolved_*`` properties read them.  Why each default is what it is, with the
+benchmark figures: ``docs/explanation/defaults.md``.
+
+To give a new field a task-dependent default, add its rule here and a ``resolved_``
+property that calls it (:mod:`banditree.learners.config.learner_config`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Protocol
+
+#: Largest ``n_actions (n_features + 1)^2`` (ridge state, 2 MB of float64 in every
+#: checkpoint at this bound) for which ridge is the default; the largest bundled set
+#: needs 42,250 (optdigits).
+RIDGE_AUTO_MAX = 250_000
+#: Trees of the default regression model, a ``dgt_forest`` whose trees' outputs are
+#: averaged.
+REGRESSION_FOREST_TREES = 4
+#: Fields added since the first stored configs, with the value that keeps a stored
+#: model's behaviour where their default would change it: ``learning_rate_decay`` 0 (a
+#: constant step; the default decay, counted from every round already learned, would
+#: cut a long-running regression model's step at once) and ``bagging`` on (forests
+#: bagged every task before).
+STORED_FILLS: dict[str, Any] = {"learning_rate_decay": 0.0, "bagging": True}
+#: What a warm start from a trained tree sets where the config leaves it unset: the
+#: ridge fits the reward itself, not the residual of a trained tree, and the tree was
+#: trained on unclipped inputs.
+INITIAL_MODEL_FILLS: dict[str, Any] = {"linear_update": "adagrad", "context_clip": 0.0}
+#: The model kind a warm start from a trained tree builds when the config names none.
+INITIAL_MODEL_KIND = "dgt"
+
+
+class Fields(Protocol):
+    """The fields the rules read: a ``LearnerConfig``, or the HTTP body composing one.
+
+    (A protocol, so that this module imports none of the config's: the sections take
+    their computed defaults from here.)  A rule that reads a new field lists it here.
+    """
+
+    task: Literal["classification", "regression"]
+    kind: str
+    n_features: int
+    n_actions: int | None
+    height: int | None
+    hidden: list[int]
+    shared_bias: bool
+    n_trees: int
+    bagging: bool | None
+    mode: Literal["online", "apprentice"]
+    linear_term: bool | None
+    linear_learning_rate: float | None
+    linear_update: Literal["adagrad", "ridge"] | None
+    explorer: Literal["epsilon_greedy", "softmax", "squarecb", "fastcb"]
+    explorer_parameter: float | None
+    reward_link: Literal["sigmoid", "identity"]
+    estimator: Literal["bandit", "one_point", "two_point", "full"] | None
+    loss_matrix: list[list[float]] | None
+    max_importance_weight: float | None
+    importance_aware: bool
+    loss_min: float | None
+    loss_max: float | None
+    learning_rate: float | None
+    learning_rate_decay: float | None
+    standardize: bool
+    context_clip: float | None
+
+    @property
+    def model_fields_set(self) -> set[str]: ...
+
+
+def default_kind(task: str) -> str:
+    """The model kind a config gets when it names none: ``dgt``, or ``dgt_forest`` for regression."""
+    return "dgt_forest" if task == "regression" else "dgt"
+
+
+def default_n_trees(task: str, kind: str) -> int:
+    """``n_trees`` when unset: :data:`REGRESSION_FOREST_TREES` for a regression ``dgt_forest``."""
+    return REGRESSION_FOREST_TREES if task == "regression" and kind == "dgt_forest" else 10
+
+
+def apprentice_reward_link(config: Fields) -> Literal["sigmoid", "identity"]:
+    """``reward_link`` of an apprentice that names none: ``sigmoid``.
+
+    An apprentice sees one action per context, the caller's: through the sigmoid the
+    unplayed actions keep their prior, and its greedy choice agrees with the default
+    far more often.
+    """
+    return "sigmoid" if "reward_link" not in config.model_fields_set else config.reward_link
+
+
+def height(config: Fields) -> int:
+    """``height``, or 6 for classification and 8 for regression."""
+    if config.height is not None:
+        return config.height
+    return 6 if config.task == "classification" else 8
+
+
+def linear_term(config: Fields) -> bool:
+    """``linear_term``, or on for classification ``dgt`` / ``dgt_forest``."""
+    if config.linear_term is not None:
+        return config.linear_term
+    return config.task == "classification" and config.kind in ("dgt", "dgt_forest")
+
+
+def n_outputs(config: Fields) -> int:
+    """Outputs of the model: one per action for classification, one for regression."""
+    return (config.n_actions or 1) if config.task == "classification" else 1
+
+
+def uses_ridge(config: Fields) -> bool:
+    """Whether the bias and linear term are fitted by ridge regression (``linear_update``)."""
+    if config.linear_update == "adagrad":
+        return False
+    fits = (
+        config.task == "classification"
+        and config.kind == "dgt"
+        and config.shared_bias
+        and linear_term(config)
+        and config.reward_link == "identity"
+        and config.estimator in (None, "bandit")
+    )
+    if config.linear_update == "ridge" or not fits:
+        return fits
+    # the unweighted fit the default importance weight (1) asks for, within the size
+    return (
+        config.max_importance_weight == 1.0
+        and not config.importance_aware
+        and n_outputs(config) * (config.n_features + 1) ** 2 <= RIDGE_AUTO_MAX
+    )
+
+
+def context_clip(config: Fields) -> float | None:
+    """``context_clip``: null is 3 for standardised classification, else none; 0 is none."""
+    if config.context_clip is None:
+        return 3.0 if config.task == "classification" and config.standardize else None
+    return config.context_clip or None
+
+
+def linear_learning_rate(config: Fields) -> float:
+    """``linear_learning_rate``, or 0.1."""
+    return 0.1 if config.linear_learning_rate is None else config.linear_learning_rate
+
+
+def learning_rate(config: Fields) -> float:
+    """``learning_rate``, or 3e-3 (1e-2 for classification without the linear term)."""
+    if config.learning_rate is not None:
+        return config.learning_rate
+    if config.task == "classification" and not linear_term(config):
+        return 1e-2
+    return 3e-3
+
+
+def bagging(config: Fields) -> bool:
+    """``bagging``, or on for classification and off for regression."""
+    return config.task == "classification" if config.bagging is None else config.bagging
+
+
+def learning_rate_decay(config: Fields) -> float | None:
+    """``learning_rate_decay``: null is 20,000 rounds for regression, else off; 0 is off."""
+    if config.learning_rate_decay is None:
+        return 20_000.0 if config.task == "regression" else None
+    return config.learning_rate_decay or None
+
+
+def parameter_count(config: Fields) -> int:
+    """Rough parameter count (used for the memory bound)."""
+    h = height(config)
+    outputs = n_outputs(config)
+    n_int, n_leaves = (1 << h) - 1, 1 << h
+    dims = [config.n_features + 1, *config.hidden, n_int]
+    per_tree = (
+        sum(dims[i] * dims[i + 1] for i in range(len(dims) - 1))
+        + n_leaves * outputs
+        + (outputs * config.n_features if linear_term(config) else 0)
+    )
+    if uses_ridge(config):
+        per_tree += outputs * (config.n_features + 1) ** 2
+    trees = config.n_trees if config.kind != "dgt" else 1
+    return per_tree * trees

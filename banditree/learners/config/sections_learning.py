@@ -1,0 +1,124 @@
+"""The learning sections of a learner configuration: estimation and optimisation.
+
+See :mod:`banditree.learners.config.sections` for how sections make the config.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from banditree.learners.config.sections import Section
+
+
+class EstimationSection(Section):
+    """Estimation: how feedback becomes a gradient, and the range of losses and targets."""
+
+    estimator: Literal["bandit", "one_point", "two_point", "full"] | None = Field(
+        None,
+        description=(
+            "classification: bandit (eq. 8); regression: one_point (default) or two_point; "
+            "full = labels"
+        ),
+    )
+    delta: float = Field(0.5, gt=0.0, le=1e6, description="perturbation of one/two-point feedback")
+    regression_loss: Literal["squared", "huber"] = Field(
+        "squared",
+        description="regression, full estimator: the loss of the played value against the label",
+    )
+    huber_delta: float = Field(
+        1.0, gt=0.0, le=1e6, description="Huber threshold of the full estimator, target units"
+    )
+    loss_matrix: list[list[float]] | None = Field(
+        None,
+        description=(
+            "classification, full estimator: K x K losses in [0, 1], row = label (default 0/1 loss)"
+        ),
+    )
+    max_importance_weight: float | None = Field(
+        1.0,
+        ge=1.0,
+        le=1e6,
+        description=(
+            "classification: cap on eq. 8's importance weight 1/p (truncated importance "
+            "sampling); 1 = none: least squares on the played action's reward, the "
+            "regression SquareCB assumes; null = the paper's exact eq. 8"
+        ),
+    )
+    importance_aware: bool = Field(
+        False,
+        description=(
+            "classification: weight = cap (1 - exp(-(1/p) / cap)) with cap = "
+            "max_importance_weight (the importance-weight-aware update) instead of min(1/p, cap)"
+        ),
+    )
+    loss_min: float | None = Field(
+        None,
+        description=(
+            "the smallest loss feedback may report (give loss_max too); null: 0 for "
+            "classification, unbounded for regression"
+        ),
+    )
+    loss_max: float | None = Field(
+        None,
+        description="the largest loss feedback may report; null: 1 for classification, unbounded",
+    )
+    target_offset: float = Field(
+        0.0,
+        description="regression: the played value is target_offset + target_scale * output",
+    )
+    target_scale: float = Field(
+        1.0,
+        gt=0.0,
+        description="regression: the scale of the output in target units (see target_offset)",
+    )
+
+
+class OptimisationSection(Section):
+    """Optimisation: the model's RMSprop steps and the inputs it learns from."""
+
+    learning_rate: float | None = Field(
+        None,
+        gt=0.0,
+        le=10.0,
+        description=(
+            "RMSprop step of the model (the tree); null: 3e-3, or 1e-2 for classification "
+            "without the linear term, as measured"
+        ),
+    )
+    learning_rate_decay: float | None = Field(
+        None,
+        ge=0.0,
+        le=1e12,
+        description=(
+            "rounds T of the step's decay: the step is learning_rate / (1 + t / T), t = rounds "
+            "learned; null: 20,000 for regression, off for classification; 0: off (a constant "
+            "step, for targets that drift)"
+        ),
+    )
+    accumulate: int = Field(
+        4,
+        ge=1,
+        le=1024,
+        description=(
+            "feedbacks whose gradients are summed into one update (a learner's first 16 "
+            "feedbacks each apply their own)"
+        ),
+    )
+    l1: float = Field(0.0, ge=0.0, le=1.0, description="L1 penalty of the RMSprop step")
+    l2: float = Field(0.0, ge=0.0, le=1.0, description="L2 penalty of the RMSprop step")
+    standardize: bool = Field(
+        True,
+        description="standardise contexts with running statistics updated as feedback is learned",
+    )
+    context_clip: float | None = Field(
+        None,
+        ge=0.0,
+        le=1e6,
+        description=(
+            "clip standardised contexts to [-c, c] everywhere (decisions and learning), so a "
+            "rare extreme value cannot swing the linear term; null: 3 for classification "
+            "with standardize and no initial model, else off; 0: off"
+        ),
+    )

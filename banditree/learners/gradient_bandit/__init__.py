@@ -1,0 +1,143 @@
+"""A policy that learns by gradient from bandit feedback (Algorithm 1, any model family).
+
+The class is assembled from its seams: :mod:`.decide` (serving), :mod:`.learn`
+(feedback to updates) and :mod:`.state` (checkpoints), over the shared attributes of
+:mod:`.base`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, cast
+
+import numpy as np
+
+from banditree.estimators import Estimator
+from banditree.explore import EpsilonGreedy, Explorer
+from banditree.learners.gradient_bandit.decide import Deciding
+from banditree.learners.gradient_bandit.learn import EAGER_ROUNDS, Learning
+from banditree.learners.gradient_bandit.state import Checkpointing
+from banditree.learners.optim import RMSprop
+from banditree.learners.ridge import PerActionRidge
+from banditree.learners.standardize import RunningStandardizer
+from banditree.models.spec import ModelSpec
+
+__all__ = ["EAGER_ROUNDS", "GradientBandit"]
+
+
+class GradientBandit(Deciding, Learning, Checkpointing):
+    """Online standardisation + model + explorer + estimator + RMSprop, with accumulation.
+
+    Parameters
+    ----------
+    model
+        The model family (:class:`~banditree.models.spec.ModelSpec`).
+    estimator
+        Classification (eq. 8), one-point (eq. 9), two-point (eq. 10) or full information.
+    explorer
+        Classification only: scores (predicted rewards) and rounds learned -> pmf.
+    reward_link
+        Classification: predicted reward ``sigmoid(output)`` or the output itself.
+    learning_rate, accumulate, l1, l2
+        RMSprop step size; gradients are summed over ``accumulate`` rounds per update.
+    learning_rate_decay
+        Rounds ``T``: each update steps ``learning_rate / (1 + t / T)``, ``t`` the rounds
+        learned (``None``: a constant step).
+    standardize
+        Standardise contexts with running statistics (updated as feedback is learned).
+    loss_bounds
+        Accepted loss range; classification losses must lie in ``[0, 1]`` (eq. 8).
+    target_offset, target_scale
+        Regression: the played value is ``target_offset + target_scale * output``.
+    seed
+        Seeds parameter initialisation, event ids, sampling and bagging.
+    ridge
+        Classification with a model whose ``bias`` and ``linear`` parameters are the
+        per-action intercept and linear term: fit them by online ridge regression of
+        the played reward (:class:`PerActionRidge`) instead of by gradient; the rest
+        of the model learns the residual by gradient.
+    context_clip
+        Clip standardised contexts to ``[-context_clip, context_clip]`` (every use:
+        decisions, predictions and learning), so a rare extreme value cannot swing
+        the linear term.
+
+    Decisions read an immutable snapshot that is replaced whole after each update,
+    so a reader never sees a half-applied update.
+    """
+
+    def __init__(
+        self,
+        model: ModelSpec,
+        estimator: Estimator,
+        *,
+        explorer: Explorer | None = None,
+        reward_link: str = "sigmoid",
+        learning_rate: float = 1e-2,
+        learning_rate_decay: float | None = None,
+        accumulate: int = 4,
+        l1: float = 0.0,
+        l2: float = 0.0,
+        standardize: bool = True,
+        loss_bounds: tuple[float, float] | None = None,
+        target_offset: float = 0.0,
+        target_scale: float = 1.0,
+        seed: int = 0,
+        config: dict[str, Any] | None = None,
+        ridge: PerActionRidge | None = None,
+        context_clip: float | None = None,
+    ) -> None:
+        self.task = estimator.task
+        if self.task == "classification":
+            explorer = explorer if explorer is not None else cast(Explorer, EpsilonGreedy(0.3))
+            loss_bounds = loss_bounds if loss_bounds is not None else (0.0, 1.0)
+        elif model.n_outputs != 1:
+            raise ValueError(f"regression needs a model with 1 output, got {model.n_outputs}")
+        if not (isinstance(accumulate, int) and accumulate >= 1):
+            raise ValueError(f"accumulate must be an integer >= 1, got {accumulate!r}")
+        if not (math.isfinite(target_scale) and target_scale > 0):
+            raise ValueError(f"target_scale must be > 0, got {target_scale}")
+        if learning_rate_decay is not None and not (
+            math.isfinite(learning_rate_decay) and learning_rate_decay > 0
+        ):
+            raise ValueError(f"learning_rate_decay must be > 0, got {learning_rate_decay}")
+        self.learning_rate = float(learning_rate)
+        self.learning_rate_decay = learning_rate_decay
+        self.model = model
+        self.estimator = estimator
+        self.explorer = explorer
+        if reward_link not in ("sigmoid", "identity"):
+            raise ValueError(f"reward_link must be sigmoid or identity, got {reward_link!r}")
+        self.reward_link = reward_link
+        self.accumulate = accumulate
+        self.standardize = standardize
+        self.loss_bounds = loss_bounds
+        self.target_offset = float(target_offset)
+        self.target_scale = float(target_scale)
+        self.seed = int(seed)
+        self.n_features = model.n_features
+        self.n_actions = model.n_outputs if self.task == "classification" else 0
+        self._config = dict(config or {})
+        self._rng = np.random.default_rng(self.seed)
+        self._optimizer = RMSprop(
+            lr=learning_rate,
+            l1=l1,
+            l2=l2,
+            regularised=model.regularised,
+            lr_scales=model.lr_scales,
+            summed=model.summed,
+        )
+        self._params = model.init_params(self._rng)
+        self._ridge = ridge
+        if context_clip is not None and not (math.isfinite(context_clip) and context_clip > 0):
+            raise ValueError(f"context_clip must be > 0, got {context_clip}")
+        self.context_clip = context_clip
+        if ridge is not None:
+            if self.task != "classification" or not {"bias", "linear"} <= set(self._params):
+                raise ValueError("ridge needs a classification model with bias and linear")
+            self._serve_ridge(self._params)
+        self._standardizer = RunningStandardizer(self.n_features)
+        self._accum = {}
+        self._accum_finite = True
+        self._buffer = []
+        self._pending = 0
+        self._snapshot = self._make_snapshot(0)

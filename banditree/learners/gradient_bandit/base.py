@@ -1,0 +1,84 @@
+"""What every part of :class:`GradientBandit` reads: its attributes and the served snapshot."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from banditree.core.arrays import FloatArray, clip_ufunc
+from banditree.core.records import Decision, Feedback
+from banditree.estimators import Estimator
+from banditree.explore import Explorer
+from banditree.learners.base import Learner
+from banditree.learners.optim import RMSprop
+from banditree.learners.ridge import PerActionRidge
+from banditree.learners.standardize import RunningStandardizer
+from banditree.models.spec import ModelSpec, Params
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What a decision reads: one consistent version of parameters and input statistics."""
+
+    version: int
+    frozen: Any
+    mean: FloatArray
+    inv_scale: FloatArray
+
+
+class GradientBase(Learner):
+    """The state shared by deciding, learning and checkpointing (set by ``GradientBandit``)."""
+
+    model: ModelSpec
+    estimator: Estimator
+    explorer: Explorer | None
+    reward_link: str
+    learning_rate: float
+    learning_rate_decay: float | None
+    accumulate: int
+    standardize: bool
+    loss_bounds: tuple[float, float] | None
+    target_offset: float
+    target_scale: float
+    context_clip: float | None
+    _rng: np.random.Generator
+    _optimizer: RMSprop
+    _params: Params
+    _ridge: PerActionRidge | None
+    _standardizer: RunningStandardizer
+    _accum: Params
+    _accum_finite: bool
+    _buffer: list[tuple[FloatArray, Decision, Feedback]]
+    _pending: int
+    _snapshot: Snapshot
+
+    def _make_snapshot(self, version: int) -> Snapshot:
+        std = self._standardizer
+        mean, inv_scale = (
+            (std.mean.copy(), 1.0 / std.scale())
+            if self.standardize
+            else (
+                np.zeros(self.n_features),
+                np.ones(self.n_features),
+            )
+        )
+        return Snapshot(version, self.model.freeze(self._params), mean, inv_scale)
+
+    def _standardized(self, x: FloatArray, snap: Snapshot) -> FloatArray:
+        """``x`` ``(d,)`` or ``(B, d)`` standardised with ``snap``'s statistics (a new array)."""
+        z: FloatArray = (x - snap.mean) * snap.inv_scale
+        if self.context_clip is not None:
+            clip_in_place(z, self.context_clip)
+        return z
+
+    @property
+    def version(self) -> int:
+        return self._snapshot.version
+
+
+def clip_in_place(x: FloatArray, bound: float) -> None:
+    """``np.clip(x, -bound, bound, out=x)`` by the clip ufunc itself, without ``np.clip``'s
+    Python wrapper (0.5 us against its 2.7 us per decision; the same values)."""
+    clip_ufunc(x, -bound, bound, out=x)

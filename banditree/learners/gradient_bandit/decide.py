@@ -1,0 +1,157 @@
+"""Deciding: one context or a batch -> decisions, predictions, the explorer's probabilities."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from banditree.core.arrays import FloatArray
+from banditree.core.columns import DecisionColumns
+from banditree.core.records import Decision
+from banditree.estimators import OnePointEstimator, TwoPointEstimator
+from banditree.explore import event_uniform_rows, event_uniforms, explore_and_sample
+from banditree.learners.batch_decisions import classification_columns, regression_columns
+from banditree.learners.gradient_bandit.base import GradientBase, clip_in_place
+from banditree.learners.validation import as_context, as_contexts, context_values
+
+_subtract, _multiply = np.subtract, np.multiply
+
+
+def _sigmoid(z: FloatArray) -> FloatArray:
+    """``1 / (1 + exp(-z))``, the same operations in place on one fresh array."""
+    out: FloatArray = np.negative(z)
+    np.exp(out, out=out)
+    out += 1.0
+    np.divide(1.0, out, out=out)
+    return out
+
+
+class Deciding(GradientBase):
+    """The serving half: every decision reads the current immutable snapshot."""
+
+    def act(self, context: Sequence[float] | FloatArray, event_id: str | None = None) -> Decision:
+        x, values = context_values(context, self.n_features)
+        snap = self._snapshot
+        # in place: x is a fresh copy, the decision records ``values`` (the ufuncs
+        # themselves: the operators add a Python-level dispatch per call)
+        _subtract(x, snap.mean, out=x)
+        _multiply(x, snap.inv_scale, out=x)
+        if self.context_clip is not None:
+            clip_in_place(x, self.context_clip)
+        out = self.model.forward(snap.frozen, x)
+        event_id = self._next_event_id(event_id)
+        u_action, u_sign = event_uniforms(self.seed, event_id)
+        if self.task == "classification":
+            assert self.explorer is not None
+            scores = out.scores
+            if scores is None:
+                scores = _sigmoid(out.output) if self.reward_link == "sigmoid" else out.output
+            action, propensity, greedy = explore_and_sample(
+                self.explorer, scores, self._n_learned, u_action
+            )
+            return Decision.of_action(
+                event_id,
+                tuple(values),
+                snap.version,
+                action,
+                propensity,
+                greedy,
+                out.leaf,
+                out.extras,
+            )
+        y_hat = self.target_offset + self.target_scale * float(out.output[0])
+        value, perturbation, probes = y_hat, 0, None
+        if isinstance(self.estimator, OnePointEstimator):
+            perturbation = 1 if u_sign < 0.5 else -1
+            value = y_hat + self.estimator.delta * perturbation
+        elif isinstance(self.estimator, TwoPointEstimator):
+            probes = (y_hat + self.estimator.delta, y_hat - self.estimator.delta)
+        return Decision(
+            event_id,
+            tuple(values),
+            snap.version,
+            value=value,
+            greedy_value=y_hat,
+            perturbation=perturbation,
+            probes=probes,
+            leaf=out.leaf,
+            explored=perturbation != 0 or probes is not None,
+            extras=out.extras,
+        )
+
+    def act_columns(
+        self,
+        contexts: Sequence[Sequence[float]] | FloatArray,
+        event_ids: Sequence[str | None] | None = None,
+    ) -> DecisionColumns:
+        """:meth:`act` for every context of a batch ``(B, d)``, in one batched pass.
+
+        One standardisation, one batched model forward, one explorer call and one
+        vectorised draw: the decisions (event ids, actions, propensities, values)
+        are those of :meth:`act` called row by row on the same snapshot.
+        """
+        x = as_contexts(contexts, self.n_features)
+        ids = self._next_event_ids(event_ids, x.shape[0])
+        if not ids:
+            return DecisionColumns([], [], self._snapshot.version, [])
+        snap = self._snapshot
+        out = self.model.forward_rows(snap.frozen, self._standardized(x, snap))
+        uniforms = event_uniform_rows(self.seed, ids)
+        if self.task == "classification":
+            assert self.explorer is not None
+            return classification_columns(
+                out,
+                x,
+                ids,
+                uniforms,
+                version=snap.version,
+                explorer=self.explorer,
+                rounds_learned=self._n_learned,
+                sigmoid_link=self.reward_link == "sigmoid",
+            )
+        est = self.estimator
+        return regression_columns(
+            out,
+            x,
+            ids,
+            uniforms,
+            version=snap.version,
+            target_offset=self.target_offset,
+            target_scale=self.target_scale,
+            one_point_delta=est.delta if isinstance(est, OnePointEstimator) else None,
+            two_point_delta=est.delta if isinstance(est, TwoPointEstimator) else None,
+        )
+
+    def act_batch(
+        self,
+        contexts: Sequence[Sequence[float]] | FloatArray,
+        event_ids: Sequence[str | None] | None = None,
+    ) -> list[Decision]:
+        """The decisions of :meth:`act_columns`, row by row."""
+        return self.act_columns(contexts, event_ids).rows()
+
+    def predict(self, contexts: FloatArray) -> FloatArray:
+        snap = self._snapshot
+        x = np.asarray(contexts, dtype=np.float64)
+        out = self.model.forward_batch(snap.frozen, self._standardized(x, snap))
+        if self.task == "classification":
+            result: FloatArray = np.argmax(out, axis=1)
+            return result
+        return self.target_offset + self.target_scale * out[:, 0]
+
+    def reward_estimates(self, context: Sequence[float] | FloatArray) -> FloatArray:
+        """Classification: the predicted reward of every action ``(K,)`` (what ``act`` explores on)."""
+        if self.task != "classification":
+            raise ValueError("reward_estimates is for classification learners")
+        snap = self._snapshot
+        x = as_context(context, self.n_features)
+        out = self.model.forward(snap.frozen, self._standardized(x, snap))
+        if out.scores is not None:
+            return out.scores
+        return _sigmoid(out.output) if self.reward_link == "sigmoid" else out.output
+
+    def action_probabilities(self, context: Sequence[float] | FloatArray) -> FloatArray:
+        """Classification: the probability ``act`` plays each action for ``context`` ``(K,)``."""
+        assert self.explorer is not None, "action_probabilities is for classification learners"
+        return self.explorer(self.reward_estimates(context), self._n_learned)

@@ -1,0 +1,136 @@
+"""Learning: feedback is checked, buffered and summed into one RMSprop step per window."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, cast
+
+import numpy as np
+
+from banditree.core.arrays import FloatArray
+from banditree.core.records import Decision, Feedback
+from banditree.estimators import OnePointEstimator
+from banditree.learners.gradient_bandit.base import GradientBase
+from banditree.learners.validation import InvalidInput, as_context, check_loss
+from banditree.models.spec import Params
+
+#: examples buffered before their gradients are summed into the accumulator
+_MAX_BUFFERED = 64
+#: the first feedbacks a learner gets each apply their update at once, whatever
+#: ``accumulate``: a model that knows nothing yet would otherwise decide the next rounds
+#: on nothing (on coil2000, a set with no signal, the first rounds cost the most;
+#: ``benchmarks/bandit_vs_vw.py``)
+EAGER_ROUNDS = 16
+_add_all = np.add.reduce  # the ufunc method itself: ndarray.sum adds a Python wrapper
+_subtract, _multiply = np.subtract, np.multiply
+
+
+class Learning(GradientBase):
+    """The learning half: :meth:`learn` queues feedback and applies an update per window."""
+
+    def check(self, decision: Decision, feedback: Feedback) -> None:
+        """Raise :class:`InvalidInput` when this feedback cannot be learned from."""
+        self._checked_context(decision, feedback)
+
+    def _checked_context(self, decision: Decision, feedback: Feedback) -> FloatArray:
+        """:meth:`check`, returning the decision's context as a fresh array."""
+        x = as_context(decision.context, self.n_features, "decision.context")
+        try:
+            self.estimator.check_feedback(decision, feedback)
+        except ValueError as err:
+            raise InvalidInput("feedback", str(err)) from None
+        if feedback.loss is not None:
+            check_loss(feedback.loss, self.loss_bounds, "loss")
+        for i, v in enumerate(feedback.losses or ()):
+            check_loss(v, self.loss_bounds, f"losses[{i}]")
+        if self.task == "classification" and decision.action is not None:
+            if not 0 <= decision.action < self.n_actions:
+                raise InvalidInput("decision.action", f"must be in [0, {self.n_actions - 1}]")
+            if not 0.0 < decision.propensity <= 1.0:
+                raise InvalidInput(
+                    "decision.propensity", f"must be in (0, 1], got {decision.propensity}"
+                )
+        if isinstance(self.estimator, OnePointEstimator) and decision.perturbation not in (-1, 1):
+            raise InvalidInput("decision.perturbation", "must be -1 or +1 for one-point feedback")
+        return x
+
+    def _upstream(self, decision: Decision, feedback: Feedback) -> Any:
+        est, off, scale = self.estimator, self.target_offset, self.target_scale
+        if self.task == "classification":
+            return lambda out: est.upstream(out, decision, feedback)
+        return lambda out: est.upstream(off + scale * out, decision, feedback) * scale
+
+    def learn(self, decision: Decision, feedback: Feedback) -> bool:
+        """Queue the feedback; every ``accumulate``-th one applies one RMSprop step.
+
+        The first :data:`EAGER_ROUNDS` feedbacks each apply their own step.
+
+        Gradients are taken at the current parameters and input statistics, which do
+        not change inside an accumulation window, so the window's examples are
+        differentiated together in one vectorised call (the same numbers as one call
+        per example, a fraction of the Python overhead).  A window whose summed
+        gradient is not finite (possible only with absurd finite inputs such as a loss
+        of 1e308) is dropped whole, so the model never holds NaN.
+        """
+        x = self._checked_context(decision, feedback)
+        if self.standardize:
+            self._standardizer.update(x)
+        self._buffer.append((x, decision, feedback))
+        self._pending += 1
+        self._count_feedback(feedback)
+        if self._pending < self.accumulate and self._n_learned > EAGER_ROUNDS:
+            if len(self._buffer) >= _MAX_BUFFERED:
+                self._flush()
+            return False
+        self._flush()
+        grads, finite = self._accum, self._accum_finite
+        self._accum, self._accum_finite, self._pending = {}, True, 0
+        if not finite:
+            return False
+        ridge = self._ridge
+        if ridge is not None:  # fitted by ridge regression in _flush, not by gradient
+            grads = {k: v for k, v in grads.items() if k not in ("bias", "linear")}
+        if self.learning_rate_decay is not None:
+            self._optimizer.lr = self.learning_rate / (
+                1.0 + self._n_learned / self.learning_rate_decay
+            )
+        new = self._optimizer.step(self._params, grads)
+        if ridge is not None:
+            self._serve_ridge(new)
+        if not all(np.isfinite(p).all() for p in new.values()):
+            return False  # never let a model hold NaN: drop the step
+        self._params = new
+        self._snapshot = self._make_snapshot(self._snapshot.version + 1)
+        return True
+
+    def _serve_ridge(self, params: Params) -> None:
+        """Set ``params``' bias and linear term to what the ridge serves."""
+        assert self._ridge is not None
+        slopes, intercepts = self._ridge.served()
+        params.update(bias=intercepts, linear=slopes)
+
+    def _flush(self) -> None:
+        """Add the buffered examples' gradients into the accumulator."""
+        if not self._buffer:
+            return
+        snap = self._snapshot
+        # the gradient of the function now served: current parameters AND the input
+        # statistics of the current snapshot (both change only with an update)
+        x = self._standardized(np.stack([b[0] for b in self._buffer]), snap)
+        upstreams = [self._upstream(d, f) for _, d, f in self._buffer]
+        if self._ridge is not None:
+            actions = [cast(int, d.action) for _, d, _ in self._buffer]
+            rewards = [1.0 - cast(float, f.loss) for _, _, f in self._buffer]
+            self._ridge.update_rows(x, actions, rewards)
+        self._buffer = []
+        grads = self.model.gradients_batch(self._params, x, upstreams, self._rng)
+        # a sum is finite only if every term is (an overflowing sum counts as not finite)
+        if not math.isfinite(sum([float(_add_all(g, None)) for g in grads.values()])):
+            self._accum_finite = False
+        accum = self._accum
+        for name, g in grads.items():
+            acc = accum.get(name)
+            if acc is None:
+                accum[name] = g  # a fresh array from gradients_batch(): the learner owns it
+            else:
+                acc += g

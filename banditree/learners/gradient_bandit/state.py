@@ -1,0 +1,106 @@
+"""Introspection and checkpoints: parameters, export, ``state()`` and ``load_state()``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from banditree.core.records import Decision, Feedback
+from banditree.learners.base import Tensors
+from banditree.learners.gradient_bandit.base import GradientBase, Snapshot
+from banditree.learners.validation import as_context
+from banditree.models.spec import Params
+
+
+class Checkpointing(GradientBase):
+    """What a checkpoint holds and how a learner resumes from one."""
+
+    def parameters(self) -> Params:
+        """A copy of the current parameters."""
+        return {k: v.copy() for k, v in self._params.items()}
+
+    def export_model(self) -> dict[str, Any]:
+        return self.model.export(self._snapshot.frozen)
+
+    def state(self) -> tuple[Tensors, dict[str, Any]]:
+        tensors: Tensors = {f"param.{k}": v for k, v in self._params.items()}
+        tensors.update({f"optim.{k}": v for k, v in self._optimizer.state_tensors().items()})
+        tensors.update({f"accum.{k}": v.copy() for k, v in self._accum.items()})
+        if self._ridge is not None:
+            tensors["ridge.inv_gram"] = self._ridge.inv_gram.copy()
+            tensors["ridge.weights"] = self._ridge.weights.copy()
+            tensors["ridge.mix_stats"] = self._ridge.mix_stats.copy()
+            tensors["ridge.prior"] = self._ridge.prior.copy()
+        tensors["std.mean"] = self._standardizer.mean
+        tensors["std.m2"] = self._standardizer.m2
+        # the statistics decisions read: those of the last update, not the running ones
+        tensors["snapshot.mean"] = self._snapshot.mean
+        tensors["snapshot.inv_scale"] = self._snapshot.inv_scale
+        meta = {
+            "config": self.config(),
+            "version": self._snapshot.version,
+            "pending": self._pending,
+            **self._counter_state(),
+            "std_count": self._standardizer.count,
+            "rng": self._rng.bit_generator.state,
+            "accum_finite": self._accum_finite,
+            # feedback queued for the current window (see learn); contexts are in decisions
+            "buffered": [
+                {"decision": d.to_dict(), "feedback": f.to_dict()} for _, d, f in self._buffer
+            ],
+        }
+        return {k: np.ascontiguousarray(v, dtype=np.float64) for k, v in tensors.items()}, meta
+
+    def load_state(self, tensors: Tensors, meta: dict[str, Any]) -> None:
+        def group(prefix: str) -> Params:
+            return {
+                k[len(prefix) :]: np.array(v, dtype=np.float64)
+                for k, v in tensors.items()
+                if k.startswith(prefix)
+            }
+
+        params = self.model.upgrade_params(group("param."))
+        expected = self.model.init_params(np.random.default_rng(0))
+        if set(params) != set(expected) or any(
+            params[k].shape != expected[k].shape for k in expected
+        ):
+            raise ValueError("checkpoint parameters do not match the model configuration")
+        if not all(np.isfinite(p).all() for p in params.values()):
+            raise ValueError("checkpoint holds non-finite parameters")
+        self._params = params
+        ridge = self._ridge
+        if ridge is not None and "ridge.weights" not in tensors:
+            # a checkpoint of a gradient-stepped linear term: the ridge starts from it
+            ridge.restart(params["linear"], params["bias"], trusted=True)
+        elif ridge is not None:
+            if "ridge.mix_stats" not in tensors:  # before the mix: the ridge fit was served
+                ridge.restart(params["linear"], params["bias"], trusted=True)
+            for name in ("inv_gram", "weights", "mix_stats", "prior"):
+                if f"ridge.{name}" not in tensors:
+                    continue
+                value = np.array(tensors[f"ridge.{name}"], dtype=np.float64)
+                if value.shape != getattr(ridge, name).shape or not np.isfinite(value).all():
+                    raise ValueError(f"checkpoint ridge.{name} does not match the model")
+                setattr(ridge, name, value)
+        self._optimizer.load_state_tensors(group("optim."))
+        self._accum = group("accum.")
+        self._standardizer.mean = np.array(tensors["std.mean"], dtype=np.float64)
+        self._standardizer.m2 = np.array(tensors["std.m2"], dtype=np.float64)
+        self._standardizer.count = int(meta["std_count"])
+        self._pending = int(meta["pending"])
+        self._load_counter_state(meta)
+        self._rng.bit_generator.state = meta["rng"]
+        self._accum_finite = bool(meta["accum_finite"])
+        self._buffer = []
+        for item in meta["buffered"]:
+            decision = Decision.from_dict(item["decision"])
+            feedback = Feedback.from_dict(item["feedback"])
+            self._buffer.append((as_context(decision.context, self.n_features), decision, feedback))
+        # decisions read the statistics saved with the snapshot, not the running ones
+        self._snapshot = Snapshot(
+            int(meta["version"]),
+            self.model.freeze(params),
+            np.array(tensors["snapshot.mean"], dtype=np.float64),
+            np.array(tensors["snapshot.inv_scale"], dtype=np.float64),
+        )
