@@ -114,6 +114,11 @@ class Balancer(threading.Thread):
             self._loop.run_forever()
         finally:
             server.close()
+            pending = asyncio.all_tasks(self._loop)
+            for task in pending:
+                task.cancel()
+            self._loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            self._loop.close()  # its self-pipe sockets too
 
     def start(self) -> None:
         super().start()
