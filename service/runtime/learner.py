@@ -33,6 +33,7 @@ from banditree.persistence import dumps
 from service.checkpoint_restore import newest_valid_checkpoint
 from service.metrics import ModelMetrics
 from service.runtime.idle import IdleLearners
+from service.runtime.log_reader import LogReader
 from service.runtime.replay import apply_entry
 from service.runtime.share import LeaseShare
 from service.store import FencedOut, LogEntry, ModelGone, Store, StoreUnavailable
@@ -96,6 +97,7 @@ class ModelLearner:
         self.on_gone = on_gone  # the store no longer holds the model: deleted, or data lost
         self.share = share  # None: no limit on the models this process leads
         self._leaving = False  # handing the lease back (counted in share.leaving)
+        self._reader: LogReader | None = None  # the log's reads while leading
         self.token: int | None = None
         self.offset = 0  # the last log entry applied while leading
         self._wake = asyncio.Event()
@@ -168,6 +170,9 @@ class ModelLearner:
                 log.exception("learner of model %s failed; restarting it", self.name)
                 pause = _retry_seconds()
             finally:
+                if self._reader is not None:
+                    self._reader.close()
+                    self._reader = None
                 self.token = None
                 self.metrics.lease_held.set(0)
                 if self.share is not None:
@@ -243,9 +248,11 @@ class ModelLearner:
         # publish once caught up: a request taken by a fenced-out predecessor is answered
         # (the initial checkpoint of a new model, just published, already answers it)
         caught_up_publish = not published_initial
+        self._reader = reader = LogReader(self._read, _BATCH)
         while True:
-            entries = [] if self._stopping else await self._read(offset)
+            entries = [] if self._stopping else await reader.next(offset)
             if entries:
+                reader.read_ahead(entries)  # read while this batch is learned
                 if not oldest_unpublished:
                     oldest_unpublished = entries[0].acked_at
                 done, changed = await asyncio.to_thread(self._apply, learner, entries)

@@ -116,6 +116,8 @@ class RedisBase(StoreLifecycle):
         self._pubsub: PubSub | None = None
         # one kept-open connection for the calls of every request (None: the pool does them)
         self._wire = _wire_connection(client)
+        # and one for the learners' log reads (large replies, kept off the requests' one)
+        self._log_wire = _wire_connection(client)
         self._decisions = DecisionWrites(client, self._key, self._wire)
         self._slot_wires: cluster.SlotWires | None = None
         if isinstance(client, RedisCluster):
@@ -215,6 +217,8 @@ class RedisBase(StoreLifecycle):
             await self._pubsub.aclose()
         if self._slot_wires is not None:
             self._slot_wires.close()
+        if self._log_wire is not None:
+            self._log_wire.close()
         await self.client.aclose()
         if not self.cluster:
             await self.client.connection_pool.disconnect()  # the client does not own its pool

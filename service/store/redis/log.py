@@ -25,6 +25,15 @@ from service.store.redis.client import RedisBase, text, unavailable
 def _entry(entry_id: Any, fields: Any) -> LogEntry:
     """A stream entry as redis-py parses it (fields a dict) or as sent (a flat list)."""
     if not isinstance(fields, dict):
+        if len(fields) == 8 and fields[0] == b"e" and fields[2] == b"d" and fields[4] == b"f":
+            # as the scripts write it (e, d, f, t): no dict to build
+            return LogEntry(
+                int(entry_id.split(b"-", 1)[0]),
+                fields[1].decode(),
+                fields[3].decode(),
+                fields[5].decode(),
+                float(fields[7]),
+            )
         fields = dict(zip(fields[::2], fields[1::2], strict=True))
     feedback = fields.get(b"f")
     return LogEntry(
@@ -43,8 +52,12 @@ class RedisLog(RedisBase, LogStore):
     async def read_log(self, name: str, *, after: int, limit: int) -> list[LogEntry]:
         key, start = self._key("log", name), f"{after + 1}-0"
         waits = self.wait_replicas or 0
+        found: Any
         if not waits:
-            found: Any = await self.client.xrange(key, start, "+", limit)
+            if self._log_wire is not None:  # a connection of the log's own: parsed by hiredis
+                (found,) = await self._log_wire.execute(("XRANGE", key, start, "+", "COUNT", limit))
+            else:
+                found = await self.client.xrange(key, start, "+", limit)
             return [_entry(entry_id, fields) for entry_id, fields in found or ()]
         sync = ("SET", self._key("sync", name), b"1", "PX", 60_000)
         found, _, acked = await self._one_connection(
