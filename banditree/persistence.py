@@ -16,6 +16,7 @@ import numpy as np
 from safetensors.numpy import load as st_load
 from safetensors.numpy import save as st_save
 
+import banditree.ranking  # noqa: F401  (registers the ranking task: its checkpoints load too)
 from banditree.core.digest import tensor_digest
 from banditree.learners import Learner, restore_learner
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import gzip
 import os
 import statistics
 import subprocess
@@ -96,12 +97,24 @@ def timed_predictions(url: str, seconds: float, during: threading.Thread | None)
     return out
 
 
+def scrape_once(http: httpx.Client) -> tuple[float, int]:
+    """One scrape as Prometheus makes it (``Accept-Encoding: gzip``): seconds until its last
+    byte arrived, and the exposition's size (decompressed afterwards, not timed: Prometheus
+    does that on its side)."""
+    started = time.perf_counter()
+    with http.stream("GET", "/metrics", headers={"accept-encoding": "gzip"}) as answer:
+        raw = b"".join(answer.iter_raw())
+        seconds = time.perf_counter() - started
+        encoding = answer.headers.get("content-encoding")
+    return seconds, len(gzip.decompress(raw) if encoding == "gzip" else raw)
+
+
 def scrape_times(url: str, scrapes: int, out: list[float], sizes: list[int]) -> None:
     with httpx.Client(base_url=url, timeout=60) as http:
         for _ in range(scrapes):
-            started = time.perf_counter()
-            sizes.append(len(http.get("/metrics").content))
-            out.append(time.perf_counter() - started)
+            seconds, size = scrape_once(http)
+            out.append(seconds)
+            sizes.append(size)
             time.sleep(0.3)
 
 
@@ -141,9 +154,8 @@ def run_store(store: str, models: int, scrapes: int) -> None:
             started = time.perf_counter()
             statuses = asyncio.run(create_models(url, models))
             create_seconds = time.perf_counter() - started
-            first_started = time.perf_counter()
-            first_size = len(httpx.get(url + "/metrics", timeout=60).content)
-            first_scrape = time.perf_counter() - first_started
+            with httpx.Client(base_url=url, timeout=60) as http:
+                first_scrape, first_size = scrape_once(http)
             time.sleep(5)  # idle: every learner waits for work
             quiet = timed_predictions(url, 3, None)
             scrapes_s: list[float] = []

@@ -20,3 +20,14 @@ async def send_json_error(
     ]
     await send({"type": "http.response.start", "status": status, "headers": all_headers})
     await send({"type": "http.response.body", "body": body})
+
+
+async def send_personalizer_error(
+    send: Send, status: int, message: str, headers: Sequence[tuple[bytes, bytes]] = ()
+) -> None:
+    """Answer Personalizer's ``{"error": {"code", "message"}}`` with ``status`` from middleware."""
+    code = {401: "Unauthorized", 403: "Forbidden", 413: "PayloadTooLarge"}.get(status, "BadRequest")
+    body = json.dumps({"error": {"code": code, "message": message}}).encode()
+    all_headers = [(b"content-type", b"application/json"), *headers]
+    await send({"type": "http.response.start", "status": status, "headers": all_headers})
+    await send({"type": "http.response.body", "body": body})

@@ -1,9 +1,11 @@
 """API-key checks, run by the service's one ASGI middleware before routing.
 
-Every ``/v1`` call needs a configured key (``Authorization: Bearer <key>``).  A key
+Every ``/v1`` call needs a configured key (``Authorization: Bearer <key>``, or
+``Ocp-Apim-Subscription-Key: <key>`` as Personalizer's clients send it).  A key
 holds roles, on every model or on a set of them:
 
-* ``predict``: predict and feedback;
+* ``predict``: predict and feedback; rank, reward and activate (the ranking and
+  Personalizer routes);
 * ``read``: the log export, the tree export and the checkpoint list;
 * ``admin``: creating, deleting, checkpointing, rolling back and switching the mode of
   (``PATCH``) a model.
@@ -27,7 +29,7 @@ from dataclasses import dataclass
 
 from starlette.types import Scope, Send
 
-from service.asgi_errors import send_json_error
+from service.asgi_errors import send_json_error, send_personalizer_error
 from service.key_scope import SCOPE_STATE_KEY, visible
 from service.settings import ROLES, Settings
 
@@ -48,11 +50,18 @@ ROLE_OPERATIONS = {
     **dict.fromkeys(ADMIN_OPERATIONS, "admin"),
     ("POST", "/v1/models/{name}/predict"): "predict",
     ("POST", "/v1/models/{name}/feedback"): "predict",
+    ("POST", "/v1/models/{name}/rank"): "predict",
     ("GET", "/v1/models/{name}/log"): "read",
     ("GET", "/v1/models/{name}/tree"): "read",
     ("GET", "/v1/models/{name}/checkpoints"): "read",
 }
 _MODEL_PATH = re.compile(r"^/v1/models/(?P<name>[^/]+)(?P<rest>/[^/]+)?/?$")
+#: the deeper paths of a model that need the predict role: activation and Personalizer's
+#: rank, reward and activate routes (single and multi-slot)
+_PREDICT_PATH = re.compile(
+    r"^/v1/models/(?P<name>[^/]+)/(?:events/[^/]+/activate|personalizer/(?:multislot/)?"
+    r"(?:rank|events/[^/]+/(?:reward|activate)))/?$"
+)
 
 
 @dataclass(frozen=True)
@@ -79,7 +88,8 @@ def grants(settings: Settings) -> list[KeyGrant]:
     return out
 
 
-def _find(key: bytes, candidates: list[KeyGrant]) -> KeyGrant | None:
+def find_grant(key: bytes, candidates: list[KeyGrant]) -> KeyGrant | None:
+    """The grant of ``key`` among ``candidates`` (compared in constant time), or None."""
     found = None
     for grant in candidates:  # compare against every key: no early exit on a match
         if hmac.compare_digest(key, grant.key):
@@ -91,7 +101,8 @@ def _operation(method: str, path: str) -> tuple[str | None, str | None]:
     """The model a ``/v1`` request is about and the role it needs (None: any role)."""
     match = _MODEL_PATH.match(path)
     if match is None:
-        return None, None
+        deeper = _PREDICT_PATH.match(path)
+        return (deeper["name"], "predict") if deeper and method == "POST" else (None, None)
     template = "/v1/models/{name}" + (match["rest"] or "")
     return match["name"], ROLE_OPERATIONS.get((method, template))
 
@@ -122,13 +133,27 @@ class ApiKeyAuth:
             return False
         status, detail = refusal
         headers = [(b"www-authenticate", b"Bearer")] if status == 401 else []
-        await send_json_error(send, status, detail, "authorization", headers)
+        if "/personalizer/" in path:  # Personalizer's clients read its error shape
+            await send_personalizer_error(send, status, detail, headers)
+        else:
+            await send_json_error(send, status, detail, "authorization", headers)
         return True
 
     def _bearer(self, scope: Scope) -> tuple[bytes | None, tuple[int, str] | None]:
-        header = next((v for k, v in scope["headers"] if k == b"authorization"), None)
+        header = subscription = None
+        for name, value in scope["headers"]:
+            if name == b"authorization":
+                header = value
+            elif name == b"ocp-apim-subscription-key":  # Personalizer's clients
+                subscription = value.strip()
+        if header is None and subscription:
+            return subscription, None
         if header is None:
-            return None, (401, "missing API key: send 'Authorization: Bearer <key>'")
+            return None, (
+                401,
+                "missing API key: send 'Authorization: Bearer <key>' "
+                "(or 'Ocp-Apim-Subscription-Key: <key>')",
+            )
         scheme, _, key = header.partition(b" ")
         key = key.strip()
         if scheme.lower() != b"bearer" or not key:
@@ -139,7 +164,7 @@ class ApiKeyAuth:
         key, refusal = self._bearer(scope)
         if key is None:
             return refusal
-        if _find(key, self.metrics_grants) is None:
+        if find_grant(key, self.metrics_grants) is None:
             return 401, "unknown metrics key (BANDITREE_METRICS_KEY or an admin key)"
         return None
 
@@ -147,7 +172,7 @@ class ApiKeyAuth:
         key, refusal = self._bearer(scope)
         if key is None:
             return refusal
-        grant = _find(key, self.grants)
+        grant = find_grant(key, self.grants)
         if grant is None:
             return 401, "unknown API key"
         name, role = _operation(scope["method"], scope["path"])

@@ -90,10 +90,9 @@ class ErrorPublic(BaseModel):
 #: exceptions that mean "the store is unreachable now", whatever route meets them
 STORE_ERRORS: tuple[type[Exception], ...] = (
     StoreUnavailable,
-    redis.exceptions.ConnectionError,  # BusyLoadingError included
-    redis.exceptions.TimeoutError,
-    redis.exceptions.ReadOnlyError,
-    redis.exceptions.ClusterDownError,
+    # the Redis store maps every failure and error reply to StoreUnavailable itself; a
+    # redis-py error met elsewhere (LOADING, READONLY, OOM, any reply) is the same: 503
+    redis.exceptions.RedisError,
     sqlite3.OperationalError,
     OSError,  # a full disk or a failing file system under the embedded store
 )
@@ -118,8 +117,11 @@ _DESCRIPTIONS = {
 
 
 def error_json(status: int, detail: str, field: str | None = None, **extra: Any) -> JSONResponse:
-    """An :class:`ErrorPublic` answer."""
-    return JSONResponse({"detail": detail, "field": field, **extra}, status_code=status)
+    """An :class:`ErrorPublic` answer; a 503 says when to retry (``Retry-After``)."""
+    headers = {"Retry-After": "1"} if status == 503 else None
+    return JSONResponse(
+        {"detail": detail, "field": field, **extra}, status_code=status, headers=headers
+    )
 
 
 def _service_error(request: Request, exc: Exception) -> JSONResponse:
@@ -139,10 +141,7 @@ def _invalid_input(request: Request, exc: Exception) -> JSONResponse:
 
 def _store_error(request: Request, exc: Exception) -> JSONResponse:
     log.error("%s %s: store unavailable: %r", request.method, request.url.path, exc)
-    headers = {"Retry-After": "1"}
-    response = error_json(503, "the store cannot be reached now; try again", None)
-    response.headers.update(headers)
-    return response
+    return error_json(503, "the store cannot be reached now; try again", None)
 
 
 def _validation_error(request: Request, exc: Exception) -> JSONResponse:
@@ -231,8 +230,10 @@ def _statuses(route: APIRoute, admin_routes: set[tuple[str, str]]) -> set[int]:
         statuses |= {400, 422}
     if method in ("PUT", "PATCH"):
         statuses.add(409)  # the name is taken, the model cap is reached, or no apprentice
-    if path.endswith("/feedback"):
+    if path.endswith("/feedback") or path.endswith("/activate"):
         statuses |= {409, 410}
+    if path.endswith("/rank"):
+        statuses.add(409)  # the event id given is already used
     if path == "/metrics":
         statuses.add(401)  # with BANDITREE_METRICS_KEY set
     if path == "/readyz":

@@ -12,12 +12,12 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.asgi_errors import send_json_error
-from service.hot_path import PREDICT_ROUTE, predict_name, serve_predict
 from service.metrics import ServiceMetrics
 from service.store.budget import store_budget
 
 if TYPE_CHECKING:
     from service.auth import ApiKeyAuth
+    from service.hot.serve import HotPaths
 
 #: the access log (``BANDITREE_ACCESS_LOG``): one JSON line per request
 access_log = logging.getLogger("banditree.access")
@@ -34,8 +34,9 @@ class ServiceHttp:
     length is counted as it streams in.  With ``access_log`` each request is logged
     as one JSON line on the ``banditree.access`` logger.  Each request waits on the store
     for at most ``store_budget_seconds`` in all (:mod:`service.store.budget`).  With
-    ``fast_predict`` a predict with a JSON body is answered by :mod:`service.hot_path`
-    in front of the router.
+    ``hot``, the predict and feedback requests it takes are answered by it
+    (:mod:`service.hot.serve`) instead of ``app``.  It is the outermost layer of the
+    service's app (:class:`~service.hot.app.ServiceApp`), in front of FastAPI.
     """
 
     def __init__(
@@ -47,11 +48,11 @@ class ServiceHttp:
         max_body_bytes: int,
         access_log: bool = False,
         store_budget_seconds: float | None = None,
-        fast_predict: bool = True,
+        hot: HotPaths | None = None,
     ) -> None:
         self.app = app
         self.store_budget_seconds = store_budget_seconds
-        self.fast_predict = fast_predict
+        self.hot = hot
         self.auth = auth
         self.metrics = metrics
         self.max_body_bytes = max_body_bytes
@@ -90,22 +91,22 @@ class ServiceHttp:
             if not await self.auth.refused(scope, send_with_status):
                 limited = await self._limited(scope, receive, send_with_status)
                 if limited is not None:
-                    name = predict_name(scope) if self.fast_predict else None
+                    paths = self.hot
+                    hot = None if paths is None else paths.take(scope)
                     with store_budget(self.store_budget_seconds):
-                        if name is None:
+                        if paths is None or hot is None:
                             await self.app(scope, limited, send_with_status)
                         else:
-                            template = PREDICT_ROUTE
-                            await serve_predict(
-                                scope, limited, send_with_status, name=name, route=self.app
-                            )
+                            template, operation, name = hot
+                            await paths.serve(scope, limited, send_with_status, operation, name)
         finally:
             elapsed_seconds = time.perf_counter() - started
             route = scope.get("route")
             template = getattr(route, "path", None) or template
             requests, duration = self._series(template, scope["method"], status)
-            requests.inc()
-            duration.observe(elapsed_seconds)
+            tick = self.metrics.tick  # applied once per loop tick
+            tick.inc(requests)
+            tick.observe(duration, elapsed_seconds)
             if self.access_log:
                 _log_access(scope, status, elapsed_seconds)
 

@@ -18,11 +18,21 @@ from banditree import __version__
 from service.auth import ADMIN_OPERATIONS, ApiKeyAuth
 from service.docs_page import install_docs
 from service.errors import document_errors, install_error_handlers
-from service.http_middleware import ServiceHttp, enable_access_log
+from service.hot.app import ServiceApp
+from service.http_middleware import enable_access_log
 from service.metrics import ServiceMetrics
 from service.openapi_links import add_links
 from service.registry import ModelRegistry
-from service.routes import apprentice, checkpoints, decisions, health, metrics, models
+from service.routes import (
+    apprentice,
+    checkpoints,
+    decisions,
+    health,
+    metrics,
+    models,
+    personalizer,
+    ranking,
+)
 from service.routes import log as log_route
 from service.runtime.tasks import pause_after_pass, stop_tasks
 from service.settings import Settings, load_settings
@@ -157,7 +167,7 @@ def create_app(settings: Settings | None = None, *, freeze_startup: bool = False
         finally:
             await _shut_down(registry, store, tasks, settings.shutdown_seconds)
 
-    app = FastAPI(
+    app = ServiceApp(
         title="banditree",
         version=__version__,
         description="Online contextual bandits on hard oblique trees trained by gradient.",
@@ -175,7 +185,7 @@ def create_app(settings: Settings | None = None, *, freeze_startup: bool = False
     install_error_handlers(app)
     routers = [
         decisions.router, models.router, checkpoints.router, health.router, metrics.router,
-        log_route.router, apprentice.router,
+        log_route.router, apprentice.router, ranking.router, personalizer.router,
     ]  # fmt: skip
     document_errors(app, routers, set(ADMIN_OPERATIONS))
     add_links(routers)
@@ -185,13 +195,14 @@ def create_app(settings: Settings | None = None, *, freeze_startup: bool = False
     install_docs(app)
     if settings.access_log:
         enable_access_log()
-    app.add_middleware(
-        ServiceHttp,
+    app.install_front(
         auth=ApiKeyAuth(settings),
         metrics=service_metrics,
         max_body_bytes=settings.max_body_bytes,
         access_log=settings.access_log,
         store_budget_seconds=settings.store_budget_seconds or 2 * settings.redis_timeout_seconds,
+        # with OpenTelemetry on, every request goes through FastAPI's traced stack
+        hot=not settings.opentelemetry,
     )
     return app
 

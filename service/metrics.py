@@ -6,10 +6,12 @@ The metric names are part of the service contract; dashboards query them.
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from service.tick_metrics import TickMetrics
 
 LATENCY_BUCKETS_SECONDS = (
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
@@ -66,6 +68,8 @@ class ModelMetrics:
     learned_offset: Any
     lease_held: Any
     lease_holder: LeaseHolderGauge
+    #: the hot path's counters and histograms are updated through it, once per tick
+    tick: TickMetrics = field(default_factory=TickMetrics)
 
     def set_lease_holder(self, holder: str | None) -> None:
         """Report who holds the model's learner lease (None: nobody)."""
@@ -74,7 +78,7 @@ class ModelMetrics:
 
 #: ServiceMetrics attributes labelled by ``model`` alone; ModelMetrics binds each by the same name
 _MODEL_LABELLED = tuple(
-    f.name for f in fields(ModelMetrics) if f.name not in ("feedback", "lease_holder")
+    f.name for f in fields(ModelMetrics) if f.name not in ("feedback", "lease_holder", "tick")
 )
 
 
@@ -83,6 +87,7 @@ class ServiceMetrics:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
+        self.tick = TickMetrics()  # per-tick updates of the hot paths (service.tick_metrics)
         self._holders: dict[str, LeaseHolderGauge] = {}
         r, m = self.registry, ["model"]
         self.predictions = Counter("banditree_predictions", "Decisions served.", m, registry=r)
@@ -199,7 +204,7 @@ class ServiceMetrics:
         feedback = {o: self.feedback.labels(name, o) for o in FEEDBACK_OUTCOMES}
         bound = {attr: getattr(self, attr).labels(name) for attr in _MODEL_LABELLED}
         holder = self._holders.setdefault(name, LeaseHolderGauge(self.lease_holder, name))
-        return ModelMetrics(feedback=feedback, lease_holder=holder, **bound)
+        return ModelMetrics(feedback=feedback, lease_holder=holder, tick=self.tick, **bound)
 
     def forget_model(self, name: str) -> None:
         """Drop the series of a deleted model."""

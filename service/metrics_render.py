@@ -17,6 +17,8 @@ from typing import Any
 
 from prometheus_client import Counter, Gauge, Histogram
 
+#: stands for a child's labels in the shared text of a never-observed histogram
+_LABEL = "\x00labels\x00"
 _HistogramKey = Any  # a histogram child (hashed by identity: cheap, stable while it lives)
 
 
@@ -54,6 +56,7 @@ class ExpositionRenderer:
                 raise TypeError(f"{metric!r}: only counters, gauges and histograms")
         self._labels: dict[Any, str] = {}  # child -> its label text
         self._histograms: dict[_HistogramKey, tuple[float, float, str]] = {}
+        self._empty: dict[str, str] = {}  # histogram name -> its never-observed lines
 
     @staticmethod
     def _label_text(names: tuple[str, ...], values: tuple[str, ...]) -> str:
@@ -73,17 +76,19 @@ class ExpositionRenderer:
                 f"# HELP {family} {_help(metric._documentation)}\n# TYPE {family} {kind}\n"
             )
             if names:
+                # one list, no tuple per child: the garbage collector tracks every container
+                # made here, and 10,000 models' worth would set off full collections
                 with metric._lock:
-                    children = list(metric._metrics.items())
+                    children = list(metric._metrics.values())
             else:
-                children = [((), metric)]  # an unlabelled metric holds its own value
-            for values, child in children:
+                children = [metric]  # an unlabelled metric holds its own value
+            for child in children:
                 label = labels.get(child)
                 if label is None:
-                    label = self._label_text(names, values)
+                    label = self._label_text(names, child._labelvalues)
                 labels_seen[child] = label
                 if kind == "histogram":
-                    parts.append(self._histogram(histograms, name, label, values, child))
+                    parts.append(self._histogram(histograms, name, label, child))
                     continue
                 # the value without its lock: a float read is atomic, a scrape may lag
                 value = child._value._value
@@ -97,7 +102,6 @@ class ExpositionRenderer:
         out: dict[_HistogramKey, tuple[float, float, str]],
         name: str,
         label: str,
-        values: tuple[str, ...],
         child: Any,
     ) -> str:
         # every observation changes the sum or, for an amount of 0, the first bucket
@@ -107,6 +111,10 @@ class ExpositionRenderer:
         if cached is not None and cached[0] == total and cached[1] == first:
             out[key] = cached
             return cached[2]
+        if total == 0.0 and first == 0.0 and label and not any(b._value for b in child._buckets):
+            text = self._empty_histogram(name, child._upper_bounds).replace(_LABEL, label)
+            out[key] = (total, first, text)
+            return text
         lines, acc = [], 0.0
         sep = "," if label else ""
         for bound, bucket in zip(child._upper_bounds, child._buckets, strict=True):
@@ -117,6 +125,16 @@ class ExpositionRenderer:
         lines.append(f"{name}_sum{braced} {number(total)}\n")
         text = "".join(lines)
         out[key] = (total, first, text)
+        return text
+
+    def _empty_histogram(self, name: str, bounds: list[float]) -> str:
+        """The lines of a labelled histogram that never observed, with :data:`_LABEL` for
+        its labels (a new model's histograms cost a string replacement each)."""
+        text = self._empty.get(name)
+        if text is None:
+            lines = [f'{name}_bucket{{{_LABEL},le="{number(b)}"}} 0.0\n' for b in bounds]
+            lines += [f"{name}_count{{{_LABEL}}} 0.0\n", f"{name}_sum{{{_LABEL}}} 0.0\n"]
+            text = self._empty[name] = "".join(lines)
         return text
 
 

@@ -15,6 +15,7 @@ from pydantic import (
 )
 
 from banditree.learners import LearnerConfig
+from banditree.learners.config import defaults as config_defaults
 from banditree.learners.config import rules as config_rules
 from banditree.models.dgt.trained import MAX_FILE_BYTES, base64_length
 from service.schema_parts import (
@@ -82,6 +83,11 @@ class ModelCreate(flat_fields("ModelFields", LearnerConfig, ModelPolicy)):  # ty
         max_length=base64_length(MAX_FILE_BYTES),
         description="base64 of a 'banditree train' model.safetensors: the model starts from it",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _ranking_width(cls, data: Any) -> Any:
+        return config_defaults.ranking_fills(data)  # n_features 1 for a ranking model
 
     @model_validator(mode="after")
     def _config_rules(self) -> ModelCreate:

@@ -154,7 +154,11 @@ class Settings(BaseSettings):
         1000,
         ge=1,
         le=1_000_000,
-        description="open connections (waiting ones are displaced first) and running requests",
+        description="open connections per process, and running requests: a connection over it "
+        "displaces the longest-waiting connection that is idle or still sending headers or a "
+        "body, if that one has waited 1 s (0.05 s for a request with a configured key); "
+        "otherwise its request is answered 503 with Retry-After: 1 (a burst over the cap is "
+        "served up to it)",
     )
     max_connections_per_peer: int = Field(
         0, ge=0, le=1_000_000, description="open connections from one client address; 0 = no cap"

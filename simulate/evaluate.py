@@ -1,7 +1,9 @@
 """``banditree evaluate``: candidate configurations against an interaction log.
 
 Reads the log (:func:`banditree.logs.read_log`), replays it through every candidate
-(:mod:`simulate.counterfactual`), and writes ``report.json`` and ``evaluate.png``.
+(:mod:`simulate.counterfactual`), and writes ``report.json`` and ``evaluate.png``.  A
+DSJson log (candidate sets: a ranking model's export or Personalizer's) goes to
+:mod:`simulate.evaluate_ranking` instead.
 """
 
 from __future__ import annotations
@@ -105,6 +107,13 @@ def evaluate(options: EvaluateOptions) -> dict[str, Any]:
         raise ValueError(f"--train-fraction must be in (0, 1), got {options.train_fraction}")
     if options.n_bootstrap < 10:
         raise ValueError(f"--n-bootstrap must be >= 10, got {options.n_bootstrap}")
+    from simulate.evaluate_ranking import evaluate_dsjson, is_dsjson
+
+    if is_dsjson(options.log):  # a ranking log: candidate sets (banditree.ranking.evaluate)
+        return evaluate_dsjson(
+            options.log, options.configs, options.out, train_fraction=options.train_fraction,
+            n_bootstrap=options.n_bootstrap, seed=options.seed,
+        )  # fmt: skip
     table = load_log_table(options.log)
     if table.task != "classification":
         raise ValueError(f"{options.log}: evaluate needs a classification log (an action per row)")

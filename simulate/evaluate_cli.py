@@ -15,7 +15,11 @@ def _fmt(value: float | None, ci: list[float] | None) -> str:
 
 def evaluate_command(
     log: Path = typer.Argument(
-        ..., help="A log: NDJSON, Parquet or CSV export, or the simulator's decisions.csv."
+        ...,
+        help=(
+            "A log: NDJSON, Parquet or CSV export, the simulator's decisions.csv, or DSJson "
+            "(.dsjson: a ranking model's export or Personalizer's)."
+        ),
     ),
     config: list[Path] = typer.Option(
         ..., "--config", help="A candidate configuration (JSON); repeat for each candidate."
@@ -60,6 +64,16 @@ def evaluate_command(
         raise typer.Exit(2) from None
     logged = report["logged_policy"]
     typer.echo(f"{'logged policy':20s} value {_fmt(logged['value'], logged['value_ci95'])}")
+    if report["log"].get("format") == "dsjson":  # a ranking log: policy and greedy estimates
+        for name, entry in report["candidates"].items():
+            for kind in ("policy", "greedy"):
+                parts = [
+                    f"{key} {_fmt(entry[kind][key]['value'], entry[kind][key]['value_ci95'])}"
+                    for key in ("ips", "snips", "dr")
+                ]
+                typer.echo(f"{name + ' ' + kind:20s} " + "  ".join(parts))
+        typer.echo(f"report: {Path(out) / 'report.json'}")
+        return
     for name, entry in report["candidates"].items():
         parts = [
             f"{key} {_fmt(entry[key], entry[f'{key}_ci95'])}"

@@ -97,7 +97,7 @@ def make_environment(task: str, options: SimulationOptions, n_classes: int) -> E
     if options.loss == "zero_one":
         raise ValueError("--loss zero_one is for classification; regression takes squared or huber")
     return RegressionEnvironment(
-        mode=options.feedback or "one_point",
+        mode=options.feedback or "two_point",  # exact gradient of the squared loss
         loss="huber" if options.loss == "huber" else "squared",
         huber_xi=options.huber_xi,
     )

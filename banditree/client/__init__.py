@@ -19,6 +19,7 @@ if TYPE_CHECKING:
         FeedbackResult,
         ModelInfo,
         PredictResult,
+        RankResult,
     )
     from banditree.client.sync_client import Client
     from banditree.client.wire import RetryPolicy
@@ -33,6 +34,7 @@ _WHERE = {
     "FeedbackResult": "banditree.client.results",
     "ModelInfo": "banditree.client.results",
     "PredictResult": "banditree.client.results",
+    "RankResult": "banditree.client.results",
     "RetryPolicy": "banditree.client.wire",
     "ServiceUnavailable": "banditree.client.errors",
 }
@@ -45,6 +47,7 @@ __all__ = [
     "FeedbackResult",
     "ModelInfo",
     "PredictResult",
+    "RankResult",
     "RetryPolicy",
     "ServiceUnavailable",
 ]

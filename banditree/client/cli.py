@@ -14,7 +14,12 @@ def export_command(
     name: str = typer.Argument(..., help="Model name on the service."),
     out: Path = typer.Option(..., "--out", help="Output file (.parquet, .csv or .ndjson)."),
     fmt: str | None = typer.Option(
-        None, "--format", help="parquet, csv or ndjson (default: from the file name)."
+        None,
+        "--format",
+        help=(
+            "parquet, csv, ndjson, or dsjson (VW's decision-service JSON, ranking models) "
+            "(default: from the file name)."
+        ),
     ),
     server: str = typer.Option(
         "http://127.0.0.1:8000", "--server", envvar="BANDITREE_SERVER", help="Service URL."

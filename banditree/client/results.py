@@ -30,6 +30,28 @@ class PredictResult:
 
 
 @dataclass(frozen=True)
+class RankResult:
+    """One ranking: ``reward_action_id`` to show, every candidate's ``(id, probability)``
+    (the one to show first, excluded ones last at 0), the ``event_id`` to reward."""
+
+    event_id: str
+    model_version: int
+    reward_action_id: str
+    ranking: tuple[tuple[str, float], ...]
+    logged: bool = True
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RankResult:
+        return cls(
+            event_id=str(data["event_id"]),
+            model_version=int(data.get("model_version", 0)),
+            reward_action_id=str(data["reward_action_id"]),
+            ranking=tuple((str(r["id"]), float(r["probability"])) for r in data["ranking"]),
+            logged=bool(data.get("logged", True)),
+        )
+
+
+@dataclass(frozen=True)
 class FeedbackResult:
     """``accepted``, or ``already_accepted`` when the service had this event's feedback
     already (a retried request whose first answer was lost)."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -12,7 +12,13 @@ import orjson
 
 from banditree.client import wire
 from banditree.client.errors import BanditreeError, ServiceUnavailable
-from banditree.client.results import CheckpointResult, FeedbackResult, ModelInfo, PredictResult
+from banditree.client.results import (
+    CheckpointResult,
+    FeedbackResult,
+    ModelInfo,
+    PredictResult,
+    RankResult,
+)
 
 
 class Client:
@@ -164,6 +170,31 @@ class Client:
         return wire.feedback_result(response, event_id)
 
     # -- checkpoints and export ------------------------------------------------------
+    # -- ranking -----------------------------------------------------------------------
+    def rank(
+        self,
+        name: str,
+        context: Any,
+        actions: Sequence[Mapping[str, Any]] | Mapping[str, Any],
+        *,
+        excluded_actions: Sequence[str] | None = None,
+        event_id: str | None = None,
+        defer_activation: bool = False,
+    ) -> RankResult:
+        """Rank the candidates (``[{"id", "features"}]`` or ``{id: features}``) of a
+        ranking model for ``context`` (an object of named features)."""
+        body = wire.rank_body(context, actions, excluded_actions, event_id, defer_activation)
+        return RankResult.from_json(self._json("POST", wire.model_path(name, "/rank"), json=body))
+
+    def reward(self, name: str, event_id: str, value: float) -> FeedbackResult:
+        """Report the reward (in [-1, 1], higher is better) of a ranking decision."""
+        return self.feedback(name, event_id, reward=value)
+
+    def activate(self, name: str, event_id: str) -> int:
+        """Activate a deferred ranking decision: the decisions made learnable (0: already were)."""
+        path = wire.model_path(name, f"/events/{event_id}/activate")
+        return int((self._json("POST", path))["activated"])
+
     def checkpoint(self, name: str) -> CheckpointResult:
         return CheckpointResult.from_json(self._json("POST", wire.model_path(name, "/checkpoints")))
 

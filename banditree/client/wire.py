@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -109,6 +110,30 @@ def feedback_body(
         body["reward"] = float(reward)
     elif losses is not None:
         body["losses"] = [float(losses[0]), float(losses[1])]
+    return body
+
+
+def rank_body(
+    context: Any,
+    actions: Sequence[Mapping[str, Any]] | Mapping[str, Any],
+    excluded_actions: Sequence[str] | None,
+    event_id: str | None,
+    defer_activation: bool,
+) -> dict[str, Any]:
+    """Body of ``POST .../rank``; ``actions`` as ``[{id, features}]`` or ``{id: features}``."""
+    if isinstance(actions, Mapping):
+        listed = [{"id": key, "features": value} for key, value in actions.items()]
+    else:
+        listed = [dict(a) for a in actions]
+    body: dict[str, Any] = {"actions": listed}
+    if context is not None:
+        body["context"] = context
+    if excluded_actions:
+        body["excluded_actions"] = list(excluded_actions)
+    if event_id is not None:
+        body["event_id"] = event_id
+    if defer_activation:
+        body["defer_activation"] = True
     return body
 
 

@@ -18,6 +18,11 @@ class Decision:
     played with) are set; for regression ``value`` is the value to play
     (``greedy_value + delta * perturbation`` for one-point feedback) and ``probes``
     holds the two values of a two-point query.
+
+    ``ranking`` is set by ranking models only (None otherwise, and then absent from
+    every stored form, so the other models' records are unchanged): the whole
+    candidate set of the decision as JSON (:mod:`banditree.ranking.model` documents
+    its keys), ``action`` indexing the candidate played.
     """
 
     event_id: str
@@ -33,6 +38,7 @@ class Decision:
     leaf: int | None = None
     explored: bool = False
     extras: dict[str, float] = field(default_factory=dict)
+    ranking: dict[str, Any] | None = None
 
     def __init__(
         self,
@@ -49,6 +55,7 @@ class Decision:
         leaf: int | None = None,
         explored: bool = False,
         extras: dict[str, float] | None = None,
+        ranking: dict[str, Any] | None = None,
     ) -> None:
         # the fields in one assignment: a frozen dataclass's own __init__ sets them one
         # object.__setattr__ at a time, a third of a decision's bookkeeping
@@ -69,6 +76,7 @@ class Decision:
                 "leaf": leaf,
                 "explored": explored,
                 "extras": {} if extras is None else extras,
+                "ranking": ranking,
             },
         )
 
@@ -95,8 +103,12 @@ class Decision:
         )  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready mapping (round-trips through :meth:`from_dict`)."""
-        return asdict(self)
+        """JSON-ready mapping (round-trips through :meth:`from_dict`); ``ranking`` only
+        where it is set."""
+        out = asdict(self)
+        if out["ranking"] is None:
+            del out["ranking"]
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Decision:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -23,6 +24,15 @@ from banditree.learners.ridge import PerActionRidge
 from banditree.learners.uniform import UniformRandom
 from banditree.learners.warm_start import warm_start
 from banditree.models.spec import reward_prior
+
+#: builders of the tasks whose learners live above this layer (``ranking``:
+#: :mod:`banditree.ranking` registers itself when imported)
+TASK_BUILDERS: dict[str, Callable[[LearnerConfig], Learner]] = {}
+
+
+def register_task(task: str, builder: Callable[[LearnerConfig], Learner]) -> None:
+    """Build the learners of ``task`` with ``builder`` (called by the task's package)."""
+    TASK_BUILDERS[task] = builder
 
 
 def make_estimator(c: LearnerConfig) -> Estimator:
@@ -58,6 +68,10 @@ def build_learner(
 
 def _build_fresh(config: LearnerConfig | dict[str, Any]) -> Learner:
     c = config if isinstance(config, LearnerConfig) else LearnerConfig.model_validate(config)
+    if c.task in TASK_BUILDERS:
+        return TASK_BUILDERS[c.task](c)
+    if c.task == "ranking":
+        raise ValueError("task ranking needs banditree.ranking (import it first)")
     stored = c.model_dump(mode="json")
     if c.kind == "random":
         if c.task != "classification" or c.n_actions is None:

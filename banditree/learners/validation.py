@@ -8,14 +8,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from banditree.core.arrays import FloatArray
+from banditree.features.errors import InvalidInput
 
-
-class InvalidInput(ValueError):
-    """A context, decision or feedback the learner refuses; the model is left unchanged."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
-        self.field = field
+__all__ = ["InvalidInput", "as_context", "as_contexts", "check_loss", "context_values"]
 
 
 def as_context(

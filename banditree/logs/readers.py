@@ -70,6 +70,11 @@ def read_log(path: Path | str, fmt: LogFormat | None = None) -> LogTable:
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such log file")
     fmt = fmt or format_from_path(path)
+    if fmt == "dsjson":
+        raise ValueError(
+            f"{path}: a DSJson log holds candidate sets (a ranking model's log): read it "
+            "with banditree.logs.dsjson.read_dsjson"
+        )
     columns = _read_ndjson(path) if fmt == "ndjson" else _read_arrow(path, fmt)
     n = len(next(iter(columns.values()))) if columns else 0
     if n == 0:

@@ -18,7 +18,10 @@ The wire form (NDJSON, one JSON object per line) is::
 * regression: ``value`` played (``greedy_value + delta * perturbation`` for one-point
   feedback) or ``probes`` ``[value + delta, value - delta]`` of a two-point query;
 * ``loss`` (or ``losses`` of the two probes) - what the caller reported;
-* ``source`` - ``feedback``, or ``expired`` when the default loss was applied.
+* ``source`` - ``feedback``, or ``expired`` when the default loss was applied;
+* ``ranking`` - a ranking model's rows only: the candidate set
+  (:mod:`banditree.ranking.model` describes it); ``context`` is then empty and
+  ``action`` indexes the candidate played.
 
 The flat form (CSV, Parquet) has the same fields with ``context`` spread over
 ``x0..x{d-1}``, ``probes`` over ``probe_plus, probe_minus`` and ``losses`` over
@@ -63,7 +66,7 @@ def log_row(
     source: str = "feedback",
 ) -> dict[str, Any]:
     """The wire form of one joined log entry (see the module docstring)."""
-    return {
+    row = {
         "offset": int(offset),
         "event_id": decision.event_id,
         "time_seconds": float(time_seconds),
@@ -80,6 +83,9 @@ def log_row(
         "losses": None if feedback.losses is None else list(feedback.losses),
         "source": source,
     }
+    if decision.ranking is not None:  # a ranking model's candidate set (other rows unchanged)
+        row["ranking"] = decision.ranking
+    return row
 
 
 def validate_row(row: dict[str, Any], where: str = "row") -> None:

@@ -19,10 +19,13 @@ from typing import IO, Any, Literal
 import numpy as np
 import orjson
 
+from banditree.logs.dsjson import dsjson_event
 from banditree.logs.record import FLAT_COLUMNS
 
-LogFormat = Literal["ndjson", "parquet", "csv"]
-LOG_FORMATS: tuple[str, ...] = ("ndjson", "parquet", "csv")
+LogFormat = Literal["ndjson", "parquet", "csv", "dsjson"]
+#: dsjson (VW's decision-service JSON, ranking models: :mod:`banditree.logs.dsjson`) is
+#: chosen by name only: a ``.json`` file is NDJSON
+LOG_FORMATS: tuple[str, ...] = ("ndjson", "parquet", "csv", "dsjson")
 #: rows converted to one Arrow record batch at a time
 BATCH_ROWS = 65_536
 
@@ -130,7 +133,7 @@ class LogWriter:
         self.format: LogFormat = fmt or format_from_path(path)
         if self.format not in LOG_FORMATS:
             raise ValueError(f"format must be one of {LOG_FORMATS}, got {self.format!r}")
-        if self.format != "ndjson":
+        if self.format not in ("ndjson", "dsjson"):
             _pyarrow()
         self.rows_total = 0
         self._pending: list[dict[str, Any]] = []
@@ -142,7 +145,7 @@ class LogWriter:
         # created here (exclusively, under the umask) so the final file gets ordinary modes
         self.partial_path = self.path.with_name(f".{self.path.name}.{secrets.token_hex(6)}.part")
         handle = self.partial_path.open("xb")
-        if self.format == "ndjson":
+        if self.format in ("ndjson", "dsjson"):
             self._text = handle
         else:
             handle.close()  # pyarrow opens the path itself
@@ -159,7 +162,8 @@ class LogWriter:
                     f"earlier rows have {self._n_features}"
                 )
             if self._text is not None:
-                self._text.write(orjson.dumps(row) + b"\n")
+                line = dsjson_event(row) if self.format == "dsjson" else row
+                self._text.write(orjson.dumps(line) + b"\n")
             else:
                 self._pending.append(row)
                 if len(self._pending) >= BATCH_ROWS:

@@ -43,6 +43,15 @@ class RegistryBase:
         self.records: dict[str, str] = {}  # the record of every model served or learned
         self._discovery_wanted = asyncio.Event()
         self._creating = 0  # creates past the model cap's check, not yet in ``runtimes``
+        # every create, first load and delete of this process bumps the generation and
+        # marks its model with it: a discovery pass leaves alone the models changed after
+        # it read the store's list (what it read about them is already out of date)
+        self.generation = 0
+        self._changed: dict[str, int] = {}
+        self._discovering = asyncio.Lock()  # one discovery (or write-back) pass at a time
+        self.store_changes = 0  # the store's count of record saves and deletes, as last seen
+        # models (name -> uid) whose store log ended before an offset this process saw
+        self._behind: dict[str, str] = {}
         self.idle = IdleLearners(store, holder=self.holder, lease_seconds=settings.lease_seconds)
         self.share = LeaseShare(
             store, holder=self.holder, lease_seconds=settings.lease_seconds,
@@ -74,6 +83,30 @@ class RegistryBase:
             yield
         finally:
             lock.release()
+
+    def touch(self, name: str) -> None:
+        """Mark ``name`` as changed by this process now (created, loaded or deleted)."""
+        self.generation += 1
+        self._changed[name] = self.generation
+
+    def changed_since(self, name: str, generation: int) -> bool:
+        """Whether this process created, loaded or deleted ``name`` after ``generation``."""
+        return self._changed.get(name, 0) > generation
+
+    def forget_changes(self, generation: int) -> None:
+        """Drop the marks of changes made up to ``generation`` (no pass reads them again)."""
+        self._changed = {n: g for n, g in self._changed.items() if g > generation}
+
+    def went_back(self, name: str, uid: str) -> None:
+        """Model ``name`` (``uid``) found its log behind what this process saw: the next
+        discovery pass checks that the store still holds that model (not a namesake
+        created since), then starts a new epoch so that every process writes back."""
+        self._behind[name] = uid
+        self.want_discovery()
+
+    def saw_store_changes(self, changes: int) -> None:
+        """The store answered this count of record saves and deletes."""
+        self.store_changes = max(self.store_changes, changes)
 
     def want_discovery(self) -> None:
         """Look at the store's models (and epoch) now rather than at the next poll."""
@@ -108,6 +141,7 @@ class RegistryBase:
 
     def _publish(self, runtime: ModelRuntime) -> None:
         self.runtimes[runtime.name] = runtime
+        self.touch(runtime.name)
         self.metrics.models_loaded.set(len(self.runtimes))
         # A model holds hundreds of long-lived objects (its learner, its metric series):
         # with thousands of models, each full collection of the cyclic garbage collector

@@ -8,6 +8,7 @@ import json
 import logging
 
 from banditree.learners import LearnerConfig
+from service.domain_errors import ModelNotFound
 from service.recovery import HeldModel, write_back
 from service.registry.serving import ServingRegistry
 from service.runtime import LearnerPolicy, ModelLearner
@@ -27,6 +28,7 @@ class LearningRegistry(ServingRegistry):
         if self.learns:  # how many learn, before this process's learners take leases
             await self.share.beat()
             self.share.start()
+        self.saw_store_changes(await self.store.changes())
         for name, record in (await self.store.load_models()).items():
             try:
                 await self.store.hold_model(name)  # a no-op unless stored by an older release
@@ -62,33 +64,86 @@ class LearningRegistry(ServingRegistry):
     async def discover(self) -> None:
         """Start learners for models created elsewhere; stop those of deleted models.
 
-        Models missing from the store are dropped only when the store's epoch is the one
-        they were held in, read after the records: a store that lost its data gets them
-        written back instead (:meth:`recover`).
+        One reconciliation with this process's own creates and deletes: a model this
+        process created, loaded or deleted after the list was read is left as it is (the
+        list is out of date about it), and a model is dropped only under its lock, so a
+        create of the same name never overlaps it.  Models missing from the store are
+        dropped only when the store's epoch is the one they were held in, read after the
+        records: a store that lost its data gets them written back instead (:meth:`recover`),
+        and so does one that came back from an older snapshot (:meth:`went_back`).
         """
-        records = await self.store.load_models()
-        epoch = await self.store.epoch()
-        if epoch != self.epoch:
-            await self.recover(epoch)
-            return
+        async with self._discovering:
+            if self._behind:
+                await self._start_new_epoch()
+            seen, expected = self.generation, self.store_changes
+            records = await self.store.load_models()
+            epoch = await self.store.epoch()
+            changes = await self.store.changes()
+            if epoch == self.epoch and changes < expected:
+                # fewer saves and deletes of records than this process saw, in the same
+                # epoch: an older snapshot (which may lack models created since)
+                log.error(
+                    "the store came back from an older snapshot (%d record changes where "
+                    "%d were seen): new epoch", changes, expected,
+                )  # fmt: skip
+                epoch = await self.store.new_epoch(changes=expected)
+            if epoch != self.epoch:
+                await self.recover(epoch)
+                return
+            self.saw_store_changes(changes)
+            try:
+                await self._reconcile(records, seen)
+            finally:
+                self.forget_changes(seen)
+
+    async def _start_new_epoch(self) -> None:
+        """A new epoch when a model found behind is still the one this process serves."""
+        behind, self._behind = self._behind, {}
+        for name, uid in behind.items():
+            record = await self.store.load_model(name)
+            if record is not None and json.loads(record).get("uid") == uid:
+                log.error("the store came back from an older snapshot (model %s): new epoch", name)
+                await self.store.new_epoch(changes=self.store_changes)
+                return
+
+    async def _reconcile(self, records: dict[str, str], seen: int) -> None:
+        """Serve and learn the models of ``records`` (read at generation ``seen``), drop
+        the others."""
         share = LoopShare()
         if self.serves:  # replicas hold every model, so each one serves its newest snapshot
             for name in [n for n in records if n not in self.runtimes]:
                 await share.turn()
-                await self.get(name)
+                if self.changed_since(name, seen):
+                    continue
+                try:
+                    await self.get(name)
+                except ModelNotFound:  # deleted elsewhere since the list was read
+                    continue
         if self.learns:
             for name, record in records.items():
                 if name not in self.learners:
                     await share.turn()
-                    self._start_learner(name, record)
-        for name in [n for n in self.learners if n not in records]:
+                    if name not in self.learners and not self.changed_since(name, seen):
+                        self._start_learner(name, record)
+        held = set(self.learners) | set(self.runtimes) | set(self.records)
+        for name in sorted(held - set(records)):
             await share.turn()
-            await self.learners.pop(name).stop()
-        for name in [n for n in self.runtimes if n not in records]:
-            self.runtimes.pop(name, None)
-            self.metrics.forget_model(name)
-        for name in [n for n in self.records if n not in records]:
-            del self.records[name]
+            await self._drop(name, seen)
+
+    async def _drop(self, name: str, seen: int) -> None:
+        """Stop and forget ``name``, deleted elsewhere, unless this process changed it
+        after generation ``seen``."""
+        async with self._locked(name):
+            if self.changed_since(name, seen):
+                return
+            learner = self.learners.pop(name, None)
+            if learner is not None:
+                await learner.stop()
+            runtime = self.runtimes.pop(name, None)
+            self.records.pop(name, None)
+            if learner is not None or runtime is not None:
+                self.metrics.forget_model(name)
+                self.metrics.models_loaded.set(len(self.runtimes))
 
     async def recover(self, epoch: str) -> None:
         """Write this process's models back to a store that lost its data (now ``epoch``)."""
@@ -98,7 +153,7 @@ class LearningRegistry(ServingRegistry):
             await asyncio.sleep(2 * self.settings.snapshot_poll_seconds)
         names = sorted(set(self.runtimes) | set(self.learners))
         log.error(
-            "the store lost its data (epoch %s, was %s): writing back %d models",
+            "the store lost its data or came back older (epoch %s, was %s): writing back %d models",
             epoch, self.epoch, len(names),
         )  # fmt: skip
         models = [

@@ -46,6 +46,7 @@ class ModelRegistry(LearningRegistry):
         if body.initial_model is not None:  # recorded as built, so its checkpoints match it
             config = config.for_initial_model()
         async with self._locked(name):
+            self.touch(name)  # a discovery pass that read the list before leaves it alone
             if name in self.runtimes or await self.store.load_model(name) is not None:
                 raise ModelExists(name)
             held, limit = len(self.runtimes) + self._creating, self.settings.max_models
@@ -83,11 +84,12 @@ class ModelRegistry(LearningRegistry):
         await self.store.hold_model(name)
         if body.initial_model is not None:
             await self._save_initial(name, learner)
-        await self.store.save_model(name, record_json)
+        self.saw_store_changes(await self.store.save_model(name, record_json))
         runtime = ModelRuntime(
             name=name, uid=record["uid"], learner=learner, policy=resolved,
             store=self.store, metrics=self.metrics.for_model(name),
             wake_learner=self._waker(name), on_gone=self.want_discovery,
+            on_behind=self.went_back,
         )  # fmt: skip
         self.records[name] = record_json
         self._publish(runtime)
@@ -112,6 +114,7 @@ class ModelRegistry(LearningRegistry):
         """Stop and forget ``name`` with its decisions, log and checkpoints."""
         await self.get(name)
         async with self._locked(name):
+            self.touch(name)
             # read first: an unreachable store refuses the delete (503) before anything
             # changes, and a delete that fails half way leaves the model served and learned
             record = await self.store.load_model(name)
@@ -126,7 +129,7 @@ class ModelRegistry(LearningRegistry):
             try:
                 if learner is not None:
                     await learner.stop()
-                await self.store.delete_model(name)
+                self.saw_store_changes(await self.store.delete_model(name))
             except StoreUnavailable:
                 if learner is not None:
                     self._start_learner(name, record)
@@ -135,3 +138,4 @@ class ModelRegistry(LearningRegistry):
             self.records.pop(name, None)
             self.metrics.forget_model(name)
             self.metrics.models_loaded.set(len(self.runtimes))
+            self.touch(name)

@@ -14,6 +14,7 @@ from banditree.core.codec import columns_public, decision_public
 from banditree.learners.reward import feedback_from_reward
 from service.deps import ModelName
 from service.errors import ServiceError
+from service.hot.parse import FeedbackBody, PredictBody
 from service.registry import ModelRegistry
 from service.routes.apprentice import apprentice_predict
 from service.schemas import (
@@ -25,13 +26,13 @@ from service.schemas import (
 )
 from service.settings import Settings
 
-__all__ = ["columns_public", "decide", "decision_public", "router"]
+__all__ = ["columns_public", "decide", "decision_public", "give_feedback", "router"]
 
 router = APIRouter(prefix="/v1/models", tags=["decisions"])
 
 
-async def decide(state: State, name: str, body: PredictCreate) -> bytes:
-    """The JSON answer of a predict: the route and the fast path (:mod:`service.hot_path`)."""
+async def decide(state: State, name: str, body: PredictCreate | PredictBody) -> bytes:
+    """The JSON answer of a predict: the route and the hot path (:mod:`service.hot`)."""
     settings: Settings = state.settings
     registry: ModelRegistry = state.registry
     runtime = await registry.get(name)
@@ -66,16 +67,15 @@ async def decide(state: State, name: str, body: PredictCreate) -> bytes:
 async def predict(name: ModelName, body: PredictCreate, request: Request) -> Response:
     """Decide for one ``context`` (one decision) or a batch of ``contexts`` (``decisions``).
 
-    Requests with a JSON body are usually answered by the fast path in front of the
-    router (:mod:`service.hot_path`), which runs the same :func:`decide`.
+    Requests with a JSON body are usually answered by the hot path in front of the
+    app (:mod:`service.hot`), which runs the same :func:`decide`.
     """
     return Response(await decide(request.app.state, name, body), media_type="application/json")
 
 
-@router.post("/{name}/feedback")
-async def feedback(name: ModelName, body: FeedbackCreate, request: Request) -> FeedbackPublic:
-    """Report the loss (or reward, or two-point losses) of a pending decision."""
-    registry: ModelRegistry = request.app.state.registry
+async def give_feedback(state: State, name: str, body: FeedbackCreate | FeedbackBody) -> None:
+    """Log the feedback of a predict: the route and the hot path (:mod:`service.hot`)."""
+    registry: ModelRegistry = state.registry
     runtime = await registry.get(name)
     if body.losses is not None:
         fb, field = Feedback(losses=(body.losses[0], body.losses[1])), "losses"
@@ -84,4 +84,14 @@ async def feedback(name: ModelName, body: FeedbackCreate, request: Request) -> F
     else:
         fb, field = Feedback(loss=body.loss), "loss"
     await runtime.feedback(body.event_id, fb, field=field)
+
+
+@router.post("/{name}/feedback")
+async def feedback(name: ModelName, body: FeedbackCreate, request: Request) -> FeedbackPublic:
+    """Report the loss (or reward, or two-point losses) of a pending decision.
+
+    Requests with a JSON body are usually answered by the hot path in front of the
+    app (:mod:`service.hot`), which runs the same :func:`give_feedback`.
+    """
+    await give_feedback(request.app.state, name, body)
     return FeedbackPublic(status="accepted", event_id=body.event_id)

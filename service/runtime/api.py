@@ -14,7 +14,6 @@ memory, marked as not logged (their feedback cannot be taken) and counted in
 from __future__ import annotations
 
 import logging
-import secrets
 import time
 from collections.abc import Callable
 
@@ -33,11 +32,19 @@ from service.domain_errors import (
     Unavailable,
 )
 from service.metrics import ModelMetrics
+from service.runtime.event_ids import new_event_ids
 from service.runtime.operator import OperatorWrites
 from service.runtime.policy import Policy
 from service.runtime.replay import column_payloads, decision_payload, feedback_json, read_decision
 from service.runtime.snapshot import ServedSnapshot
-from service.store import CheckpointInfo, EventLookup, ModelGone, Store, StoreUnavailable
+from service.store import (
+    CheckpointInfo,
+    EventLookup,
+    ModelGone,
+    Store,
+    StoreBehind,
+    StoreUnavailable,
+)
 
 log = logging.getLogger("banditree.service")
 
@@ -46,20 +53,6 @@ _UNAVAILABLE = (
     "the store is unreachable: the feedback may not have been recorded; retry it "
     "(a repeat of a feedback that was recorded answers 409)"
 )
-
-
-def new_event_ids(count: int) -> list[str]:
-    """``count`` fresh event ids: the time in milliseconds (12 hex digits), then 96 random bits.
-
-    The random part makes an id unguessable; the time prefix makes successive ids
-    neighbours in a store's index, so the embedded store appends decisions to the end
-    of its B-tree instead of writing a random page for each.
-    """
-    prefix = f"{time.time_ns() // 1_000_000:012x}"
-    if count == 1:
-        return [prefix + secrets.token_hex(12)]
-    noise = secrets.token_bytes(12 * count).hex()
-    return [prefix + noise[i : i + 24] for i in range(0, 24 * count, 24)]
 
 
 class ModelRuntime(OperatorWrites):
@@ -77,12 +70,14 @@ class ModelRuntime(OperatorWrites):
         last_checkpoint: CheckpointInfo | None = None,
         wake_learner: Callable[[], None] | None = None,
         on_gone: Callable[[], None] | None = None,
+        on_behind: Callable[[str, str], None] | None = None,
     ) -> None:
         self.name, self.uid = name, uid
         self.policy, self.store, self.metrics = policy, store, metrics
         self.served = ServedSnapshot(self, learner, last_checkpoint)
         self.wake_learner = wake_learner  # work for this process's learner: look now
         self.on_gone = on_gone  # the store no longer holds the model: deleted, or data lost
+        self.on_behind = on_behind  # (name, uid): the store came back from an older snapshot
         self.log_last = last_checkpoint.offset if last_checkpoint else 0
         self.decisions_total = 0  # as last seen in the store, plus this process's since
         self._leaves_sum, self._leaves_count = 0.0, 0
@@ -153,14 +148,15 @@ class ModelRuntime(OperatorWrites):
             logged = False
         if logged:
             self.decisions_total += len(events)
-        m.predictions.inc(len(events))
+        tick = m.tick  # the counters and the histogram are updated once per loop tick
+        tick.inc(m.predictions, len(events))
         if explored:
-            m.explored.inc(explored)
+            tick.inc(m.explored, explored)
         if leaves:
             self._leaves_sum += float(sum(leaves))
             self._leaves_count += len(leaves)
             m.reachable_leaves.set(self._leaves_sum / self._leaves_count)
-        m.predict_latency.observe(time.perf_counter() - started)
+        tick.observe(m.predict_latency, time.perf_counter() - started)
         return logged
 
     # -- feedback --------------------------------------------------------------------
@@ -185,12 +181,15 @@ class ModelRuntime(OperatorWrites):
                 detail = str(err) if field == "loss" else f"{err} (computed from {field})"
                 raise InvalidRequest(detail, err.field) from None
             claimed = await self.store.append_feedback(
-                self.name, event_id, feedback_json(feedback), now=time.time()
-            )
+                self.name, event_id, feedback_json(feedback), now=time.time(),
+                seen=self.log_last,
+            )  # fmt: skip
         except StoreUnavailable as err:
             log.error("model %s could not log feedback %s: %s", self.name, event_id, err)
             if isinstance(err, ModelGone) and self.on_gone is not None:
                 self.on_gone()
+            if isinstance(err, StoreBehind) and self.on_behind is not None:
+                self.on_behind(self.name, self.uid)
             raise Unavailable(_UNAVAILABLE) from None
         if claimed.status != "claimed":
             raise self._refuse(claimed, event_id)
@@ -204,7 +203,14 @@ class ModelRuntime(OperatorWrites):
         """Expire overdue decisions; those of a model with a default loss go to the log."""
         logged = self.policy.default_loss is not None
         await self.refresh_bounds()
-        expired = await self.store.expire_events(self.name, now=now, limit=1000, log=logged)
+        try:
+            expired = await self.store.expire_events(
+                self.name, now=now, limit=1000, log=logged, seen=self.log_last
+            )
+        except StoreBehind:
+            if self.on_behind is not None:
+                self.on_behind(self.name, self.uid)
+            raise
         if expired:
             self.metrics.expired.inc(expired)
             if logged and self.wake_learner is not None:

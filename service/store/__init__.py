@@ -18,6 +18,7 @@ from service.store.base import (
     LogEntry,
     ModelGone,
     OfferedSnapshot,
+    StoreBehind,
     StoreUnavailable,
 )
 from service.store.protocols import (
@@ -68,6 +69,7 @@ __all__ = [
     "RedisStore",
     "SqliteStore",
     "Store",
+    "StoreBehind",
     "StoreLifecycle",
     "StoreUnavailable",
     "open_store",

@@ -52,6 +52,11 @@ class ModelGone(StoreUnavailable):
     """The store does not hold the model (deleted, never created, or lost with its data)."""
 
 
+class StoreBehind(StoreUnavailable):
+    """The store holds less of a model than this process saw (its log ends before an
+    offset this process was given): it came back from an older snapshot."""
+
+
 class FencedOut(Exception):
     """A write with a fencing token older than the newest issued: the lease was lost."""
 

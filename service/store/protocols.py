@@ -75,8 +75,24 @@ class RecordStore(Protocol):
         """
 
     @abstractmethod
-    async def save_model(self, name: str, record: str, *, replace: bool = True) -> None:
-        """Store the JSON record (config and policy) that rebuilds model ``name``.
+    async def new_epoch(self, *, changes: int = 0) -> str:
+        """Forget which models are held and start a new epoch (returned); the count of
+        :meth:`changes` goes on from at least ``changes``.
+
+        For a store that came back from an older snapshot: its epoch survived, so every
+        process is told this way to write its models back (each model is held again
+        with the counters the processes know, as after a loss of the data).
+        """
+
+    @abstractmethod
+    async def changes(self) -> int:
+        """How many times model records were saved or deleted: a store that answers less
+        than a process saw came back from an older snapshot."""
+
+    @abstractmethod
+    async def save_model(self, name: str, record: str, *, replace: bool = True) -> int:
+        """Store the JSON record (config and policy) that rebuilds model ``name``; the
+        count of :meth:`changes` after it.
 
         With ``replace`` False a record already stored is kept.
         """
@@ -90,8 +106,9 @@ class RecordStore(Protocol):
         """Every stored model record by name."""
 
     @abstractmethod
-    async def delete_model(self, name: str) -> None:
-        """Remove the record, decisions, log, lease and checkpoints of ``name``; stop holding it."""
+    async def delete_model(self, name: str) -> int:
+        """Remove the record, decisions, log, lease and checkpoints of ``name``; stop holding
+        it; the count of :meth:`changes` after it."""
 
 
 class DecisionStore(Protocol):
@@ -113,16 +130,22 @@ class DecisionStore(Protocol):
 
     @abstractmethod
     async def append_feedback(
-        self, name: str, event_id: str, feedback: str, *, now: float
+        self, name: str, event_id: str, feedback: str, *, now: float, seen: int = 0
     ) -> EventLookup:
         """Claim a pending decision and append it with ``feedback`` to the log, atomically.
 
         ``claimed`` with the payload and the new entry's offset, else why not.
+        :class:`~service.store.base.StoreBehind` (nothing claimed or appended) when the
+        log ends before offset ``seen``, which the caller was given before: the store
+        came back from an older snapshot, and the offset would be given out again.
         """
 
     @abstractmethod
-    async def expire_events(self, name: str, *, now: float, limit: int, log: bool) -> int:
-        """Claim up to ``limit`` decisions past their deadline, each once; log them if ``log``."""
+    async def expire_events(
+        self, name: str, *, now: float, limit: int, log: bool, seen: int = 0
+    ) -> int:
+        """Claim up to ``limit`` decisions past their deadline, each once; log them if ``log``
+        (then :class:`~service.store.base.StoreBehind` as :meth:`append_feedback`'s)."""
 
     @abstractmethod
     async def pending_count(self, name: str) -> int:

@@ -65,7 +65,7 @@ def test_regression_forests_learn_unbagged_unless_told() -> None:
 
 def test_a_bad_task_is_the_one_field_named() -> None:
     with pytest.raises(ValidationError) as err:
-        LearnerConfig(task="ranking", n_features=4)
+        LearnerConfig(task="clustering", n_features=4)
     named = {e["loc"][0] for e in err.value.errors() if e["type"] != "default_factory_not_called"}
     assert named == {"task"}
 

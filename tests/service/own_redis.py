@@ -19,20 +19,31 @@ needs_redis_server = pytest.mark.skipif(
 class OwnRedis:
     """``redis-server`` on a spare port; stopped only by this test.
 
-    Without persistence, or with ``aof_dir`` an append-only file there, fsynced on every
-    write (a restart then finds everything acknowledged before).
+    Without persistence, or with ``snapshot_dir`` the snapshot an explicit ``SAVE``
+    writes there (the next start loads it), or with ``aof_dir`` an append-only file there,
+    fsynced on every write (a restart then finds everything acknowledged before).
     """
 
-    def __init__(self, port: int, log_path: Path, *, aof_dir: Path | None = None) -> None:
+    def __init__(
+        self,
+        port: int,
+        log_path: Path,
+        *,
+        aof_dir: Path | None = None,
+        snapshot_dir: Path | None = None,
+    ) -> None:
         self.port = port
         self.log_path = log_path
         self.aof_dir = aof_dir
+        self.snapshot_dir = snapshot_dir  # SAVE writes a snapshot there; a start loads it
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
         args = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", ""]
         if self.aof_dir is None:
             args += ["--appendonly", "no"]
+            if self.snapshot_dir is not None:
+                args += ["--dir", str(self.snapshot_dir)]
         else:
             args += ["--appendonly", "yes", "--appendfsync", "always", "--dir", str(self.aof_dir)]
         with self.log_path.open("ab") as log:

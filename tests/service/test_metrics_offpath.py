@@ -29,15 +29,18 @@ async def test_the_first_scrape_answers_within_its_wait_and_later_ones_at_once()
     gaps: list[float] = []
     stop = asyncio.Event()
 
-    async def ticker() -> None:  # how long the loop is held up while rendering runs
-        last = time.perf_counter()
-        while not stop.is_set():
+    async def ticker(out: list[float], seconds: float | None = None) -> None:
+        """How long the loop is held up beyond a 5 ms sleep, for ``seconds`` or until stop."""
+        last = started = time.perf_counter()
+        while not stop.is_set() and (seconds is None or last - started < seconds):
             await asyncio.sleep(0.005)
             now = time.perf_counter()
-            gaps.append(now - last - 0.005)
+            out.append(now - last - 0.005)
             last = now
 
-    ticking = asyncio.create_task(ticker())
+    quiet: list[float] = []  # the machine's own hold-ups (other processes), for scale
+    await ticker(quiet, 2.0)
+    ticking = asyncio.create_task(ticker(gaps))
     refresh = asyncio.create_task(exposition.refresh_loop())  # as the service starts it
     started = time.perf_counter()
     first = await exposition.latest()  # before any rendering finished
@@ -55,7 +58,8 @@ async def test_the_first_scrape_answers_within_its_wait_and_later_ones_at_once()
     stop.set()
     refresh.cancel()
     await ticking
-    assert max(gaps) < 0.05, max(gaps)
+    # the rendering thread holds the loop up by at most 50 ms beyond the machine's own
+    assert max(gaps) < 0.05 + max(quiet), (max(gaps), max(quiet))
 
 
 @pytest.fixture

@@ -34,6 +34,14 @@ INITIAL_MODEL_FILLS: dict[str, Any] = {"linear_update": "adagrad", "context_clip
 INITIAL_MODEL_KIND = "dgt"
 
 
+def ranking_fills(data: Any) -> Any:
+    """A ranking model's raw config with ``n_features`` 1 when not given: it reads JSON
+    features (:mod:`banditree.ranking`), not a fixed vector."""
+    if isinstance(data, dict) and data.get("task") == "ranking" and "n_features" not in data:
+        return {**data, "n_features": 1}
+    return data
+
+
 class Fields(Protocol):
     """The fields the rules read: a ``LearnerConfig``, or the HTTP body composing one.
 
@@ -41,7 +49,7 @@ class Fields(Protocol):
     their computed defaults from here.)  A rule that reads a new field lists it here.
     """
 
-    task: Literal["classification", "regression"]
+    task: Literal["classification", "regression", "ranking"]
     kind: str
     n_features: int
     n_actions: int | None
@@ -67,6 +75,7 @@ class Fields(Protocol):
     learning_rate_decay: float | None
     standardize: bool
     context_clip: float | None
+    options: dict[str, Any]
 
     @property
     def model_fields_set(self) -> set[str]: ...
@@ -168,6 +177,8 @@ def learning_rate_decay(config: Fields) -> float | None:
 
 def parameter_count(config: Fields) -> int:
     """Rough parameter count (used for the memory bound)."""
+    if config.task == "ranking":  # bounded by its encoded widths (RankingOptions)
+        return 0
     h = height(config)
     outputs = n_outputs(config)
     n_int, n_leaves = (1 << h) - 1, 1 << h

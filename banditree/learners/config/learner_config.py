@@ -21,6 +21,7 @@ from banditree.learners.config.sections import (
     Section,
 )
 from banditree.learners.config.sections_learning import EstimationSection, OptimisationSection
+from banditree.learners.ranking_options import RankingOptions
 
 #: The sections in the order the reference lists them (title -> fields).
 SECTIONS: dict[str, type[Section]] = {
@@ -60,6 +61,10 @@ class LearnerConfig(
         the stored model's behaviour where their default would change it.
         """
         return cls.model_validate({**defaults.STORED_FILLS, **data})
+
+    def ranking_options(self) -> RankingOptions:
+        """The validated ``options`` of a ranking model (``task: ranking``)."""
+        return rules.ranking_options(self)
 
     def to_dict(self) -> dict[str, Any]:
         """The stored form: every field, JSON types (what :meth:`from_stored` loads)."""

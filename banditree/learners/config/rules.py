@@ -7,13 +7,19 @@ body with the same message.
 
 from __future__ import annotations
 
+from pydantic import ValidationError
+
 from banditree.learners.config import defaults
 from banditree.learners.config.defaults import Fields
+from banditree.learners.ranking_options import RankingOptions
 from banditree.models.limits import MAX_PARAMETERS
 
 
 def check(config: Fields) -> None:
     """Apply the apprentice's reward link; raise ``ValueError`` naming a broken rule."""
+    if config.task == "ranking":
+        ranking_options(config)
+        return
     if config.mode == "apprentice" and "reward_link" not in config.model_fields_set:
         config.reward_link = defaults.apprentice_reward_link(config)
     if any(not 1 <= w <= 4096 for w in config.hidden):
@@ -51,3 +57,21 @@ def _check_classification(config: Fields) -> None:
             raise ValueError(f"loss_matrix must be n_actions x n_actions ({k} x {k})")
         if not all(0.0 <= v <= 1.0 for row in config.loss_matrix for v in row):
             raise ValueError("loss_matrix values must lie in [0, 1]")
+
+
+def ranking_options(config: Fields) -> RankingOptions:
+    """The validated ``options`` of a ranking model; ``ValueError`` naming a broken rule."""
+    if config.n_actions is not None:
+        raise ValueError(
+            "n_actions is for classification: a ranking model's candidates come with each call"
+        )
+    if config.mode == "apprentice":
+        raise ValueError("mode apprentice is for classification models")
+    try:
+        options = RankingOptions.model_validate(config.options)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ValueError(f"options.{where}: {first['msg']}") from None
+    options.check_widths()
+    return options

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from banditree.learners.config.defaults import (
     REGRESSION_FOREST_TREES,
     RIDGE_AUTO_MAX,
     default_kind,
     default_n_trees,
+    ranking_fills,
 )
 from banditree.models.limits import MAX_HEIGHT
 
@@ -32,11 +33,18 @@ class Section(BaseModel):
 class ModelSection(Section):
     """Model: the task, the model family and its shape."""
 
-    task: Literal["classification", "regression"] = Field(
+    @model_validator(mode="before")
+    @classmethod
+    def _ranking_width(cls, data: Any) -> Any:
+        return ranking_fills(data)
+
+    task: Literal["classification", "regression", "ranking"] = Field(
         "classification",
         description=(
-            "classification (choose one of n_actions actions, loss in [0, 1]) or regression "
-            "(play a real value)"
+            "classification (choose one of n_actions actions, loss in [0, 1]), regression "
+            "(play a real value) or ranking (rank candidate actions described by features, "
+            "a different set on every call; its settings in options: "
+            "banditree.learners.ranking_options.RankingOptions)"
         ),
     )
     kind: str = Field(
@@ -46,7 +54,12 @@ class ModelSection(Section):
             f"dgt_forest ({REGRESSION_FOREST_TREES} trees averaged) for regression"
         ),
     )
-    n_features: int = Field(..., ge=1, le=10_000, description="length of every context (required)")
+    n_features: int = Field(
+        ...,
+        ge=1,
+        le=10_000,
+        description="length of every context (required; a ranking model reads JSON features: 1)",
+    )
     n_actions: int | None = Field(
         None, ge=2, le=1024, description="classification: the number of actions (required there)"
     )

@@ -21,7 +21,7 @@ from redis.asyncio.connection import Connection
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import NoScriptError, ResponseError
+from redis.exceptions import NoScriptError, RedisError, ResponseError
 
 from service.store.base import ModelGone, StoreUnavailable
 from service.store.budget import within_budget
@@ -41,18 +41,15 @@ SCRIPTS = ("FEEDBACK", "EXPIRE", "ACQUIRE", "RENEW", "IDLE", "SAVE_CHECKPOINT", 
 def unavailable(
     method: Callable[P, Coroutine[Any, Any, T]],
 ) -> Callable[P, Coroutine[Any, Any, T]]:
-    """Turn connection errors and timeouts into :class:`StoreUnavailable`; spend the budget."""
+    """Turn connection errors, timeouts and error replies (LOADING, READONLY, OOM...) into
+    :class:`StoreUnavailable` (:func:`~.wire.store_error`); spend the budget."""
 
     @functools.wraps(method)
     async def wrapped(*args: P.args, **kwargs: P.kwargs) -> T:
         try:
             return await within_budget(method(*args, **kwargs))
-        except cluster.UNAVAILABLE_ERRORS as err:
+        except (RedisError, OSError) as err:  # cluster redirections included
             raise store_error(err) from err
-        except ResponseError as err:  # a demoted master (READONLY), a cluster failing over
-            if cluster.transient_reply(err):
-                raise store_error(err) from err
-            raise
 
     return wrapped
 
@@ -106,6 +103,7 @@ class RedisBase(StoreLifecycle):
         self._models_key = cluster.global_key(prefix, "models", cluster=self.cluster)
         self._epoch_key = cluster.global_key(prefix, "epoch", cluster=self.cluster)
         self._learners_key = cluster.global_key(prefix, "learners", cluster=self.cluster)
+        self._changes_key = cluster.global_key(prefix, "changes", cluster=self.cluster)
         # replicas a feedback waits for (None: decided at the first ping, by what exists)
         self.wait_replicas = wait_replicas
         self.wait_timeout_ms = wait_timeout_ms
@@ -198,7 +196,9 @@ class RedisBase(StoreLifecycle):
 
     @unavailable
     async def ping(self) -> None:
-        await self.client.ping()
+        """Redis answers and takes writes: a short-lived key is set, so a read-only replica,
+        a Redis out of memory or loading its data fails it as every write would."""
+        await self.client.set(self.prefix + "ready", b"1", px=10_000)
         if not self._started:  # once: what the Redis is decides what a feedback waits for
             if self.cluster:
                 await cluster.migrate_global_keys(self.client, self.prefix)

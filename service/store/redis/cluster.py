@@ -30,40 +30,18 @@ from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 from redis.exceptions import (
-    AskError,
     ClusterDownError,
-    ClusterError,
     NoScriptError,
-    ReadOnlyError,
-    RedisClusterException,
     RedisError,
     ResponseError,
-    TryAgainError,
 )
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from service.store.redis.wire import WireConnection
 
-#: errors that mean "the store cannot answer now" (503), not a bug: Redis away or slow,
-#: a cluster between two topologies, a demoted master refusing writes
-UNAVAILABLE_ERRORS: tuple[type[BaseException], ...] = (
-    RedisConnectionError, RedisTimeoutError, OSError, ClusterError, RedisClusterException,
-    AskError, TryAgainError, ReadOnlyError,
-)  # fmt: skip
-
-#: error replies (as text) a store call may meet while a cluster fails over
+#: error replies of a cluster between two topologies: learn it again, send once more
 _REDIRECTED = ("MOVED", "ASK", "TRYAGAIN", "CLUSTERDOWN")
-_TRANSIENT = (*_REDIRECTED, "READONLY", "MASTERDOWN", "LOADING", "NOREPLICAS")
-
-
-def transient_reply(err: BaseException) -> bool:
-    """Whether an error reply is one of a Redis changing hands (answered 503, not 500).
-
-    redis-py's own client raises a class per reply (:data:`UNAVAILABLE_ERRORS`); the
-    store's wire connections keep the reply's text, code first.
-    """
-    return isinstance(err, ResponseError) and str(err).startswith(_TRANSIENT)
 
 
 def is_cluster(url: str, timeout_seconds: float) -> bool:
@@ -115,9 +93,10 @@ async def migrate_global_keys(client: RedisCluster, prefix: str) -> bool:
     old = await client.hgetall(prefix + "models")
     if not old:
         return False
-    epoch = await client.get(prefix + "epoch")
-    if epoch is not None:
-        await client.set(global_key(prefix, "epoch", cluster=True), epoch, nx=True)
+    for kind in ("epoch", "changes"):
+        value = await client.get(prefix + kind)
+        if value is not None:
+            await client.set(global_key(prefix, kind, cluster=True), value, nx=True)
     for name, record in old.items():
         await client.hsetnx(new_models, name, record)
     return True

@@ -6,9 +6,9 @@ sends them together: one transaction per model (``MULTI``, a ``SET ... PX`` per 
 one ``ZADD`` of every deadline to the model's ``due`` set, one ``HINCRBY`` of its
 decision count, ``EXEC``: about 40% less Redis CPU than the same writes in a Lua
 script), all transactions of a batch in one socket write on the store's
-:class:`~service.store.redis.wire.WireConnection`, one batch in flight at a time
-(unless the queue holds a full batch: what is queued while a batch travels goes as the
-next one, so under load a batch holds many requests).  Queueing, sending and handing out
+:class:`~service.store.redis.wire.WireConnection`, at most :data:`MAX_IN_FLIGHT`
+batches in flight at a time (unless the queue holds a full batch: what is queued while
+they travel goes as the next one, so under load a batch holds many requests).  Queueing, sending and handing out
 the replies are plain callbacks: a batch costs no task and no coroutine.
 
 A caller waits on a future that gets ``None`` once its decisions are stored, or
@@ -31,8 +31,11 @@ from redis.exceptions import RedisError, ResponseError
 from service.store.base import StoreUnavailable
 from service.store.redis.wire import WireConnection, store_error
 
-#: queued decisions that go to Redis at once, even while another batch is in flight
+#: queued decisions that go to Redis at once, even while other batches are in flight
 FULL_BATCH = 256
+#: batches in flight at a time (more when the queue holds a full batch): a second batch
+#: travels while the first is answered, so Redis and the event loop work side by side
+MAX_IN_FLIGHT = 2
 
 #: one request's decisions of one model: deadline, expire_ms, values, event ids
 _Group = tuple[str, int, list[str], list[str]]
@@ -80,7 +83,7 @@ class DecisionWrites:
         done: asyncio.Future[None] = loop.create_future()
         self._queue.append((name, (deadline, expire_ms, values, event_ids), done))
         self._queued += len(event_ids)
-        if len(self._queue) == 1 and not self._in_flight:
+        if len(self._queue) == 1 and self._in_flight < MAX_IN_FLIGHT:
             loop.call_soon(self._send)
         elif self._queued >= FULL_BATCH:  # worth a round trip of its own now
             loop.call_soon(self._send, True)
@@ -90,7 +93,8 @@ class DecisionWrites:
         if self._closed:
             self._fail_queue()
             return
-        if not self._queue or (self._in_flight and not (full and self._queued >= FULL_BATCH)):
+        busy = self._in_flight >= MAX_IN_FLIGHT
+        if not self._queue or (busy and not (full and self._queued >= FULL_BATCH)):
             return
         batch, self._queue, self._queued = self._queue, [], 0
         calls = self._calls(batch)

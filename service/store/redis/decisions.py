@@ -8,7 +8,7 @@ is looked up and claimed on the wire connection.
 
 from __future__ import annotations
 
-from service.store.base import EventLookup, event_deadlines
+from service.store.base import EventLookup, StoreBehind, event_deadlines
 from service.store.budget import wait_within_budget
 from service.store.protocols import DecisionStore
 from service.store.redis.client import RedisBase, gone, text, unavailable
@@ -50,28 +50,41 @@ class RedisDecisions(RedisBase, DecisionStore):
 
     @unavailable
     async def append_feedback(
-        self, name: str, event_id: str, feedback: str, *, now: float
+        self, name: str, event_id: str, feedback: str, *, now: float, seen: int = 0
     ) -> EventLookup:
         keys = [
             self._key(kind, name, event_id) if kind in ("ev", "done") else self._key(kind, name)
             for kind in ("ev", "done", "due", "log", "ctr")
         ]
-        reply = await self._claim(keys, [event_id, repr(now), feedback])
+        args = [event_id, repr(now), feedback, seen]
+        reply = await self._claim(keys, args)
         status = text(reply[0])
         if status == "gone":
             raise gone(name)
+        if status == "behind":
+            raise StoreBehind(
+                f"the store's log of model {name!r} ends at {int(reply[1])}, before offset "
+                f"{seen} this process was given: redis came back from an older snapshot"
+            )
         if status != "claimed":
             return EventLookup(status)  # type: ignore[arg-type]
         return EventLookup("claimed", text(reply[1]), int(reply[2]))
 
     @unavailable
-    async def expire_events(self, name: str, *, now: float, limit: int, log: bool) -> int:
+    async def expire_events(
+        self, name: str, *, now: float, limit: int, log: bool, seen: int = 0
+    ) -> int:
         keys = [self._key("due", name), self._key("log", name), self._key("ctr", name)]
         args = [
             repr(now), limit, "1" if log else "0",
-            self._key("ev", name) + ":", self._key("done", name) + ":",
+            self._key("ev", name) + ":", self._key("done", name) + ":", seen,
         ]  # fmt: skip
         expired = int(await self._run("EXPIRE", keys, args))
+        if expired == -2:
+            raise StoreBehind(
+                f"the store's log of model {name!r} ends before offset {seen} this process "
+                "was given: redis came back from an older snapshot"
+            )
         if expired < 0:
             raise gone(name)
         return expired

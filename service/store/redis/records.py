@@ -40,11 +40,28 @@ class RedisRecords(RedisBase, RecordStore):
         return bool(newly)
 
     @unavailable
-    async def save_model(self, name: str, record: str, *, replace: bool = True) -> None:
+    async def new_epoch(self, *, changes: int = 0) -> str:
+        # every hold first, then the epoch: a process that sees the new epoch holds its
+        # models again (an older epoch with a model not held is only a deleted model)
+        for name in await self.client.hkeys(self._models_key):
+            await self.client.hdel(self._key("ctr", text(name)), "mark")
+        if await self.changes() < changes:
+            await self.client.set(self._changes_key, changes)
+        epoch = uuid.uuid4().hex
+        await self.client.set(self._epoch_key, epoch.encode())
+        return epoch
+
+    @unavailable
+    async def changes(self) -> int:
+        return int(await self.client.get(self._changes_key) or 0)
+
+    @unavailable
+    async def save_model(self, name: str, record: str, *, replace: bool = True) -> int:
         if replace:
             await self.client.hset(self._models_key, name, record.encode())
         else:
             await self.client.hsetnx(self._models_key, name, record.encode())
+        return int(await self.client.incr(self._changes_key))
 
     @unavailable
     async def load_model(self, name: str) -> str | None:
@@ -57,12 +74,13 @@ class RedisRecords(RedisBase, RecordStore):
         return {text(k): text(v) for k, v in sorted(found.items())}
 
     @unavailable
-    async def delete_model(self, name: str) -> None:
+    async def delete_model(self, name: str) -> int:
         if self.cluster:  # the record and the model's keys live in two slots: keys first
             await self.client.delete(*(self._key(kind, name) for kind in MODEL_KEYS))
             await self.client.hdel(self._models_key, name)
-            return
+            return int(await self.client.incr(self._changes_key))
         async with self.client.pipeline(transaction=True) as pipe:
             pipe.hdel(self._models_key, name)
             pipe.delete(*(self._key(kind, name) for kind in MODEL_KEYS))
             await pipe.execute()
+        return int(await self.client.incr(self._changes_key))

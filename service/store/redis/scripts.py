@@ -34,7 +34,8 @@ local function parse(v)
 end
 """
 
-#: KEYS ev, done, due, log, counters ; ARGV event_id, now, feedback
+#: KEYS ev, done, due, log, counters ; ARGV event_id, now, feedback, seen (an offset the
+#: caller was given: a log that ends before it came back from an older snapshot)
 FEEDBACK = (
     _PARSE
     + """
@@ -51,6 +52,8 @@ if now > deadline then return {'expired'} end
 """
     + _held(5, "{'gone'}")
     + """
+local last = tonumber(redis.call('HGET', KEYS[5], 'log_last') or '0')
+if last < tonumber(ARGV[4]) then return {'behind', last} end
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
 redis.call('SET', KEYS[2], 'used', 'PX', math.max(1, math.floor((keep_until - now) * 1000)))
@@ -60,11 +63,14 @@ return {'claimed', payload, offset}
 """
 )
 
-#: KEYS due, log, counters ; ARGV now, limit, log (0/1), ev key prefix, done key prefix
+#: KEYS due, log, counters ; ARGV now, limit, log (0/1), ev key prefix, done key prefix,
+#: seen (as FEEDBACK's: -2 when logging on a log that ends before it)
 EXPIRE = (
     _PARSE
     + _held(3, "-1")
     + """
+if ARGV[3] == '1' and tonumber(redis.call('HGET', KEYS[3], 'log_last') or '0') < tonumber(ARGV[6])
+then return -2 end
 local now = tonumber(ARGV[1])
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[1], 'LIMIT', 0, ARGV[2])
 local n = 0

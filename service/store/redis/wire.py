@@ -25,8 +25,15 @@ from collections.abc import Callable
 from typing import Any
 
 import hiredis
+from redis.exceptions import (
+    BusyLoadingError,
+    ExecAbortError,
+    NoPermissionError,
+    OutOfMemoryError,
+    ReadOnlyError,
+    ResponseError,
+)
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from service.store.base import StoreUnavailable
@@ -36,9 +43,53 @@ from service.store.base import StoreUnavailable
 OnReplies = Callable[[list[Any] | None, BaseException | None], None]
 
 
+#: why Redis refuses calls, by the code of its error reply (redis-py strips the code of
+#: those it has a class for: see :func:`refusal`)
+REFUSALS = {
+    "LOADING": "is loading its data set",
+    "READONLY": "is a read-only replica (after a failover?)",
+    "OOM": "is out of memory (maxmemory under noeviction)",
+    "MISCONF": "refuses writes after a failed snapshot",
+    "BUSY": "runs a long script",
+    "MASTERDOWN": "lost its master",
+    "NOREPLICAS": "has too few replicas",
+    "TRYAGAIN": "is migrating the keys",
+    "CLUSTERDOWN": "cluster is down",
+    "EXECABORT": "discarded a transaction",
+    "NOAUTH": "needs authentication",
+    "NOPERM": "denies this user",
+    "WRONGPASS": "refused the password",
+}
+_CLASSES = (
+    (BusyLoadingError, "LOADING"), (ReadOnlyError, "READONLY"), (OutOfMemoryError, "OOM"),
+    (ExecAbortError, "EXECABORT"), (NoPermissionError, "NOPERM"),
+)  # fmt: skip
+
+
+def refusal(err: BaseException) -> str | None:
+    """The code of a Redis error reply (``LOADING``, ``OOM``...), None for other errors."""
+    for cls, code in _CLASSES:
+        if isinstance(err, cls):
+            return code
+    if isinstance(err, ResponseError):
+        first = str(err).split(" ", 1)[0]
+        return first if first.isupper() else "ERR"
+    return None
+
+
 def store_error(err: BaseException) -> StoreUnavailable:
-    """The store's error for a Redis or socket failure (its message names Redis)."""
-    return StoreUnavailable(f"redis: {err or type(err).__name__}")
+    """The store's error for any Redis failure: a socket error, a timeout or an error reply.
+
+    One mapping for every call: whatever Redis answers instead of a result (LOADING,
+    READONLY, OOM, any other error reply) makes the call unavailable now, so a request
+    gets 503 with ``Retry-After`` and a learner retries; none of them is the request's
+    fault (its fields are checked before any call).
+    """
+    code = refusal(err)
+    if code is None:
+        return StoreUnavailable(f"redis: {err or type(err).__name__}")
+    why = REFUSALS.get(code, "refused the call")
+    return StoreUnavailable(f"redis {why} ({code}): {err}")
 
 
 class _Write:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 
-from service.store.base import MIN_TOMBSTONE_SECONDS, EventLookup, event_deadlines
+from service.store.base import MIN_TOMBSTONE_SECONDS, EventLookup, StoreBehind, event_deadlines
 from service.store.protocols import DecisionStore
 from service.store.sqlite.connection import SqliteBase
 from service.store.sqlite.log import append_entry
@@ -86,13 +86,14 @@ class SqliteDecisions(SqliteBase, DecisionStore):
         return self._tx(lambda db: _lookup(db, name, event_id, now))
 
     async def append_feedback(
-        self, name: str, event_id: str, feedback: str, *, now: float
+        self, name: str, event_id: str, feedback: str, *, now: float, seen: int = 0
     ) -> EventLookup:
         def work(db: sqlite3.Connection) -> EventLookup:
             found = _lookup(db, name, event_id, now)
             if found.status != "pending" or found.payload is None:
                 return EventLookup(found.status)
             self._mark(db, name)
+            _check_seen(db, name, seen)
             db.execute(
                 "UPDATE decisions SET state = 'used', payload = NULL "
                 "WHERE model = ? AND event_id = ?",
@@ -103,9 +104,13 @@ class SqliteDecisions(SqliteBase, DecisionStore):
 
         return self._tx(work)
 
-    async def expire_events(self, name: str, *, now: float, limit: int, log: bool) -> int:
+    async def expire_events(
+        self, name: str, *, now: float, limit: int, log: bool, seen: int = 0
+    ) -> int:
         def work(db: sqlite3.Connection) -> int:
             self._mark(db, name)
+            if log:
+                _check_seen(db, name, seen)
             # keep_until >= deadline + MIN_TOMBSTONE_SECONDS, so the deadline bound lets the
             # decisions_due index skip the rows still young, instead of a whole-table scan
             db.execute(
@@ -139,3 +144,14 @@ class SqliteDecisions(SqliteBase, DecisionStore):
             (name,),
         )
         return int(rows[0][0])
+
+
+def _check_seen(db: sqlite3.Connection, name: str, seen: int) -> None:
+    """:class:`StoreBehind` when the log of ``name`` ends before offset ``seen``."""
+    row = db.execute("SELECT log_last FROM counters WHERE model = ?", (name,)).fetchone()
+    last = int(row[0]) if row else 0
+    if last < seen:
+        raise StoreBehind(
+            f"the store's log of model {name!r} ends at {last}, before offset {seen} "
+            "this process was given: the database was restored from an older copy"
+        )

@@ -65,14 +65,36 @@ class SqliteRecords(SqliteBase, RecordStore):
     ) -> bool:
         return await asyncio.to_thread(self._hold, name, known or HeldCounters(), offer, now)
 
-    async def save_model(self, name: str, record: str, *, replace: bool = True) -> None:
+    async def new_epoch(self, *, changes: int = 0) -> str:
+        epoch = uuid.uuid4().hex
+
+        def work(db: sqlite3.Connection) -> None:
+            db.execute("DELETE FROM held")
+            db.execute("UPDATE meta SET value = ? WHERE key = 'epoch'", (epoch,))
+            if _changes(db) < changes:
+                db.execute(
+                    "INSERT INTO meta(key, value) VALUES ('changes', ?) "
+                    "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                    (str(changes),),
+                )
+
+        self._tx(work)
+        return epoch
+
+    async def changes(self) -> int:
+        return self._tx(_changes)
+
+    async def save_model(self, name: str, record: str, *, replace: bool = True) -> int:
         conflict = "DO UPDATE SET record = excluded.record" if replace else "DO NOTHING"
-        self._tx(
-            lambda db: db.execute(
+
+        def work(db: sqlite3.Connection) -> int:
+            db.execute(
                 f"INSERT INTO models(name, record) VALUES (?, ?) ON CONFLICT(name) {conflict}",
                 (name, record),
             )
-        )
+            return _count_change(db)
+
+        return self._tx(work)
 
     async def load_model(self, name: str) -> str | None:
         row = self._tx(
@@ -85,10 +107,25 @@ class SqliteRecords(SqliteBase, RecordStore):
         rows = await asyncio.to_thread(self._read, "SELECT name, record FROM models", ())
         return {str(name): str(record) for name, record in sorted(rows)}
 
-    async def delete_model(self, name: str) -> None:
-        def work(db: sqlite3.Connection) -> None:
+    async def delete_model(self, name: str) -> int:
+        def work(db: sqlite3.Connection) -> int:
             for table in MODEL_TABLES:
                 db.execute(f"DELETE FROM {table} WHERE model = ?", (name,))
             db.execute("DELETE FROM models WHERE name = ?", (name,))
+            return _count_change(db)
 
-        self._tx(work)
+        return self._tx(work)
+
+
+def _changes(db: sqlite3.Connection) -> int:
+    row = db.execute("SELECT value FROM meta WHERE key = 'changes'").fetchone()
+    return 0 if row is None else int(row[0])
+
+
+def _count_change(db: sqlite3.Connection) -> int:
+    """One more save or delete of a model record: the count after it."""
+    db.execute(
+        "INSERT INTO meta(key, value) VALUES ('changes', '1') "
+        "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+    )
+    return _changes(db)

@@ -1,0 +1,66 @@
+"""The inputs of a ranking model: JSON feature objects and candidate lists, checked with
+the field and the bound named."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from banditree.features import FeatureSchema, InvalidInput, infer_schema
+from banditree.ranking.learner import MAX_CANDIDATES
+
+#: longest candidate id (characters)
+MAX_ID_LENGTH = 256
+
+
+def as_features(value: Any, field: str) -> dict[str, Any]:
+    """A JSON object of features, from an object, a list of objects (merged) or null."""
+    if type(value) is dict:  # the common case, before the slower abstract checks
+        return dict(value)
+    if value is None:
+        return {}
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, list):
+        merged: dict[str, Any] = {}
+        for i, item in enumerate(value):
+            if not isinstance(item, Mapping):
+                raise InvalidInput(f"{field}[{i}]", "must be an object of named features")
+            merged.update(item)
+        return merged
+    raise InvalidInput(field, "must be an object of named features or a list of them")
+
+
+def infer_or_none(
+    objects: Sequence[Mapping[str, Any]], max_categories: int
+) -> FeatureSchema | None:
+    """The schema of ``objects``; None when none names a feature with a value."""
+    try:
+        return infer_schema(objects, max_categories)
+    except InvalidInput:
+        return None
+
+
+def check_actions(actions: Sequence[tuple[str, Any]]) -> tuple[list[str], list[dict[str, Any]]]:
+    """The ids and feature objects of ``actions``, refused with the field and bound named."""
+    n = len(actions)
+    if not 1 <= n <= MAX_CANDIDATES:
+        raise InvalidInput(
+            "actions", f"must hold between 1 and {MAX_CANDIDATES} candidates, got {n}"
+        )
+    ids: list[str] = []
+    features: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for i, (action_id, value) in enumerate(actions):
+        if not isinstance(action_id, str) or not 1 <= len(action_id) <= MAX_ID_LENGTH:
+            raise InvalidInput(
+                f"actions[{i}].id", f"must be a string of 1 to {MAX_ID_LENGTH} characters"
+            )
+        if action_id in seen:
+            raise InvalidInput(
+                f"actions[{i}].id", f"duplicate id {action_id!r}: ids must be unique"
+            )
+        seen.add(action_id)
+        ids.append(action_id)
+        features.append(as_features(value, f"actions[{i}].features"))
+    return ids, features

@@ -1,0 +1,296 @@
+"""Ranking over candidate actions described by features (``cb_explore_adf``'s setting).
+
+Each round brings a context vector and a changing list of candidates, each with its own
+feature vector.  A candidate's predicted reward is
+
+    score(c, a) = w . phi(c, a) + tree(c, a)
+
+* ``phi(c, a) = (c, a, c (x) a, 1)``: the standardised context, the candidate's
+  features and every context x candidate cross (what VW's ``-q ca`` adds), fitted by
+  one online ridge regression of the played candidate's reward (exact recursive least
+  squares, :class:`~banditree.learners.ridge.PerActionRidge` with one "action");
+* ``tree``: a DGT hard oblique tree over the joint ``(c, a)`` with a scalar leaf, learning
+  the ridge's residual by RMSprop (the classification default's split: the ridge gives
+  the first-order fit from the first rounds, the tree the interactions the crosses miss).
+
+Nothing is kept per candidate id, so a candidate never seen before is scored from its
+features alone (cold start).  Exploration is the FastCB / SquareCB family over the
+request's candidates; the sampling uniform is fixed by the event id, as for the other
+learners, so an event always gets the same decision.
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from banditree.core import FloatArray
+from banditree.explore import event_uniforms, make_explorer, sample_action
+from banditree.learners.optim import RMSprop
+from banditree.learners.ridge import PerActionRidge
+from banditree.learners.standardize import RunningStandardizer
+from banditree.models.dgt.spec import DGTSpec
+from banditree.ranking.records import RankDecision
+
+#: most candidates one decision may hold
+MAX_CANDIDATES = 256
+
+
+@dataclass(frozen=True)
+class RankingConfig:
+    """Settings of a :class:`RankingLearner` (defaults measured by ``benchmarks.ranking_vs_vw``)."""
+
+    n_context_features: int
+    n_action_features: int
+    height: int = 4
+    learning_rate: float = 3e-3
+    explorer: str = "fastcb"
+    gamma_scale: float | None = None
+    gamma_exponent: float | None = None
+    ridge_l2: float = 1.0
+    crosses: bool = True
+    tree: bool = True
+    context_clip: float = 3.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("n_context_features", "n_action_features"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.n_context_features + self.n_action_features < 1:
+            raise ValueError("a ranking model needs at least one context or action feature")
+        if not (math.isfinite(self.context_clip) and self.context_clip > 0):
+            raise ValueError(f"context_clip must be > 0, got {self.context_clip}")
+
+
+class RankingLearner:
+    """Scores candidates from (context, candidate features), explores, learns the reward.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> learner = RankingLearner(RankingConfig(n_context_features=2, n_action_features=1))
+    >>> d = learner.rank(np.array([0.5, -1.0]), np.array([[1.0], [0.0], [2.0]]), ["a", "b", "c"])
+    >>> len(d.probabilities), round(sum(d.probabilities), 12)
+    (3, 1.0)
+    >>> learner.learn(d, reward=1.0)
+    True
+    """
+
+    def __init__(self, config: RankingConfig) -> None:
+        self.config = config
+        dc, da = config.n_context_features, config.n_action_features
+        self._dc, self._da = dc, da
+        self._joint = dc + da
+        n_phi = self._joint + (dc * da if config.crosses else 0)
+        self._ridge = PerActionRidge(1, n_phi, l2=config.ridge_l2)
+        self._context_stats = RunningStandardizer(max(dc, 1))
+        self._action_stats = RunningStandardizer(max(da, 1))
+        self._explorer = make_explorer(config.explorer, config.gamma_scale, config.gamma_exponent)
+        self._spec = DGTSpec(self._joint, 1, height=config.height, shared_bias=True)
+        self._rng = np.random.default_rng(config.seed)
+        self.params = self._spec.init_params(self._rng) if config.tree else {}
+        self._frozen = self._spec.freeze(self.params) if config.tree else None
+        self._optim = RMSprop(lr=config.learning_rate)
+        self.n_learned = 0
+        self.n_decisions = 0
+        self.version = 0
+
+    # -- features -------------------------------------------------------------
+    def _standardize(
+        self, context: FloatArray, actions: FloatArray
+    ) -> tuple[FloatArray, FloatArray]:
+        clip = self.config.context_clip
+        c = np.clip(self._context_stats.transform(context), -clip, clip) if self._dc else context
+        a = np.clip(self._action_stats.transform(actions), -clip, clip) if self._da else actions
+        return c, a
+
+    def _features(self, c: FloatArray, a: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """``(joint (n, dc + da), phi (n, n_phi))`` for every candidate row of ``a``."""
+        n = a.shape[0]
+        joint = np.concatenate((np.broadcast_to(c, (n, self._dc)), a), axis=1)
+        if not self.config.crosses or not (self._dc and self._da):
+            return joint, joint
+        crosses = (a[:, :, None] * c[None, None, :]).reshape(n, -1)
+        return joint, np.concatenate((joint, crosses), axis=1)
+
+    def scores(self, context: FloatArray, actions: FloatArray) -> FloatArray:
+        """Predicted reward of every candidate ``(n,)``."""
+        c, a = self._standardize(context, actions)
+        joint, phi = self._features(c, a)
+        w = self._ridge.weights[0]
+        out: FloatArray = phi @ w[:-1] + w[-1]
+        if self._frozen is not None:
+            out = out + self._spec.forward_batch(self._frozen, joint)[:, 0]
+        return out
+
+    # -- deciding -------------------------------------------------------------
+    def rank(
+        self,
+        context: Sequence[float] | FloatArray,
+        actions: Sequence[Sequence[float]] | FloatArray,
+        action_ids: Sequence[str],
+        event_id: str | None = None,
+    ) -> RankDecision:
+        """Choose one of the candidates; the decision holds every candidate's probability."""
+        n = len(action_ids)
+        if not 1 <= n <= MAX_CANDIDATES:
+            raise ValueError(f"actions: between 1 and {MAX_CANDIDATES} candidates, got {n}")
+        c = np.asarray(context, dtype=np.float64).reshape(-1)
+        a = np.asarray(actions, dtype=np.float64).reshape(n, -1)
+        check_candidates(c, a, action_ids, self._dc, self._da)
+        eid = event_id if event_id is not None else secrets.token_hex(16)
+        chosen, pmf, greedy = self.choose(c, a, eid)
+        return RankDecision(
+            event_id=eid,
+            context=tuple(c.tolist()),
+            action_ids=tuple(action_ids),
+            action_features=tuple(tuple(row) for row in a.tolist()),
+            chosen=chosen,
+            probabilities=tuple(float(p) for p in pmf),
+            greedy=greedy,
+            model_version=self.version,
+        )
+
+    def choose(
+        self, context: FloatArray, actions: FloatArray, event_id: str
+    ) -> tuple[int, FloatArray, int]:
+        """``(chosen, pmf, greedy)`` for checked arrays (:meth:`rank` without its record)."""
+        s = self.scores(context, actions)
+        pmf = self._explorer(s, self.n_learned)
+        chosen = sample_action(pmf, event_uniforms(self.config.seed, event_id)[0])
+        self.n_decisions += 1
+        return chosen, pmf, int(np.argmax(s))
+
+    # -- learning -------------------------------------------------------------
+    def learn(self, decision: RankDecision, reward: float) -> bool:
+        """Learn the chosen candidate's ``reward`` (in ``[0, 1]``, higher is better)."""
+        if not math.isfinite(reward):
+            raise ValueError(f"reward must be finite, got {reward}")
+        c = np.asarray(decision.context, dtype=np.float64)
+        a_all = np.asarray(decision.action_features, dtype=np.float64).reshape(
+            len(decision.action_ids), -1
+        )
+        return self.learn_arrays(c, a_all, decision.chosen, reward)
+
+    def learn_arrays(self, c: FloatArray, a_all: FloatArray, chosen: int, reward: float) -> bool:
+        """:meth:`learn` of a decision held as arrays: the context ``(dc,)``, every
+        candidate's features ``(n, da)`` and the chosen candidate's index."""
+        if not math.isfinite(reward):
+            raise ValueError(f"reward must be finite, got {reward}")
+        reward = min(max(float(reward), -1.0), 1.0)
+        if self._dc:
+            self._context_stats.update(c)
+        if self._da:
+            for row in a_all:
+                self._action_stats.update(row)
+        cs, as_ = self._standardize(c, a_all[chosen : chosen + 1])
+        joint, phi = self._features(cs, as_)
+        self._ridge.update(phi[0], 0, reward)
+        if self._frozen is not None:
+            w = self._ridge.weights[0]
+            linear = float(phi[0] @ w[:-1] + w[-1])
+
+            def upstream(out: FloatArray) -> FloatArray:
+                return 2.0 * (out + linear - reward)
+
+            grads = self._spec.gradients_batch(self.params, joint, [upstream], self._rng)
+            if all(np.isfinite(g).all() for g in grads.values()):
+                self.params = self._optim.step(self.params, grads)
+                self._frozen = self._spec.freeze(self.params)
+        self.n_learned += 1
+        self.version += 1
+        return True
+
+    def state(self) -> dict[str, Any]:
+        """Counters for inspection."""
+        return {
+            "n_learned": self.n_learned,
+            "n_decisions": self.n_decisions,
+            "version": self.version,
+        }
+
+    def state_tensors(self) -> tuple[dict[str, FloatArray], dict[str, Any]]:
+        """Tensors and JSON metadata that restore this learner exactly (:meth:`load_state_tensors`)."""
+        tensors: dict[str, FloatArray] = {f"param.{k}": v for k, v in self.params.items()}
+        tensors.update({f"optim.{k}": v for k, v in self._optim.state_tensors().items()})
+        ridge = self._ridge
+        for key in ("inv_gram", "weights", "mix_stats", "prior"):
+            tensors[f"ridge.{key}"] = getattr(ridge, key)
+        for prefix, stats in (
+            ("std_context", self._context_stats),
+            ("std_action", self._action_stats),
+        ):
+            tensors[f"{prefix}.mean"] = stats.mean
+            tensors[f"{prefix}.m2"] = stats.m2
+        meta = {
+            **self.state(),
+            "std_counts": [self._context_stats.count, self._action_stats.count],
+            "rng": self._rng.bit_generator.state,
+        }
+        return {k: np.array(v, dtype=np.float64) for k, v in tensors.items()}, meta
+
+    def load_state_tensors(self, tensors: dict[str, FloatArray], meta: dict[str, Any]) -> None:
+        """Restore :meth:`state_tensors` output into a learner of the same config."""
+
+        def group(prefix: str) -> dict[str, FloatArray]:
+            return {
+                k[len(prefix) :]: np.array(v, dtype=np.float64)
+                for k, v in tensors.items()
+                if k.startswith(prefix)
+            }
+
+        params = group("param.")
+        if set(params) != set(self.params) or any(
+            params[k].shape != self.params[k].shape for k in self.params
+        ):
+            raise ValueError("checkpoint parameters do not match the ranking configuration")
+        arrays = [*params.values(), *group("ridge.").values(), *group("std_").values()]
+        if not all(np.isfinite(a).all() for a in arrays):
+            raise ValueError("checkpoint holds non-finite values")
+        ridge = self._ridge
+        for key in ("inv_gram", "weights", "mix_stats", "prior"):
+            value = np.array(tensors[f"ridge.{key}"], dtype=np.float64)
+            if value.shape != getattr(ridge, key).shape:
+                raise ValueError(f"checkpoint ridge.{key} does not match the configuration")
+            setattr(ridge, key, value)
+        counts = meta["std_counts"]
+        for prefix, stats, count in (
+            ("std_context", self._context_stats, counts[0]),
+            ("std_action", self._action_stats, counts[1]),
+        ):
+            for key in ("mean", "m2"):
+                value = np.array(tensors[f"{prefix}.{key}"], dtype=np.float64)
+                if value.shape != (stats.n_features,):
+                    raise ValueError(f"checkpoint {prefix}.{key} does not match the configuration")
+                setattr(stats, key, value)
+            stats.count = int(count)
+        self.params = params
+        self._frozen = self._spec.freeze(params) if self.config.tree else None
+        self._optim.load_state_tensors(group("optim."))
+        self._rng.bit_generator.state = meta["rng"]
+        self.n_learned = int(meta["n_learned"])
+        self.n_decisions = int(meta["n_decisions"])
+        self.version = int(meta["version"])
+
+
+def check_candidates(
+    context: FloatArray, actions: FloatArray, ids: Sequence[str], dc: int, da: int
+) -> None:
+    """Refuse a request the learner cannot score, naming the field and the bound."""
+    n = len(ids)
+    if not 1 <= n <= MAX_CANDIDATES:
+        raise ValueError(f"actions: between 1 and {MAX_CANDIDATES} candidates, got {n}")
+    if len(set(ids)) != n:
+        raise ValueError("actions: candidate ids must be unique")
+    if context.shape[0] != dc:
+        raise ValueError(f"context: expected {dc} features, got {context.shape[0]}")
+    if actions.shape[1] != da:
+        raise ValueError(f"actions: expected {da} features per candidate, got {actions.shape[1]}")
+    if not (np.isfinite(context).all() and np.isfinite(actions).all()):
+        raise ValueError("context and action features must be finite numbers")

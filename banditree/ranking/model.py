@@ -1,0 +1,324 @@
+"""A ranking model as a :class:`~banditree.learners.Learner`: JSON features in, decisions
+that carry the whole candidate set out.
+
+The context and each candidate's features are JSON objects of named features (or lists
+of such objects, merged: Personalizer's ``contextFeatures``); two
+:class:`~banditree.features.FeatureEncoder` turn them into the vectors the
+:class:`~banditree.ranking.learner.RankingLearner` scores.  Their schemas are declared in
+the config's ``options`` or inferred from the first decision learned from (log order:
+every replica and every replay infers the same); until then decisions are uniform over
+the candidates.
+
+A decision's ``ranking`` field holds, as JSON::
+
+    {"context": {...}, "ids": ["a", "b"], "features": [{...}, {...}],
+     "probabilities": [0.7, 0.3], "excluded": ["c"], "active": false, "slot": "s1"}
+
+``excluded`` (ids the caller excluded, probability 0), ``active`` (false while a deferred
+event waits for its activation; absent when active) and ``slot`` (a multi-slot decision's
+slot id) appear only when set.  ``action`` indexes the candidate played, ``propensity``
+is its probability, ``greedy_action`` the model's best candidate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import orjson
+
+from banditree.core import Decision, Feedback
+from banditree.explore import event_uniforms, sample_action
+from banditree.features import FeatureEncoder, FeatureSchema, InvalidInput
+from banditree.learners.base import Learner, Tensors
+from banditree.learners.config import LearnerConfig
+from banditree.learners.ranking_options import AUTO_CROSS_FEATURES, MAX_SIDE_WIDTH
+from banditree.ranking.inputs import as_features, check_actions, infer_or_none
+from banditree.ranking.learner import MAX_CANDIDATES, RankingConfig, RankingLearner
+
+#: bytes of encoded candidates kept for the served view (cleared when the encoders
+#: publish, or when full): a bound per model, whatever the encoded width
+SERVED_CACHE_BYTES = 1 << 20
+#: a reward is in [-1, 1] (Personalizer's range), so a loss (1 - reward) is in [0, 2]
+LOSS_BOUNDS = (0.0, 2.0)
+
+
+class RankingModel(Learner):
+    """Ranks candidate actions described by features; learns the played one's reward."""
+
+    task = "ranking"
+
+    def __init__(self, config: LearnerConfig) -> None:
+        self._config = config.model_dump(mode="json")
+        self.options = config.ranking_options()
+        self.n_features, self.n_actions, self.seed = 1, MAX_CANDIDATES, config.seed
+        self._height = config.height if config.height is not None else 4
+        self._learning_rate = config.learning_rate or 3e-3
+        self._explorer = (config.explorer, config.explorer_parameter, config.explorer_exponent)
+        self.context_encoder: FeatureEncoder | None = None
+        self.action_encoder: FeatureEncoder | None = None
+        self.core: RankingLearner | None = None
+        self._served_rows: dict[bytes, np.ndarray] = {}
+        declared = (self.options.context_features, self.options.action_features)
+        if declared[0] is not None and declared[1] is not None:
+            self._setup(*declared)
+
+    # -- the schemas ------------------------------------------------------------------
+    def _setup(self, context: FeatureSchema | None, action: FeatureSchema | None) -> None:
+        dc = 0 if context is None else context.width
+        da = 0 if action is None else action.width
+        for side, width in (("context", dc), ("actions", da)):
+            if width > MAX_SIDE_WIDTH:
+                raise InvalidInput(side, f"{width} encoded columns, more than {MAX_SIDE_WIDTH}")
+        crosses = self.options.crosses
+        if crosses is None:
+            crosses = dc + da + dc * da <= AUTO_CROSS_FEATURES
+        explorer, scale, exponent = self._explorer
+        self.core = RankingLearner(
+            RankingConfig(
+                n_context_features=dc, n_action_features=da, height=self._height,
+                learning_rate=self._learning_rate, explorer=explorer, gamma_scale=scale,
+                gamma_exponent=exponent, ridge_l2=self.options.ridge_l2, crosses=crosses,
+                tree=self.options.tree, context_clip=self.options.context_clip, seed=self.seed,
+            )
+        )  # fmt: skip
+        self.context_encoder = None if context is None else FeatureEncoder(context)
+        self.action_encoder = None if action is None else FeatureEncoder(action)
+        self._served_rows = {}
+
+    def _infer_schemas(
+        self, context: Mapping[str, Any], features: Sequence[Mapping[str, Any]]
+    ) -> None:
+        k = self.options.max_categories
+        ctx = self.options.context_features or infer_or_none([context], k)
+        act = self.options.action_features or infer_or_none(features, k)
+        if ctx is None and act is None:
+            raise InvalidInput("context", "neither the context nor the candidates name a feature")
+        self._setup(ctx, act)
+
+    # -- deciding ---------------------------------------------------------------------
+    def rank(
+        self,
+        context: Any,
+        actions: Sequence[tuple[str, Any]],
+        event_id: str | None = None,
+        *,
+        excluded: Sequence[str] = (),
+        active: bool = True,
+        slot: str | None = None,
+    ) -> Decision:
+        """Choose one of ``actions`` (``(id, features)``) not in ``excluded``.
+
+        Raises :class:`InvalidInput` naming the field: 1 to :data:`MAX_CANDIDATES`
+        candidates, unique non-empty ids, features as objects, at least one candidate
+        left after the exclusions.
+        """
+        ctx = as_features(context, "context")
+        ids, features = check_actions(actions)
+        excluded_set = set(excluded)
+        keep = [i for i, a in enumerate(ids) if a not in excluded_set]
+        if not keep:
+            raise InvalidInput("excluded_actions", "excludes every candidate: none is left to rank")
+        ids = [ids[i] for i in keep]
+        features = [features[i] for i in keep]
+        eid = self._next_event_id(event_id)
+        if self.core is None:
+            # no schema yet: uniform; refuse now what inference would refuse at learn time
+            k = self.options.max_categories
+            for side, objs in (("context", [ctx]), ("actions", features)):
+                schema = infer_or_none(objs, k)
+                if schema is None:
+                    continue
+                if schema.width > MAX_SIDE_WIDTH:
+                    raise InvalidInput(
+                        side, f"{schema.width} encoded columns, more than {MAX_SIDE_WIDTH}"
+                    )
+                encoder = FeatureEncoder(schema)  # the values' checks of the encoder
+                for i, obj in enumerate(objs):
+                    encoder.encode(
+                        obj, True, "context" if side == "context" else f"actions[{i}].features"
+                    )
+            n = len(ids)
+            pmf = np.full(n, 1.0 / n)
+            chosen = sample_action(pmf, event_uniforms(self.seed, eid)[0])
+            probabilities, greedy = [float(p) for p in pmf], 0
+        else:
+            c, a = self._encode(ctx, features, served=True)
+            chosen, pmf, greedy = self.core.choose(c, a, eid)
+            probabilities = pmf.tolist()
+        ranking: dict[str, Any] = {
+            "context": ctx,
+            "ids": ids,
+            "features": features,
+            "probabilities": probabilities,
+        }
+        if excluded_set:
+            ranking["excluded"] = [a for a in dict.fromkeys(excluded) if a in excluded_set]
+        if not active:
+            ranking["active"] = False
+        if slot is not None:
+            ranking["slot"] = slot
+        return Decision(
+            event_id=eid, context=(), model_version=self.version, action=chosen,
+            propensity=probabilities[chosen], greedy_action=greedy,
+            explored=chosen != greedy, ranking=ranking,
+        )  # fmt: skip
+
+    def _encode(
+        self, context: Mapping[str, Any], features: Sequence[Mapping[str, Any]], served: bool
+    ) -> tuple[np.ndarray, np.ndarray]:
+        n = len(features)
+        c = (
+            np.zeros(0)
+            if self.context_encoder is None
+            else self.context_encoder.encode(context, served, "context")
+        )
+        if self.action_encoder is None:
+            return c, np.zeros((n, 0))
+        enc = self.action_encoder
+        if not served:
+            rows = [enc.encode(f, False, f"actions[{i}].features") for i, f in enumerate(features)]
+            return c, np.stack(rows)
+        # the served view is fixed until the next publish: candidates that recur (a
+        # catalogue's items) are encoded once
+        cache = self._served_rows
+        out = np.empty((n, enc.width))
+        for i, f in enumerate(features):
+            try:
+                key = orjson.dumps(f, option=orjson.OPT_SORT_KEYS)
+            except TypeError:
+                key = None
+            row = cache.get(key) if key is not None else None
+            if row is None:
+                row = enc.encode(f, True, f"actions[{i}].features")
+                if key is not None:
+                    if len(cache) * enc.width * 8 >= SERVED_CACHE_BYTES:
+                        cache.clear()
+                    cache[key] = row
+            out[i] = row
+        return c, out
+
+    def scores(self, context: Any, features: Sequence[Any]) -> np.ndarray:
+        """The predicted reward of every candidate (its ``features``) for ``context``
+        (0 for all while the model has no schema)."""
+        if self.core is None:
+            return np.zeros(len(features))
+        objects = [as_features(f, f"actions[{i}].features") for i, f in enumerate(features)]
+        c, a = self._encode(as_features(context, "context"), objects, served=True)
+        return self.core.scores(c, a)
+
+    def act(self, context: Any, event_id: str | None = None) -> Decision:
+        raise InvalidInput("context", "a ranking model ranks candidates: use rank (POST .../rank)")
+
+    def predict(self, contexts: Any) -> np.ndarray:
+        raise InvalidInput("contexts", "a ranking model ranks candidates: use rank (POST .../rank)")
+
+    # -- learning ---------------------------------------------------------------------
+    def check(self, decision: Decision, feedback: Feedback) -> None:
+        """Refuse feedback for a non-ranking decision, a deferred decision not activated,
+        or a loss outside ``[0, 2]`` (a reward outside ``[-1, 1]``)."""
+        self._check_feedback(decision, feedback)
+        assert decision.ranking is not None
+        if not decision.ranking.get("active", True):
+            raise InvalidInput("event_id", "was deferred and is not activated: activate it first")
+
+    def _check_feedback(self, decision: Decision, feedback: Feedback) -> None:
+        if decision.ranking is None or decision.action is None:
+            raise InvalidInput("event_id", "the decision is not a ranking decision")
+        if feedback.loss is None:
+            raise InvalidInput("loss", "a ranking decision takes one loss (or reward)")
+        lo, hi = LOSS_BOUNDS
+        if not lo <= feedback.loss <= hi:
+            raise InvalidInput(
+                "loss", f"must be in [{lo}, {hi}] (a reward in [-1, 1]), got {feedback.loss}"
+            )
+
+    def learn(self, decision: Decision, feedback: Feedback) -> bool:
+        """Learn the played candidate's reward (``1 - loss``); a deferred decision not
+        activated is not learned from."""
+        self._check_feedback(decision, feedback)
+        ranking = decision.ranking
+        assert ranking is not None and decision.action is not None and feedback.loss is not None
+        if not ranking.get("active", True):
+            return False
+        context = as_features(ranking["context"], "decision.context")
+        features = [
+            as_features(f, f"decision.features[{i}]") for i, f in enumerate(ranking["features"])
+        ]
+        if self.core is None:
+            self._infer_schemas(context, features)
+        assert self.core is not None
+        # flattened once (namespaces to dotted names), then updated and encoded
+        if self.context_encoder is not None:
+            context = self.context_encoder.flat(context, "decision.context")
+            self.context_encoder.update(context)
+        if self.action_encoder is not None:
+            enc = self.action_encoder
+            features = [enc.flat(f, f"actions[{i}].features") for i, f in enumerate(features)]
+            for i, f in enumerate(features):
+                enc.update(f, f"actions[{i}].features")
+        c, a = self._encode(context, features, served=False)
+        changed = self.core.learn_arrays(c, a, decision.action, 1.0 - feedback.loss)
+        for encoder in (self.context_encoder, self.action_encoder):
+            if encoder is not None:
+                encoder.publish()
+        self._served_rows.clear()
+        self._count_feedback(feedback)
+        return changed
+
+    # -- state ------------------------------------------------------------------------
+    @property
+    def version(self) -> int:
+        return 0 if self.core is None else self.core.version
+
+    def export_model(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": "ranking"}
+        for name, encoder in (("context", self.context_encoder), ("action", self.action_encoder)):
+            if encoder is not None:
+                out[f"{name}_features"] = encoder.schema.to_json()
+                out[f"{name}_columns"] = encoder.columns()
+        return out
+
+    def state(self) -> tuple[Tensors, dict[str, Any]]:
+        meta: dict[str, Any] = {"config": self.config(), **self._counter_state()}
+        tensors: Tensors = {}
+        if self.core is not None:
+            core_tensors, core_meta = self.core.state_tensors()
+            tensors.update({f"core.{k}": v for k, v in core_tensors.items()})
+            meta["core"] = core_meta
+            for name, encoder in (
+                ("context", self.context_encoder),
+                ("action", self.action_encoder),
+            ):
+                if encoder is None:
+                    meta[f"{name}_schema"] = None
+                    continue
+                enc_tensors, enc_meta = encoder.state()
+                tensors.update({f"{name}.{k}": v for k, v in enc_tensors.items()})
+                meta[f"{name}_schema"] = encoder.schema.to_json()
+                meta[f"{name}_encoder"] = enc_meta
+        return {k: np.ascontiguousarray(v, dtype=np.float64) for k, v in tensors.items()}, meta
+
+    def load_state(self, tensors: Tensors, meta: dict[str, Any]) -> None:
+        if "core" in meta:
+            schemas = [
+                None if meta[key] is None else FeatureSchema.model_validate(meta[key])
+                for key in ("context_schema", "action_schema")
+            ]
+            self._setup(*schemas)
+            assert self.core is not None
+            self.core.load_state_tensors(
+                {k[5:]: v for k, v in tensors.items() if k.startswith("core.")}, meta["core"]
+            )
+            for name, encoder in (
+                ("context", self.context_encoder),
+                ("action", self.action_encoder),
+            ):
+                if encoder is not None:
+                    prefix = f"{name}."
+                    encoder.load_state(
+                        {k[len(prefix) :]: v for k, v in tensors.items() if k.startswith(prefix)},
+                        meta[f"{name}_encoder"],
+                    )
+        self._load_counter_state(meta)

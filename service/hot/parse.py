@@ -1,0 +1,149 @@
+"""Checked request bodies of the hot paths: no pydantic model per request.
+
+:func:`predict_body` and :func:`feedback_body` take the value ``orjson`` parsed and
+return the body only when :class:`~service.schemas.PredictCreate` (or
+:class:`~service.schemas.FeedbackCreate`) would accept it as it stands, with the same
+values (integers of a context become floats, as under the schema).  The shape of a body
+is checked by hand, its contexts by compiled validators of plain lists (the schema's
+own ``Context`` type in a ``TypeAdapter``: no model instance, and faster than a loop in
+Python, several times so for a batch).  Anything else, a bad body or one merely
+unusual, gives None: the caller hands the request to the FastAPI route, whose schema
+answers it (the same 422 naming the field and the bound).  So these checks may refuse
+more than the schema does, never less.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any
+
+from pydantic import Field, TypeAdapter, ValidationError
+
+from service.schemas import MAX_BATCH_LENGTH, Context
+
+_PREDICT_KEYS = frozenset({"context", "contexts", "default_action", "default_actions"})
+_FEEDBACK_KEYS = frozenset({"event_id", "loss", "reward", "losses"})
+#: compiled checks of one context and of a batch (pydantic-core validators of plain
+#: lists, no model per request: faster than a loop in Python, a batch several times so)
+_CONTEXT: TypeAdapter[list[float]] = TypeAdapter(Context)
+_CONTEXTS: TypeAdapter[list[list[float]]] = TypeAdapter(
+    Annotated[list[Context], Field(max_length=MAX_BATCH_LENGTH)]
+)
+#: largest ``event_id`` the feedback schema takes, in characters
+_MAX_EVENT_ID = 128
+
+
+class PredictBody:
+    """A checked predict body: one ``context`` or a batch of ``contexts``, the defaults."""
+
+    __slots__ = ("context", "contexts", "default_action", "default_actions")
+
+    def __init__(
+        self,
+        context: list[float] | None,
+        contexts: list[list[float]] | None,
+        default_action: int | None,
+        default_actions: list[int] | None,
+    ) -> None:
+        self.context = context
+        self.contexts = contexts
+        self.default_action = default_action
+        self.default_actions = default_actions
+
+    def defaults(self) -> list[int] | None:
+        """The caller's default actions, one per context, or None."""
+        if self.default_action is not None:
+            return [self.default_action]
+        return self.default_actions
+
+
+def _contexts(value: Any, validator: TypeAdapter[Any]) -> Any:
+    """``value`` checked by ``validator`` (a context, or a list of them), else None."""
+    try:
+        return validator.validate_python(value, strict=True)
+    except ValidationError:
+        return None
+
+
+def _count(value: Any) -> bool:
+    """An integer of at least 0 (not a bool)."""
+    return type(value) is int and value >= 0
+
+
+def predict_body(data: Any) -> PredictBody | None:
+    """The predict body ``data`` when the schema takes it as it stands, else None."""
+    if type(data) is not dict or not _PREDICT_KEYS.issuperset(data):
+        return None
+    single, batch = data.get("context"), data.get("contexts")
+    if (single is None) == (batch is None) or ("context" in data and "contexts" in data):
+        return None  # none, both, or a null alternative
+    default, defaults = data.get("default_action"), data.get("default_actions")
+    if single is not None:
+        context = _contexts(single, _CONTEXT)
+        if context is None or defaults is not None or not (default is None or _count(default)):
+            return None
+        return PredictBody(context, None, default, None)
+    contexts = None if default is not None else _contexts(batch, _CONTEXTS)
+    if contexts is None:
+        return None
+    if defaults is not None and (
+        type(defaults) is not list
+        or len(defaults) != len(contexts)
+        or not all(_count(d) for d in defaults)
+    ):
+        return None
+    return PredictBody(None, contexts, None, defaults)
+
+
+class FeedbackBody:
+    """A checked feedback body: the event id and exactly one of loss, reward or losses."""
+
+    __slots__ = ("event_id", "loss", "losses", "reward")
+
+    def __init__(
+        self,
+        event_id: str,
+        loss: float | None,
+        reward: float | None,
+        losses: tuple[float, float] | None,
+    ) -> None:
+        self.event_id = event_id
+        self.loss = loss
+        self.reward = reward
+        self.losses = losses
+
+
+def _number(value: Any) -> float | None:
+    """A finite JSON number as a float (not a bool), else None."""
+    kind = type(value)
+    if kind is float:
+        return value if math.isfinite(value) else None
+    if kind is int:
+        try:
+            return float(value)
+        except OverflowError:
+            return None
+    return None
+
+
+def feedback_body(data: Any) -> FeedbackBody | None:
+    """The feedback body ``data`` when the schema takes it as it stands, else None."""
+    if type(data) is not dict or not _FEEDBACK_KEYS.issuperset(data) or len(data) != 2:
+        return None  # the event id and exactly one alternative, nothing else
+    event_id = data.get("event_id")
+    if type(event_id) is not str or not 0 < len(event_id) <= _MAX_EVENT_ID:
+        return None
+    if "losses" in data:
+        pair = data["losses"]
+        if type(pair) is not list or len(pair) != 2:
+            return None
+        first, second = _number(pair[0]), _number(pair[1])
+        if first is None or second is None:
+            return None
+        return FeedbackBody(event_id, None, None, (first, second))
+    number = _number(data.get("loss", data.get("reward")))
+    if number is None:
+        return None
+    if "loss" in data:
+        return FeedbackBody(event_id, number, None, None)
+    return FeedbackBody(event_id, None, number, None)

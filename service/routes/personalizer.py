@@ -1,0 +1,233 @@
+"""Azure Personalizer's rank and reward API under ``/v1/models/{name}/personalizer/``.
+
+With the endpoint ``{server}/v1/models/{name}``, Personalizer's own clients work
+unchanged: ``rank``, ``events/{eventId}/reward``, ``events/{eventId}/activate`` and their
+``multislot/`` forms, Personalizer's field names, statuses (201 for a rank, 204 for a
+reward or an activation) and error body ``{"error": {"code", "message"}}``; any
+``api-version`` query is accepted, the key in ``Ocp-Apim-Subscription-Key`` as well as
+``Authorization: Bearer`` (:mod:`service.auth`).  The model is a banditree ranking
+model (``{"task": "ranking"}``); ``docs/how-to/migrate-from-personalizer.md`` gives the
+semantic mapping.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any, TypeVar
+
+import orjson
+from fastapi import APIRouter, Path, Request
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from banditree.features import InvalidInput
+from banditree.ranking import MAX_CANDIDATES
+from service.deps import ModelName
+from service.domain_errors import DomainError
+from service.errors import STORE_ERRORS, domain_status
+from service.registry import ModelRegistry
+from service.routes.ranking import ranking_list
+from service.runtime.api import ModelRuntime
+from service.runtime.ranking import (
+    MAX_EVENT_ID_LENGTH,
+    MAX_SLOTS,
+    Slot,
+    activate,
+    is_inactive,
+    rank,
+    rank_slots,
+    reward_feedback,
+    reward_slots,
+)
+
+#: left out of the OpenAPI document: these routes answer in Personalizer's shapes (its
+#: error body), documented in docs/howto/migrate-from-personalizer.md
+router = APIRouter(
+    prefix="/v1/models/{name}/personalizer", tags=["personalizer"], include_in_schema=False
+)
+
+Features = list[dict[str, Any]] | dict[str, Any] | None
+EventId = Annotated[str, Path(min_length=1, max_length=MAX_EVENT_ID_LENGTH)]
+_CODES = {
+    400: "BadRequest",
+    401: "Unauthorized",
+    404: "ResourceNotFound",
+    409: "Conflict",
+    410: "EventExpired",
+    503: "ServiceUnavailable",
+}
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+
+class PzAction(_Body):
+    id: str = Field(..., min_length=1, max_length=256)
+    features: Features = None
+
+
+class PzRank(_Body):
+    contextFeatures: Features = None
+    actions: list[PzAction] = Field(..., min_length=1, max_length=MAX_CANDIDATES)
+    excludedActions: list[str] | None = Field(None, max_length=MAX_CANDIDATES)
+    eventId: str | None = Field(None, min_length=1, max_length=MAX_EVENT_ID_LENGTH)
+    deferActivation: bool | None = None
+
+
+class PzSlot(_Body):
+    id: str = Field(..., min_length=1, max_length=256)
+    features: Features = None
+    excludedActions: list[str] | None = Field(None, max_length=MAX_CANDIDATES)
+    baselineAction: str | None = None
+
+
+class PzMultiRank(PzRank):
+    slots: list[PzSlot] = Field(..., min_length=1, max_length=MAX_SLOTS)
+
+
+class PzReward(_Body):
+    value: float = Field(..., ge=-1.0, le=1.0, allow_inf_nan=False)
+
+
+class PzSlotReward(_Body):
+    slotId: str = Field(..., min_length=1)
+    value: float = Field(..., ge=-1.0, le=1.0, allow_inf_nan=False)
+
+
+class PzMultiReward(_Body):
+    reward: list[PzSlotReward] = Field(..., min_length=1, max_length=MAX_SLOTS)
+
+
+def pz_error(status: int, message: str) -> JSONResponse:
+    """Personalizer's error body."""
+    code = _CODES.get(status, "InternalServerError")
+    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+
+
+T = TypeVar("T", bound=BaseModel)
+
+
+async def _parse(request: Request, model: type[T]) -> T:
+    try:
+        return model.model_validate(orjson.loads(await request.body()))
+    except orjson.JSONDecodeError as err:
+        raise InvalidInput("body", f"is not JSON ({err})") from None
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "body"
+        raise InvalidInput(where, str(first["msg"])) from None
+
+
+async def _answer(
+    request: Request, name: str, work: Callable[[ModelRuntime], Awaitable[Response]]
+) -> Response:
+    """Run ``work`` on the model's runtime; every refusal in Personalizer's error shape."""
+    try:
+        registry: ModelRegistry = request.app.state.registry
+        return await work(await registry.get(name))
+    except InvalidInput as err:
+        return pz_error(400, str(err))
+    except DomainError as err:
+        status = domain_status(err)
+        return pz_error(400 if status == 422 else status, err.detail)
+    except STORE_ERRORS:
+        return pz_error(503, "the store cannot be reached now; try again")
+
+
+@router.post("/rank", status_code=201)
+async def pz_rank(name: ModelName, request: Request) -> Response:
+    """Personalizer Rank: ``{ranking: [{id, probability}], eventId, rewardActionId}`` (201)."""
+
+    async def work(runtime: ModelRuntime) -> Response:
+        body = await _parse(request, PzRank)
+        decision, _ = await rank(
+            runtime, body.contextFeatures, [(a.id, a.features) for a in body.actions],
+            excluded=body.excludedActions or (), event_id=body.eventId,
+            defer=bool(body.deferActivation),
+        )  # fmt: skip
+        assert decision.ranking is not None and decision.action is not None
+        content = {
+            "ranking": ranking_list(decision),
+            "eventId": decision.event_id,
+            "rewardActionId": decision.ranking["ids"][decision.action],
+        }
+        return Response(orjson.dumps(content), status_code=201, media_type="application/json")
+
+    return await _answer(request, name, work)
+
+
+@router.post("/events/{event_id}/reward", status_code=204)
+async def pz_reward(name: ModelName, event_id: EventId, request: Request) -> Response:
+    """Personalizer Reward ``{value}`` in [-1, 1] (204); dropped for a deferred event not
+    yet activated, as Personalizer ignores those."""
+
+    async def work(runtime: ModelRuntime) -> Response:
+        feedback = reward_feedback((await _parse(request, PzReward)).value)
+        if not await is_inactive(runtime, event_id):
+            await runtime.feedback(event_id, feedback, field="reward")
+        return Response(status_code=204)
+
+    return await _answer(request, name, work)
+
+
+@router.post("/events/{event_id}/activate", status_code=204)
+async def pz_activate(name: ModelName, event_id: EventId, request: Request) -> Response:
+    """Personalizer Activate (204): the deferred event's reward is now learned from."""
+
+    async def work(runtime: ModelRuntime) -> Response:
+        await activate(runtime, event_id)
+        return Response(status_code=204)
+
+    return await _answer(request, name, work)
+
+
+@router.post("/multislot/rank", status_code=201)
+async def pz_rank_multi_slot(name: ModelName, request: Request) -> Response:
+    """Personalizer multi-slot Rank: ``{eventId, slots: [{id, rewardActionId}]}`` (201)."""
+
+    async def work(runtime: ModelRuntime) -> Response:
+        body = await _parse(request, PzMultiRank)
+        slots = [
+            Slot(s.id, s.features, tuple(s.excludedActions or ()), s.baselineAction)
+            for s in body.slots
+        ]
+        event_id, filled, _ = await rank_slots(
+            runtime, body.contextFeatures, [(a.id, a.features) for a in body.actions], slots,
+            event_id=body.eventId, defer=bool(body.deferActivation),
+        )  # fmt: skip
+        answer = []
+        for slot_id, d in filled:
+            chosen = None
+            if d is not None and d.ranking is not None and d.action is not None:
+                chosen = d.ranking["ids"][d.action]
+            answer.append({"id": slot_id, "rewardActionId": chosen})
+        content = {"eventId": event_id, "slots": answer}
+        return Response(orjson.dumps(content), status_code=201, media_type="application/json")
+
+    return await _answer(request, name, work)
+
+
+@router.post("/multislot/events/{event_id}/reward", status_code=204)
+async def pz_reward_multi_slot(name: ModelName, event_id: EventId, request: Request) -> Response:
+    """Personalizer multi-slot Reward ``{reward: [{slotId, value}]}`` (204)."""
+
+    async def work(runtime: ModelRuntime) -> Response:
+        body = await _parse(request, PzMultiReward)
+        await reward_slots(
+            runtime, event_id, [(r.slotId, r.value) for r in body.reward], ignore_inactive=True
+        )
+        return Response(status_code=204)
+
+    return await _answer(request, name, work)
+
+
+@router.post("/multislot/events/{event_id}/activate", status_code=204)
+async def pz_activate_multi_slot(name: ModelName, event_id: EventId, request: Request) -> Response:
+    """Personalizer multi-slot Activate (204): every slot of the event."""
+
+    async def work(runtime: ModelRuntime) -> Response:
+        await activate(runtime, event_id, multislot=True)
+        return Response(status_code=204)
+
+    return await _answer(request, name, work)
