@@ -137,6 +137,7 @@ async def test_a_cluster_finds_the_records_of_a_single_redis(own_cluster: OwnClu
     try:
         client.hset(prefix + "models", mapping={"a": "record-a", "b": "record-b"})
         client.set(prefix + "epoch", "old-epoch")
+        client.set(prefix + "changes", 7)
     finally:
         client.close()
     store = RedisStore.from_url(own_cluster.url, prefix=prefix)
@@ -144,7 +145,8 @@ async def test_a_cluster_finds_the_records_of_a_single_redis(own_cluster: OwnClu
         await store.ping()
         assert await store.load_models() == {"a": "record-a", "b": "record-b"}
         assert await store.epoch() == "old-epoch"
-        await store.save_model("c", "record-c")
+        assert await store.changes() == 7
+        assert await store.save_model("c", "record-c") == 8
         assert global_key(prefix, "models", cluster=True) == "legacy:{global}:models"
     finally:
         await store.close()
