@@ -22,10 +22,8 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
-import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from banditree.learners import Learner, build_learner
@@ -33,45 +31,21 @@ from banditree.persistence import dumps
 from service.checkpoint_restore import newest_valid_checkpoint
 from service.metrics import ModelMetrics
 from service.runtime.idle import IdleLearners
+from service.runtime.learner_steps import (
+    HandedOver,
+    LearnerPolicy,
+    LeaseLost,
+    apply_slice,
+    retry_seconds,
+)
 from service.runtime.log_reader import LogReader
-from service.runtime.replay import apply_entry
 from service.runtime.share import LeaseShare
 from service.store import FencedOut, LogEntry, ModelGone, Store, StoreUnavailable
 
 log = logging.getLogger("banditree.service")
 
 _BATCH = 512  # log entries read per round trip
-_SLICE_SECONDS = 0.05  # longest stretch of learning between two looks at the lease
 _REQUEST_CHECK_SECONDS = 0.1  # how often a busy learner looks for a checkpoint request
-_RETRY_SECONDS = 0.5  # wait after the store failed
-
-
-def _retry_seconds() -> float:
-    """The wait after a failure, about ``_RETRY_SECONDS``.
-
-    Spread, so that the learners of thousands of models that met one failure do not all
-    retry at the same moment.
-    """
-    return _RETRY_SECONDS * (0.5 + random.random())
-
-
-class LeaseLost(Exception):
-    """The lease was taken over (or revoked): stop learning, try to take it again later."""
-
-
-class HandedOver(Exception):
-    """This process was over its share: the lease was given back, for another to take."""
-
-
-@dataclass(frozen=True)
-class LearnerPolicy:
-    """When to publish, how many checkpoints to keep, and the default loss of expiries."""
-
-    every_updates: int
-    every_seconds: float
-    keep: int
-    default_loss: float | None
-    lease_seconds: float
 
 
 class ModelLearner:
@@ -162,13 +136,13 @@ class ModelLearner:
                 log.warning("learner of model %s: %s", self.name, err)  # the registry
                 if self.on_gone is not None:
                     self.on_gone()
-                pause = _retry_seconds()
+                pause = retry_seconds()
             except StoreUnavailable as err:
                 log.error("learner of model %s: store unavailable: %s", self.name, err)
-                pause = _retry_seconds()
+                pause = retry_seconds()
             except Exception:
                 log.exception("learner of model %s failed; restarting it", self.name)
-                pause = _retry_seconds()
+                pause = retry_seconds()
             finally:
                 if self._reader is not None:
                     self._reader.close()
@@ -330,26 +304,10 @@ class ModelLearner:
 
     def _apply(self, learner: Learner, entries: list[LogEntry]) -> tuple[int, int]:
         """Learn from ``entries`` in order for at most one slice: ``(entries done, updates)``."""
-        started = time.perf_counter()
-        changed = 0
-        m = self.metrics
-        done = 0
-        for entry in entries:
-            done += 1
-            t0 = time.perf_counter()
-            applied = apply_entry(
-                learner, entry, uid=self.uid, default_loss=self.policy.default_loss
-            )
-            if applied.learned:
-                m.update_latency.observe(time.perf_counter() - t0)
-            if applied.changed:
-                changed += 1
-                m.updates.inc()
-            if time.perf_counter() - started >= _SLICE_SECONDS:
-                break
-        m.mean_loss.set(learner.counters.get("progressive_mean_loss", float("nan")))
-        m.learned_offset.set(entries[done - 1].offset)
-        return done, changed
+        return apply_slice(
+            learner, entries, uid=self.uid, default_loss=self.policy.default_loss,
+            metrics=self.metrics,
+        )  # fmt: skip
 
     async def _publish(self, learner: Learner, token: int, offset: int, acked_at: float) -> None:
         started = time.perf_counter()
