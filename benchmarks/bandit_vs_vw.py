@@ -40,9 +40,10 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from banditree.datasets import CLASSIFICATION, Dataset, load
+from banditree.datasets import CATEGORICAL, CLASSIFICATION, Dataset, load
 from banditree.explore import event_uniforms
 from banditree.learners import Feedback, build_learner
+from benchmarks import categorical_sets
 from benchmarks.bandit_vs_vw_report import write_report
 from benchmarks.external_sets import EXTERNAL, load_external
 from simulate.vw import VW_ALGORITHMS, VWPolicy
@@ -69,6 +70,13 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # the ridge without the clip (9 hard sets, 2 seeds, 10,000 rounds: coil2000 0.070
     # against 0.065 clipped, spambase 0.100 against 0.087; the others within seed noise)
     "no_clip": {"context_clip": 0.0},
+    # the ridge whatever the width (a schema's one-hot columns can pass RIDGE_AUTO_MAX)
+    "ridge": {"linear_update": "ridge"},
+    # --categorical: vocabularies of at most 16 / 32 values per feature (default 64)
+    "categories16": {"schema_max_categories": 16},
+    "categories32": {"schema_max_categories": 32},
+    "categories16_ridge": {"schema_max_categories": 16, "linear_update": "ridge"},
+    "categories32_ridge": {"schema_max_categories": 32, "linear_update": "ridge"},
     # the default two stops ago: the ridge alone, SquareCB at gamma scale 10 (VW's)
     "ridge_gamma10": {"ridge_mix_rate": 0.0, "explorer": "squarecb", "explorer_parameter": 10.0},
     # each change alone (14 sets x 3 seeds, geometric mean of loss / best VW, coil2000's
@@ -181,38 +189,66 @@ def _summary(losses: list[float], seconds: float, test_accuracy: float) -> dict[
 
 
 def run_banditree(
-    ds: Dataset, overrides: dict[str, Any], seed: int, max_rounds: int
+    ds: Dataset, overrides: dict[str, Any], seed: int, max_rounds: int, categorical: bool = False
 ) -> dict[str, Any]:
-    """One pass of a banditree learner; ``act`` + ``learn`` timed together."""
+    """One pass of a banditree learner; ``act`` + ``learn`` timed together.
+
+    ``categorical``: the learner gets the set's schema and JSON contexts (the encoding
+    inside the timing).
+    """
     x, y, _ = stream(ds, seed, max_rounds)
+    rows: Any = x
+    test: Any = ds.X_test
+    overrides = dict(overrides)
+    max_categories = overrides.pop("schema_max_categories", None)
     config = {"n_features": ds.n_features, "n_actions": ds.n_classes, **overrides, "seed": seed}
+    if categorical:
+        config.pop("n_features")
+        config.setdefault("features", categorical_sets.schema_json(ds, max_categories))
+        rows, test = categorical_sets.contexts(ds, x), categorical_sets.contexts(ds, ds.X_test)
     learner = build_learner(config)
     losses: list[float] = []
     clock = time.perf_counter
     seconds = 0.0
-    for row, label in zip(x, y.tolist(), strict=True):
+    for row, label in zip(rows, y.tolist(), strict=True):
         start = clock()
         decision = learner.act(row)
         loss = float(decision.action != label)
         learner.learn(decision, Feedback(loss=loss))
         seconds += clock() - start
         losses.append(loss)
-    accuracy = float(np.mean(learner.predict(ds.X_test) == ds.y_test))
+    accuracy = float(np.mean(learner.predict(test) == ds.y_test))
     return _summary(losses, seconds, accuracy)
 
 
 def run_vw(
-    ds: Dataset, algorithm: str, standardized: bool, seed: int, max_rounds: int
+    ds: Dataset,
+    algorithm: str,
+    standardized: bool,
+    seed: int,
+    max_rounds: int,
+    categorical: bool = False,
 ) -> dict[str, Any]:
-    """One pass of a VW algorithm on raw or z-scored features; predict + learn timed."""
+    """One pass of a VW algorithm on raw or z-scored features; predict + learn timed.
+
+    ``categorical``: declared categorical columns as one-hot names (``f3=2``, never
+    z-scored), the others as numbers.
+    """
     x, y, uniforms = stream(ds, seed, max_rounds)
     x_test = ds.X_test
+    mask = categorical_sets.categorical_mask(ds) if categorical else np.zeros(ds.n_features, bool)
     if standardized:
         mean, sd = ds.X_train.mean(axis=0), ds.X_train.std(axis=0)
         sd[sd == 0.0] = 1.0
+        mean[mask], sd[mask] = 0.0, 1.0
         x, x_test = (x - mean) / sd, (x_test - mean) / sd
     policy = VWPolicy(ds.n_classes, algorithm, seed)
-    examples = [policy.example(row) for row in x.tolist()]
+    if categorical:
+        examples = [policy.example_of(t) for t in categorical_sets.vw_features(x, mask)]
+        test_examples = [policy.example_of(t) for t in categorical_sets.vw_features(x_test, mask)]
+    else:
+        examples = [policy.example(row) for row in x.tolist()]
+        test_examples = [policy.example(row) for row in x_test.tolist()]
     losses: list[float] = []
     clock = time.perf_counter
     seconds = 0.0
@@ -225,7 +261,7 @@ def run_vw(
         policy.learn(example, action, float(pmf[action]), loss)
         seconds += clock() - start
         losses.append(loss)
-    greedy = [int(np.argmax(policy.pmf(policy.example(row)))) for row in x_test.tolist()]
+    greedy = [int(np.argmax(policy.pmf(example))) for example in test_examples]
     policy.close()
     return _summary(losses, seconds, float(np.mean(np.array(greedy) == ds.y_test)))
 
@@ -247,18 +283,23 @@ def best_constant(ds: Dataset, seed: int, max_rounds: int) -> dict[str, Any]:
 def run_task(task: dict[str, Any]) -> list[dict[str, Any]]:
     """Every competitor on one (dataset, seed): a list of result records."""
     name, seed, max_rounds = task["dataset"], task["seed"], task["max_rounds"]
+    categorical = bool(task.get("categorical"))
     ds = load_external(name) if name in EXTERNAL else load(name)
     head = {"dataset": name, "seed": seed, "n_actions": ds.n_classes}
     records = [{**head, "learner": "best_constant", **best_constant(ds, seed, max_rounds)}]
     ours = [("banditree", variant) for variant in task["variants"]]
-    theirs = [(algorithm, form) for algorithm in task["vw"] for form in ("raw", "z")]
+    # z-scoring changes nothing where every column is a category
+    forms = (
+        ("raw",) if categorical and categorical_sets.categorical_mask(ds).all() else ("raw", "z")
+    )
+    theirs = [(algorithm, form) for algorithm in task["vw"] for form in forms]
     # interleaved, so that changing load on the machine hits both alike
     for job in [j for pair in zip_longest(ours, theirs) for j in pair if j is not None]:
         if job[0] == "banditree":
-            result = run_banditree(ds, VARIANTS[job[1]], seed, max_rounds)
+            result = run_banditree(ds, VARIANTS[job[1]], seed, max_rounds, categorical)
             records.append({**head, "learner": job[1], "family": "banditree", **result})
         else:
-            result = run_vw(ds, VW_ALGORITHMS[job[0]], job[1] == "z", seed, max_rounds)
+            result = run_vw(ds, VW_ALGORITHMS[job[0]], job[1] == "z", seed, max_rounds, categorical)
             records.append({**head, "learner": job[0], "family": "vw", "form": job[1], **result})
     return records
 
@@ -266,20 +307,42 @@ def run_task(task: dict[str, Any]) -> list[dict[str, Any]]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--datasets", nargs="+", default=list(CLASSIFICATION), choices=[*CLASSIFICATION, *EXTERNAL]
+        "--datasets",
+        nargs="+",
+        default=None,
+        choices=[*CLASSIFICATION, *CATEGORICAL, *EXTERNAL],
+        help="default: the 14 classification sets, or with --categorical the categorical ones",
+    )
+    parser.add_argument(
+        "--categorical",
+        action="store_true",
+        help=(
+            "the categorical table: declared categories as a schema for banditree and as "
+            "one-hot names for VW (default sets: benchmarks.categorical_sets.CATEGORICAL_SETS, "
+            "at most 20,000 rounds, out runs/bandit_vs_vw_categorical)"
+        ),
     )
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--first-seed", type=int, default=0, help="seeds run: first .. first+S-1")
-    parser.add_argument("--max-rounds", type=int, default=50_000)
+    parser.add_argument("--max-rounds", type=int, default=None, help="50,000 (20,000 categorical)")
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     parser.add_argument("--vw", nargs="*", default=list(VW_ALGORITHMS), choices=list(VW_ALGORITHMS))
     parser.add_argument("--jobs", type=int, default=1, help="worker processes")
-    parser.add_argument("--out", type=Path, default=Path("runs/bandit_vs_vw"))
+    parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--report-only", action="store_true", help="re-render from results")
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
     if "default" not in args.variants:
         parser.error("--variants must include default")
+    cat = args.categorical
+    if args.datasets is None:
+        args.datasets = list(categorical_sets.CATEGORICAL_SETS if cat else CLASSIFICATION)
+    if args.max_rounds is None:
+        args.max_rounds = 20_000 if cat else 50_000
+    if args.out is None:
+        args.out = Path("runs/bandit_vs_vw_categorical" if cat else "runs/bandit_vs_vw")
+    if cat and any(d not in categorical_sets.CATEGORICAL_SETS for d in args.datasets):
+        parser.error(f"--categorical sets: {', '.join(categorical_sets.CATEGORICAL_SETS)}")
     args.out.mkdir(parents=True, exist_ok=True)
     results_path = args.out / "results.jsonl"
     if not args.report_only:
@@ -290,6 +353,7 @@ def main(argv: list[str] | None = None) -> None:
                 "max_rounds": args.max_rounds,
                 "variants": ["default", *[v for v in args.variants if v != "default"]],
                 "vw": args.vw,
+                "categorical": cat,
             }
             for d in args.datasets
             for s in range(args.first_seed, args.first_seed + args.seeds)

@@ -23,6 +23,8 @@ bare app plus ``learner.act``; then, interleaved round by round in the same sess
 * ``batch_256``: 256 contexts per request (DGT), in decisions per second;
 * ``predict_with_feedback``, ``tel_with_feedback``: predict under a stream of predict +
   feedback pairs offered at ``--feedback-rate`` pairs per second;
+* ``predict_float20``, ``predict_named20``: a DGT on 20 floats against one on 20 named
+  features (15 numbers, 5 categories) sent as a JSON object;
 * ``two_workers`` (Redis only): ``predict`` on a two-worker server.
 
 Targets (printed as ratios measured in the same run): predict >= 0.5x raw req/s and
@@ -62,12 +64,27 @@ MODELS = {
     # regression, two-point: the default (a 4-tree averaged forest, height 8) and one tree
     "bench-reg": REGRESSION_MODEL,
     "bench-reg-tree": {**REGRESSION_MODEL, "kind": "dgt"},
+    # 20 floats against 20 named features (15 numbers, 5 categories): the encoding's cost
+    "bench-float20": {**MODEL, "n_features": 20},
+    "bench-named20": {
+        "n_actions": 10,
+        "features": {
+            **{f"n{j}": "numeric" for j in range(15)},
+            **{f"c{j}": {"type": "categorical", "max_categories": 8} for j in range(5)},
+        },
+    },
+}
+CONTEXT20 = [float(v) for v in np.linspace(-1.0, 1.0, 20)]
+NAMED20 = {
+    **{f"n{j}": v for j, v in enumerate(CONTEXT20[:15])},
+    **{f"c{j}": f"value{j}" for j in range(5)},
 }
 BARE_PORT, SERVED_PORT, BARE_ACT_PORT, TWO_WORKER_PORT, RAW_PORT = 18081, 18082, 18083, 18084, 18085
 #: every row, in the order of a round (``--rows`` picks some)
 ROWS = (
     "raw", "bare", "bare_act", "predict", "predict_tel", "predict_hinge", "predict_regression",
-    "predict_regression_tree", "batch_256", "predict_with_feedback", "tel_with_feedback",
+    "predict_regression_tree", "predict_float20", "predict_named20", "batch_256",
+    "predict_with_feedback", "tel_with_feedback",
     "two_workers",
 )  # fmt: skip
 
@@ -91,6 +108,8 @@ async def http_figures(store: str, args: argparse.Namespace, work: Path) -> dict
     if store == "redis":
         env.update(BANDITREE_REDIS_URL=REDIS_URL, BANDITREE_REDIS_PREFIX=prefix)
     single = wrk_script(work, {"context": CONTEXT})
+    float20 = wrk_script(work, {"context": CONTEXT20}, "float20")
+    named20 = wrk_script(work, {"context": NAMED20}, "named20")
     batch = wrk_script(work, {"contexts": BATCH}, "batch")
     processes = [
         start_server("benchmarks._http_load:bare_app", {}, BARE_PORT),
@@ -158,6 +177,14 @@ async def http_figures(store: str, args: argparse.Namespace, work: Path) -> dict
                     used = redis_cpu_seconds() - redis_before
                     figures["redis_cpu_us_per_request"] = 1e6 * used / max(requests, 1.0)
                 add(row, figures)
+            for row, model, script in (("predict_float20", "bench-float20", float20),
+                                       ("predict_named20", "bench-named20", named20)):  # fmt: skip
+                if row not in rows:
+                    continue
+                add(
+                    row,
+                    await run_wrk(base + path.format(model), script, seconds, conns, served.pid),
+                )
             url = base + path.format("bench")
             if (figures := await wrk_row("batch_256", url, batch, served.pid)) is not None:
                 figures["decisions_per_second"] = figures["requests_per_second"] * len(BATCH)
@@ -209,6 +236,9 @@ RATIOS: dict[str, tuple[str, str, str, str]] = {
     "hinge_vs_dgt_per_cpu": ("predict_hinge", "requests_per_cpu_second", "predict", "requests_per_cpu_second"),
     "regression_forest_vs_tree": ("predict_regression", "requests_per_second", "predict_regression_tree", "requests_per_second"),
     "regression_forest_vs_tree_per_cpu": ("predict_regression", "requests_per_cpu_second", "predict_regression_tree", "requests_per_cpu_second"),
+    # goal: a 20-feature JSON context (5 categorical) costs at most 1.3x a 20-float list
+    "named20_cost_vs_float20": ("predict_float20", "requests_per_second", "predict_named20", "requests_per_second"),
+    "named20_cost_vs_float20_per_cpu": ("predict_float20", "requests_per_cpu_second", "predict_named20", "requests_per_cpu_second"),
     "two_workers_vs_one": ("two_workers", "requests_per_second", "predict", "requests_per_second"),
     "two_workers_vs_raw": ("two_workers", "requests_per_second", "raw", "requests_per_second"),
 }  # fmt: skip

@@ -10,9 +10,13 @@ from pydantic import (
     ConfigDict,
     Field,
     StrictInt,
+    ValidatorFunctionWrapHandler,
+    WithJsonSchema,
+    WrapValidator,
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from banditree.learners import LearnerConfig
 from banditree.learners.config import defaults as config_defaults
@@ -32,7 +36,35 @@ FiniteNumber = Annotated[float, Field(strict=True, allow_inf_nan=False)]
 MAX_CONTEXT_LENGTH = 10_000
 #: Largest batch the schema parses; the ``max_batch`` setting is usually smaller.
 MAX_BATCH_LENGTH = 10_000
-Context = Annotated[list[FiniteNumber], Field(max_length=MAX_CONTEXT_LENGTH)]
+NumberContext = Annotated[list[FiniteNumber], Field(max_length=MAX_CONTEXT_LENGTH)]
+
+
+def _named_or_numbers(value: Any, numbers: ValidatorFunctionWrapHandler) -> Any:
+    """An object of named features passes as it is (the model's encoder checks it and
+    names a bad field); anything else is validated as a list of numbers."""
+    if isinstance(value, dict):
+        if len(value) > MAX_CONTEXT_LENGTH:
+            raise PydanticCustomError(
+                "too_long", "must hold at most {n} named features", {"n": MAX_CONTEXT_LENGTH}
+            )
+        return value
+    return numbers(value)
+
+
+#: A context: a list of numbers, or, for a model with a feature schema, an object of
+#: named features (``{"age": 31, "country": "DE", "user": {...}}``).
+Context = Annotated[
+    NumberContext,
+    WrapValidator(_named_or_numbers),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "array", "items": {"type": "number"}, "maxItems": MAX_CONTEXT_LENGTH},
+                {"type": "object", "maxProperties": MAX_CONTEXT_LENGTH},
+            ]
+        }
+    ),
+]
 #: Largest ``options`` object, in bytes of compact JSON.
 MAX_OPTIONS_BYTES = 16_384
 
@@ -86,8 +118,9 @@ class ModelCreate(flat_fields("ModelFields", LearnerConfig, ModelPolicy)):  # ty
 
     @model_validator(mode="before")
     @classmethod
-    def _ranking_width(cls, data: Any) -> Any:
-        return config_defaults.ranking_fills(data)  # n_features 1 for a ranking model
+    def _fills(cls, data: Any) -> Any:
+        # n_features 1 for a ranking model; with features: n_features derived
+        return config_defaults.feature_width(config_defaults.ranking_fills(data))
 
     @model_validator(mode="after")
     def _config_rules(self) -> ModelCreate:
@@ -157,10 +190,19 @@ class PredictCreate(BaseModel):
         extra="forbid", strict=True, json_schema_extra=one_of_schema(PREDICT_ALTERNATIVES)
     )
 
-    context: Context | None = None
+    context: Context | None = Field(
+        None, description="a list of numbers, or an object of named features (models with features)"
+    )
     contexts: Annotated[list[Context], Field(max_length=MAX_BATCH_LENGTH)] | None = None
     default_action: Annotated[int, Field(strict=True, ge=0)] | None = Field(
         None, description="apprentice mode: the action the caller's own rule would play"
+    )
+    explain: bool = Field(
+        False,
+        description=(
+            "models with features whose kind is dgt: each decision also gets 'explanation', "
+            "its leaf's path as named conditions (a list of strings, root first)"
+        ),
     )
     default_actions: (
         Annotated[

@@ -56,6 +56,9 @@ def learner_config(
         "seed": seed,
         **{k: v for k, v in given.items() if k not in dropped},
     }
+    if dataset.schema is not None:  # named features: the schema sets the width
+        del body["n_features"]
+        body["features"] = dataset.schema
     if dataset.task == "classification":
         assert isinstance(env, ClassificationEnvironment)
         body["n_actions"] = dataset.n_classes

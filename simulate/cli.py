@@ -22,6 +22,7 @@ SIMULATOR_SETS = frozenset(
         "task",
         "kind",
         "n_features",
+        "features",
         "n_actions",
         "estimator",
         "loss_matrix",
@@ -47,7 +48,9 @@ def _choice(value: str | None, allowed: tuple[str, ...], option: str) -> str | N
 
 def simulate_command(
     data: str = typer.Argument(
-        ..., help="A .tsv.gz/.csv/.npz file, a bundled dataset name, or 'obd' (logged)."
+        ...,
+        help="A .csv/.tsv (plain or .gz), .parquet or .npz file, a bundled dataset name, or "
+        "'obd' (logged).",
     ),
     model: str | None = typer.Option(
         None,
@@ -60,6 +63,12 @@ def simulate_command(
     ),
     label: str | None = typer.Option(
         None, "--label", help="Label column (CSV; TSV default 'target')."
+    ),
+    categorical: str = typer.Option(
+        "", "--categorical", help="Comma list of feature columns holding integer-coded categories."
+    ),
+    schema: Path | None = typer.Option(
+        None, "--schema", help='Schema file: {"features": {column: type or spec}, "label": ...}.'
     ),
     task: str = typer.Option("auto", "--task", help="auto, classification or regression."),
     split: int = typer.Option(0, "--split", help="Split 0..4 of a bundled regression set."),
@@ -160,6 +169,8 @@ def simulate_command(
                 model=model,
                 out=out,
                 label=label,
+                categorical=tuple(c.strip() for c in categorical.split(",") if c.strip()),
+                schema=schema,
                 task=cast(Literal["auto", "classification", "regression"], task),
                 split=split,
                 feedback=cast("FeedbackMode | None", feedback),

@@ -12,6 +12,7 @@ import numpy as np
 from banditree import __version__
 from banditree.datasets import Dataset
 from banditree.datasets.sources import TaskChoice, load_source
+from banditree.datasets.tables import contexts_of
 from banditree.learners import build_learner
 from banditree.learners.config import default_kind
 from simulate.agents import full_information_twin, learner_config
@@ -45,6 +46,8 @@ class SimulationOptions:
     model: str | None  # None: the LearnerConfig default for the task (a warm start: dgt)
     out: Path
     label: str | None = None
+    categorical: tuple[str, ...] = ()
+    schema: Path | None = None
     task: TaskChoice = "auto"
     split: int = 0
     feedback: FeedbackMode | None = None
@@ -158,6 +161,8 @@ def _competitors(
             dataset.task != "classification" or env.mode == "full"
         ):
             notices.append(f"baseline {baseline} skipped: it needs bandit classification")
+        elif baseline == "vw" and dataset.schema is not None:
+            notices.append("baseline vw skipped: it reads numeric contexts, this data has a schema")
         elif baseline == "vw" and not vowpalwabbit_available():
             notices.append(
                 "baseline vw skipped: vowpalwabbit is not installed (pip install banditree[vw])"
@@ -203,7 +208,17 @@ def simulate(options: SimulationOptions) -> dict[str, Any]:
         raise ValueError(f"--seeds must be >= 1, got {options.seeds}")
     if options.concurrency < 1:
         raise ValueError(f"--concurrency must be >= 1, got {options.concurrency}")
-    dataset = load_source(options.data, label=options.label, task=options.task, split=options.split)
+    dataset = load_source(
+        options.data,
+        label=options.label,
+        task=options.task,
+        split=options.split,
+        categorical=options.categorical,
+        schema=options.schema,
+    )
+    X_train, X_test = dataset.X_train, dataset.X_test
+    if dataset.schema is not None:  # named features: the learners read JSON contexts
+        X_train, X_test = contexts_of(dataset, X_train), contexts_of(dataset, X_test)
     if options.warm_start is not None and "height" not in options.config:
         from banditree.models.dgt.trained import TrainedTree
 
@@ -233,11 +248,11 @@ def simulate(options: SimulationOptions) -> dict[str, Any]:
                         run_stream(
                             agent,
                             c.env,
-                            X=dataset.X_train,
+                            X=X_train,
                             y=dataset.y_train,
                             order=order,
                             eval_at=eval_at,
-                            X_test=dataset.X_test,
+                            X_test=X_test,
                             y_test=dataset.y_test,
                             seed=seed,
                             concurrency=options.concurrency if c.over_http else 1,
@@ -260,6 +275,7 @@ def simulate(options: SimulationOptions) -> dict[str, Any]:
         "n_train": n_train,
         "n_test": len(dataset.y_test),
         "n_features": dataset.n_features,
+        "features": dataset.schema,
         "n_actions": dataset.n_classes or None,
         "seeds": list(range(options.seeds)),
         "model": options.model,

@@ -111,6 +111,8 @@ class VowpalWabbitAgent:
     def learn(self, decision: Decision, feedback: Feedback) -> bool:
         if decision.action is None or feedback.loss is None:
             raise ValueError("the VW baseline learns from an action and a single loss")
+        if isinstance(decision.context, dict):
+            raise ValueError("the VW baseline reads numeric contexts")
         self.bandit.learn(
             vw_line(decision.context), decision.action, decision.propensity, feedback.loss
         )
@@ -160,6 +162,13 @@ class VWPolicy:
             return vw_line(row)
         shared = "shared |s " + " ".join([f"f{j}:{v!r}" for j, v in enumerate(row) if v != 0.0])
         return [shared, *self._action_lines]
+
+    def example_of(self, features: str) -> VWExample:
+        """:meth:`example` of VW feature text given whole (``f0:1.5 f3=2``: categories
+        as one-hot names)."""
+        if not self.adf:
+            return f"| {features}"
+        return [f"shared |s {features}", *self._action_lines]
 
     def pmf(self, example: VWExample) -> np.ndarray:
         """VW's probability of each action (action order)."""

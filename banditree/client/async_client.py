@@ -105,22 +105,26 @@ class AsyncClient:
         wire.raise_for_answer(response)
 
     async def predict(
-        self, name: str, context: Sequence[float], *, default_action: int | None = None
+        self,
+        name: str,
+        context: Sequence[float] | Mapping[str, Any],
+        *,
+        default_action: int | None = None,
     ) -> PredictResult:
-        body = wire.predict_body(list(context), None, default_action, None)
+        body = wire.predict_body(context, None, default_action, None)
         payload = await self._json("POST", wire.model_path(name, "/predict"), json=body)
         return PredictResult.from_json(payload)
 
     async def predict_batch(
         self,
         name: str,
-        contexts: Sequence[Sequence[float]],
+        contexts: Sequence[Sequence[float]] | Sequence[Mapping[str, Any]],
         *,
         default_actions: Sequence[int] | None = None,
     ) -> list[PredictResult]:
         body = wire.predict_body(
             None,
-            [list(c) for c in contexts],
+            list(contexts),
             None,
             None if default_actions is None else list(default_actions),
         )

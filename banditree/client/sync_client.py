@@ -130,10 +130,14 @@ class Client:
 
     # -- decisions -------------------------------------------------------------------
     def predict(
-        self, name: str, context: Sequence[float], *, default_action: int | None = None
+        self,
+        name: str,
+        context: Sequence[float] | Mapping[str, Any],
+        *,
+        default_action: int | None = None,
     ) -> PredictResult:
         """One decision; ``default_action`` is what an apprentice-mode model plays."""
-        body = wire.predict_body(list(context), None, default_action, None)
+        body = wire.predict_body(context, None, default_action, None)
         return PredictResult.from_json(
             self._json("POST", wire.model_path(name, "/predict"), json=body)
         )
@@ -141,14 +145,14 @@ class Client:
     def predict_batch(
         self,
         name: str,
-        contexts: Sequence[Sequence[float]],
+        contexts: Sequence[Sequence[float]] | Sequence[Mapping[str, Any]],
         *,
         default_actions: Sequence[int] | None = None,
     ) -> list[PredictResult]:
         """One decision per context (one request)."""
         body = wire.predict_body(
             None,
-            [list(c) for c in contexts],
+            list(contexts),
             None,
             None if default_actions is None else list(default_actions),
         )

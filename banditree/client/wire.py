@@ -77,17 +77,25 @@ def raise_for_answer(response: httpx.Response) -> None:
     raise BanditreeError(response.status_code, detail, field)
 
 
+def context_body(context: Any) -> Any:
+    """A context on the wire: an object of named features as it is (a model with a
+    feature schema), anything else as a list of floats."""
+    if isinstance(context, Mapping):
+        return dict(context)
+    return [float(v) for v in context]
+
+
 def predict_body(
-    context: list[float] | None,
-    contexts: list[list[float]] | None,
+    context: Any | None,
+    contexts: Sequence[Any] | None,
     default_action: int | None,
     default_actions: list[int] | None,
 ) -> dict[str, Any]:
     body: dict[str, Any] = {}
     if context is not None:
-        body["context"] = [float(v) for v in context]
+        body["context"] = context_body(context)
     if contexts is not None:
-        body["contexts"] = [[float(v) for v in c] for c in contexts]
+        body["contexts"] = [context_body(c) for c in contexts]
     if default_action is not None:
         body["default_action"] = int(default_action)
     if default_actions is not None:

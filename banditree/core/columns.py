@@ -26,7 +26,7 @@ class DecisionColumns:
     """
 
     event_ids: list[str]
-    contexts: list[list[float]]
+    contexts: list[Any]  # lists of floats, or JSON objects for a learner with features
     model_version: int
     explored: list[bool]
     action: list[int] | None = None
@@ -57,7 +57,7 @@ class DecisionColumns:
         return [
             Decision(
                 event_id,
-                tuple(context),
+                context if isinstance(context, dict) else tuple(context),
                 self.model_version,
                 action=action,
                 propensity=propensity,
@@ -119,7 +119,9 @@ class DecisionColumns:
             raise ValueError("the decisions of a batch must share a model version and extras")
         return cls(
             event_ids=[d.event_id for d in decisions],
-            contexts=[list(d.context) for d in decisions],
+            contexts=[
+                d.context if isinstance(d.context, dict) else list(d.context) for d in decisions
+            ],
             model_version=first.model_version,
             explored=[d.explored for d in decisions],
             action=column("action"),

@@ -13,7 +13,8 @@ _set_attribute = object.__setattr__
 class Decision:
     """One decision, with everything needed to learn from its loss later, elsewhere.
 
-    ``context`` is the raw context as given (before standardisation).  For
+    ``context`` is the raw context as given (before standardisation): a tuple of floats,
+    or, for a learner with a feature schema, the JSON object of named features.  For
     classification ``action`` and ``propensity`` (the probability the action was
     played with) are set; for regression ``value`` is the value to play
     (``greedy_value + delta * perturbation`` for one-point feedback) and ``probes``
@@ -26,7 +27,7 @@ class Decision:
     """
 
     event_id: str
-    context: tuple[float, ...]
+    context: tuple[float, ...] | dict[str, Any]
     model_version: int
     action: int | None = None
     propensity: float = 1.0
@@ -43,7 +44,7 @@ class Decision:
     def __init__(
         self,
         event_id: str,
-        context: tuple[float, ...],
+        context: tuple[float, ...] | dict[str, Any],
         model_version: int,
         action: int | None = None,
         propensity: float = 1.0,
@@ -84,7 +85,7 @@ class Decision:
     def of_action(
         cls,
         event_id: str,
-        context: tuple[float, ...],
+        context: tuple[float, ...] | dict[str, Any],
         model_version: int,
         action: int,
         propensity: float,
@@ -113,7 +114,8 @@ class Decision:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Decision:
         data = dict(data)
-        data["context"] = tuple(float(v) for v in data["context"])
+        if not isinstance(data["context"], dict):
+            data["context"] = tuple(float(v) for v in data["context"])
         if data.get("probes") is not None:
             lo, hi = data["probes"]
             data["probes"] = (float(lo), float(hi))

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import gzip
+import json
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -27,6 +29,18 @@ CLASSIFICATION = (
     "coil2000",
     "page_blocks",
 )
+#: classification sets whose features are mostly categories (integer codes; see
+#: :func:`feature_types`); ``kddcup`` is a seeded 50,000-row sample of the PMLB set
+CATEGORICAL = (
+    "kddcup",
+    "splice",
+    "tic_tac_toe",
+    "german",
+    "soybean",
+    "cmc",
+    "hypothyroid",
+    "credit_a",
+)
 #: regression sets with the DGT paper's own five splits (``.npz``)
 REGRESSION_SPLITS = ("abalone", "cpu_act")
 #: regression sets without a fixed split (PMLB ``.tsv.gz``: seeded 80/20 split)
@@ -44,6 +58,10 @@ class Dataset:
     y_train: np.ndarray
     X_test: FloatArray
     y_test: np.ndarray
+    feature_names: tuple[str, ...] = ()
+    #: a feature schema (:class:`banditree.features.FeatureSchema` JSON) when the rows
+    #: hold raw values (strings, booleans, None for a missing cell) in an object array
+    schema: dict[str, Any] | None = None
 
     @property
     def n_features(self) -> int:
@@ -65,13 +83,31 @@ def data_path(filename: str) -> Path:
 
 def read_tsv_gz(path: Path | str, label: str = "target") -> tuple[FloatArray, np.ndarray]:
     """Features and raw labels of a PMLB-style gzipped TSV with a header row."""
+    X, y, _ = read_tsv_gz_named(path, label)
+    return X, y
+
+
+def read_tsv_gz_named(
+    path: Path | str, label: str = "target"
+) -> tuple[FloatArray, np.ndarray, tuple[str, ...]]:
+    """:func:`read_tsv_gz` and the feature columns' names."""
     with gzip.open(path, "rt") as fh:
         header = fh.readline().rstrip("\n").split("\t")
         data = np.loadtxt(fh, delimiter="\t", ndmin=2)
     if label not in header:
         raise ValueError(f"label column {label!r} not in {path} (columns: {header[:8]}...)")
     j = header.index(label)
-    return np.delete(data, j, axis=1), data[:, j]
+    names = tuple(h for i, h in enumerate(header) if i != j)
+    return np.delete(data, j, axis=1), data[:, j], names
+
+
+def feature_types(name: str) -> dict[str, str]:
+    """``{column: "categorical" | "numeric"}`` of a bundled PMLB classification set."""
+    if name not in CLASSIFICATION + CATEGORICAL:
+        raise ValueError(f"no feature types for {name!r}")
+    with open(data_path(f"{name}.features.json")) as fh:
+        types: dict[str, str] = json.load(fh)["features"]
+    return types
 
 
 def encode_labels(y: np.ndarray) -> np.ndarray:
@@ -100,11 +136,11 @@ def load(name: str, *, split: int = 0, seed: int = 0, test_fraction: float = 0.2
     The split of a PMLB classification set is stratified; that of ``pol`` and
     ``house_16H`` is a plain seeded permutation.
     """
-    if name in CLASSIFICATION:
-        X, raw = read_tsv_gz(data_path(f"{name}.tsv.gz"))
+    if name in CLASSIFICATION or name in CATEGORICAL:
+        X, raw, names = read_tsv_gz_named(data_path(f"{name}.tsv.gz"))
         y = encode_labels(raw)
         tr, te = stratified_split(y, test_fraction, seed)
-        return Dataset(name, "classification", X[tr], y[tr], X[te], y[te])
+        return Dataset(name, "classification", X[tr], y[tr], X[te], y[te], names)
     if name in REGRESSION_TSV:
         X, y = read_tsv_gz(data_path(f"{name}.tsv.gz"))
         order = np.random.default_rng(seed).permutation(len(y))
@@ -123,4 +159,6 @@ def load(name: str, *, split: int = 0, seed: int = 0, test_fraction: float = 0.2
                 z["X_test"].astype(np.float64),
                 z["y_test"].astype(np.float64).ravel(),
             )
-    raise ValueError(f"unknown dataset {name!r}; bundled: {', '.join(CLASSIFICATION + REGRESSION)}")
+    raise ValueError(
+        f"unknown dataset {name!r}; bundled: {', '.join(CLASSIFICATION + CATEGORICAL + REGRESSION)}"
+    )

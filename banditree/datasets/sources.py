@@ -7,13 +7,21 @@ class labels encoded ``0..K-1``).  A source without a test split gets a seeded
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
 from banditree import datasets
 from banditree.datasets import Dataset, encode_labels, read_tsv_gz, stratified_split
+from banditree.datasets.tables import (
+    is_table,
+    read_frame,
+    read_schema_file,
+    table_dataset,
+    with_schema_types,
+)
 
 TaskChoice = Literal["auto", "classification", "regression"]
 
@@ -31,7 +39,7 @@ TEST_FRACTION = 0.2
 
 def known_names() -> list[str]:
     """Dataset names that need no file: banditree's bundled sets and scikit-learn's."""
-    return [*datasets.CLASSIFICATION, *datasets.REGRESSION, *SKLEARN_SETS]
+    return [*datasets.CLASSIFICATION, *datasets.CATEGORICAL, *datasets.REGRESSION, *SKLEARN_SETS]
 
 
 def infer_task(y: np.ndarray) -> str:
@@ -105,11 +113,38 @@ def _read_npz(path: Path) -> dict[str, np.ndarray]:
     raise ValueError(f"{path.name}: needs arrays X_train, y_train (and X_test, y_test) or X, y")
 
 
-def _load_file(path: Path, label: str | None, task: TaskChoice, seed: int) -> Dataset:
+def _load_file(
+    path: Path,
+    label: str | None,
+    task: TaskChoice,
+    seed: int,
+    categorical: Sequence[str] = (),
+    types: dict[str, Any] | None = None,
+) -> Dataset:
     """One data file as a dataset (the file part of :func:`load_source`)."""
     if not path.exists():
         raise ValueError(f"data file {str(path)!r} does not exist")
     name = path.name.split(".")[0]
+    if is_table(path):
+        if label is None and not path.name.endswith((".tsv", ".tsv.gz", ".parquet", ".pq")):
+            raise ValueError(f"{path.name}: a CSV needs --label naming its label column")
+        frame = read_frame(path)
+        column = label or "target"
+        if column not in frame.columns:
+            raise ValueError(
+                f"--label {column!r} is not a column of {path.name} "
+                f"(columns: {list(frame.columns)[:8]}...)"
+            )
+        y_all = frame[column].to_numpy()
+        resolved = infer_task(y_all) if task == "auto" else task
+        featured = table_dataset(
+            name, frame, column, task=resolved, seed=seed, categorical=categorical, types=types
+        )
+        if featured is not None:
+            return featured
+        if path.name.endswith((".csv.gz", ".parquet", ".pq")):  # numeric only
+            features = frame.drop(columns=[column]).to_numpy(dtype=np.float64)
+            return from_arrays(name, features, y_all, task=task, seed=seed)
     if path.name.endswith(".tsv.gz"):
         X, y = read_tsv_gz(path, label or "target")
     elif path.suffix == ".tsv":
@@ -131,7 +166,9 @@ def _load_file(path: Path, label: str | None, task: TaskChoice, seed: int) -> Da
             y_test=y_test,
         )
     else:
-        raise ValueError(f"unsupported data file {path.name}: use .tsv.gz, .tsv, .csv or .npz")
+        raise ValueError(
+            f"unsupported data file {path.name}: use .csv, .tsv (or .gz), .parquet or .npz"
+        )
     return from_arrays(name, X, y, task=task, seed=seed)
 
 
@@ -142,8 +179,11 @@ def load_source(
     task: TaskChoice = "auto",
     seed: int = 0,
     split: int = 0,
+    categorical: Sequence[str] = (),
+    schema: Path | None = None,
 ) -> Dataset:
-    """Load ``source``: a ``.tsv.gz``/``.tsv``, ``.csv`` or ``.npz`` path, or a bundled name.
+    """Load ``source``: a ``.csv``/``.tsv`` (plain or gzip), ``.parquet`` or ``.npz`` path,
+    or a bundled name.
 
     Parameters
     ----------
@@ -157,10 +197,29 @@ def load_source(
         Seeds the 80/20 split of a source without a test split.
     split
         Which of the DGT paper's splits a bundled regression set uses (0..4).
+    categorical
+        Feature columns holding categories as integer codes.
+    schema
+        A schema file (:func:`banditree.datasets.tables.read_schema_file`): declared
+        feature types (and the label column when ``label`` is not given).
+
+    A table with string, boolean or categorical columns, missing cells, or declared
+    categories gets a feature schema (:mod:`banditree.datasets.tables`); the bundled
+    :data:`banditree.datasets.CATEGORICAL` sets always do (their features files).
     """
+    types: dict[str, Any] | None = None
+    if schema is not None:
+        data, schema_label = read_schema_file(schema)
+        types, label = dict(data["features"]), label or schema_label
     path = Path(source)
-    if path.suffix in (".gz", ".tsv", ".csv", ".npz") or path.exists():
-        return _load_file(path, label, task, seed)
+    if path.suffix in (".gz", ".tsv", ".csv", ".npz", ".parquet", ".pq") or path.exists():
+        return _load_file(path, label, task, seed, categorical, types)
+    if source in datasets.CATEGORICAL or (
+        source in datasets.CLASSIFICATION and (categorical or types)
+    ):
+        declared = {**datasets.feature_types(source), **(types or {})}
+        declared.update({c: "categorical" for c in categorical})
+        return with_schema_types(datasets.load(source, seed=seed), declared)
     if source in datasets.CLASSIFICATION or source in datasets.REGRESSION:
         return datasets.load(source, split=split, seed=seed)
     if source in SKLEARN_SETS:

@@ -137,12 +137,23 @@ class FeatureEncoder:
                 self._vocab[name] = _Vocabulary(spec, schema.min_count)
             else:
                 self._numeric[name] = len(self._numeric)
+        #: per feature, in order: (name, 1 numeric / 2 boolean / 0 category, first column,
+        #: missing column, mean index or vocabulary, "other" column)
+        self._plan: list[tuple[str, int, int, bool, Any, int]] = []
+        for name, spec in schema.features.items():
+            at = self._offsets[name]
+            if spec.type in ("numeric", "boolean"):
+                code = 1 if spec.type == "numeric" else 2
+                self._plan.append((name, code, at, spec.missing, self._numeric[name], -1))
+            else:
+                vocab = self._vocab[name]
+                self._plan.append((name, 0, at, spec.missing, vocab, at + spec.slots))
         self.count = np.zeros(len(self._numeric))
         self.mean = np.zeros(len(self._numeric))
         self.served_mean = self.mean.copy()
 
     # -- encoding ----------------------------------------------------------------------
-    def flat(self, context: Mapping[str, Any], field: str = "context") -> dict[str, Any]:
+    def flat(self, context: Mapping[str, Any], field: str = "context") -> Mapping[str, Any]:
         """``context`` flattened (:func:`flatten_context`); refuses a non-object."""
         if not isinstance(context, Mapping):
             raise InvalidInput(field, f"must be an object of named features, got {_kind(context)}")
@@ -154,8 +165,32 @@ class FeatureEncoder:
         """The ``(width,)`` vector of one context (``served``: the published view)."""
         flat = self.flat(context, field)
         out = np.zeros(self.width)
-        for name, spec in self.schema.features.items():
-            self._encode_one(out, name, spec, flat.get(name), served, field)
+        means = self.served_mean if served else self.mean
+        get = flat.get
+        for name, numeric, at, missing, aux, other in self._plan:
+            value = get(name)
+            kind = type(value)
+            if numeric:
+                if value is None or value != value:  # missing (None, NaN)
+                    out[at] = means[aux]
+                    if missing:
+                        out[at + 1] = 1.0
+                elif (kind is float or kind is int) and numeric == 1 and not value - value:
+                    out[at] = value  # a finite number: the common case
+                else:
+                    out[at] = _number(value, self.schema.features[name], f"{field}.{name}")
+                continue
+            if value is None or value != value:
+                if missing:
+                    out[other + 1] = 1.0
+            elif kind is str and len(value) <= MAX_STRING_LENGTH:
+                slot = aux.slots.get(value, -1)
+                out[other if slot < 0 or (served and slot >= aux.visible) else at + slot] = 1.0
+            else:
+                spec = self.schema.features[name]
+                for key in self._keys(value, spec, f"{field}.{name}"):
+                    slot = aux.column(key, served)
+                    out[other if slot < 0 else at + slot] = 1.0
         return out
 
     def encode_many(
@@ -166,30 +201,6 @@ class FeatureEncoder:
         for i, context in enumerate(contexts):
             out[i] = self.encode(context, served, f"{field}[{i}]")
         return out
-
-    def _encode_one(
-        self, out: np.ndarray, name: str, spec: FeatureSpec, value: Any, served: bool, field: str
-    ) -> None:
-        at = self._offsets[name]
-        where = f"{field}.{name}"
-        if spec.type in ("numeric", "boolean"):
-            j = self._numeric[name]
-            if _is_missing(value):
-                out[at] = (self.served_mean if served else self.mean)[j]
-                if spec.missing:
-                    out[at + 1] = 1.0
-            else:
-                out[at] = _number(value, spec, where)
-            return
-        vocab = self._vocab[name]
-        other = at + spec.slots
-        if _is_missing(value):
-            if spec.missing:
-                out[other + 1] = 1.0
-            return
-        for key in self._keys(value, spec, where):
-            slot = vocab.column(key, served)
-            out[other if slot < 0 else at + slot] = 1.0
 
     @staticmethod
     def _keys(value: Any, spec: FeatureSpec, field: str) -> list[str]:

@@ -155,12 +155,20 @@ def _flat_specs(specs: Mapping[str, Any], prefix: str = "", depth: int = 0) -> d
     return out
 
 
-def flatten_context(context: Mapping[str, Any], field: str = "context") -> dict[str, Any]:
+def flatten_context(context: Mapping[str, Any], field: str = "context") -> Mapping[str, Any]:
     """A JSON context with its namespaces flattened: ``{"user": {"age": 3}}`` -> ``user.age``.
+
+    A context with no namespace is returned as it is (not copied: do not change it).
 
     Raises :class:`InvalidInput` naming the field for a context too deep or with more
     than :data:`MAX_FEATURES` values.
     """
+    if len(context) <= MAX_FEATURES:  # flat already (the common case): read as it is
+        for name, value in context.items():
+            if type(name) is not str or isinstance(value, dict):
+                break
+        else:
+            return context
     out: dict[str, Any] = {}
     stack: list[tuple[Mapping[str, Any], str, int]] = [(context, "", 0)]
     while stack:

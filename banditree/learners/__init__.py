@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from banditree.learners.config import LearnerConfig
     from banditree.learners.factory import build_learner, restore_learner
     from banditree.learners.families import known_kinds, register_model
+    from banditree.learners.featured import FeaturedLearner
     from banditree.learners.gradient_bandit import GradientBandit
     from banditree.learners.uniform import UniformRandom
     from banditree.learners.validation import InvalidInput
@@ -25,6 +26,7 @@ _WHERE = {
     "Apprentice": "banditree.learners.apprentice",
     "Decision": "banditree.core",
     "DecisionColumns": "banditree.core",
+    "FeaturedLearner": "banditree.learners.featured",
     "Feedback": "banditree.core",
     "GradientBandit": "banditree.learners.gradient_bandit",
     "InvalidInput": "banditree.learners.validation",
@@ -41,6 +43,7 @@ __all__ = [
     "Apprentice",
     "Decision",
     "DecisionColumns",
+    "FeaturedLearner",
     "Feedback",
     "GradientBandit",
     "InvalidInput",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 
@@ -90,7 +90,7 @@ class Apprentice(Learner):
         if not (isinstance(default_action, int) and 0 <= default_action < self.n_actions):
             raise InvalidInput("default_action", f"must be an action in [0, {self.n_actions - 1}]")
         greedy = int(own.greedy_action if own.greedy_action is not None else -1)
-        estimates = self.inner.reward_estimates(own.context)
+        estimates = self.inner.reward_estimates(cast(tuple[float, ...], own.context))
         return Decision(
             own.event_id,
             own.context,

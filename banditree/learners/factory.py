@@ -19,6 +19,7 @@ from banditree.learners.apprentice import Apprentice
 from banditree.learners.base import Learner, Tensors
 from banditree.learners.config import LearnerConfig
 from banditree.learners.families import MODEL_BUILDERS, known_kinds
+from banditree.learners.featured import FeaturedLearner
 from banditree.learners.gradient_bandit import GradientBandit
 from banditree.learners.ridge import PerActionRidge
 from banditree.learners.uniform import UniformRandom
@@ -72,6 +73,14 @@ def _build_fresh(config: LearnerConfig | dict[str, Any]) -> Learner:
         return TASK_BUILDERS[c.task](c)
     if c.task == "ranking":
         raise ValueError("task ranking needs banditree.ranking (import it first)")
+    schema = c.feature_schema
+    if schema is not None:  # the encoder in front of a learner of the encoded width
+        # the inner config names what the schema's config resolves (its ridge bound)
+        linear_update = "ridge" if c.uses_ridge else c.linear_update
+        inner = _build_fresh(
+            c.model_copy(update={"features": None, "linear_update": linear_update})
+        )
+        return FeaturedLearner(inner, schema, c.model_dump(mode="json"))
     stored = c.model_dump(mode="json")
     if c.kind == "random":
         if c.task != "classification" or c.n_actions is None:

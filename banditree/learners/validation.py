@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -14,14 +15,18 @@ __all__ = ["InvalidInput", "as_context", "as_contexts", "check_loss", "context_v
 
 
 def as_context(
-    context: Sequence[float] | FloatArray, n_features: int, field: str = "context"
+    context: Sequence[float] | FloatArray | Mapping[str, Any],
+    n_features: int,
+    field: str = "context",
 ) -> FloatArray:
     """A fresh float64 copy of ``context``; raises :class:`InvalidInput` on a bad one."""
     return context_values(context, n_features, field)[0]
 
 
 def context_values(
-    context: Sequence[float] | FloatArray, n_features: int, field: str = "context"
+    context: Sequence[float] | FloatArray | Mapping[str, Any],
+    n_features: int,
+    field: str = "context",
 ) -> tuple[FloatArray, list[float]]:
     """:func:`as_context` and the same numbers as Python floats (what a decision records)."""
     x = _context_array(context, n_features, field)
@@ -32,7 +37,7 @@ def context_values(
 
 
 def _context_array(
-    context: Sequence[float] | FloatArray, n_features: int, field: str
+    context: Sequence[float] | FloatArray | Mapping[str, Any], n_features: int, field: str
 ) -> FloatArray:
     try:
         x = np.array(context, dtype=np.float64)

@@ -71,7 +71,10 @@ def log_row(
         "event_id": decision.event_id,
         "time_seconds": float(time_seconds),
         "model_version": int(decision.model_version),
-        "context": list(decision.context),
+        # a model with named features logs the JSON object it was sent
+        "context": decision.context
+        if isinstance(decision.context, dict)
+        else list(decision.context),
         "action": decision.action,
         "propensity": float(decision.propensity),
         "greedy_action": decision.greedy_action,
@@ -94,6 +97,11 @@ def validate_row(row: dict[str, Any], where: str = "row") -> None:
         if key not in row or row[key] is None:
             raise ValueError(f"{where}: field {key!r} is required")
     context = row["context"]
+    if isinstance(context, dict):
+        raise ValueError(
+            f"{where}: field 'context' is an object of named features; this reader takes "
+            "lists of numbers only (logs of models with features are not evaluated offline yet)"
+        )
     if not isinstance(context, list) or not context:
         raise ValueError(f"{where}: field 'context' must be a non-empty list of numbers")
     if not all(isinstance(v, int | float) and math.isfinite(v) for v in context):

@@ -251,11 +251,11 @@ class RankingModel(Learner):
         assert self.core is not None
         # flattened once (namespaces to dotted names), then updated and encoded
         if self.context_encoder is not None:
-            context = self.context_encoder.flat(context, "decision.context")
+            context = dict(self.context_encoder.flat(context, "decision.context"))
             self.context_encoder.update(context)
         if self.action_encoder is not None:
             enc = self.action_encoder
-            features = [enc.flat(f, f"actions[{i}].features") for i, f in enumerate(features)]
+            features = [dict(enc.flat(f, f"actions[{i}].features")) for i, f in enumerate(features)]
             for i, f in enumerate(features):
                 enc.update(f, f"actions[{i}].features")
         c, a = self._encode(context, features, served=False)

@@ -21,6 +21,12 @@ def train_command(
     out: Path = typer.Option(..., "--out", help="Output directory (model, report, loss plot)."),
     task: str = typer.Option("auto", "--task", help="auto, classification or regression."),
     label: str | None = typer.Option(None, "--label", help="Label column (CSV; TSV 'target')."),
+    categorical: str = typer.Option(
+        "", "--categorical", help="Comma list of feature columns holding integer-coded categories."
+    ),
+    schema: Path | None = typer.Option(
+        None, "--schema", help='Schema file: {"features": {column: type or spec}, "label": ...}.'
+    ),
     split: int = typer.Option(0, "--split", help="Split 0..4 of a bundled regression set."),
     grid: str = typer.Option(
         "paper", "--grid", help="paper (Table 11), paper-l1 (L = 1 only), none, or a JSON file."
@@ -59,7 +65,8 @@ def train_command(
         raise typer.BadParameter(f"must be >= 1, got {threads}", param_hint="--threads")
     try:
         resolve_device(protocol.get("device", "cpu"))
-        ds = _load(data, label, task, seed, split)
+        declared = tuple(c.strip() for c in categorical.split(",") if c.strip())
+        ds = _load(data, label, task, seed, split, declared, schema)
         settings = load_grid(grid, ds.task)
         previous = torch.get_num_threads()
         torch.set_num_threads(threads)
@@ -91,7 +98,10 @@ def train_command(
             "jobs": jobs,
             "task": task,
             "split": split,
+            "categorical": categorical or None,
+            "schema": str(schema) if schema is not None else None,
         },
+        "features": ds.schema,
         "banditree_version": __version__,
         "files": ["model.safetensors", "report.json", "loss.png"],
     }
@@ -105,10 +115,29 @@ def train_command(
     typer.echo(f"model: {out / 'model.safetensors'}")
 
 
-def _load(data: str, label: str | None, task: str, seed: int, split: int) -> Any:
+def _load(
+    data: str,
+    label: str | None,
+    task: str,
+    seed: int,
+    split: int,
+    categorical: tuple[str, ...] = (),
+    schema: Path | None = None,
+) -> Any:
+    """The dataset; one with a feature schema as its encoded columns (one-hot categories)."""
     from banditree.datasets.sources import load_source
+    from banditree.datasets.tables import encoded
 
-    return load_source(data, label=label, task=task, seed=seed, split=split)  # type: ignore[arg-type]
+    ds = load_source(
+        data,
+        label=label,
+        task=task,  # type: ignore[arg-type]
+        seed=seed,
+        split=split,
+        categorical=categorical,
+        schema=schema,
+    )
+    return encoded(ds) if ds.schema is not None else ds
 
 
 def register(app: typer.Typer) -> None:

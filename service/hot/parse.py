@@ -37,6 +37,8 @@ class PredictBody:
     """A checked predict body: one ``context`` or a batch of ``contexts``, the defaults."""
 
     __slots__ = ("context", "contexts", "default_action", "default_actions")
+    #: the hot path takes no ``explain`` (such a body goes to the route)
+    explain = False
 
     def __init__(
         self,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from fastapi import APIRouter
 
@@ -20,9 +20,9 @@ T = TypeVar("T")
 
 async def apprentice_predict(
     runtime: ModelRuntime,
-    contexts: list[list[float]],
+    contexts: list[Any],
     defaults: list[int] | None,
-    predict: Callable[[list[list[float]], list[int] | None], Awaitable[tuple[T, bool]]],
+    predict: Callable[[list[Any], list[int] | None], Awaitable[tuple[T, bool]]],
 ) -> tuple[T, bool]:
     """``predict(contexts, defaults)``, the caller's defaults checked first (so a refusal
     changes nothing); ``predict`` is the runtime's ``predict`` or ``predict_columns``.

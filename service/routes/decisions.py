@@ -11,6 +11,8 @@ from starlette.datastructures import State
 
 from banditree.core import Feedback
 from banditree.core.codec import columns_public, decision_public
+from banditree.learners.base import Learner
+from banditree.learners.featured import FeaturedLearner
 from banditree.learners.reward import feedback_from_reward
 from service.deps import ModelName
 from service.errors import ServiceError
@@ -31,6 +33,20 @@ __all__ = ["columns_public", "decide", "decision_public", "give_feedback", "rout
 router = APIRouter(prefix="/v1/models", tags=["decisions"])
 
 
+def _explanations(learner: Learner, body: PredictCreate | PredictBody) -> list[list[str]]:
+    """Each context's leaf path as named conditions (models with features, single trees)."""
+    if not isinstance(learner, FeaturedLearner):
+        raise ServiceError(422, "explain needs a model created with 'features'", "explain")
+    contexts = [body.context] if body.context is not None else list(body.contexts or [])
+    return [learner.explain(_named(c)) for c in contexts]
+
+
+def _named(context: Any) -> dict[str, Any]:
+    if not isinstance(context, dict):
+        raise ServiceError(422, "must be an object of named features", "context")
+    return context
+
+
 async def decide(state: State, name: str, body: PredictCreate | PredictBody) -> bytes:
     """The JSON answer of a predict: the route and the hot path (:mod:`service.hot`)."""
     settings: Settings = state.settings
@@ -43,6 +59,8 @@ async def decide(state: State, name: str, body: PredictCreate | PredictBody) -> 
         )  # fmt: skip
     defaults = body.defaults()  # checked, and played, only where the model takes them
     content: dict[str, Any]
+    # explained before deciding, with no await between: the same snapshot decides
+    explained = _explanations(runtime.learner, body) if body.explain else None
     if body.context is not None:
         decisions, logged = await apprentice_predict(
             runtime, [body.context], defaults, runtime.predict
@@ -53,6 +71,9 @@ async def decide(state: State, name: str, body: PredictCreate | PredictBody) -> 
             runtime, body.contexts or [], defaults, runtime.predict_columns
         )
         content = {"decisions": columns_public(columns)}
+    if explained is not None:
+        for row, why in zip(content.get("decisions", [content]), explained, strict=True):
+            row["explanation"] = why
     if not logged:  # the store is away: answered from memory, feedback cannot be taken
         content["logged"] = False
     # the same compact JSON as JSONResponse, encoded by orjson (a fraction of the time)

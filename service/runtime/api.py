@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from typing import Any
 
 from banditree.learners import (
     Apprentice,
@@ -99,7 +100,7 @@ class ModelRuntime(OperatorWrites):
 
     # -- predict ---------------------------------------------------------------------
     async def predict(
-        self, contexts: list[list[float]], defaults: list[int] | None = None
+        self, contexts: list[Any], defaults: list[int] | None = None
     ) -> tuple[list[Decision], bool]:
         """Decide for the one context of ``contexts`` and store the decision:
         ``([decision], logged)``.  A batch goes through :meth:`predict_columns`.
@@ -119,7 +120,7 @@ class ModelRuntime(OperatorWrites):
         return decisions, await self._store(events, explored, leaves, started)
 
     async def predict_columns(
-        self, contexts: list[list[float]], defaults: list[int] | None = None
+        self, contexts: list[Any], defaults: list[int] | None = None
     ) -> tuple[DecisionColumns, bool]:
         """:meth:`predict` of a batch, its decisions held column by column (no object per row)."""
         started = time.perf_counter()

@@ -63,6 +63,26 @@ def test_tiny_run_writes_results_report_and_plot(
     assert (tmp_path / "ratio.png").exists() and (tmp_path / "report.md").exists()
 
 
+def test_tiny_categorical_run_gives_vw_one_hot_names_and_the_default_the_schema(
+    tmp_path: Path,
+) -> None:
+    pytest.importorskip("vowpalwabbit")
+    from banditree.datasets import load
+    from benchmarks.categorical_sets import categorical_mask, schema_json, vw_features
+
+    ds = load("german")
+    mask = categorical_mask(ds)
+    line = vw_features(ds.X_train[:1], mask)[0].split()
+    assert sum("=" in t for t in line) == int(mask.sum()) == 13  # one name per category
+    assert all(":" in t for t in line if "=" not in t)
+    assert {f["type"] for f in schema_json(ds)["features"]} == {"categorical", "numeric"}
+    args = ["--categorical", "--datasets", "tic_tac_toe", "--seeds", "1", "--max-rounds", "150"]
+    args += ["--variants", "default", "--vw", "vw_bag5", "--no-progress", "--out", str(tmp_path)]
+    main(args)
+    lines = (tmp_path / "results.jsonl").read_text().splitlines()
+    assert len(lines) == 3  # best constant, default, VW raw only (every column a category)
+
+
 def test_report_sets_a_default_behind_the_constant_beside_the_best_vw(tmp_path: Path) -> None:
     def prefix(*values: float) -> dict[str, Any]:
         return {"prefix_loss": dict(zip(("1000", "2000"), values, strict=True))}

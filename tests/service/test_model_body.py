@@ -49,3 +49,14 @@ def test_split_gives_the_config_with_the_fields_set() -> None:
     assert config.for_initial_model().kind == "dgt"  # an unnamed kind stays unnamed
     assert policy.checkpoint_every_updates == 10
     assert config == LearnerConfig(task="regression", n_features=3)
+
+
+def test_a_body_with_features_derives_n_features_and_refuses_a_contradiction() -> None:
+    body = {"n_actions": 3, "features": {"age": "numeric", "country": "categorical"}}
+    config, _ = ModelCreate.model_validate(body).split()
+    assert config.n_features == 2 + 34 and config.feature_schema is not None
+    assert [f["name"] for f in config.features["features"]] == ["age", "country"]  # type: ignore[index]
+    errors = _errors(ModelCreate, {**body, "n_features": 4})
+    assert any("encode to 36 columns" in msg for _, msg in errors)
+    errors = _errors(ModelCreate, {"n_actions": 3, "features": {"age": "number"}})
+    assert errors  # an unknown type is refused

@@ -17,6 +17,11 @@ from typing import Any, Literal, Protocol
 #: checkpoint at this bound) for which ridge is the default; the largest bundled set
 #: needs 42,250 (optdigits).
 RIDGE_AUTO_MAX = 250_000
+#: :data:`RIDGE_AUTO_MAX` of a config with ``features``: one-hot category columns make
+#: contexts wide, and there the ridge carries the most (``benchmarks/bandit_vs_vw.py
+#: --categorical``, progressive loss against AdaGrad: soybean 0.546 / 0.679, fars 0.233 /
+#: 0.251, kddcup at 16 categories 0.009 / 0.014); the ridge state is 20 MB at this bound
+RIDGE_AUTO_MAX_FEATURES = 2_500_000
 #: Trees of the default regression model, a ``dgt_forest`` whose trees' outputs are
 #: averaged.
 REGRESSION_FOREST_TREES = 4
@@ -59,6 +64,7 @@ class Fields(Protocol):
     n_trees: int
     bagging: bool | None
     mode: Literal["online", "apprentice"]
+    features: dict[str, Any] | None
     linear_term: bool | None
     linear_learning_rate: float | None
     linear_update: Literal["adagrad", "ridge"] | None
@@ -138,7 +144,8 @@ def uses_ridge(config: Fields) -> bool:
     return (
         config.max_importance_weight == 1.0
         and not config.importance_aware
-        and n_outputs(config) * (config.n_features + 1) ** 2 <= RIDGE_AUTO_MAX
+        and n_outputs(config) * (config.n_features + 1) ** 2
+        <= (RIDGE_AUTO_MAX if config.features is None else RIDGE_AUTO_MAX_FEATURES)
     )
 
 
@@ -192,3 +199,20 @@ def parameter_count(config: Fields) -> int:
         per_tree += outputs * (config.n_features + 1) ** 2
     trees = config.n_trees if config.kind != "dgt" else 1
     return per_tree * trees
+
+
+def feature_width(data: Any) -> Any:
+    """A config body with ``features``: ``n_features`` is the encoded width (a given one
+    must match); the schema is stored in its canonical form (a list, in column order)."""
+    if not isinstance(data, dict) or data.get("features") is None:
+        return data
+    from banditree.features import FeatureSchema
+
+    schema = FeatureSchema.model_validate(data["features"])
+    given = data.get("n_features")
+    if given is not None and given != schema.width:
+        raise ValueError(
+            f"n_features: the features encode to {schema.width} columns, got {given} "
+            "(leave n_features out with features)"
+        )
+    return {**data, "features": schema.to_json(), "n_features": schema.width}

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import ConfigDict, model_validator
 
+from banditree.features import FeatureSchema
 from banditree.learners.config import defaults, rules
 from banditree.learners.config.sections import (
     ExplorationSection,
@@ -46,6 +47,16 @@ class LearnerConfig(
     """
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _feature_width(cls, data: Any) -> Any:
+        return defaults.feature_width(data)
+
+    @property
+    def feature_schema(self) -> FeatureSchema | None:
+        """The parsed ``features`` schema, or None for float-list contexts."""
+        return None if self.features is None else FeatureSchema.model_validate(self.features)
 
     @model_validator(mode="after")
     def _check(self) -> LearnerConfig:

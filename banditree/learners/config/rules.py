@@ -22,6 +22,8 @@ def check(config: Fields) -> None:
         return
     if config.mode == "apprentice" and "reward_link" not in config.model_fields_set:
         config.reward_link = defaults.apprentice_reward_link(config)
+    if config.features is not None and config.mode == "apprentice":
+        raise ValueError("mode apprentice does not take features yet")
     if any(not 1 <= w <= 4096 for w in config.hidden):
         raise ValueError("hidden widths must each be in [1, 4096]")
     if config.task == "classification":

@@ -104,6 +104,13 @@ class ModelSection(Section):
         description="seeds initialisation, event ids, exploration draws and bagging",
     )
     options: dict[str, Any] = Field(default_factory=dict, description="family-specific settings")
+    features: dict[str, Any] | None = Field(
+        None,
+        description=(
+            "named features (banditree.features.FeatureSchema): contexts are JSON objects "
+            "encoded to n_features columns (derived from the schema; leave n_features out)"
+        ),
+    )
     mode: Literal["online", "apprentice"] = Field(
         "online",
         description=(

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from banditree.core.arrays import FloatArray
 from banditree.core.records import Decision, Feedback
 from banditree.learners.base import Tensors
 from banditree.learners.gradient_bandit.base import GradientBase, Snapshot
@@ -22,6 +23,12 @@ class Checkpointing(GradientBase):
 
     def export_model(self) -> dict[str, Any]:
         return self.model.export(self._snapshot.frozen)
+
+    def served_scaling(self) -> tuple[FloatArray, FloatArray, float | None]:
+        """``(mean, inv_scale, clip)``: what decisions apply to a context before the model
+        (``clip((x - mean) * inv_scale, -clip, clip)``), of the served snapshot."""
+        snap = self._snapshot
+        return snap.mean.copy(), snap.inv_scale.copy(), self.context_clip
 
     def state(self) -> tuple[Tensors, dict[str, Any]]:
         tensors: Tensors = {f"param.{k}": v for k, v in self._params.items()}
