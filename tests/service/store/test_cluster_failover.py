@@ -163,7 +163,8 @@ async def test_a_single_redis_with_a_replica_waits_for_it(
 ) -> None:
     from tests.service.live_server import free_port
 
-    replica = OwnRedis(free_port(), tmp_path_factory.mktemp("replica") / "redis.log")
+    home = tmp_path_factory.mktemp("replica")  # its copy of the data goes there
+    replica = OwnRedis(free_port(), home / "redis.log", aof_dir=home)
     replica.start()
     try:
         link = redis.Redis(port=replica.port)
