@@ -167,6 +167,20 @@ class ServiceMetrics:
         self.models_loaded = Gauge(
             "banditree_models_loaded", "Models held by this process.", registry=r
         )
+        self.models_led = Gauge(
+            "banditree_learner_models_led", "Models whose learner lease this process holds.",
+            registry=r,
+        )  # fmt: skip
+        self.fair_share = Gauge(
+            "banditree_learner_fair_share",
+            "The most models this process leads: ceil(models / live learner processes).",
+            registry=r,
+        )  # fmt: skip
+        self.applied_entries = Counter(
+            "banditree_learner_applied_entries",
+            "Log entries (feedbacks and expiries) applied by this process's learners.",
+            registry=r,
+        )  # fmt: skip
         self.apprentice_agreement = Gauge(
             "banditree_apprentice_agreement_ratio",
             "Apprentice mode: share of recent decisions where the model's choice is the default.",

@@ -48,6 +48,14 @@ class Settings(BaseSettings):
         description="Redis socket timeout: a call gives up after it (then predictions go on "
         "unlogged, feedback gets 503)",
     )
+    redis_wait_replicas: int | None = Field(
+        None, ge=0, le=16,
+        description="replicas a feedback waits for (WAIT) before its 2xx, else 503; "
+        "0: none; unset: 1 when the Redis (each cluster master) has a replica, else 0",
+    )  # fmt: skip
+    redis_wait_timeout_ms: int = Field(
+        100, ge=1, le=10_000, description="how long a feedback waits for its replicas"
+    )
     store_budget_seconds: float | None = Field(
         None, gt=0.0, le=600.0,
         description="the longest one request waits on the store in all (its Redis calls, a "
@@ -213,6 +221,11 @@ class Settings(BaseSettings):
             raise ValueError(
                 f"role {self.role} needs BANDITREE_REDIS_URL: with the embedded store one "
                 "process serves and learns (role all)"
+            )
+        if self.redis_wait_timeout_ms >= self.redis_timeout_seconds * 1000:
+            raise ValueError(
+                f"redis_wait_timeout_ms ({self.redis_wait_timeout_ms}) must be below "
+                f"redis_timeout_seconds ({self.redis_timeout_seconds} s): the WAIT is one call"
             )
         return self
 

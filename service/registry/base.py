@@ -15,6 +15,7 @@ from typing import Any
 from service.metrics import ServiceMetrics
 from service.runtime import ModelLearner, ModelRuntime, Policy
 from service.runtime.idle import IdleLearners
+from service.runtime.share import LeaseShare
 from service.runtime.snapshot import SnapshotWatcher
 from service.schemas import ModelPolicy
 from service.settings import Settings
@@ -52,6 +53,19 @@ class RegistryBase:
         # models (name -> uid) whose store log ended before an offset this process saw
         self._behind: dict[str, str] = {}
         self.idle = IdleLearners(store, holder=self.holder, lease_seconds=settings.lease_seconds)
+        self.share = LeaseShare(
+            store, holder=self.holder, lease_seconds=settings.lease_seconds,
+            models=lambda: len(self.learners), hand_over=self._hand_over,
+            discover=self.want_discovery,
+            led_gauge=metrics.models_led, share_gauge=metrics.fair_share,
+            applied=metrics.applied_entries,
+        )  # fmt: skip
+
+    def _hand_over(self, count: int) -> None:
+        """Wake ``count`` leading learners: over its share, this process hands them over."""
+        leading = [learner for learner in self.learners.values() if learner.token is not None]
+        for learner in leading[:count]:
+            learner.wake()
 
     @contextlib.asynccontextmanager
     async def _locked(self, name: str) -> AsyncIterator[None]:

@@ -25,6 +25,9 @@ class LearningRegistry(ServingRegistry):
     async def start(self) -> None:
         """Restore every stored model (serving roles) and start learners (learning roles)."""
         self.epoch = await self.store.epoch()
+        if self.learns:  # how many learn, before this process's learners take leases
+            await self.share.beat()
+            self.share.start()
         self.saw_store_changes(await self.store.changes())
         for name, record in (await self.store.load_models()).items():
             try:
@@ -52,7 +55,7 @@ class LearningRegistry(ServingRegistry):
                 default_loss=policy.default_loss, lease_seconds=self.settings.lease_seconds,
             ),
             store=self.store, metrics=self.metrics.for_model(name), holder=self.holder,
-            on_gone=self.want_discovery, idle=self.idle,
+            on_gone=self.want_discovery, idle=self.idle, share=self.share,
         )  # fmt: skip
         self.records[name] = record_json
         self.learners[name] = learner
@@ -171,3 +174,5 @@ class LearningRegistry(ServingRegistry):
             except StoreUnavailable as err:
                 log.error("learner of model %s could not stop cleanly: %s", learner.name, err)
         await self.idle.stop()
+        if self.learns:
+            await self.share.stop()

@@ -8,6 +8,10 @@ updates or ``checkpoint_every_seconds``.  The others wait and take over when the
 lapses.  The store refuses a checkpoint written with an outdated fencing token, so a
 learner that was paused past its lease can never overwrite its successor's work.
 
+With a :class:`~service.runtime.share.LeaseShare`, a learner tries for the lease only
+while its process leads fewer models than its fair share, and hands a lease back when
+its process is over its share (another process joined).
+
 The CPU work (``learner.learn``, serialising a checkpoint) runs in a worker thread, in
 slices of at most ``_SLICE_SECONDS``: the event loop keeps answering requests and the
 lease keeps being renewed.
@@ -18,10 +22,8 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
-import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from banditree.learners import Learner, build_learner
@@ -29,39 +31,21 @@ from banditree.persistence import dumps
 from service.checkpoint_restore import newest_valid_checkpoint
 from service.metrics import ModelMetrics
 from service.runtime.idle import IdleLearners
-from service.runtime.replay import apply_entry
+from service.runtime.learner_steps import (
+    HandedOver,
+    LearnerPolicy,
+    LeaseLost,
+    apply_slice,
+    retry_seconds,
+)
+from service.runtime.log_reader import LogReader
+from service.runtime.share import LeaseShare
 from service.store import FencedOut, LogEntry, ModelGone, Store, StoreUnavailable
 
 log = logging.getLogger("banditree.service")
 
 _BATCH = 512  # log entries read per round trip
-_SLICE_SECONDS = 0.05  # longest stretch of learning between two looks at the lease
 _REQUEST_CHECK_SECONDS = 0.1  # how often a busy learner looks for a checkpoint request
-_RETRY_SECONDS = 0.5  # wait after the store failed
-
-
-def _retry_seconds() -> float:
-    """The wait after a failure, about ``_RETRY_SECONDS``.
-
-    Spread, so that the learners of thousands of models that met one failure do not all
-    retry at the same moment.
-    """
-    return _RETRY_SECONDS * (0.5 + random.random())
-
-
-class LeaseLost(Exception):
-    """The lease was taken over (or revoked): stop learning, try to take it again later."""
-
-
-@dataclass(frozen=True)
-class LearnerPolicy:
-    """When to publish, how many checkpoints to keep, and the default loss of expiries."""
-
-    every_updates: int
-    every_seconds: float
-    keep: int
-    default_loss: float | None
-    lease_seconds: float
 
 
 class ModelLearner:
@@ -79,11 +63,15 @@ class ModelLearner:
         holder: str,
         on_gone: Callable[[], None] | None = None,
         idle: IdleLearners,
+        share: LeaseShare | None = None,
     ) -> None:
         self.name, self.uid, self.config = name, uid, config
         self.idle = idle  # where this learner waits when its log is read to the end
         self.policy, self.store, self.metrics, self.holder = policy, store, metrics, holder
         self.on_gone = on_gone  # the store no longer holds the model: deleted, or data lost
+        self.share = share  # None: no limit on the models this process leads
+        self._leaving = False  # handing the lease back (counted in share.leaving)
+        self._reader: LogReader | None = None  # the log's reads while leading
         self.token: int | None = None
         self.offset = 0  # the last log entry applied while leading
         self._wake = asyncio.Event()
@@ -112,6 +100,10 @@ class ModelLearner:
     async def _run(self) -> None:
         led = False  # this learner led until its last failure
         while not self._stopping:
+            if self.share is not None and not self.share.take(self.name, self.wake):
+                await self._sleep(self.policy.lease_seconds / 3)  # this process has its share
+                continue
+            pause = 0.0  # slept after the share's reservation is given back
             try:
                 acquired = time.monotonic()
                 # a few at a time (thousands may start at once), the lease taken inside:
@@ -127,12 +119,16 @@ class ModelLearner:
                     if led:  # e.g. its last call timed out, then another learner took over
                         log.warning("learner %s lost model %s to another", self.holder, self.name)
                         led = False
-                    await self._sleep(self.policy.lease_seconds / 3)
-                    continue
-                led = True
-                self.metrics.lease_held.set(1)
-                log.info("learner %s leads model %s (token %d)", self.holder, self.name, token)
-                await self._lead(token, *started, renewed=acquired)
+                    pause = self.policy.lease_seconds / 3
+                else:
+                    led = True
+                    self.metrics.lease_held.set(1)
+                    log.info("learner %s leads model %s (token %d)", self.holder, self.name, token)
+                    await self._lead(token, *started, renewed=acquired)
+            except HandedOver:
+                log.info("learner %s handed model %s over", self.holder, self.name)
+                led = False
+                pause = self.policy.lease_seconds  # for another process to take
             except LeaseLost as err:
                 log.warning("learner %s lost model %s: %s", self.holder, self.name, err)
                 led = False
@@ -140,16 +136,24 @@ class ModelLearner:
                 log.warning("learner of model %s: %s", self.name, err)  # the registry
                 if self.on_gone is not None:
                     self.on_gone()
-                await self._sleep(_retry_seconds())
+                pause = retry_seconds()
             except StoreUnavailable as err:
                 log.error("learner of model %s: store unavailable: %s", self.name, err)
-                await self._sleep(_retry_seconds())
+                pause = retry_seconds()
             except Exception:
                 log.exception("learner of model %s failed; restarting it", self.name)
-                await self._sleep(_retry_seconds())
+                pause = retry_seconds()
             finally:
+                if self._reader is not None:
+                    self._reader.close()
+                    self._reader = None
                 self.token = None
                 self.metrics.lease_held.set(0)
+                if self.share is not None:
+                    self.share.give_back(leaving=self._leaving)
+                self._leaving = False
+            if pause:
+                await self._sleep(pause)
 
     async def _sleep(self, seconds: float) -> None:
         self._wake.clear()
@@ -218,14 +222,18 @@ class ModelLearner:
         # publish once caught up: a request taken by a fenced-out predecessor is answered
         # (the initial checkpoint of a new model, just published, already answers it)
         caught_up_publish = not published_initial
+        self._reader = reader = LogReader(self._read, _BATCH)
         while True:
-            entries = [] if self._stopping else await self._read(offset)
+            entries = [] if self._stopping else await reader.next(offset)
             if entries:
+                reader.read_ahead(entries)  # read while this batch is learned
                 if not oldest_unpublished:
                     oldest_unpublished = entries[0].acked_at
                 done, changed = await asyncio.to_thread(self._apply, learner, entries)
                 offset, updates = entries[done - 1].offset, updates + changed
                 self.offset = offset
+                if self.share is not None and self.share.applied is not None:
+                    self.share.applied.inc(done)
             asked = False
             if not entries or time.monotonic() - request_checked >= _REQUEST_CHECK_SECONDS:
                 asked = await self.store.take_checkpoint_request(self.name)
@@ -236,13 +244,16 @@ class ModelLearner:
             due = updates >= self.policy.every_updates or (
                 time.monotonic() - last_publish >= self.policy.every_seconds
             )
-            if asked or (dirty and (due or self._stopping)):
+            leaving = self._should_leave()
+            if asked or (dirty and (due or self._stopping or leaving)):
                 # the store refuses this write if the lease was taken over meanwhile
                 await self._publish(learner, token, offset, oldest_unpublished)
                 published_offset, oldest_unpublished, updates = offset, 0.0, 0
                 last_publish = time.monotonic()
-            if self._stopping:
+            if self._stopping or leaving:
                 await self.store.release_lease(self.name, self.holder, token)
+                if leaving:
+                    raise HandedOver()
                 return
             renewed = await self._renew(token, renewed)
             if entries or asked:
@@ -253,6 +264,12 @@ class ModelLearner:
                 await self._sleep(max(0.0, min(publish_at, renew_at) - time.monotonic()))
             else:
                 renewed = await self._wait_for_work(token, offset, renewed)
+
+    def _should_leave(self) -> bool:
+        """Whether to hand the lease over (this process is over its share): asked once."""
+        if not self._leaving and self.share is not None and self.share.should_leave():
+            self._leaving = True
+        return self._leaving
 
     async def _wait_for_work(self, token: int, offset: int, renewed: float) -> float:
         """Wait, idle, until woken (the lease renewed meanwhile): when it was renewed last."""
@@ -287,26 +304,10 @@ class ModelLearner:
 
     def _apply(self, learner: Learner, entries: list[LogEntry]) -> tuple[int, int]:
         """Learn from ``entries`` in order for at most one slice: ``(entries done, updates)``."""
-        started = time.perf_counter()
-        changed = 0
-        m = self.metrics
-        done = 0
-        for entry in entries:
-            done += 1
-            t0 = time.perf_counter()
-            applied = apply_entry(
-                learner, entry, uid=self.uid, default_loss=self.policy.default_loss
-            )
-            if applied.learned:
-                m.update_latency.observe(time.perf_counter() - t0)
-            if applied.changed:
-                changed += 1
-                m.updates.inc()
-            if time.perf_counter() - started >= _SLICE_SECONDS:
-                break
-        m.mean_loss.set(learner.counters.get("progressive_mean_loss", float("nan")))
-        m.learned_offset.set(entries[done - 1].offset)
-        return done, changed
+        return apply_slice(
+            learner, entries, uid=self.uid, default_loss=self.policy.default_loss,
+            metrics=self.metrics,
+        )  # fmt: skip
 
     async def _publish(self, learner: Learner, token: int, offset: int, acked_at: float) -> None:
         started = time.perf_counter()

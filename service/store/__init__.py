@@ -42,6 +42,8 @@ def open_store(settings: Settings) -> Store:
             settings.redis_url,
             prefix=settings.redis_prefix,
             timeout_seconds=settings.redis_timeout_seconds,
+            wait_replicas=settings.redis_wait_replicas,
+            wait_timeout_ms=settings.redis_wait_timeout_ms,
         )
     return SqliteStore(settings.data_dir, synchronous=settings.sqlite_synchronous)
 

@@ -211,6 +211,18 @@ class LeaseStore(Protocol):
     async def lease(self, name: str, *, now: float) -> Lease | None:
         """The current lease, or None when free."""
 
+    @abstractmethod
+    async def announce_learner(
+        self, holder: str, *, ttl_seconds: float, now: float
+    ) -> tuple[int, int]:
+        """Say that learner process ``holder`` is alive until ``now + ttl_seconds`` (a
+        heartbeat): the number of learner processes alive now, ``holder`` included, and
+        the number of models the store holds (0 when the store does not count them)."""
+
+    @abstractmethod
+    async def withdraw_learner(self, holder: str) -> None:
+        """Say that learner process ``holder`` stops (the others take its share at once)."""
+
 
 class CheckpointStore(Protocol):
     """Published snapshots of a model, saved under a fencing token.

@@ -26,11 +26,22 @@ from tests.service.live_server import ROOT, free_port
 class ServiceProcess:
     """A service process with ``env``; :meth:`restart` replaces it by a fresh one."""
 
-    def __init__(self, env: dict[str, str], *, log_path: Path, serves: bool = True) -> None:
+    def __init__(
+        self,
+        env: dict[str, str],
+        *,
+        log_path: Path,
+        serves: bool = True,
+        host: str = "127.0.0.1",
+        prefix: Sequence[str] = (),
+    ) -> None:
+        """``prefix`` runs the command inside something (``ip netns exec <ns>``), where
+        the process listens on ``host``."""
         self.env = {**os.environ, **env, "PYTHONPATH": str(ROOT)}
         self.log_path, self.serves = log_path, serves
+        self.host, self.prefix = host, list(prefix)
         self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = f"http://{host}:{self.port}"
         self.process: subprocess.Popen[bytes] | None = None
         self.kills = 0
         self.start()
@@ -38,8 +49,9 @@ class ServiceProcess:
     def start(self) -> None:
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "uvicorn", "service.main:create_app_from_env", "--factory",
-                 "--host", "127.0.0.1", "--port", str(self.port), "--log-level", "warning"],
+                [*self.prefix, sys.executable, "-m", "uvicorn", "service.main:create_app_from_env",
+                 "--factory", "--host", self.host, "--port", str(self.port), "--log-level",
+                 "warning"],
                 env=self.env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
             )  # fmt: skip
         self._ready = False

@@ -7,8 +7,11 @@ deadlines, swept by every process), ``log:{name}`` (the feedback log, a Stream w
 ``<offset>-0``), ``ctr:{name}`` (hash: ``log_last``, fencing ``token``, checkpoint
 ``sequence``), ``lease:{name}`` (``holder|token`` with expiry), ``ckpt:{name}`` (hash
 sequence -> checkpoint bytes), ``ckpts:{name}`` (sorted set of checkpoint infos),
-``req:{name}`` (checkpoint asked for), ``epoch`` (the store's epoch id) and the channel
-``snapshots`` (model names).  ``ctr:{name}`` also holds the ``mark`` of a held model.
+``req:{name}`` (checkpoint asked for), ``sync:{name}`` (written by a log read that
+waits for replicas), ``epoch`` (the store's epoch id), ``learners`` (sorted set of
+learner processes by heartbeat expiry) and the channel ``snapshots`` (model names).  ``ctr:{name}`` also holds the ``mark`` of a held model.  In a Redis
+Cluster the global keys are ``{global}:models``, ``{global}:epoch`` and
+``{global}:learners`` (one slot; see :mod:`.cluster`).
 
 One module per concern, composed into :class:`RedisStore`: the client (:mod:`.client`),
 model records (:mod:`.records`), pending decisions (:mod:`.decisions`), the log

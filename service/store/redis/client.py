@@ -2,7 +2,9 @@
 
 Socket timeouts are short and nothing is retried: when Redis is away a call fails fast
 with :class:`~service.store.base.StoreUnavailable` and the caller decides (a predict is
-still answered, a feedback gets 503).
+still answered, a feedback gets 503).  The URL may name a single Redis or any node of a
+Redis Cluster (:mod:`.cluster`, detected at start).  A feedback's claim may wait for
+replicas (``WAIT``) on the connection that made it (:meth:`RedisBase._claim`).
 """
 
 from __future__ import annotations
@@ -14,15 +16,17 @@ from typing import Any, ParamSpec, Self, TypeVar
 
 from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.client import PubSub
+from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.connection import Connection
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import NoScriptError, RedisError, ResponseError
 
-from service.store.base import ModelGone
+from service.store.base import ModelGone, StoreUnavailable
 from service.store.budget import within_budget
 from service.store.protocols import StoreLifecycle
+from service.store.redis import cluster
 from service.store.redis import scripts as lua
 from service.store.redis.decision_writes import DecisionWrites
 from service.store.redis.wire import WireConnection, store_error
@@ -44,7 +48,7 @@ def unavailable(
     async def wrapped(*args: P.args, **kwargs: P.kwargs) -> T:
         try:
             return await within_budget(method(*args, **kwargs))
-        except (RedisError, OSError) as err:
+        except (RedisError, OSError) as err:  # cluster redirections included
             raise store_error(err) from err
 
     return wrapped
@@ -60,9 +64,11 @@ def gone(name: str) -> ModelGone:
     return ModelGone(f"the store does not hold model {name!r}")
 
 
-def _wire_connection(client: Redis) -> WireConnection | None:
+def _wire_connection(client: Redis | RedisCluster) -> WireConnection | None:
     """A connection of its own for the calls of requests (decision writes, a feedback's
-    look-up and claim), for a plain TCP Redis with timeouts."""
+    look-up and claim), for a plain TCP Redis with timeouts (not a cluster)."""
+    if isinstance(client, RedisCluster):
+        return None
     pool = client.connection_pool
     kwargs = pool.connection_kwargs
     if pool.connection_class is not Connection or not kwargs.get("socket_timeout"):
@@ -74,25 +80,63 @@ def _wire_connection(client: Redis) -> WireConnection | None:
     )  # fmt: skip
 
 
+def _socket_timeout(client: RedisCluster) -> float:
+    """The socket timeout the cluster client was made with."""
+    timeout = client.connection_kwargs.get("socket_timeout")
+    return float(timeout) if timeout else 0.25
+
+
 class RedisBase(StoreLifecycle):
     """One Redis client and its scripts, shared by every concern of the Redis store."""
 
-    def __init__(self, client: Redis, *, prefix: str = "banditree:") -> None:
-        self.client = client
+    def __init__(
+        self,
+        client: Redis | RedisCluster,
+        *,
+        prefix: str = "banditree:",
+        wait_replicas: int | None = None,
+        wait_timeout_ms: int = 100,
+    ) -> None:
+        self.client: Any = client  # Redis or RedisCluster: the calls used are common to both
         self.prefix = prefix
+        self.cluster = isinstance(client, RedisCluster)
+        self._models_key = cluster.global_key(prefix, "models", cluster=self.cluster)
+        self._epoch_key = cluster.global_key(prefix, "epoch", cluster=self.cluster)
+        self._learners_key = cluster.global_key(prefix, "learners", cluster=self.cluster)
+        self._changes_key = cluster.global_key(prefix, "changes", cluster=self.cluster)
+        # replicas a feedback waits for (None: decided at the first ping, by what exists)
+        self.wait_replicas = wait_replicas
+        self.wait_timeout_ms = wait_timeout_ms
+        self._started = False
         self._scripts = {name: client.register_script(getattr(lua, name)) for name in SCRIPTS}
         # model -> (token, mark it was issued under): a token from before a loss is fenced
         self._lease_marks: dict[str, tuple[int, str]] = {}
         self._pubsub: PubSub | None = None
         # one kept-open connection for the calls of every request (None: the pool does them)
         self._wire = _wire_connection(client)
+        # and one for the learners' log reads (large replies, kept off the requests' one)
+        self._log_wire = _wire_connection(client)
         self._decisions = DecisionWrites(client, self._key, self._wire)
+        self._slot_wires: cluster.SlotWires | None = None
+        if isinstance(client, RedisCluster):
+            self._slot_wires = cluster.SlotWires(client, _socket_timeout(client))
 
     @classmethod
     def from_url(
-        cls, url: str, *, prefix: str = "banditree:", timeout_seconds: float = 0.25
+        cls,
+        url: str,
+        *,
+        prefix: str = "banditree:",
+        timeout_seconds: float = 0.25,
+        wait_replicas: int | None = None,
+        wait_timeout_ms: int = 100,
     ) -> Self:
-        """A store on ``url``; every socket operation gives up after ``timeout_seconds``."""
+        """A store on ``url`` (a single Redis or any node of a cluster); every socket
+        operation gives up after ``timeout_seconds``.  A feedback waits for
+        ``wait_replicas`` replicas (None: one if the Redis has any) ``wait_timeout_ms``."""
+        waits: dict[str, Any] = {"wait_replicas": wait_replicas, "wait_timeout_ms": wait_timeout_ms}
+        if cluster.is_cluster(url, timeout_seconds):
+            return cls(cluster.cluster_client(url, timeout_seconds), prefix=prefix, **waits)
         pool = BlockingConnectionPool.from_url(
             url,
             max_connections=64,
@@ -104,7 +148,7 @@ class RedisBase(StoreLifecycle):
             # before a Redis restart); never on a timeout, so a hung Redis costs one timeout
             retry=Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)),
         )
-        return cls(Redis(connection_pool=pool), prefix=prefix)
+        return cls(Redis(connection_pool=pool), prefix=prefix, **waits)
 
     def _key(self, kind: str, name: str, *rest: str) -> str:
         """``<prefix><kind>:{<name>}[:<rest>...]``: a model's keys share its hash tag."""
@@ -113,35 +157,75 @@ class RedisBase(StoreLifecycle):
     async def _run(self, script: str, keys: list[str], args: list[Any]) -> Any:
         return await self._scripts[script](keys=keys, args=args)
 
-    async def _run_on_wire(self, script: str, keys: list[str], args: list[Any]) -> Any:
-        """:meth:`_run` on the wire connection (the calls of requests), if there is one."""
-        if self._wire is None:
-            return await self._run(script, keys, args)
-        code = self._scripts[script]
+    async def _claim(self, keys: list[str], args: list[Any]) -> Any:
+        """The FEEDBACK script; when feedback waits for replicas, then ``WAIT`` on the same
+        connection: a claim no replica acknowledged in time is StoreUnavailable (503).
+
+        The claim stays on the master then: a retry finds it (409) unless the master
+        died before any replica had it, then the retry claims the decision again.
+        """
+        code, waits = self._scripts["FEEDBACK"], self.wait_replicas or 0
+        commands: list[tuple[Any, ...]] = [("EVALSHA", code.sha, len(keys), *keys, *args)]
+        if waits:
+            commands.append(("WAIT", waits, self.wait_timeout_ms))
         try:
-            return await self._wire.call("EVALSHA", code.sha, len(keys), *keys, *args)
+            replies = await self._one_connection(keys[0], commands)
         except ResponseError as err:
-            if not str(err).startswith("NOSCRIPT"):
+            if not str(err).startswith("NOSCRIPT") and not isinstance(err, NoScriptError):
                 raise
             # Redis restarted (or flushed its scripts): send the script itself
-            return await self._wire.call("EVAL", code.script, len(keys), *keys, *args)
+            commands[0] = ("EVAL", code.script, len(keys), *keys, *args)
+            replies = await self._one_connection(keys[0], commands)
+        if waits and text(replies[0][0]) == "claimed" and int(replies[1]) < waits:
+            raise StoreUnavailable(
+                f"redis: the feedback reached the master but {waits} replica(s) did not "
+                f"acknowledge it within {self.wait_timeout_ms} ms; retry it"
+            )
+        return replies[0]
+
+    async def _one_connection(self, key: str, commands: list[tuple[Any, ...]]) -> list[Any]:
+        """``commands`` on one connection (the master of ``key``'s slot in a cluster)."""
+        if self._slot_wires is not None:
+            return await self._slot_wires.execute(key, *commands)
+        if self._wire is not None:
+            return await self._wire.execute(*commands)
+        async with self.client.pipeline(transaction=False) as pipe:
+            for command in commands:
+                pipe.execute_command(*command)
+            return list(await pipe.execute())
 
     @unavailable
     async def ping(self) -> None:
         """Redis answers and takes writes: a short-lived key is set, so a read-only replica,
         a Redis out of memory or loading its data fails it as every write would."""
         await self.client.set(self.prefix + "ready", b"1", px=10_000)
+        if not self._started:  # once: what the Redis is decides what a feedback waits for
+            if self.cluster:
+                await cluster.migrate_global_keys(self.client, self.prefix)
+            if self.wait_replicas is None:
+                self.wait_replicas = min(1, await self._replicas())
+            self._started = True
+
+    async def _replicas(self) -> int:
+        if self.cluster:
+            return await cluster.replicas_of_masters(self.client)
+        return int((await self.client.info("replication")).get("connected_slaves", 0))
 
     async def close(self) -> None:
         await self._decisions.close()  # writes still travelling (their waiters get 503)
         if self._pubsub is not None:
             await self._pubsub.aclose()
+        if self._slot_wires is not None:
+            self._slot_wires.close()
+        if self._log_wire is not None:
+            self._log_wire.close()
         await self.client.aclose()
-        await self.client.connection_pool.disconnect()  # the client does not own its pool
+        if not self.cluster:
+            await self.client.connection_pool.disconnect()  # the client does not own its pool
 
     @unavailable
     async def epoch(self) -> str:
-        key = self.prefix + "epoch"
+        key = self._epoch_key
         value = await self.client.get(key)
         if value is None:  # first use, or the data was lost: the first process to ask writes it
             await self.client.set(key, uuid.uuid4().hex.encode(), nx=True)

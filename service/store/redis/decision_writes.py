@@ -25,6 +25,7 @@ from typing import Any
 
 import hiredis
 from redis.asyncio.client import Redis
+from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import RedisError, ResponseError
 
 from service.store.base import StoreUnavailable
@@ -63,7 +64,7 @@ class DecisionWrites:
 
     def __init__(
         self,
-        client: Redis,
+        client: Redis | RedisCluster,
         key: Callable[..., str],
         wire: WireConnection | None,
     ) -> None:

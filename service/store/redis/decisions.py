@@ -57,7 +57,7 @@ class RedisDecisions(RedisBase, DecisionStore):
             for kind in ("ev", "done", "due", "log", "ctr")
         ]
         args = [event_id, repr(now), feedback, seen]
-        reply = await self._run_on_wire("FEEDBACK", keys, args)
+        reply = await self._claim(keys, args)
         status = text(reply[0])
         if status == "gone":
             raise gone(name)

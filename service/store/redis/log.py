@@ -3,15 +3,46 @@
 Fields: ``e`` (event id), ``d`` (decision), ``f`` (feedback JSON, absent for an expired
 decision), ``t`` (acknowledged at).  The last offset ever appended is ``log_last`` in
 ``ctr:{name}``; appends come with a claimed decision (:mod:`.decisions`).
+
+When feedback waits for replicas (:attr:`RedisBase.wait_replicas`), a read gives only
+entries a replica holds too: the ``XRANGE`` is followed, on the same connection, by a
+small write (``sync:{name}``, expiring) and ``WAIT``, which returns once the replicas
+hold everything the master had at that write, the entries read included.  A learner
+therefore never applies an entry that a failover could take back (and whose offset a
+later entry could then take); a read the replicas do not acknowledge in time is
+StoreUnavailable, and the learner reads again later.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from service.store.base import LogBounds, LogEntry
+from service.store.base import LogBounds, LogEntry, StoreUnavailable
 from service.store.protocols import LogStore
 from service.store.redis.client import RedisBase, text, unavailable
+
+
+def _entry(entry_id: Any, fields: Any) -> LogEntry:
+    """A stream entry as redis-py parses it (fields a dict) or as sent (a flat list)."""
+    if not isinstance(fields, dict):
+        if len(fields) == 8 and fields[0] == b"e" and fields[2] == b"d" and fields[4] == b"f":
+            # as the scripts write it (e, d, f, t): no dict to build
+            return LogEntry(
+                int(entry_id.split(b"-", 1)[0]),
+                fields[1].decode(),
+                fields[3].decode(),
+                fields[5].decode(),
+                float(fields[7]),
+            )
+        fields = dict(zip(fields[::2], fields[1::2], strict=True))
+    feedback = fields.get(b"f")
+    return LogEntry(
+        int(text(entry_id).split("-")[0]),
+        text(fields[b"e"]),
+        text(fields[b"d"]),
+        None if feedback is None else text(feedback),
+        float(fields[b"t"]),
+    )
 
 
 class RedisLog(RedisBase, LogStore):
@@ -19,20 +50,30 @@ class RedisLog(RedisBase, LogStore):
 
     @unavailable
     async def read_log(self, name: str, *, after: int, limit: int) -> list[LogEntry]:
-        found: Any = await self.client.xrange(self._key("log", name), f"{after + 1}-0", "+", limit)
-        entries = []
-        for entry_id, fields in found or ():
-            feedback = fields.get(b"f")
-            entries.append(
-                LogEntry(
-                    int(text(entry_id).split("-")[0]),
-                    text(fields[b"e"]),
-                    text(fields[b"d"]),
-                    None if feedback is None else text(feedback),
-                    float(fields[b"t"]),
-                )
+        key, start = self._key("log", name), f"{after + 1}-0"
+        waits = self.wait_replicas or 0
+        found: Any
+        if not waits:
+            if self._log_wire is not None:  # a connection of the log's own: parsed by hiredis
+                (found,) = await self._log_wire.execute(("XRANGE", key, start, "+", "COUNT", limit))
+            else:
+                found = await self.client.xrange(key, start, "+", limit)
+            return [_entry(entry_id, fields) for entry_id, fields in found or ()]
+        sync = ("SET", self._key("sync", name), b"1", "PX", 60_000)
+        found, _, acked = await self._one_connection(
+            key,
+            [
+                ("XRANGE", key, start, "+", "COUNT", limit),
+                sync,
+                ("WAIT", waits, self.wait_timeout_ms),
+            ],
+        )
+        if int(acked) < waits:
+            raise StoreUnavailable(
+                f"redis: {waits} replica(s) did not acknowledge the log of {name!r} "
+                f"within {self.wait_timeout_ms} ms"
             )
-        return entries
+        return [_entry(entry_id, fields) for entry_id, fields in found or ()]
 
     @unavailable
     async def log_bounds(self, name: str) -> LogBounds:

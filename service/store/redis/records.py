@@ -11,7 +11,7 @@ from service.store.redis.client import RedisBase, text, unavailable
 
 #: every key of a model, deleted with the model (its record aside); pending decisions
 #: (``ev``, ``done``) expire on their own
-MODEL_KEYS = ("due", "log", "ctr", "lease", "ckpt", "ckpts", "req")
+MODEL_KEYS = ("due", "log", "ctr", "lease", "ckpt", "ckpts", "req", "sync")
 
 
 class RedisRecords(RedisBase, RecordStore):
@@ -43,40 +43,44 @@ class RedisRecords(RedisBase, RecordStore):
     async def new_epoch(self, *, changes: int = 0) -> str:
         # every hold first, then the epoch: a process that sees the new epoch holds its
         # models again (an older epoch with a model not held is only a deleted model)
-        for name in await self.client.hkeys(self.prefix + "models"):
+        for name in await self.client.hkeys(self._models_key):
             await self.client.hdel(self._key("ctr", text(name)), "mark")
         if await self.changes() < changes:
-            await self.client.set(self.prefix + "changes", changes)
+            await self.client.set(self._changes_key, changes)
         epoch = uuid.uuid4().hex
-        await self.client.set(self.prefix + "epoch", epoch.encode())
+        await self.client.set(self._epoch_key, epoch.encode())
         return epoch
 
     @unavailable
     async def changes(self) -> int:
-        return int(await self.client.get(self.prefix + "changes") or 0)
+        return int(await self.client.get(self._changes_key) or 0)
 
     @unavailable
     async def save_model(self, name: str, record: str, *, replace: bool = True) -> int:
         if replace:
-            await self.client.hset(self.prefix + "models", name, record.encode())
+            await self.client.hset(self._models_key, name, record.encode())
         else:
-            await self.client.hsetnx(self.prefix + "models", name, record.encode())
-        return int(await self.client.incr(self.prefix + "changes"))
+            await self.client.hsetnx(self._models_key, name, record.encode())
+        return int(await self.client.incr(self._changes_key))
 
     @unavailable
     async def load_model(self, name: str) -> str | None:
-        value = await self.client.hget(self.prefix + "models", name)
+        value = await self.client.hget(self._models_key, name)
         return None if value is None else text(value)
 
     @unavailable
     async def load_models(self) -> dict[str, str]:
-        found = await self.client.hgetall(self.prefix + "models")
+        found = await self.client.hgetall(self._models_key)
         return {text(k): text(v) for k, v in sorted(found.items())}
 
     @unavailable
     async def delete_model(self, name: str) -> int:
+        if self.cluster:  # the record and the model's keys live in two slots: keys first
+            await self.client.delete(*(self._key(kind, name) for kind in MODEL_KEYS))
+            await self.client.hdel(self._models_key, name)
+            return int(await self.client.incr(self._changes_key))
         async with self.client.pipeline(transaction=True) as pipe:
-            pipe.hdel(self.prefix + "models", name)
+            pipe.hdel(self._models_key, name)
             pipe.delete(*(self._key(kind, name) for kind in MODEL_KEYS))
             await pipe.execute()
-        return int(await self.client.incr(self.prefix + "changes"))
+        return int(await self.client.incr(self._changes_key))

@@ -98,3 +98,12 @@ class SqliteLeases(SqliteBase, LeaseStore):
             ).fetchone()
         )
         return None if row is None else Lease(str(row[0]), int(row[1]), float(row[2]))
+
+    async def announce_learner(
+        self, holder: str, *, ttl_seconds: float, now: float
+    ) -> tuple[int, int]:
+        """One process uses the embedded store: it learns every model it holds."""
+        return 1, 0
+
+    async def withdraw_learner(self, holder: str) -> None:
+        return None

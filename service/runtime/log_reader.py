@@ -1,0 +1,56 @@
+"""A learner's reads of its log: the next batch is fetched while the last one is applied.
+
+The learner applies a batch in a worker thread; meanwhile the event loop has nothing to
+do for it but wait.  :class:`LogReader` starts the read of the entries after a full
+batch as soon as that batch is handed out, so the store's round trip (and the decoding
+of its reply) overlap the learning.  A read ahead is used only when the learner goes on
+from where it started (all of the batch applied); otherwise it is dropped and read again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+
+from service.store import LogEntry
+
+
+def _retrieve(task: asyncio.Task[list[LogEntry]]) -> None:
+    """A dropped read's failure is not reported as never retrieved."""
+    if not task.cancelled():
+        task.exception()
+
+
+class LogReader:
+    """Batches of log entries after an offset, one read kept ahead."""
+
+    def __init__(self, read: Callable[[int], Awaitable[list[LogEntry]]], batch: int) -> None:
+        self._read, self.batch = read, batch
+        self._ahead: tuple[int, asyncio.Task[list[LogEntry]]] | None = None
+
+    async def next(self, offset: int) -> list[LogEntry]:
+        """The entries after ``offset`` (the read ahead when it starts there)."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None:
+            start, task = ahead
+            if start == offset:
+                return await task
+            task.cancel()
+        return await self._read(offset)
+
+    def read_ahead(self, entries: list[LogEntry]) -> None:
+        """Start reading after ``entries`` when they were a full batch (more may follow)."""
+        if len(entries) < self.batch or self._ahead is not None:
+            return
+        start = entries[-1].offset
+        task = asyncio.ensure_future(self._read(start))
+        task.add_done_callback(_retrieve)
+        self._ahead = (start, task)
+
+    def close(self) -> None:
+        """Drop the read ahead, if any."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None:
+            with contextlib.suppress(Exception):
+                ahead[1].cancel()

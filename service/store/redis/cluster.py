@@ -1,0 +1,187 @@
+"""Redis Cluster under the Redis store: detection, the client, global keys, routing.
+
+``BANDITREE_REDIS_URL`` may name any node of a cluster: :func:`is_cluster` asks it
+(``INFO cluster``) at start, and the store then talks through
+:class:`redis.asyncio.cluster.RedisCluster`, which follows ``MOVED``/``ASK`` redirections
+and learns the new topology after a failover.  Every key of one model carries the hash
+tag ``{name}``, so each script and transaction touches one slot.  The global keys (the
+model records, the store's epoch, the learner processes' heartbeats) carry a hash tag of
+their own in a cluster, ``<prefix>{global}:models``, ``<prefix>{global}:epoch`` and
+``<prefix>{global}:learners``: they live in one slot, so the records and the epoch are
+lost (or kept) together, never one without the other.  A
+single Redis keeps the names of earlier releases (``<prefix>models``, ``<prefix>epoch``);
+a cluster holding those (imported from a single Redis) has them copied to the tagged
+names at start (:func:`migrate_global_keys`).  The snapshot channel is a plain Pub/Sub
+channel: a cluster forwards a ``PUBLISH`` to every node, so a subscriber may listen on
+any one.
+
+Calls that must share one connection with a ``WAIT`` (a feedback's claim) go through
+:class:`SlotWires`: one kept-open connection per master, chosen by the key's slot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+import redis
+from redis.asyncio.cluster import ClusterNode, RedisCluster
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialBackoff
+from redis.exceptions import (
+    ClusterDownError,
+    NoScriptError,
+    RedisError,
+    ResponseError,
+)
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from service.store.redis.wire import WireConnection
+
+#: error replies of a cluster between two topologies: learn it again, send once more
+_REDIRECTED = ("MOVED", "ASK", "TRYAGAIN", "CLUSTERDOWN")
+
+
+def is_cluster(url: str, timeout_seconds: float) -> bool:
+    """Whether ``url`` names a node of a Redis Cluster (False when it cannot be asked:
+    the store's first ``ping`` then reports the Redis as unavailable)."""
+    client = redis.Redis.from_url(
+        url, socket_timeout=timeout_seconds, socket_connect_timeout=timeout_seconds
+    )
+    try:
+        return bool(int(client.info("cluster").get("cluster_enabled", 0)))
+    except (RedisError, OSError, ValueError):
+        return False
+    finally:
+        client.close()
+
+
+def cluster_client(url: str, timeout_seconds: float) -> RedisCluster:
+    """A cluster client on ``url`` with the store's timeouts.
+
+    A call that meets a dead master retries twice with a short backoff, learning the
+    topology again in between; a request's store budget bounds the whole.
+    """
+    return RedisCluster.from_url(
+        url,
+        decode_responses=False,
+        socket_timeout=timeout_seconds,
+        socket_connect_timeout=timeout_seconds,
+        # per node; past it a call fails at once (MaxConnectionsError: 503), it does not wait
+        max_connections=512,
+        retry=Retry(ExponentialBackoff(cap=0.2, base=0.02), 2),
+        reinitialize_steps=1,  # learn the topology again at the first error, not the 5th
+    )
+
+
+def global_key(prefix: str, name: str, *, cluster: bool) -> str:
+    """The key of global state ``name`` (``models``, ``epoch``)."""
+    return f"{prefix}{{global}}:{name}" if cluster else prefix + name
+
+
+async def migrate_global_keys(client: RedisCluster, prefix: str) -> bool:
+    """Copy records and epoch kept under a single Redis's names to the tagged ones.
+
+    Only when the tagged records are absent and the old ones present; the old keys stay
+    (an older release never reads a cluster).  True when something was copied.
+    """
+    new_models = global_key(prefix, "models", cluster=True)
+    if await client.exists(new_models):
+        return False
+    old = await client.hgetall(prefix + "models")
+    if not old:
+        return False
+    for kind in ("epoch", "changes"):
+        value = await client.get(prefix + kind)
+        if value is not None:
+            await client.set(global_key(prefix, kind, cluster=True), value, nx=True)
+    for name, record in old.items():
+        await client.hsetnx(new_models, name, record)
+    return True
+
+
+async def evalsha_each(
+    client: RedisCluster, script: Any, calls: Sequence[tuple[list[str], list[Any]]]
+) -> list[Any]:
+    """Run ``script`` once per (keys, args), pipelined per node; loaded where missing."""
+    for attempt in (0, 1):
+        async with client.pipeline(transaction=False) as pipe:
+            for keys, args in calls:  # (the pipeline's own evalsha is blocked in a cluster)
+                pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
+            try:
+                return list(await pipe.execute())
+            except NoScriptError:
+                if attempt:
+                    raise
+        await client.script_load(script.script)  # on every master
+    raise AssertionError("unreachable")
+
+
+async def replicas_of_masters(client: RedisCluster) -> int:
+    """The fewest replicas any master of the cluster has in sync now."""
+    replies = await client.execute_command(
+        "INFO", "replication", target_nodes=RedisCluster.PRIMARIES
+    )
+    counts = [int(info.get("connected_slaves", 0)) for info in replies.values()]
+    return min(counts) if counts else 0
+
+
+class SlotWires:
+    """A kept-open connection per master; a call goes to the master of its key's slot.
+
+    A redirection (``MOVED``, ``ASK``: a failover or a slot moving) makes the client
+    learn the topology again and the call is sent once more (the script did not run).
+    A lost connection is not retried (the call may have run): the caller answers 503,
+    and the topology is learnt again before the next call.
+    """
+
+    def __init__(self, client: RedisCluster, timeout_seconds: float) -> None:
+        self.client = client
+        self.timeout_seconds = timeout_seconds
+        self._wires: dict[str, WireConnection] = {}
+        self._stale = False
+        self._refreshing: asyncio.Lock | None = None
+
+    def _wire(self, node: ClusterNode) -> WireConnection:
+        wire = self._wires.get(node.name)
+        if wire is None:
+            kwargs = node.connection_kwargs
+            wire = WireConnection(
+                node.host, int(node.port), timeout_seconds=self.timeout_seconds,
+                username=kwargs.get("username"), password=kwargs.get("password"),
+            )  # fmt: skip
+            self._wires[node.name] = wire
+        return wire
+
+    async def _refresh(self) -> None:
+        if self._refreshing is None:
+            self._refreshing = asyncio.Lock()
+        async with self._refreshing:
+            await self.client.nodes_manager.initialize()
+            self._stale = False
+
+    async def execute(self, key: str, *commands: tuple[Any, ...]) -> list[Any]:
+        """``commands`` on one connection to the master of ``key``'s slot, replies in order."""
+        if self._stale:
+            await self._refresh()
+        for attempt in (0, 1):
+            node = self.client.get_node_from_key(key)
+            if node is None:
+                raise ClusterDownError(f"no master serves the slot of {key!r}")
+            try:
+                return await self._wire(node).execute(*commands)
+            except ResponseError as err:
+                if attempt or not str(err).startswith(_REDIRECTED):
+                    raise
+                await self._refresh()
+            except (RedisConnectionError, RedisTimeoutError, OSError):
+                self._stale = True
+                raise
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        for wire in self._wires.values():
+            wire.close()
+        self._wires.clear()
