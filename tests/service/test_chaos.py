@@ -10,6 +10,7 @@ import asyncio
 import json
 import os
 import signal
+import time
 from pathlib import Path
 
 import httpx
@@ -67,6 +68,18 @@ def _audit(
         np.testing.assert_allclose(ours[key], theirs[key], rtol=0, atol=1e-12)
 
 
+def _under_chaos(
+    apis: list[ServiceProcess], processes: list[ServiceProcess], *, kills: int
+) -> set[str]:
+    """``PAIRS`` pairs, then more rounds of them until the killer has struck ``kills``
+    times: a fast service would otherwise finish before the chaos began."""
+    acked = send_pairs(apis, "m", PAIRS, deadline_seconds=600)
+    deadline = time.monotonic() + 300
+    while sum(p.kills for p in processes) < kills and time.monotonic() < deadline:
+        acked |= send_pairs(apis, "m", max(PAIRS // 5, 200), deadline_seconds=600)
+    return acked
+
+
 def _checkpoint(api: ServiceProcess, model: str) -> None:
     api.wait_ready()
     answer = httpx.post(f"{api.url}/v1/models/{model}/checkpoints", timeout=60)
@@ -91,7 +104,7 @@ def test_chaos_with_redis_two_apis_and_a_learner(tmp_path: Path, redis_prefix: s
         killer = Killer(processes, seed=11)
         killer.start()
         try:
-            acked = send_pairs(apis, "m", PAIRS, deadline_seconds=600)
+            acked = _under_chaos(apis, processes, kills=3)
         finally:
             killer.stop()
         assert sum(p.kills for p in processes) >= 3
@@ -113,7 +126,7 @@ def test_chaos_with_the_embedded_store(tmp_path: Path) -> None:
         killer = Killer([server], seed=12)
         killer.start()
         try:
-            acked = send_pairs([server], "m", PAIRS, deadline_seconds=600)
+            acked = _under_chaos([server], [server], kills=2)
         finally:
             killer.stop()
         assert server.kills >= 2
