@@ -52,6 +52,9 @@ class ModelMetrics:
     updates: Any
     version: Any
     mean_loss: Any
+    feedback_clipped: Any
+    feedback_refused: Any
+    drift_signals: Any
     update_latency: Any
     predict_latency: Any
     checkpoint_duration: Any
@@ -103,6 +106,19 @@ class ServiceMetrics:
         self.mean_loss = Gauge(
             "banditree_progressive_mean_loss", "Mean of every loss learned from.", m, registry=r
         )
+        self.feedback_clipped = Gauge(
+            "banditree_feedback_clipped",
+            "Feedback whose gradient estimate was clipped to the learner's bound, all time.",
+            m, registry=r,
+        )  # fmt: skip
+        self.feedback_refused = Gauge(
+            "banditree_feedback_refused",
+            "Feedback whose update was dropped for not being finite, all time.", m, registry=r,
+        )  # fmt: skip
+        self.drift_signals = Gauge(
+            "banditree_drift_signals",
+            "Rises of the loss the learner's change detector signalled, all time.", m, registry=r,
+        )  # fmt: skip
         self.update_latency = Histogram(
             "banditree_update_latency_seconds", "Time to learn from one feedback.", m,
             registry=r, buckets=LATENCY_BUCKETS_SECONDS,
