@@ -7,9 +7,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from banditree.cli import app
 from typer.testing import CliRunner
 
+from banditree_cli import app
 from simulate.drift import drift_figures, drift_labels, map_at, resolve_drift_at
 
 
