@@ -74,6 +74,14 @@ class ModelMetrics:
     #: the hot path's counters and histograms are updated through it, once per tick
     tick: TickMetrics = field(default_factory=TickMetrics)
 
+    def set_learner_counters(self, counters: dict[str, float]) -> None:
+        """The gauges read from a learner's counters: its progressive mean loss, the
+        feedback its clip cut or refused and the changes its detector signalled."""
+        self.mean_loss.set(counters.get("progressive_mean_loss", float("nan")))
+        self.feedback_clipped.set(counters.get("feedback_clipped", 0))
+        self.feedback_refused.set(counters.get("feedback_refused", 0))
+        self.drift_signals.set(counters.get("drift_signals", 0))
+
     def set_lease_holder(self, holder: str | None) -> None:
         """Report who holds the model's learner lease (None: nobody)."""
         self.lease_holder.set(holder)

@@ -304,11 +304,7 @@ class ModelLearner:
                 m.updates.inc()
             if time.perf_counter() - started >= _SLICE_SECONDS:
                 break
-        counters = learner.counters
-        m.mean_loss.set(counters.get("progressive_mean_loss", float("nan")))
-        m.feedback_clipped.set(counters.get("feedback_clipped", 0))
-        m.feedback_refused.set(counters.get("feedback_refused", 0))
-        m.drift_signals.set(counters.get("drift_signals", 0))
+        m.set_learner_counters(learner.counters)
         m.learned_offset.set(entries[done - 1].offset)
         return done, changed
 
