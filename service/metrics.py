@@ -52,6 +52,9 @@ class ModelMetrics:
     updates: Any
     version: Any
     mean_loss: Any
+    feedback_clipped: Any
+    feedback_refused: Any
+    drift_signals: Any
     update_latency: Any
     predict_latency: Any
     checkpoint_duration: Any
@@ -70,6 +73,14 @@ class ModelMetrics:
     lease_holder: LeaseHolderGauge
     #: the hot path's counters and histograms are updated through it, once per tick
     tick: TickMetrics = field(default_factory=TickMetrics)
+
+    def set_learner_counters(self, counters: dict[str, float]) -> None:
+        """The gauges read from a learner's counters: its progressive mean loss, the
+        feedback its clip cut or refused and the changes its detector signalled."""
+        self.mean_loss.set(counters.get("progressive_mean_loss", float("nan")))
+        self.feedback_clipped.set(counters.get("feedback_clipped", 0))
+        self.feedback_refused.set(counters.get("feedback_refused", 0))
+        self.drift_signals.set(counters.get("drift_signals", 0))
 
     def set_lease_holder(self, holder: str | None) -> None:
         """Report who holds the model's learner lease (None: nobody)."""
@@ -103,6 +114,19 @@ class ServiceMetrics:
         self.mean_loss = Gauge(
             "banditree_progressive_mean_loss", "Mean of every loss learned from.", m, registry=r
         )
+        self.feedback_clipped = Gauge(
+            "banditree_feedback_clipped",
+            "Feedback whose gradient estimate was clipped to the learner's bound, all time.",
+            m, registry=r,
+        )  # fmt: skip
+        self.feedback_refused = Gauge(
+            "banditree_feedback_refused",
+            "Feedback whose update was dropped for not being finite, all time.", m, registry=r,
+        )  # fmt: skip
+        self.drift_signals = Gauge(
+            "banditree_drift_signals",
+            "Rises of the loss the learner's change detector signalled, all time.", m, registry=r,
+        )  # fmt: skip
         self.update_latency = Histogram(
             "banditree_update_latency_seconds", "Time to learn from one feedback.", m,
             registry=r, buckets=LATENCY_BUCKETS_SECONDS,

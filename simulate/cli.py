@@ -131,6 +131,19 @@ def simulate_command(
         "cold-start reward is measured.",
     ),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar."),
+    drift: str | None = typer.Option(
+        None,
+        "--drift",
+        help="Classification: the label-to-action map shifts by one at --drift-at (abrupt), "
+        "rises to the new map over half as many rounds (gradual), or shifts and comes back "
+        "after as many rounds (recurring); the report gives each learner's loss before and "
+        "after, its recovery rounds and its worst 500-round mean.",
+    ),
+    drift_at: int | None = typer.Option(
+        None,
+        "--drift-at",
+        help="Round of the change (default: half the stream; a third recurring).",
+    ),
     warm_start: Path | None = typer.Option(
         None,
         "--warm-start",
@@ -148,6 +161,7 @@ def simulate_command(
     _choice(feedback, ("bandit", "one_point", "two_point", "full"), "--feedback")
     _choice(loss, ("zero_one", "squared", "huber"), "--loss")
     _choice(task, ("auto", "classification", "regression", "ranking"), "--task")
+    _choice(drift, ("abrupt", "gradual", "recurring"), "--drift")
     if explore is not None and ("explorer" in config or "explorer_parameter" in config):
         raise typer.BadParameter(
             "give --explore or --explorer/--explorer-parameter, not both", param_hint="--explore"
@@ -221,6 +235,8 @@ def simulate_command(
                 api_key=api_key,
                 progress=progress,
                 warm_start=warm_start,
+                drift=drift,
+                drift_at=drift_at,
             )
         )
     except ValueError as err:
@@ -233,6 +249,12 @@ def simulate_command(
         ci = ", ".join("n/a" if b is None else f"{b:.4f}" for b in entry[f"{figure}_ci95"])
         typer.echo(
             f"{name:28s} {figure} {entry[figure]:.4f}  95% CI [{ci}]  regret {entry['regret']:.4f}"
+        )
+    for name, fig in report.get("drift", {}).items():
+        recovery = "never" if fig["recovery"] is None else f"{fig['recovery']:.0f} rounds"
+        typer.echo(
+            f"{name:28s} {fig['kind']} change at {fig['at']}: loss {fig['pre']:.4f} before, "
+            f"{fig['post']:.4f} after, recovery {recovery}, worst 500-round mean {fig['worst']:.4f}"
         )
     typer.echo(f"report: {Path(out) / 'report.json'}")
 

@@ -17,7 +17,8 @@ played).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Literal
+from pathlib import Path
+from typing import Literal, Protocol
 
 import numpy as np
 
@@ -174,3 +175,37 @@ class RegressionEnvironment(Environment):
             method="bounded",
         )
         return float(best.fun)
+
+
+class EnvironmentOptions(Protocol):
+    """The simulation options an environment is made from (``SimulationOptions``)."""
+
+    feedback: FeedbackMode | None
+    loss: str | None
+    huber_xi: float
+    loss_matrix: Path | None
+
+
+def make_environment(task: str, options: EnvironmentOptions, n_classes: int) -> Environment:
+    """The environment for ``task`` from the ``--feedback``/``--loss`` options."""
+    if task == "classification":
+        if options.loss not in (None, "zero_one"):
+            raise ValueError(
+                f"--loss {options.loss} is a regression loss; classification uses zero_one"
+            )
+        matrix = None
+        if options.loss_matrix is not None:
+            path = Path(options.loss_matrix)
+            matrix = (
+                np.load(path) if path.suffix == ".npy" else np.loadtxt(path, delimiter=",", ndmin=2)
+            )
+        return ClassificationEnvironment(
+            n_classes, mode=options.feedback or "bandit", loss_matrix=matrix
+        )
+    if options.loss == "zero_one":
+        raise ValueError("--loss zero_one is for classification; regression takes squared or huber")
+    return RegressionEnvironment(
+        mode=options.feedback or "two_point",  # exact gradient of the squared loss
+        loss="huber" if options.loss == "huber" else "squared",
+        huber_xi=options.huber_xi,
+    )

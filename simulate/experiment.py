@@ -7,8 +7,6 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from banditree import __version__
 from banditree.datasets import Dataset
 from banditree.datasets.sources import TaskChoice, load_source
@@ -16,12 +14,8 @@ from banditree.datasets.tables import contexts_of
 from banditree.learners import build_learner
 from banditree.learners.config import default_kind
 from simulate.agents import full_information_twin, learner_config
-from simulate.environments import (
-    ClassificationEnvironment,
-    Environment,
-    FeedbackMode,
-    RegressionEnvironment,
-)
+from simulate.drift import drift_report, drift_streams, stream_targets
+from simulate.environments import Environment, FeedbackMode, make_environment
 from simulate.plots import write_plots
 from simulate.report import (
     LearnerRun,
@@ -69,6 +63,8 @@ class SimulationOptions:
     api_key: str | None = None
     progress: bool = True
     warm_start: Path | None = None
+    drift: str | None = None
+    drift_at: int | None = None
 
 
 @dataclass
@@ -79,31 +75,6 @@ class Competitor:
     make: Callable[[int], Agent]
     config: Callable[[int], dict[str, Any]]
     over_http: bool = False
-
-
-def make_environment(task: str, options: SimulationOptions, n_classes: int) -> Environment:
-    """The environment for ``task`` from the ``--feedback``/``--loss`` options."""
-    if task == "classification":
-        if options.loss not in (None, "zero_one"):
-            raise ValueError(
-                f"--loss {options.loss} is a regression loss; classification uses zero_one"
-            )
-        matrix = None
-        if options.loss_matrix is not None:
-            path = Path(options.loss_matrix)
-            matrix = (
-                np.load(path) if path.suffix == ".npy" else np.loadtxt(path, delimiter=",", ndmin=2)
-            )
-        return ClassificationEnvironment(
-            n_classes, mode=options.feedback or "bandit", loss_matrix=matrix
-        )
-    if options.loss == "zero_one":
-        raise ValueError("--loss zero_one is for classification; regression takes squared or huber")
-    return RegressionEnvironment(
-        mode=options.feedback or "two_point",  # exact gradient of the squared loss
-        loss="huber" if options.loss == "huber" else "squared",
-        huber_xi=options.huber_xi,
-    )
 
 
 def _competitors(
@@ -237,6 +208,7 @@ def simulate(options: SimulationOptions) -> dict[str, Any]:
         for s in range(options.seeds)
     ]
     eval_at = evaluation_rounds(len(orders[0]), options.eval_points)
+    drift = drift_streams(options.drift, options.drift_at, dataset, orders)
     traces: dict[str, list[SeedTrace]] = {c.name: [] for c in competitors}
     total = len(orders[0]) * options.seeds * len(competitors)
     with tqdm(total=total, disable=not options.progress, unit="round", desc="simulate") as bar:
@@ -258,6 +230,7 @@ def simulate(options: SimulationOptions) -> dict[str, Any]:
                             concurrency=options.concurrency if c.over_http else 1,
                             log_decisions=options.log_decisions and c.name == competitors[0].name,
                             on_rounds=bar.update,
+                            **(drift[seed] if drift else {}),
                         )
                     )
                 finally:
@@ -268,7 +241,7 @@ def simulate(options: SimulationOptions) -> dict[str, Any]:
         LearnerRun(c.name, c.kind, c.env.mode, c.env.queries_per_round, traces[c.name], c.config(0))
         for c in competitors
     ]
-    constant = [env.constant_losses(dataset.y_train[order]) for order in orders]
+    constant = [env.constant_losses(t) for t in stream_targets(drift, dataset.y_train, orders)]
     header = {
         "task": dataset.task,
         "dataset": dataset.name,
@@ -296,6 +269,8 @@ def simulate(options: SimulationOptions) -> dict[str, Any]:
     report = build_report(
         runs, reference=reference, task=dataset.task, header=header, constant_losses=constant
     )
+    if drift:
+        report["drift"] = drift_report(options.drift, options.drift_at, len(orders[0]), traces)
     out = Path(options.out)
     out.mkdir(parents=True, exist_ok=True)
     files = [write_curves_csv(report, dataset.task, out), *write_plots(report, out)]

@@ -100,9 +100,16 @@ def run_stream(
     concurrency: int = 1,
     log_decisions: bool = False,
     on_rounds: Callable[[int], object] | None = None,
+    targets: np.ndarray | None = None,
+    test_targets: Callable[[int], np.ndarray] | None = None,
 ) -> SeedTrace:
     """Replay ``order`` through ``agent``; with ``concurrency > 1`` rounds between two
-    evaluation points run on that many threads (for agents behind HTTP)."""
+    evaluation points run on that many threads (for agents behind HTTP).
+
+    ``targets`` (one per round) replaces ``y[order]`` as what round ``i`` is scored
+    against, and ``test_targets(rounds_done)`` the held-out labels (a drifting map:
+    :mod:`simulate.drift`)."""
+    round_targets = np.asarray(y)[order] if targets is None else np.asarray(targets)
     n = len(order)
     losses, hits = np.zeros(n), np.zeros(n)
     scores = np.zeros(len(eval_at))
@@ -110,7 +117,7 @@ def run_stream(
 
     def step(i: int) -> None:
         row = int(order[i])
-        target = float(y[row])
+        target = float(round_targets[i])
         decision = agent.act(X[row], event_id=f"s{seed}-r{i}")
         feedback = env.feedback(decision, target)
         losses[i] = env.incurred_loss(decision, target)
@@ -132,7 +139,8 @@ def run_stream(
             if on_rounds is not None:
                 on_rounds(int(stop) - done)
             done = int(stop)
-            scores[k] = test_score(env.task, agent.predict(X_test), y_test)
+            held_out = y_test if test_targets is None else test_targets(done)
+            scores[k] = test_score(env.task, agent.predict(X_test), held_out)
     finally:
         if pool is not None:
             pool.shutdown()
@@ -141,7 +149,7 @@ def run_stream(
         seed=seed,
         losses=losses,
         hits=hits,
-        targets=np.asarray(y)[order].astype(np.float64),
+        targets=round_targets.astype(np.float64),
         eval_rounds=np.asarray(eval_at, dtype=np.int64),
         test_scores=scores,
         seconds=seconds,

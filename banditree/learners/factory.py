@@ -18,6 +18,7 @@ from banditree.explore import make_explorer
 from banditree.learners.apprentice import Apprentice
 from banditree.learners.base import Learner, Tensors
 from banditree.learners.config import LearnerConfig
+from banditree.learners.drift import LossRiseDetector
 from banditree.learners.families import MODEL_BUILDERS, known_kinds
 from banditree.learners.featured import FeaturedLearner
 from banditree.learners.gradient_bandit import GradientBandit
@@ -91,6 +92,7 @@ def _build_fresh(config: LearnerConfig | dict[str, Any]) -> Learner:
     model = MODEL_BUILDERS[c.kind](c)
     if c.task == "classification":
         model.output_bias = reward_prior(c.n_outputs, c.reward_link)
+    threshold = c.resolved_drift_threshold
     bounds = (c.loss_min, c.loss_max) if c.loss_min is not None and c.loss_max is not None else None
     learner = GradientBandit(
         model,
@@ -101,6 +103,7 @@ def _build_fresh(config: LearnerConfig | dict[str, Any]) -> Learner:
         reward_link=c.reward_link,
         learning_rate=c.resolved_learning_rate,
         learning_rate_decay=c.resolved_learning_rate_decay,
+        learning_rate_floor=c.resolved_learning_rate_floor,
         accumulate=c.accumulate,
         l1=c.l1,
         l2=c.l2,
@@ -116,6 +119,8 @@ def _build_fresh(config: LearnerConfig | dict[str, Any]) -> Learner:
         if c.uses_ridge
         else None,
         context_clip=c.resolved_context_clip,
+        gradient_clip=c.resolved_gradient_clip,
+        drift_detector=LossRiseDetector(threshold) if threshold is not None else None,
     )
     return Apprentice(learner) if c.mode == "apprentice" else learner
 

@@ -19,7 +19,10 @@ class RMSprop:
     names in ``summed`` keep a running SUM of squared gradients instead (AdaGrad:
     a step that decays as the evidence grows).
     :meth:`step` returns NEW arrays and never writes into the parameters it was
-    given, so a reader holding the old mapping stays consistent.
+    given, so a reader holding the old mapping stays consistent.  A gradient whose
+    square is not finite is refused whole (that parameter keeps its value and its
+    running average; counted in :attr:`refused`), so the state only ever holds finite
+    values.
     """
 
     def __init__(
@@ -44,6 +47,8 @@ class RMSprop:
         self.lr_scales = dict(lr_scales or {})
         self.summed = summed
         self._square_avg: Params = {}
+        #: parameter gradients refused for not being finite (their step and state skipped)
+        self.refused = 0
 
     def step(self, params: Mapping[str, FloatArray], grads: Mapping[str, FloatArray]) -> Params:
         new: Params = {}
@@ -54,7 +59,14 @@ class RMSprop:
                 continue
             if name in self.regularised and (self.l1 or self.l2):
                 g = g + self.l2 * p + self.l1 * np.sign(p)
-            g2 = g * g
+            with np.errstate(over="ignore", invalid="ignore"):
+                g2 = g * g
+            if not np.isfinite(g2).all():
+                # refused whole: the running average is only ever fed finite values (one
+                # absurd gradient would otherwise shrink every later step for good)
+                self.refused += 1
+                new[name] = p
+                continue
             adagrad = name in self.summed
             if not adagrad:
                 g2 *= 1.0 - self.alpha

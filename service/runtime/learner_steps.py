@@ -68,6 +68,6 @@ def apply_slice(
             m.updates.inc()
         if time.perf_counter() - started >= _SLICE_SECONDS:
             break
-    m.mean_loss.set(learner.counters.get("progressive_mean_loss", float("nan")))
+    m.set_learner_counters(learner.counters)
     m.learned_offset.set(entries[done - 1].offset)
     return done, changed

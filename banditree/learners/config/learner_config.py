@@ -134,6 +134,18 @@ class LearnerConfig(
         return defaults.learning_rate_decay(self)
 
     @property
+    def resolved_learning_rate_floor(self) -> float:
+        return defaults.learning_rate_floor(self)
+
+    @property
+    def resolved_drift_threshold(self) -> float | None:
+        return defaults.drift_threshold(self)
+
+    @property
+    def resolved_gradient_clip(self) -> float | None:
+        return defaults.gradient_clip(self)
+
+    @property
     def n_outputs(self) -> int:
         return defaults.n_outputs(self)
 

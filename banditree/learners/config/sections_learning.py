@@ -64,6 +64,20 @@ class EstimationSection(Section):
         None,
         description="the largest loss feedback may report; null: 1 for classification, unbounded",
     )
+    gradient_clip: float | None = Field(
+        None,
+        ge=0.0,
+        le=1e6,
+        description=(
+            "clip each feedback's gradient estimate to this multiple of the running mean "
+            "magnitude of the estimates before it (about the last 100 feedbacks) and refuse "
+            "a non-finite one, so that one absurd loss (1e100) moves the model no more than "
+            "an ordinary large one; counted in the feedback_clipped / feedback_refused "
+            "counters; null: 5 for one-point regression, 20 for two-point and full "
+            "information (regression losses have no bound), off for classification (losses "
+            "in [0, 1], importance weights capped); 0: off"
+        ),
+    )
     target_offset: float = Field(
         0.0,
         description="regression: the played value is target_offset + target_scale * output",
@@ -95,6 +109,30 @@ class OptimisationSection(Section):
             "rounds T of the step's decay: the step is learning_rate / (1 + t / T), t = rounds "
             "learned; null: 20,000 for regression, off for classification; 0: off (a constant "
             "step, for targets that drift)"
+        ),
+    )
+    learning_rate_floor: float | None = Field(
+        None,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "with learning_rate_decay: the decayed step never falls below this fraction of "
+            "learning_rate, so that a long-running model can still follow a target that "
+            "changes; null: 0.1; 0: none (the step shrinks for the life of the model)"
+        ),
+    )
+    drift_threshold: float | None = Field(
+        None,
+        ge=0.0,
+        le=1e6,
+        description=(
+            "classification: a change detector on the loss stream (Page-Hinkley, a rise of "
+            "the mean loss by more than 0.05, signalled when the statistic exceeds this "
+            "threshold); a signal restarts the ridge (its rounds forgotten) and the "
+            "explorer's schedule, and is counted in drift_signals. Lower: faster reaction "
+            "and more false signals on a noisy loss; null: 30 (a map shift on a set learned "
+            "well is signalled in ~40 rounds; 200,000 stationary rounds of a fair coin's "
+            "loss: no signal at 30, 1 at 20, 61 at 10); 0: off"
         ),
     )
     accumulate: int = Field(

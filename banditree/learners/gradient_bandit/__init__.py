@@ -14,11 +14,13 @@ import numpy as np
 
 from banditree.estimators import Estimator
 from banditree.explore import EpsilonGreedy, Explorer
+from banditree.learners.drift import LossRiseDetector
 from banditree.learners.gradient_bandit.decide import Deciding
 from banditree.learners.gradient_bandit.learn import EAGER_ROUNDS, Learning
 from banditree.learners.gradient_bandit.state import Checkpointing
 from banditree.learners.optim import RMSprop
 from banditree.learners.ridge import PerActionRidge
+from banditree.learners.robust import FeedbackClip
 from banditree.learners.standardize import RunningStandardizer
 from banditree.models.spec import ModelSpec
 
@@ -42,7 +44,8 @@ class GradientBandit(Deciding, Learning, Checkpointing):
         RMSprop step size; gradients are summed over ``accumulate`` rounds per update.
     learning_rate_decay
         Rounds ``T``: each update steps ``learning_rate / (1 + t / T)``, ``t`` the rounds
-        learned (``None``: a constant step).
+        learned (``None``: a constant step), never below ``learning_rate_floor`` times
+        ``learning_rate``.
     standardize
         Standardise contexts with running statistics (updated as feedback is learned).
     loss_bounds
@@ -60,6 +63,13 @@ class GradientBandit(Deciding, Learning, Checkpointing):
         Clip standardised contexts to ``[-context_clip, context_clip]`` (every use:
         decisions, predictions and learning), so a rare extreme value cannot swing
         the linear term.
+    gradient_clip
+        Clip each feedback's gradient estimate to this multiple of the running mean
+        magnitude of the estimates before it, and refuse a non-finite one
+        (:class:`~banditree.learners.robust.FeedbackClip`); ``None``: unclipped.
+    drift_detector
+        Classification: a change detector fed each feedback's loss; a signal restarts
+        the ridge and the explorer's schedule (:meth:`Learning._on_drift`).
 
     Decisions read an immutable snapshot that is replaced whole after each update,
     so a reader never sees a half-applied update.
@@ -74,6 +84,7 @@ class GradientBandit(Deciding, Learning, Checkpointing):
         reward_link: str = "sigmoid",
         learning_rate: float = 1e-2,
         learning_rate_decay: float | None = None,
+        learning_rate_floor: float = 0.0,
         accumulate: int = 4,
         l1: float = 0.0,
         l2: float = 0.0,
@@ -85,6 +96,8 @@ class GradientBandit(Deciding, Learning, Checkpointing):
         config: dict[str, Any] | None = None,
         ridge: PerActionRidge | None = None,
         context_clip: float | None = None,
+        gradient_clip: float | None = None,
+        drift_detector: LossRiseDetector | None = None,
     ) -> None:
         self.task = estimator.task
         if self.task == "classification":
@@ -102,6 +115,9 @@ class GradientBandit(Deciding, Learning, Checkpointing):
             raise ValueError(f"learning_rate_decay must be > 0, got {learning_rate_decay}")
         self.learning_rate = float(learning_rate)
         self.learning_rate_decay = learning_rate_decay
+        if not 0.0 <= learning_rate_floor <= 1.0:
+            raise ValueError(f"learning_rate_floor must be in [0, 1], got {learning_rate_floor}")
+        self.learning_rate_floor = float(learning_rate_floor)
         self.model = model
         self.estimator = estimator
         self.explorer = explorer
@@ -136,6 +152,10 @@ class GradientBandit(Deciding, Learning, Checkpointing):
                 raise ValueError("ridge needs a classification model with bias and linear")
             self._serve_ridge(self._params)
         self._standardizer = RunningStandardizer(self.n_features)
+        self._clip = FeedbackClip(gradient_clip) if gradient_clip is not None else None
+        self._refused = 0
+        self._detector = drift_detector
+        self._explore_origin = 0
         self._accum = {}
         self._accum_finite = True
         self._buffer = []

@@ -12,8 +12,10 @@ from banditree.core.records import Decision, Feedback
 from banditree.estimators import Estimator
 from banditree.explore import Explorer
 from banditree.learners.base import Learner
+from banditree.learners.drift import LossRiseDetector
 from banditree.learners.optim import RMSprop
 from banditree.learners.ridge import PerActionRidge
+from banditree.learners.robust import FeedbackClip
 from banditree.learners.standardize import RunningStandardizer
 from banditree.models.spec import ModelSpec, Params
 
@@ -37,6 +39,7 @@ class GradientBase(Learner):
     reward_link: str
     learning_rate: float
     learning_rate_decay: float | None
+    learning_rate_floor: float
     accumulate: int
     standardize: bool
     loss_bounds: tuple[float, float] | None
@@ -53,6 +56,12 @@ class GradientBase(Learner):
     _buffer: list[tuple[FloatArray, Decision, Feedback]]
     _pending: int
     _snapshot: Snapshot
+    _clip: FeedbackClip | None
+    #: feedbacks whose update was dropped for not being finite
+    _refused: int
+    _detector: LossRiseDetector | None
+    #: rounds learned when the explorer's schedule last restarted (a detected change)
+    _explore_origin: int
 
     def _make_snapshot(self, version: int) -> Snapshot:
         std = self._standardizer
@@ -72,6 +81,11 @@ class GradientBase(Learner):
         if self.context_clip is not None:
             clip_in_place(z, self.context_clip)
         return z
+
+    @property
+    def _explore_rounds(self) -> int:
+        """The rounds the explorer's schedule reads: learned since the last detected change."""
+        return self._n_learned - self._explore_origin
 
     @property
     def version(self) -> int:

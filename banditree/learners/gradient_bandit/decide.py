@@ -48,7 +48,7 @@ class Deciding(GradientBase):
             if scores is None:
                 scores = _sigmoid(out.output) if self.reward_link == "sigmoid" else out.output
             action, propensity, greedy = explore_and_sample(
-                self.explorer, scores, self._n_learned, u_action
+                self.explorer, scores, self._explore_rounds, u_action
             )
             return Decision.of_action(
                 event_id,
@@ -107,7 +107,7 @@ class Deciding(GradientBase):
                 uniforms,
                 version=snap.version,
                 explorer=self.explorer,
-                rounds_learned=self._n_learned,
+                rounds_learned=self._explore_rounds,
                 sigmoid_link=self.reward_link == "sigmoid",
             )
         est = self.estimator
@@ -154,4 +154,4 @@ class Deciding(GradientBase):
     def action_probabilities(self, context: Sequence[float] | FloatArray) -> FloatArray:
         """Classification: the probability ``act`` plays each action for ``context`` ``(K,)``."""
         assert self.explorer is not None, "action_probabilities is for classification learners"
-        return self.explorer(self.reward_estimates(context), self._n_learned)
+        return self.explorer(self.reward_estimates(context), self._explore_rounds)

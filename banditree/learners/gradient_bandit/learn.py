@@ -78,30 +78,45 @@ class Learning(GradientBase):
         self._buffer.append((x, decision, feedback))
         self._pending += 1
         self._count_feedback(feedback)
+        if self._detector is not None and feedback.loss is not None:
+            if self._detector.update(feedback.loss):
+                self._on_drift()
         if self._pending < self.accumulate and self._n_learned > EAGER_ROUNDS:
             if len(self._buffer) >= _MAX_BUFFERED:
                 self._flush()
             return False
         self._flush()
-        grads, finite = self._accum, self._accum_finite
+        grads, finite, window = self._accum, self._accum_finite, self._pending
         self._accum, self._accum_finite, self._pending = {}, True, 0
         if not finite:
+            self._refused += window
             return False
         ridge = self._ridge
         if ridge is not None:  # fitted by ridge regression in _flush, not by gradient
             grads = {k: v for k, v in grads.items() if k not in ("bias", "linear")}
         if self.learning_rate_decay is not None:
-            self._optimizer.lr = self.learning_rate / (
-                1.0 + self._n_learned / self.learning_rate_decay
-            )
+            decay = 1.0 / (1.0 + self._n_learned / self.learning_rate_decay)
+            self._optimizer.lr = self.learning_rate * max(decay, self.learning_rate_floor)
         new = self._optimizer.step(self._params, grads)
         if ridge is not None:
             self._serve_ridge(new)
         if not all(np.isfinite(p).all() for p in new.values()):
+            self._refused += window
             return False  # never let a model hold NaN: drop the step
         self._params = new
         self._snapshot = self._make_snapshot(self._snapshot.version + 1)
         return True
+
+    def _on_drift(self) -> None:
+        """A detected rise of the loss: the explorer's schedule and the ridge start afresh.
+
+        The ridge forgets every round (its prior, the intercept ``1/K``, comes back; the
+        fit is served from the next update on); the tree keeps learning the residual.
+        """
+        self._explore_origin = self._n_learned
+        ridge = self._ridge
+        if ridge is not None:
+            ridge.restart(np.zeros((self.n_actions, self.n_features)), ridge.prior.copy())
 
     def _serve_ridge(self, params: Params) -> None:
         """Set ``params``' bias and linear term to what the ridge serves."""
@@ -118,12 +133,16 @@ class Learning(GradientBase):
         # statistics of the current snapshot (both change only with an update)
         x = self._standardized(np.stack([b[0] for b in self._buffer]), snap)
         upstreams = [self._upstream(d, f) for _, d, f in self._buffer]
+        wrapped = self._clip.wrap(upstreams) if self._clip is not None else None
         if self._ridge is not None:
             actions = [cast(int, d.action) for _, d, _ in self._buffer]
             rewards = [1.0 - cast(float, f.loss) for _, _, f in self._buffer]
             self._ridge.update_rows(x, actions, rewards)
         self._buffer = []
-        grads = self.model.gradients_batch(self._params, x, upstreams, self._rng)
+        grads = self.model.gradients_batch(self._params, x, wrapped or upstreams, self._rng)
+        if wrapped is not None:
+            assert self._clip is not None
+            self._clip.record(wrapped)
         # a sum is finite only if every term is (an overflowing sum counts as not finite)
         if not math.isfinite(sum([float(_add_all(g, None)) for g in grads.values()])):
             self._accum_finite = False

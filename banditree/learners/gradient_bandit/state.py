@@ -17,6 +17,19 @@ from banditree.models.spec import Params
 class Checkpointing(GradientBase):
     """What a checkpoint holds and how a learner resumes from one."""
 
+    @property
+    def counters(self) -> dict[str, float]:
+        """The shared counters, with ``feedback_clipped`` (gradient estimates cut to the
+        clip's bound), ``feedback_refused`` (feedback whose update was dropped or whose
+        estimate was not finite) and ``drift_signals`` (changes the detector signalled)."""
+        clip, detector = self._clip, self._detector
+        return {
+            **super().counters,
+            "feedback_clipped": clip.clipped if clip is not None else 0,
+            "feedback_refused": self._refused + (clip.refused if clip is not None else 0),
+            "drift_signals": detector.signals if detector is not None else 0,
+        }
+
     def parameters(self) -> Params:
         """A copy of the current parameters."""
         return {k: v.copy() for k, v in self._params.items()}
@@ -52,6 +65,10 @@ class Checkpointing(GradientBase):
             "std_count": self._standardizer.count,
             "rng": self._rng.bit_generator.state,
             "accum_finite": self._accum_finite,
+            "refused": self._refused,
+            "explore_origin": self._explore_origin,
+            "detector": self._detector.state() if self._detector is not None else None,
+            "clip": self._clip.state() if self._clip is not None else None,
             # feedback queued for the current window (see learn); contexts are in decisions
             "buffered": [
                 {"decision": d.to_dict(), "feedback": f.to_dict()} for _, d, f in self._buffer
@@ -99,6 +116,12 @@ class Checkpointing(GradientBase):
         self._load_counter_state(meta)
         self._rng.bit_generator.state = meta["rng"]
         self._accum_finite = bool(meta["accum_finite"])
+        self._refused = int(meta.get("refused", 0))  # absent from earlier checkpoints
+        self._explore_origin = int(meta.get("explore_origin", 0))
+        if self._detector is not None:
+            self._detector.load_state(meta.get("detector"))
+        if self._clip is not None:
+            self._clip.load_state(meta.get("clip"))
         self._buffer = []
         for item in meta["buffered"]:
             decision = Decision.from_dict(item["decision"])
