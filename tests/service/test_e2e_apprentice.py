@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -49,10 +50,12 @@ def test_apprentice_learns_the_default_then_decides_after_the_switch(
         assert info.mode == "apprentice" and info.apprentice is not None
         assert info.apprentice["recent_agreement_rate"] > 0.9
         assert info.apprentice["default_feedback"] == len(order)
-        with server.client() as http:
-            assert (
-                'banditree_apprentice_agreement_ratio{model="cancer"}' in http.get("/metrics").text
-            )
+        with server.client() as http:  # /metrics may answer a rendering a few seconds old
+            deadline = time.monotonic() + 15
+            series = 'banditree_apprentice_agreement_ratio{model="cancer"}'
+            while series not in http.get("/metrics").text:
+                assert time.monotonic() < deadline, "the apprentice gauge never appeared"
+                time.sleep(0.2)
         tree, version = app.tree("cancer"), info.version
         with pytest.raises(BanditreeError) as forbidden:
             app.set_mode("cancer", "online")

@@ -78,6 +78,10 @@ async def test_a_dead_master_is_unavailable_then_its_replica_serves_everything_a
         await store.put_events(
             name, [(f"e{j}", f"p{j}") for j in range(40)], now=T0, ttl_seconds=600
         )
+    for node in own_cluster.nodes:  # the set-up on every replica before the chaos (a
+        # loaded machine lets replication lag: a failover would lose the holds themselves)
+        if node.alive and own_cluster.info(node.port, "replication").get("role") == "master":
+            assert redis.Redis(port=node.port).wait(1, 10_000) >= 1
     acked: dict[str, list[str]] = {name: [] for name in names}
     errors: list[BaseException] = []
     victim = own_cluster.master_of_key(store._key("log", "m0"))
