@@ -11,55 +11,30 @@ import importlib.util
 import sys
 
 import grimp
+import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import connected_components
 
 PACKAGES = ("banditree", "banditree_cli", "service", "simulate")
 
 
 def components(graph: grimp.ImportGraph) -> list[list[str]]:
-    """The strongly connected components of more than one module (Tarjan, iterative)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-    counter = 0
-    for root in sorted(graph.modules):
-        if root in index:
-            continue
-        work = [(root, iter(sorted(graph.find_modules_directly_imported_by(root))))]
-        index[root] = low[root] = counter
-        counter += 1
-        stack.append(root)
-        on_stack.add(root)
-        while work:
-            node, children = work[-1]
-            child = next(children, None)
-            if child is not None:
-                if child not in index:
-                    index[child] = low[child] = counter
-                    counter += 1
-                    stack.append(child)
-                    on_stack.add(child)
-                    work.append(
-                        (child, iter(sorted(graph.find_modules_directly_imported_by(child))))
-                    )
-                elif child in on_stack:
-                    low[node] = min(low[node], index[child])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[node])
-            if low[node] == index[node]:
-                members = []
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    members.append(member)
-                    if member == node:
-                        break
-                if len(members) > 1:
-                    found.append(sorted(members))
-    return found
+    """The strongly connected components of more than one module (scipy's csgraph)."""
+    modules = sorted(graph.modules)
+    position = {name: i for i, name in enumerate(modules)}
+    edges = [
+        (position[a], position[b])
+        for a in modules
+        for b in graph.find_modules_directly_imported_by(a)
+        if b in position
+    ]
+    rows, cols = zip(*edges, strict=True) if edges else ((), ())
+    matrix = csr_matrix((np.ones(len(edges)), (rows, cols)), shape=(len(modules),) * 2)
+    count, labels = connected_components(matrix, directed=True, connection="strong")
+    members: list[list[str]] = [[] for _ in range(count)]
+    for name, label in zip(modules, labels, strict=True):
+        members[label].append(name)
+    return sorted(group for group in members if len(group) > 1)
 
 
 def main() -> int:
