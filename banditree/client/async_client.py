@@ -192,7 +192,7 @@ class AsyncClient:
         self, name: str, event_id: str, rewards: Mapping[str, float]
     ) -> int:
         """One reward (in [-1, 1]) per slot id of a multi-slot event: the slots rewarded."""
-        body = {"rewards": [{"slot_id": k, "reward": float(v)} for k, v in rewards.items()]}
+        body = wire.multi_slot_rewards_body(rewards)
         path = wire.model_path(name, f"/events/{event_id}/reward_multi_slot")
         return int((await self._json("POST", path, json=body))["rewarded"])
 

@@ -29,6 +29,11 @@ class PredictResult:
         return cls(**public_fields(data))
 
 
+def _ranking(rows: list[dict[str, Any]]) -> tuple[tuple[str, float], ...]:
+    """``[{id, probability}]`` of an answer as ``((id, probability), ...)``."""
+    return tuple((str(r["id"]), float(r["probability"])) for r in rows)
+
+
 @dataclass(frozen=True)
 class RankResult:
     """One ranking: ``reward_action_id`` to show, every candidate's ``(id, probability)``
@@ -46,7 +51,7 @@ class RankResult:
             event_id=str(data["event_id"]),
             model_version=int(data.get("model_version", 0)),
             reward_action_id=str(data["reward_action_id"]),
-            ranking=tuple((str(r["id"]), float(r["probability"])) for r in data["ranking"]),
+            ranking=_ranking(data["ranking"]),
             logged=bool(data.get("logged", True)),
         )
 
@@ -78,7 +83,7 @@ class MultiSlotRankResult:
                 reward_action_id=None
                 if s["reward_action_id"] is None
                 else str(s["reward_action_id"]),
-                ranking=tuple((str(r["id"]), float(r["probability"])) for r in s["ranking"]),
+                ranking=_ranking(s["ranking"]),
             )
             for s in data["slots"]
         )

@@ -162,6 +162,11 @@ def multi_slot_body(
     return body
 
 
+def multi_slot_rewards_body(rewards: Mapping[str, float]) -> dict[str, Any]:
+    """Body of ``POST .../events/{id}/reward_multi_slot``: one reward per slot id."""
+    return {"rewards": [{"slot_id": k, "reward": float(v)} for k, v in rewards.items()]}
+
+
 def log_page_params(since: int | None, until: int | None, page_rows: int) -> dict[str, Any]:
     """Query of one page of ``GET /v1/models/{name}/log``."""
     params: dict[str, Any] = {"limit": page_rows}

@@ -34,6 +34,7 @@ from service.runtime.ranking import (
     Slot,
     activate,
     is_inactive,
+    played_id,
     rank,
     rank_slots,
     reward_feedback,
@@ -146,11 +147,10 @@ async def pz_rank(name: ModelName, request: Request) -> Response:
             excluded=body.excludedActions or (), event_id=body.eventId,
             defer=bool(body.deferActivation),
         )  # fmt: skip
-        assert decision.ranking is not None and decision.action is not None
         content = {
             "ranking": ranking_list(decision),
             "eventId": decision.event_id,
-            "rewardActionId": decision.ranking["ids"][decision.action],
+            "rewardActionId": played_id(decision),
         }
         return Response(orjson.dumps(content), status_code=201, media_type="application/json")
 
@@ -196,12 +196,7 @@ async def pz_rank_multi_slot(name: ModelName, request: Request) -> Response:
             runtime, body.contextFeatures, [(a.id, a.features) for a in body.actions], slots,
             event_id=body.eventId, defer=bool(body.deferActivation),
         )  # fmt: skip
-        answer = []
-        for slot_id, d in filled:
-            chosen = None
-            if d is not None and d.ranking is not None and d.action is not None:
-                chosen = d.ranking["ids"][d.action]
-            answer.append({"id": slot_id, "rewardActionId": chosen})
+        answer = [{"id": slot_id, "rewardActionId": played_id(d)} for slot_id, d in filled]
         content = {"eventId": event_id, "slots": answer}
         return Response(orjson.dumps(content), status_code=201, media_type="application/json")
 

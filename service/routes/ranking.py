@@ -18,7 +18,7 @@ from banditree.core import Decision
 from banditree.ranking import MAX_CANDIDATES
 from service.deps import ModelName
 from service.registry import ModelRegistry
-from service.runtime.ranking import MAX_EVENT_ID_LENGTH, activate, rank
+from service.runtime.ranking import MAX_EVENT_ID_LENGTH, activate, played_id, rank
 
 router = APIRouter(prefix="/v1/models", tags=["ranking"])
 
@@ -98,11 +98,10 @@ async def rank_route(name: ModelName, body: RankCreate, request: Request) -> Res
         runtime, body.context, [(a.id, a.features) for a in body.actions],
         excluded=body.excluded_actions, event_id=body.event_id, defer=body.defer_activation,
     )  # fmt: skip
-    assert decision.ranking is not None and decision.action is not None
     content: dict[str, Any] = {
         "event_id": decision.event_id,
         "model_version": decision.model_version,
-        "reward_action_id": decision.ranking["ids"][decision.action],
+        "reward_action_id": played_id(decision),
         "ranking": ranking_list(decision),
     }
     if not logged:

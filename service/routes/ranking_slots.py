@@ -33,6 +33,7 @@ from service.runtime.ranking import (
     MAX_SLOTS,
     Slot,
     activate,
+    played_id,
     rank_slots,
     reward_slots,
 )
@@ -129,11 +130,11 @@ async def rank_multi_slot_route(
     answer: list[dict[str, Any]] = []
     version = runtime.learner.version
     for slot_id, d in filled:
-        if d is None or d.ranking is None or d.action is None:
+        chosen = played_id(d)
+        if d is None or chosen is None:
             answer.append({"id": slot_id, "reward_action_id": None, "ranking": []})
             continue
         version = d.model_version
-        chosen = d.ranking["ids"][d.action]
         answer.append({"id": slot_id, "reward_action_id": chosen, "ranking": ranking_list(d)})
     content: dict[str, Any] = {"event_id": event_id, "model_version": version, "slots": answer}
     if not logged:

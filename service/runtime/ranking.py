@@ -27,7 +27,8 @@ from service.domain_errors import (
     NotFound,
     Unavailable,
 )
-from service.runtime.api import ModelRuntime, new_event_ids
+from service.runtime.api import ModelRuntime
+from service.runtime.event_ids import new_event_ids
 from service.runtime.replay import decision_payload, read_decision
 from service.store import StoreUnavailable
 
@@ -35,6 +36,14 @@ from service.store import StoreUnavailable
 MAX_SLOTS = 16
 #: longest event id a caller may give (a multi-slot suffix ``#i`` comes on top)
 MAX_EVENT_ID_LENGTH = 100
+
+
+def played_id(decision: Decision | None) -> str | None:
+    """The id of the candidate a ranking decision played (None: no decision, as for a
+    slot left with no candidate)."""
+    if decision is None or decision.ranking is None or decision.action is None:
+        return None
+    return str(decision.ranking["ids"][decision.action])
 
 
 class EventIdTaken(Conflict):

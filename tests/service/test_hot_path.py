@@ -1,7 +1,7 @@
 """The predict fast path answers exactly as the FastAPI route does, on a live server.
 
 A body sent as ``application/json`` is answered in front of the router
-(:mod:`service.hot_path`); the same body as ``application/vnd.test+json`` (JSON for
+(:mod:`service.hot`); the same body as ``application/vnd.test+json`` (JSON for
 FastAPI, not for the fast path) goes through the route.  Both must give the same status,
 the same refusal, the same decision fields, and both decisions must be stored.
 """
@@ -16,8 +16,15 @@ import httpx
 import orjson
 import pytest
 
-from service.hot_path import predict_name
+from service.hot.serve import hot_route
 from tests.service.live_server import LiveServer
+
+
+def predict_name(scope: dict[str, Any]) -> str | None:
+    """The model name of a predict request the hot path can take, else None."""
+    found = hot_route(scope)
+    return found[1] if found is not None and found[0] == "predict" else None
+
 
 FAST, ROUTE = "application/json", "application/vnd.test+json"
 USER, ADMIN = "user-key", "admin-key"
