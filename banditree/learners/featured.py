@@ -55,8 +55,7 @@ class FeaturedLearner(Learner):
         self, contexts: Sequence[Any], event_ids: Sequence[str | None] | None = None
     ) -> DecisionColumns:
         raw = _as_list(contexts)
-        x = self.encoder.encode_many([_as_mapping(c, f"contexts[{i}]") for i, c in enumerate(raw)])
-        columns = self.inner.act_columns(x, event_ids)
+        columns = self.inner.act_columns(self._encode_many(raw), event_ids)
         return dataclasses.replace(columns, contexts=raw)
 
     def act_batch(  # type: ignore[override]
@@ -66,9 +65,12 @@ class FeaturedLearner(Learner):
 
     def predict(self, contexts: Any) -> np.ndarray:
         """Greedy actions / values for a list of JSON contexts."""
-        raw = _as_list(contexts)
-        return self.inner.predict(
-            self.encoder.encode_many([_as_mapping(c, f"contexts[{i}]") for i, c in enumerate(raw)])
+        return self.inner.predict(self._encode_many(_as_list(contexts)))
+
+    def _encode_many(self, raw: list[Any]) -> np.ndarray:
+        """The rows decisions read for a list of JSON contexts (each checked to be an object)."""
+        return self.encoder.encode_many(
+            [_as_mapping(c, f"contexts[{i}]") for i, c in enumerate(raw)]
         )
 
     def encode(self, context: Mapping[str, Any]) -> np.ndarray:
