@@ -28,28 +28,33 @@ class LiveServer:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = log_path
-        full_env = {**os.environ, **env, "PYTHONPATH": str(ROOT)}
         self._log = open(log_path, "ab")  # closed in stop()
         self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "uvicorn",
-                "service.main:create_app_from_env",
-                "--factory",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(self.port),
-                "--log-level",
-                "warning",
-            ],
-            env=full_env,
+            self._argv(),
+            env=self._env(env),
             cwd=ROOT,
             stdout=self._log,
             stderr=subprocess.STDOUT,
         )
         self._wait_ready()
+
+    def _argv(self) -> list[str]:
+        return [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "service.main:create_app_from_env",
+            "--factory",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--log-level",
+            "warning",
+        ]
+
+    def _env(self, env: dict[str, str]) -> dict[str, str]:
+        return {**os.environ, **env, "PYTHONPATH": str(ROOT)}
 
     def _wait_ready(self, timeout_seconds: float = 60.0) -> None:
         deadline = time.monotonic() + timeout_seconds
@@ -62,6 +67,7 @@ class LiveServer:
             except httpx.TransportError:
                 pass
             time.sleep(0.1)
+        self.stop(signal.SIGKILL)
         raise RuntimeError(f"server not ready:\n{self.log_path.read_text()}")
 
     def client(self, key: str | None = None) -> httpx.Client:
