@@ -15,13 +15,13 @@ from typing import Any
 
 import numpy as np
 
+from banditree.core.records import Decision, Feedback
 from banditree.features import FeatureEncoder, FeatureSchema, InvalidInput
 from banditree.features.export import FORMAT as NAMED_FORMAT
 from banditree.features.export import ReferenceEvaluator, export_tree
 from banditree.learners.base import Learner, Tensors
 from banditree.learners.decision_columns import DecisionColumns
 from banditree.learners.gradient_bandit import GradientBandit
-from banditree.learners.records import Decision, Feedback
 
 #: prefix of the encoder's tensors in a checkpoint
 PREFIX = "features."
