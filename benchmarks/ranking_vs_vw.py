@@ -70,11 +70,8 @@ def run_banditree(stream: Stream, seed: int) -> dict[str, Any]:
 
 
 def _bt_act(learner: RankingLearner, c, f, ids, u):  # type: ignore[no-untyped-def]
-    d = learner.rank(c, f, ids, event_id=None)
-    pmf = np.asarray(d.probabilities)
-    chosen = sample_action(pmf, u)
-    d = type(d)(**{**d.__dict__, "chosen": chosen})
-    return chosen, d
+    d = learner.rank(c, f, ids, uniform=u)
+    return d.chosen, d
 
 
 def _played(stream: Stream, act, learner) -> dict[str, Any]:  # type: ignore[no-untyped-def]
