@@ -41,6 +41,7 @@ from tqdm import tqdm
 
 from banditree.explore import sample_action
 from banditree.ranking import RankingConfig, RankingLearner
+from simulate.ranking import vw_text
 from simulate.ranking_streams import Stream, build_stream, play
 
 DATASETS = ("letter", "pendigits", "satimage", "optdigits", "segmentation", "texture", "krkopt")
@@ -52,11 +53,6 @@ VW_ALGORITHMS: dict[str, str] = {
     "vw_bag5": "--cb_explore_adf --bag 5",
     "vw_bag5_q": "--cb_explore_adf --bag 5 -q ca",
 }
-
-
-def vw_text(context: np.ndarray, feats: np.ndarray) -> list[str]:
-    shared = "shared |c " + " ".join(f"c{j}:{v:.6g}" for j, v in enumerate(context))
-    return [shared, *("|a " + " ".join(f"a{j}:{v:.6g}" for j, v in enumerate(f)) for f in feats)]
 
 
 Runner = Callable[[Stream, int], dict[str, Any]]
