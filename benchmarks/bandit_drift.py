@@ -32,12 +32,10 @@ from __future__ import annotations
 import argparse
 import base64
 import json
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tqdm import tqdm
 
 from banditree.learners import Feedback, build_learner
 from benchmarks.bandit_drift_report import drift_figures, write_report
@@ -47,6 +45,7 @@ from benchmarks.bandit_drift_streams import (
     bundled_drift_sets,
     make_stream,
 )
+from benchmarks.bandit_vs_vw import run_tasks
 from simulate.drift import DRIFT_KINDS, DriftKind, default_length
 from simulate.vw import VWPolicy
 
@@ -176,14 +175,9 @@ def main(argv: list[str] | None = None) -> None:
     results_path = args.out / "results.jsonl"
     if not args.report_only:
         tasks = tasks_for(args)
-        results_path.write_text("")
-        bar = tqdm(total=len(tasks), desc="stream x kind x seed", disable=args.no_progress)
-        with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-            for records in pool.map(run_task, tasks):
-                with results_path.open("a") as fh:
-                    fh.writelines(json.dumps(r) + "\n" for r in records)
-                bar.update()
-        bar.close()
+        run_tasks(
+            run_task, tasks, results_path, args.jobs, "stream x kind x seed", args.no_progress
+        )
     records = [json.loads(line) for line in results_path.read_text().splitlines() if line]
     for r in records:  # the figures of the current definition, from the stored losses
         if "losses" in r:

@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from itertools import zip_longest
 from pathlib import Path
@@ -304,6 +305,26 @@ def run_task(task: dict[str, Any]) -> list[dict[str, Any]]:
     return records
 
 
+def run_tasks(
+    run: Callable[[dict[str, Any]], list[dict[str, Any]]],
+    tasks: list[dict[str, Any]],
+    results_path: Path,
+    jobs: int,
+    desc: str,
+    no_progress: bool,
+) -> None:
+    """Run ``tasks`` over ``jobs`` worker processes, writing each task's records to
+    ``results_path`` (JSON lines, started afresh) as it ends."""
+    results_path.write_text("")
+    bar = tqdm(total=len(tasks), desc=desc, disable=no_progress)
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        for records in pool.map(run, tasks):
+            with results_path.open("a") as fh:
+                fh.writelines(json.dumps(r) + "\n" for r in records)
+            bar.update()
+    bar.close()
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -358,14 +379,7 @@ def main(argv: list[str] | None = None) -> None:
             for d in args.datasets
             for s in range(args.first_seed, args.first_seed + args.seeds)
         ]
-        results_path.write_text("")
-        bar = tqdm(total=len(tasks), desc="dataset x seed", disable=args.no_progress)
-        with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-            for records in pool.map(run_task, tasks):
-                with results_path.open("a") as fh:
-                    fh.writelines(json.dumps(r) + "\n" for r in records)
-                bar.update()
-        bar.close()
+        run_tasks(run_task, tasks, results_path, args.jobs, "dataset x seed", args.no_progress)
     records = [json.loads(line) for line in results_path.read_text().splitlines() if line]
     print(write_report(records, args.out))
 

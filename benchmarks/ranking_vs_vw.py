@@ -41,6 +41,7 @@ from tqdm import tqdm
 
 from banditree.explore import sample_action
 from banditree.ranking import RankingConfig, RankingLearner
+from simulate.ranking import vw_text
 from simulate.ranking_streams import Stream, build_stream, play
 
 DATASETS = ("letter", "pendigits", "satimage", "optdigits", "segmentation", "texture", "krkopt")
@@ -54,11 +55,6 @@ VW_ALGORITHMS: dict[str, str] = {
 }
 
 
-def vw_text(context: np.ndarray, feats: np.ndarray) -> list[str]:
-    shared = "shared |c " + " ".join(f"c{j}:{v:.6g}" for j, v in enumerate(context))
-    return [shared, *("|a " + " ".join(f"a{j}:{v:.6g}" for j, v in enumerate(f)) for f in feats)]
-
-
 Runner = Callable[[Stream, int], dict[str, Any]]
 
 
@@ -70,11 +66,8 @@ def run_banditree(stream: Stream, seed: int) -> dict[str, Any]:
 
 
 def _bt_act(learner: RankingLearner, c, f, ids, u):  # type: ignore[no-untyped-def]
-    d = learner.rank(c, f, ids, event_id=None)
-    pmf = np.asarray(d.probabilities)
-    chosen = sample_action(pmf, u)
-    d = type(d)(**{**d.__dict__, "chosen": chosen})
-    return chosen, d
+    d = learner.rank(c, f, ids, uniform=u)
+    return d.chosen, d
 
 
 def _played(stream: Stream, act, learner) -> dict[str, Any]:  # type: ignore[no-untyped-def]

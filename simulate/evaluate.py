@@ -58,9 +58,10 @@ def load_log_table(path: Path) -> LogTable:
     return read_log(path)
 
 
-def load_candidates(paths: list[Path], table: LogTable) -> dict[str, dict[str, Any]]:
-    """Candidate configs by name (the file stem); the log fills ``n_features``/``n_actions``."""
-    candidates: dict[str, dict[str, Any]] = {}
+def read_configs(paths: list[Path]) -> dict[str, tuple[Path, dict[str, Any]]]:
+    """Each ``--config`` file's ``(path, JSON object)`` by name (the file stem, ``-2``,
+    ``-3``... for repeated stems)."""
+    configs: dict[str, tuple[Path, dict[str, Any]]] = {}
     for path in paths:
         try:
             config = json.loads(Path(path).read_text())
@@ -68,6 +69,19 @@ def load_candidates(paths: list[Path], table: LogTable) -> dict[str, dict[str, A
             raise ValueError(f"--config {path}: cannot read a JSON configuration: {err}") from None
         if not isinstance(config, dict):
             raise ValueError(f"--config {path}: a configuration is a JSON object")
+        name, k = Path(path).stem, 2
+        while name in configs:
+            name, k = f"{Path(path).stem}-{k}", k + 1
+        configs[name] = (path, config)
+    if not configs:
+        raise ValueError("give at least one --config")
+    return configs
+
+
+def load_candidates(paths: list[Path], table: LogTable) -> dict[str, dict[str, Any]]:
+    """Candidate configs by name (the file stem); the log fills ``n_features``/``n_actions``."""
+    candidates: dict[str, dict[str, Any]] = {}
+    for name, (path, config) in read_configs(paths).items():
         config.setdefault("n_features", table.n_features)
         config.setdefault("n_actions", table.n_actions)
         if config["n_features"] != table.n_features:
@@ -80,12 +94,7 @@ def load_candidates(paths: list[Path], table: LogTable) -> dict[str, dict[str, A
                 f"--config {path}: n_actions is {config['n_actions']}, "
                 f"the log plays actions up to {table.n_actions - 1}"
             )
-        name, k = Path(path).stem, 2
-        while name in candidates:
-            name, k = f"{Path(path).stem}-{k}", k + 1
         candidates[name] = config
-    if not candidates:
-        raise ValueError("give at least one --config")
     return candidates
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from banditree import __version__
 from banditree.logs.dsjson import read_dsjson
 from banditree.ranking.evaluate import evaluate_ranking
+from simulate.evaluate import read_configs
 
 
 def is_dsjson(path: Path) -> bool:
@@ -44,23 +45,12 @@ def evaluate_dsjson(
         raise ValueError(f"{log}: the log has no rows")
     results: dict[str, Any] = {}
     logged: dict[str, Any] = {}
-    for path in configs:
-        try:
-            config = json.loads(Path(path).read_text())
-        except (OSError, json.JSONDecodeError) as err:
-            raise ValueError(f"--config {path}: cannot read a JSON configuration: {err}") from None
-        if not isinstance(config, dict):
-            raise ValueError(f"--config {path}: a configuration is a JSON object")
+    for name, (_, config) in read_configs(configs).items():
         entry = evaluate_ranking(
             rows, config, train_fraction=train_fraction, n_bootstrap=n_bootstrap, seed=seed,
         )  # fmt: skip
         logged = entry.pop("logged_policy")
-        name, k = Path(path).stem, 2
-        while name in results:
-            name, k = f"{Path(path).stem}-{k}", k + 1
         results[name] = entry
-    if not results:
-        raise ValueError("give at least one --config")
     report = {
         "log": {"path": str(log), "format": "dsjson", "n_rows": len(rows)},
         "logged_policy": logged,

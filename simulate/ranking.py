@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import csv
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -80,13 +80,9 @@ class _Model:
             (i, {f"a{j}": float(v) for j, v in enumerate(row)})
             for i, row in zip(ids, f, strict=True)
         ]
-        d = self.model.rank(context, actions)
-        assert d.ranking is not None
-        pmf = np.asarray(d.ranking["probabilities"])
-        chosen = sample_action(pmf, u)
-        return chosen, replace(
-            d, action=chosen, propensity=float(pmf[chosen]), explored=chosen != d.greedy_action
-        )
+        d = self.model.rank(context, actions, uniform=u)
+        assert d.action is not None
+        return d.action, d
 
     def learn(self, record: Decision, reward: float) -> None:
         self.model.learn(record, Feedback(loss=1.0 - reward))

@@ -133,16 +133,19 @@ class RankingLearner:
         actions: Sequence[Sequence[float]] | FloatArray,
         action_ids: Sequence[str],
         event_id: str | None = None,
+        *,
+        uniform: float | None = None,
     ) -> RankDecision:
-        """Choose one of the candidates; the decision holds every candidate's probability."""
+        """Choose one of the candidates; the decision holds every candidate's probability.
+
+        ``uniform`` (in ``[0, 1)``) samples the choice instead of the event id's uniform
+        (a simulation's shared uniforms)."""
         n = len(action_ids)
-        if not 1 <= n <= MAX_CANDIDATES:
-            raise ValueError(f"actions: between 1 and {MAX_CANDIDATES} candidates, got {n}")
         c = np.asarray(context, dtype=np.float64).reshape(-1)
-        a = np.asarray(actions, dtype=np.float64).reshape(n, -1)
+        a = np.asarray(actions, dtype=np.float64).reshape(n, -1) if n else np.empty((0, self._da))
         check_candidates(c, a, action_ids, self._dc, self._da)
         eid = event_id if event_id is not None else secrets.token_hex(16)
-        chosen, pmf, greedy = self.choose(c, a, eid, action_ids)
+        chosen, pmf, greedy = self.choose(c, a, eid, action_ids, uniform=uniform)
         return RankDecision(
             event_id=eid,
             context=tuple(c.tolist()),
@@ -160,11 +163,15 @@ class RankingLearner:
         actions: FloatArray,
         event_id: str,
         ids: Sequence[str] | None = None,
+        *,
+        uniform: float | None = None,
     ) -> tuple[int, FloatArray, int]:
         """``(chosen, pmf, greedy)`` for checked arrays (:meth:`rank` without its record)."""
         s = self.scores(context, actions, ids)
         pmf = self._explorer(s, self.n_learned)
-        chosen = sample_action(pmf, event_uniforms(self.config.seed, event_id)[0])
+        if uniform is None:
+            uniform = event_uniforms(self.config.seed, event_id)[0]
+        chosen = sample_action(pmf, uniform)
         self.n_decisions += 1
         return chosen, pmf, int(np.argmax(s))
 

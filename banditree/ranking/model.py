@@ -108,8 +108,10 @@ class RankingModel(Learner):
         excluded: Sequence[str] = (),
         active: bool = True,
         slot: str | None = None,
+        uniform: float | None = None,
     ) -> Decision:
-        """Choose one of ``actions`` (``(id, features)``) not in ``excluded``.
+        """Choose one of ``actions`` (``(id, features)``) not in ``excluded``; ``uniform``
+        (in ``[0, 1)``) samples the choice instead of the event id's uniform.
 
         Raises :class:`InvalidInput` naming the field: 1 to :data:`MAX_CANDIDATES`
         candidates, unique non-empty ids, features as objects, at least one candidate
@@ -142,11 +144,12 @@ class RankingModel(Learner):
                     )
             n = len(ids)
             pmf = np.full(n, 1.0 / n)
-            chosen = sample_action(pmf, event_uniforms(self.seed, eid)[0])
+            u = event_uniforms(self.seed, eid)[0] if uniform is None else uniform
+            chosen = sample_action(pmf, u)
             probabilities, greedy = [float(p) for p in pmf], 0
         else:
             c, a = self._encode(ctx, features, served=True)
-            chosen, pmf, greedy = self.core.choose(c, a, eid, ids)
+            chosen, pmf, greedy = self.core.choose(c, a, eid, ids, uniform=uniform)
             probabilities = pmf.tolist()
         ranking: dict[str, Any] = {
             "context": ctx,
