@@ -17,6 +17,7 @@ import numpy as np
 
 from banditree import __version__
 from banditree.logs import LogTable, read_log
+from simulate.config_files import read_configs
 from simulate.counterfactual import SupportRules, bootstrap_ratio, replay, score_candidate
 from simulate.logged import BanditLog, reward_model
 
@@ -56,26 +57,6 @@ def load_log_table(path: Path) -> LogTable:
         }
         return table_from_columns(obd.name, columns, n).check()
     return read_log(path)
-
-
-def read_configs(paths: list[Path]) -> dict[str, tuple[Path, dict[str, Any]]]:
-    """Each ``--config`` file's ``(path, JSON object)`` by name (the file stem, ``-2``,
-    ``-3``... for repeated stems)."""
-    configs: dict[str, tuple[Path, dict[str, Any]]] = {}
-    for path in paths:
-        try:
-            config = json.loads(Path(path).read_text())
-        except (OSError, json.JSONDecodeError) as err:
-            raise ValueError(f"--config {path}: cannot read a JSON configuration: {err}") from None
-        if not isinstance(config, dict):
-            raise ValueError(f"--config {path}: a configuration is a JSON object")
-        name, k = Path(path).stem, 2
-        while name in configs:
-            name, k = f"{Path(path).stem}-{k}", k + 1
-        configs[name] = (path, config)
-    if not configs:
-        raise ValueError("give at least one --config")
-    return configs
 
 
 def load_candidates(paths: list[Path], table: LogTable) -> dict[str, dict[str, Any]]:

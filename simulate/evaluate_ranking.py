@@ -15,7 +15,7 @@ from typing import Any
 from banditree import __version__
 from banditree.logs.dsjson import read_dsjson
 from banditree.ranking.evaluate import evaluate_ranking
-from simulate.evaluate import read_configs
+from simulate.config_files import read_configs
 
 
 def is_dsjson(path: Path) -> bool:
