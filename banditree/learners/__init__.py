@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from banditree.learners.families import known_kinds, register_model
     from banditree.learners.featured import FeaturedLearner
     from banditree.learners.gradient_bandit import GradientBandit
+    from banditree.learners.inferring import InferringLearner
     from banditree.learners.uniform import UniformRandom
     from banditree.learners.validation import InvalidInput
 
@@ -29,6 +30,7 @@ _WHERE = {
     "FeaturedLearner": "banditree.learners.featured",
     "Feedback": "banditree.core",
     "GradientBandit": "banditree.learners.gradient_bandit",
+    "InferringLearner": "banditree.learners.inferring",
     "InvalidInput": "banditree.learners.validation",
     "Learner": "banditree.learners.base",
     "LearnerConfig": "banditree.learners.config",
@@ -46,6 +48,7 @@ __all__ = [
     "FeaturedLearner",
     "Feedback",
     "GradientBandit",
+    "InferringLearner",
     "InvalidInput",
     "Learner",
     "LearnerConfig",

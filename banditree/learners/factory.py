@@ -22,6 +22,7 @@ from banditree.learners.drift import LossRiseDetector
 from banditree.learners.families import MODEL_BUILDERS, known_kinds
 from banditree.learners.featured import FeaturedLearner
 from banditree.learners.gradient_bandit import GradientBandit
+from banditree.learners.inferring import InferringLearner
 from banditree.learners.ridge import PerActionRidge
 from banditree.learners.uniform import UniformRandom
 from banditree.learners.warm_start import warm_start
@@ -74,6 +75,8 @@ def _build_fresh(config: LearnerConfig | dict[str, Any]) -> Learner:
         return TASK_BUILDERS[c.task](c)
     if c.task == "ranking":
         raise ValueError("task ranking needs banditree.ranking (import it first)")
+    if c.infers_features:  # the schema comes from the first context learned from
+        return InferringLearner(c, _build_fresh)
     schema = c.feature_schema
     if schema is not None:  # the encoder in front of a learner of the encoded width
         # the inner config names what the schema's config resolves (its ridge bound)

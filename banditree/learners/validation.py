@@ -44,6 +44,13 @@ def _context_array(
     except (TypeError, ValueError) as err:
         raise InvalidInput(field, f"must be a list of {n_features} numbers ({err})") from None
     if x.ndim != 1 or x.shape[0] != n_features:
+        if isinstance(context, Mapping):
+            raise InvalidInput(
+                field,
+                f"must be a list of {n_features} numbers: this model was created with "
+                "n_features; a model created with features (or with neither, to infer "
+                "them) takes objects of named features",
+            )
         raise InvalidInput(
             field, f"must hold exactly {n_features} numbers, got shape {list(x.shape)}"
         )

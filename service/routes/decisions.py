@@ -13,6 +13,7 @@ from banditree.core import Feedback
 from banditree.core.codec import columns_public, decision_public
 from banditree.learners.base import Learner
 from banditree.learners.featured import FeaturedLearner
+from banditree.learners.inferring import InferringLearner
 from banditree.learners.reward import feedback_from_reward
 from service.deps import ModelName
 from service.errors import ServiceError
@@ -35,8 +36,10 @@ router = APIRouter(prefix="/v1/models", tags=["decisions"])
 
 def _explanations(learner: Learner, body: PredictCreate | PredictBody) -> list[list[str]]:
     """Each context's leaf path as named conditions (models with features, single trees)."""
-    if not isinstance(learner, FeaturedLearner):
-        raise ServiceError(422, "explain needs a model created with 'features'", "explain")
+    if not isinstance(learner, FeaturedLearner | InferringLearner):
+        raise ServiceError(
+            422, "explain needs a model whose contexts are named features", "explain"
+        )
     contexts = [body.context] if body.context is not None else list(body.contexts or [])
     return [learner.explain(_named(c)) for c in contexts]
 

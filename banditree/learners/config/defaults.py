@@ -76,7 +76,7 @@ class Fields(Protocol):
     n_trees: int
     bagging: bool | None
     mode: Literal["online", "apprentice"]
-    features: dict[str, Any] | None
+    features: dict[str, Any] | str | None
     linear_term: bool | None
     linear_learning_rate: float | None
     linear_update: Literal["adagrad", "ridge"] | None
@@ -251,11 +251,35 @@ def parameter_count(config: Fields) -> int:
     return per_tree * trees
 
 
+#: ``features`` of a model that infers its schema from its first learned context
+INFER = "infer"
+
+
 def feature_width(data: Any) -> Any:
     """A config body with ``features``: ``n_features`` is the encoded width (a given one
-    must match); the schema is stored in its canonical form (a list, in column order)."""
-    if not isinstance(data, dict) or data.get("features") is None:
+    must match); the schema is stored in its canonical form (a list, in column order).
+
+    A body with neither ``features`` nor ``n_features`` (not a ranking model) infers its
+    schema: ``features`` is :data:`INFER` and ``n_features`` 1 (a placeholder: the width
+    is the inferred schema's, :mod:`banditree.learners.inferring`).
+    """
+    if not isinstance(data, dict):
         return data
+    if data.get("features") is None and "n_features" not in data:
+        if data.get("task", "classification") == "ranking":
+            return data
+        data = {**data, "features": INFER}
+    if data.get("features") is None:
+        return data
+    if data["features"] == INFER:
+        if data.get("n_features", 1) != 1:
+            raise ValueError(
+                "n_features: a model whose features are inferred takes none (the width is "
+                "the inferred schema's); give n_features without features for lists of floats"
+            )
+        return {**data, "n_features": 1}
+    if isinstance(data["features"], str):
+        raise ValueError(f"features must be an object of named features or {INFER!r}")
     from banditree.features import FeatureSchema
 
     schema = FeatureSchema.model_validate(data["features"])

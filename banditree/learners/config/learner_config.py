@@ -55,8 +55,16 @@ class LearnerConfig(
 
     @property
     def feature_schema(self) -> FeatureSchema | None:
-        """The parsed ``features`` schema, or None for float-list contexts."""
-        return None if self.features is None else FeatureSchema.model_validate(self.features)
+        """The parsed ``features`` schema, or None for float-list contexts (and while a
+        model that infers its schema has none)."""
+        if self.features is None or self.features == defaults.INFER:
+            return None
+        return FeatureSchema.model_validate(self.features)
+
+    @property
+    def infers_features(self) -> bool:
+        """Whether the schema is inferred from the first context learned from."""
+        return self.features == defaults.INFER
 
     @model_validator(mode="after")
     def _check(self) -> LearnerConfig:

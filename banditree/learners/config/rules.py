@@ -22,6 +22,8 @@ def check(config: Fields) -> None:
         return
     if config.mode == "apprentice" and "reward_link" not in config.model_fields_set:
         config.reward_link = defaults.apprentice_reward_link(config)
+    if config.features == defaults.INFER and config.mode == "apprentice":
+        raise ValueError("mode apprentice needs n_features (it does not take features yet)")
     if config.features is not None and config.mode == "apprentice":
         raise ValueError("mode apprentice does not take features yet")
     if any(not 1 <= w <= 4096 for w in config.hidden):

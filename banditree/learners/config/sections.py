@@ -104,11 +104,13 @@ class ModelSection(Section):
         description="seeds initialisation, event ids, exploration draws and bagging",
     )
     options: dict[str, Any] = Field(default_factory=dict, description="family-specific settings")
-    features: dict[str, Any] | None = Field(
+    features: dict[str, Any] | Literal["infer"] | None = Field(
         None,
         description=(
             "named features (banditree.features.FeatureSchema): contexts are JSON objects "
-            "encoded to n_features columns (derived from the schema; leave n_features out)"
+            "encoded to n_features columns (derived from the schema; leave n_features out); "
+            "'infer' (the default when neither features nor n_features is given): the "
+            "schema is inferred from the first context learned from"
         ),
     )
     mode: Literal["online", "apprentice"] = Field(
