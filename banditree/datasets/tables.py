@@ -135,17 +135,31 @@ def with_schema_types(ds: Dataset, types: dict[str, str]) -> Dataset:
     return replace(ds, X_train=X_train, X_test=X_test, schema=schema)
 
 
-def encoded(ds: Dataset) -> Dataset:
-    """A dataset with a schema as the float columns its encoder makes (one-hot categories,
-    missing indicators, imputed numbers), the encoder having learned the training split:
-    what a supervised trainer reads.  The schema stays on the dataset."""
+def fitted_encoder(ds: Dataset) -> Any:
+    """The :class:`~banditree.features.FeatureEncoder` of a dataset with a schema, having
+    learned its training split (the view :func:`encoded` encodes with)."""
     from banditree.features import FeatureEncoder, FeatureSchema
 
     assert ds.schema is not None
     encoder = FeatureEncoder(FeatureSchema.model_validate(ds.schema))
-    train = list(contexts_of(ds, ds.X_train))
-    for context in train:
+    for context in contexts_of(ds, ds.X_train):
         encoder.update(context)
     encoder.publish()
+    return encoder
+
+
+def encoder_json(encoder: Any) -> dict[str, Any]:
+    """A fitted encoder's state as JSON (what a ``train`` model file carries)."""
+    tensors, meta = encoder.state()
+    return {**{k: v.tolist() for k, v in tensors.items()}, **meta}
+
+
+def encoded(ds: Dataset, encoder: Any = None) -> Dataset:
+    """A dataset with a schema as the float columns its encoder makes (one-hot categories,
+    missing indicators, imputed numbers), the encoder (``encoder``, else
+    :func:`fitted_encoder`) having learned the training split: what a supervised trainer
+    reads.  The schema stays on the dataset."""
+    encoder = fitted_encoder(ds) if encoder is None else encoder
+    train = list(contexts_of(ds, ds.X_train))
     test = list(contexts_of(ds, ds.X_test))
     return replace(ds, X_train=encoder.encode_many(train), X_test=encoder.encode_many(test))

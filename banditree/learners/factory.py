@@ -26,6 +26,7 @@ from banditree.learners.inferring import InferringLearner
 from banditree.learners.ridge import PerActionRidge
 from banditree.learners.uniform import UniformRandom
 from banditree.learners.warm_start import warm_start
+from banditree.models.dgt.trained import TrainedTree
 from banditree.models.spec import reward_prior
 
 #: builders of the tasks whose learners live above this layer (``ranking``:
@@ -61,8 +62,10 @@ def build_learner(
     from the trained tree (:func:`banditree.learners.warm_start.warm_start`).
     """
     if initial_model is not None:
+        if not isinstance(initial_model, TrainedTree):
+            initial_model = TrainedTree.from_bytes(initial_model)
         c = config if isinstance(config, LearnerConfig) else LearnerConfig.model_validate(config)
-        config = c.for_initial_model()
+        config = c.for_initial_model(initial_model.features)
     learner = _build_fresh(config)
     if initial_model is not None:
         warm_start(learner, initial_model)

@@ -13,6 +13,11 @@ What is carried over:
   mean and standard deviation with the training row count (or, with
   ``standardize=False``, the standardisation is folded into ``W0``).
 
+* for a tree trained on named features (the file carries its schema and encoder
+  state): the encoder's state (numeric means, vocabularies).  The model's features
+  must be the file's: a config that declares none takes them
+  (:meth:`~banditree.learners.config.LearnerConfig.for_initial_model`).
+
 Exploration, estimator and optimiser stay as configured (the optimiser starts fresh).
 The learner is changed through its own ``state`` / ``load_state``, so a checkpoint of a
 warm-started learner restores like any other.
@@ -55,7 +60,45 @@ def reward_logits(class_logits: FloatArray, classes: tuple[Any, ...], n_actions:
     return result
 
 
+def _check_features(model: TrainedTree, config: dict[str, Any]) -> None:
+    from banditree.features import FeatureSchema
+
+    declared = config.get("features")
+    if model.features is None:
+        if declared is not None:
+            raise ModelMismatch(
+                "features", "the file's tree reads plain floats, the model named features"
+            )
+        return
+    if declared is None or declared == "infer":
+        raise ModelMismatch(
+            "features",
+            "the file's tree reads named features, the model lists of floats "
+            "(leave n_features out: the model takes the file's features)",
+        )
+    try:
+        theirs = FeatureSchema.model_validate(model.features).to_json()
+    except ValueError as err:
+        raise InvalidModelFile(f"the file's features are not a schema: {err}") from None
+    if FeatureSchema.model_validate(declared).to_json() != theirs:
+        raise ModelMismatch("features", "the model's features differ from the file's")
+
+
+def _encoder_state(model: TrainedTree) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """The file's encoder state as a FeaturedLearner's ``features.*`` tensors and meta."""
+    state = model.encoder or {}
+    try:
+        tensors = {
+            f"features.{k}": np.asarray(state[k], dtype=np.float64)
+            for k in ("count", "mean", "served_mean")
+        }
+        return tensors, {"vocabularies": dict(state["vocabularies"])}
+    except (KeyError, TypeError, ValueError) as err:
+        raise InvalidModelFile(f"the file's encoder state is unreadable: {err}") from None
+
+
 def _check(model: TrainedTree, config: dict[str, Any]) -> None:
+    _check_features(model, config)
     if config.get("kind", "dgt") != "dgt":
         raise ModelMismatch("kind", f"warm start needs kind 'dgt', got {config.get('kind')!r}")
     task = config.get("task", "classification")
@@ -129,6 +172,13 @@ def warm_start(learner: Learner, model: TrainedTree | bytes) -> None:
         tensors["snapshot.mean"] = trained.input_mean.copy()
         tensors["snapshot.inv_scale"] = 1.0 / trained.input_std
         meta = {**meta, "std_count": count}
+    if trained.features is not None:
+        encoder_tensors, encoder_meta = _encoder_state(trained)
+        tensors.update(encoder_tensors)
+        meta = {**meta, "features": encoder_meta}
     if not all(np.isfinite(t).all() for t in tensors.values()):
         raise InvalidModelFile("the model maps to non-finite learner parameters")
-    learner.load_state(tensors, meta)
+    try:
+        learner.load_state(tensors, meta)
+    except (KeyError, TypeError, ValueError) as err:
+        raise InvalidModelFile(f"the file's state does not fit the learner: {err}") from None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -66,7 +67,7 @@ def train_command(
     try:
         resolve_device(protocol.get("device", "cpu"))
         declared = tuple(c.strip() for c in categorical.split(",") if c.strip())
-        ds = _load(data, label, task, seed, split, declared, schema)
+        ds, encoder = _load(data, label, task, seed, split, declared, schema)
         settings = load_grid(grid, ds.task)
         previous = torch.get_num_threads()
         torch.set_num_threads(threads)
@@ -87,7 +88,10 @@ def train_command(
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(2) from None
     out.mkdir(parents=True, exist_ok=True)
-    result.model.save(out / "model.safetensors")
+    model = result.model
+    if encoder is not None:  # named features: the file carries the schema and the encoder
+        model = replace(model, features=ds.schema, encoder=encoder)
+    model.save(out / "model.safetensors")
     plot_losses(result, out / "loss.png")
     report = {
         **result.report,
@@ -123,10 +127,11 @@ def _load(
     split: int,
     categorical: tuple[str, ...] = (),
     schema: Path | None = None,
-) -> Any:
-    """The dataset; one with a feature schema as its encoded columns (one-hot categories)."""
+) -> tuple[Any, dict[str, Any] | None]:
+    """The dataset, and None; one with a feature schema as its encoded columns (one-hot
+    categories), and the state of the encoder that made them (JSON)."""
     from banditree.datasets.sources import load_source
-    from banditree.datasets.tables import encoded
+    from banditree.datasets.tables import encoded, encoder_json, fitted_encoder
 
     ds = load_source(
         data,
@@ -137,7 +142,10 @@ def _load(
         categorical=categorical,
         schema=schema,
     )
-    return encoded(ds) if ds.schema is not None else ds
+    if ds.schema is None:
+        return ds, None
+    encoder = fitted_encoder(ds)
+    return encoded(ds, encoder), encoder_json(encoder)
 
 
 def register(app: typer.Typer) -> None:

@@ -25,11 +25,21 @@ from service.schemas import ModelCreate, ModelPolicy
 from service.store import StoreUnavailable
 
 
-def _build(config: LearnerConfig, initial_model: str | None) -> Learner:
-    """A fresh learner, warm-started from a base64 ``banditree train`` file when given."""
+def _build(config: LearnerConfig, initial_model: TrainedTree | None) -> Learner:
+    """A fresh learner, warm-started from a ``banditree train`` tree when given."""
     if initial_model is None:
         return build_learner(config)
-    return build_learner(config, initial_model=TrainedTree.from_base64(initial_model))
+    return build_learner(config, initial_model=initial_model)
+
+
+def _initial_model(body: ModelCreate) -> TrainedTree | None:
+    """The body's base64 ``initial_model``, read (422 naming it when it is not a model file)."""
+    if body.initial_model is None:
+        return None
+    try:
+        return TrainedTree.from_base64(body.initial_model)
+    except InvalidModelFile as err:
+        raise InvalidRequest(f"initial_model: {err}", "initial_model") from None
 
 
 class ModelRegistry(LearningRegistry):
@@ -43,8 +53,9 @@ class ModelRegistry(LearningRegistry):
         places (each under its own name's lock) cannot all pass it.
         """
         config, policy = body.split()
-        if body.initial_model is not None:  # recorded as built, so its checkpoints match it
-            config = config.for_initial_model()
+        initial = _initial_model(body)
+        if initial is not None:  # recorded as built, so its checkpoints match it
+            config = config.for_initial_model(initial.features)
         async with self._locked(name):
             self.touch(name)  # a discovery pass that read the list before leaves it alone
             if name in self.runtimes or await self.store.load_model(name) is not None:
@@ -54,16 +65,21 @@ class ModelRegistry(LearningRegistry):
                 raise CapacityReached(held, limit)
             self._creating += 1
             try:
-                return await self._create(name, body, config, policy)
+                return await self._create(name, body, config, policy, initial)
             finally:
                 self._creating -= 1
 
     async def _create(
-        self, name: str, body: ModelCreate, config: LearnerConfig, policy: ModelPolicy
+        self,
+        name: str,
+        body: ModelCreate,
+        config: LearnerConfig,
+        policy: ModelPolicy,
+        initial: TrainedTree | None,
     ) -> ModelRuntime:
         """:meth:`create` once the name is free and a place under the cap is reserved."""
         try:
-            learner = _build(config, body.initial_model)
+            learner = _build(config, initial)
         except InvalidModelFile as err:
             raise InvalidRequest(f"initial_model: {err}", "initial_model") from None
         except ValueError as err:

@@ -93,16 +93,21 @@ class LearnerConfig(
         """The fields of one section of :data:`SECTIONS` and their values."""
         return self.model_dump(include=set(SECTIONS[name].model_fields))
 
-    def for_initial_model(self) -> LearnerConfig:
+    def for_initial_model(self, features: dict[str, Any] | None = None) -> LearnerConfig:
         """This configuration as a warm start from a trained tree builds it.
 
         A config that names no ``kind`` gets :data:`~.defaults.INITIAL_MODEL_KIND` (the
         regression default is a forest); fields it leaves unset take
-        :data:`~.defaults.INITIAL_MODEL_FILLS`.
+        :data:`~.defaults.INITIAL_MODEL_FILLS`.  ``features`` (the schema of a tree
+        trained on named features) replaces ``features: "infer"``: the model's features
+        are the file's.
         """
         config = self
-        if "kind" not in self.model_fields_set:
-            given = self.model_dump(include=self.model_fields_set)
+        if features is not None and self.infers_features:
+            given = self.model_dump(include=self.model_fields_set - {"n_features"})
+            config = LearnerConfig.model_validate({**given, "features": features})
+        if "kind" not in config.model_fields_set:
+            given = config.model_dump(include=config.model_fields_set)
             config = LearnerConfig.model_validate({**given, "kind": defaults.INITIAL_MODEL_KIND})
         fills = defaults.INITIAL_MODEL_FILLS
         return config.model_copy(

@@ -7,6 +7,12 @@ values on the min-max scaled target), and the input standardisation ``input_mean
 configuration (task, sizes, classes, target scaling, training settings) and
 ``banditree.sha256`` a checksum over tensors and configuration.  Nothing is unpickled;
 a file whose checksum does not match is refused whole.
+
+A tree trained on named features (a table with categorical, boolean or missing cells)
+also carries, in that JSON, the feature ``schema`` and the state of the encoder that
+made its columns (``encoder``: the numeric means missing numbers are imputed with, and
+the vocabularies), so that a bandit model with the same features starts from it
+(:mod:`banditree.learners.warm_start`).  A tree on plain floats carries neither key.
 """
 
 from __future__ import annotations
@@ -42,6 +48,17 @@ class InvalidModelFile(ValueError):
     """Bytes that are not a readable, intact ``banditree train`` model file."""
 
 
+def _checked_features(meta: dict[str, Any]) -> dict[str, Any]:
+    """The ``features`` and ``encoder`` of a file's JSON, as objects (their content is
+    checked where a learner's encoder restores them: the warm start); none: {}."""
+    if meta.get("features") is None:
+        return {}
+    features, encoder = meta["features"], meta.get("encoder")
+    if not isinstance(features, dict) or not isinstance(encoder, dict):
+        raise ValueError("a tree on named features needs its schema and encoder state")
+    return {"features": features, "encoder": encoder}
+
+
 @dataclass(frozen=True)
 class TrainedTree:
     """A supervised DGT with everything needed to predict or to warm-start a bandit.
@@ -64,6 +81,10 @@ class TrainedTree:
         Rows the standardisation was fitted on.
     info
         Free JSON (training settings, dataset name).
+    features, encoder
+        A tree on named features: the schema (its ``to_json`` form) and the encoder
+        state (``FeatureEncoder.state`` as JSON: ``count``, ``mean``, ``served_mean``,
+        ``vocabularies``); None for a tree on plain floats.
     """
 
     task: str
@@ -76,6 +97,8 @@ class TrainedTree:
     target_span: float = 1.0
     n_rows: int = 0
     info: dict[str, Any] = field(default_factory=dict)
+    features: dict[str, Any] | None = None
+    encoder: dict[str, Any] | None = None
 
     @property
     def height(self) -> int:
@@ -117,13 +140,13 @@ class TrainedTree:
         return cls(task="regression", target_low=scaler.low, target_span=scaler.span, **common)
 
     def learner_config(self) -> dict[str, Any]:
-        """A DGT bandit ``LearnerConfig`` body this tree warm-starts (hidden layers collapsed)."""
-        config: dict[str, Any] = {
-            "kind": "dgt",
-            "task": self.task,
-            "n_features": self.n_features,
-            "height": self.height,
-        }
+        """A DGT bandit ``LearnerConfig`` body this tree warm-starts (hidden layers collapsed;
+        ``features`` instead of ``n_features`` for a tree on named features)."""
+        config: dict[str, Any] = {"kind": "dgt", "task": self.task, "height": self.height}
+        if self.features is not None:  # named features: the width is the schema's
+            config["features"] = self.features
+        else:
+            config["n_features"] = self.n_features
         if self.task == "classification":
             config["n_actions"] = max(2, max(int(c) for c in self.classes) + 1)
         else:
@@ -167,6 +190,9 @@ class TrainedTree:
             "n_rows": self.n_rows,
             "info": self.info,
         }
+        if self.features is not None:  # absent for plain floats: those files are unchanged
+            meta["features"] = self.features
+            meta["encoder"] = self.encoder
         meta_json = json.dumps(meta, sort_keys=True)
         header = {
             "banditree.trained_dgt": meta_json,
@@ -241,6 +267,7 @@ class TrainedTree:
             target_span=span,
             n_rows=int(meta["n_rows"]),
             info=dict(meta.get("info") or {}),
+            **_checked_features(meta),
         )
 
     @classmethod
