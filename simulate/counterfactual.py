@@ -62,6 +62,7 @@ class ReplayTrace:
     accepted: np.ndarray | None = None  # rejection replay: rows counted, (n,) bool
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
+    features: dict[str, Any] | None = None  # the schema a candidate with features used
 
 
 def probabilities(learner: Learner, context: FloatArray) -> FloatArray:
@@ -78,7 +79,7 @@ def probabilities(learner: Learner, context: FloatArray) -> FloatArray:
 def _learn(learner: Learner, table: LogTable, t: int, propensity: float) -> None:
     decision = Decision(
         event_id=f"log-{int(table.offset[t])}",
-        context=tuple(table.context[t].tolist()),
+        context=table.objects[t] if table.objects is not None else tuple(table.context[t].tolist()),
         model_version=learner.version,
         action=int(table.action[t]),
         propensity=propensity,
@@ -145,7 +146,7 @@ def replay(
     for t in range(n):
         if t == cut:
             frozen = restore_learner(*learner.state())
-        pmf = probabilities(served.at(int(table.model_version[t]), learner), table.context[t])
+        pmf = probabilities(served.at(int(table.model_version[t]), learner), table.context_at(t))
         a, p = int(table.action[t]), float(table.propensity[t])
         if a >= pmf.shape[0]:
             raise ValueError(
@@ -156,20 +157,29 @@ def replay(
         _learn(learner, table, t, p)
         served.keep(learner, t)
         if progressive is not None and accepted is not None:
-            pi = probabilities(progressive, table.context[t])[a]
+            pi = probabilities(progressive, table.context_at(t))[a]
             if rng.random() < pi * p_min / p:
                 accepted[t] = True
                 _learn(progressive, table, t, max(float(pi), 1e-12))
         if on_row is not None:
             on_row(1)
     assert frozen is not None
-    evaluation_dist = np.stack([probabilities(frozen, table.context[t]) for t in range(cut, n)])
+    evaluation_dist = np.stack(
+        [probabilities(frozen, table.context_at(t)) for t in range(cut, n)]
+    )
     return ReplayTrace(
         logged_probability=logged_probability,
         evaluation_dist=evaluation_dist,
         accepted=accepted,
         seconds=time.perf_counter() - started,
+        features=_schema_json(learner),
     )
+
+
+def _schema_json(learner: Learner) -> dict[str, Any] | None:
+    """The feature schema of a learner with named features (declared or inferred)."""
+    schema = getattr(learner, "schema", None)
+    return None if schema is None else dict(schema.to_json())
 
 
 def bootstrap_ratio(

@@ -2,6 +2,10 @@
 
 Reads the log (:func:`banditree.logs.read_log`), replays it through every candidate
 (:mod:`simulate.counterfactual`), and writes ``report.json`` and ``evaluate.png``.  A
+log of a model with named features (JSON contexts) is replayed as such: each candidate
+takes the config's ``features`` or infers them as the service does
+(:mod:`banditree.learners.inferring`); the reward model of the doubly robust estimate
+reads the contexts encoded by :func:`simulate.evaluate_named.named_columns`.  A
 DSJson log (candidate sets: a ranking model's export or Personalizer's) goes to
 :mod:`simulate.evaluate_ranking` instead.
 """
@@ -19,6 +23,7 @@ from banditree import __version__
 from banditree.logs import LogTable, read_log
 from simulate.config_files import read_configs
 from simulate.counterfactual import SupportRules, bootstrap_ratio, replay, score_candidate
+from simulate.evaluate_named import named_columns
 from simulate.logged import BanditLog, reward_model
 
 
@@ -60,12 +65,21 @@ def load_log_table(path: Path) -> LogTable:
 
 
 def load_candidates(paths: list[Path], table: LogTable) -> dict[str, dict[str, Any]]:
-    """Candidate configs by name (the file stem); the log fills ``n_features``/``n_actions``."""
+    """Candidate configs by name (the file stem); the log fills ``n_features``/``n_actions``
+    (a log of named features: ``n_actions``; the config's ``features``, else inferred)."""
     candidates: dict[str, dict[str, Any]] = {}
     for name, (path, config) in read_configs(paths).items():
-        config.setdefault("n_features", table.n_features)
         config.setdefault("n_actions", table.n_actions)
-        if config["n_features"] != table.n_features:
+        if table.named:  # named features: declared in the config, or inferred as served
+            if config.get("features") is None and "n_features" in config:
+                raise ValueError(
+                    f"--config {path}: the log's contexts are objects of named features: "
+                    "leave n_features out (the features are inferred from the first row "
+                    "learned, as the service infers them) or give the model's 'features'"
+                )
+        else:
+            config.setdefault("n_features", table.n_features)
+        if not table.named and config["n_features"] != table.n_features:
             raise ValueError(
                 f"--config {path}: n_features is {config['n_features']}, "
                 f"the log's contexts have {table.n_features} values"
@@ -117,7 +131,8 @@ def evaluate(options: EvaluateOptions) -> dict[str, Any]:
     rules = SupportRules(options.min_effective_rounds, options.max_weight_share)
     rejection = _use_rejection(table, options.progressive, options.min_effective_rounds)
     k = max(int(c["n_actions"]) for c in candidates.values())
-    log = BanditLog(table.name, table.context, table.action, table.reward(), table.propensity, k)
+    columns, schema = (table.context, None) if not table.named else named_columns(table, cut)
+    log = BanditLog(table.name, columns, table.action, table.reward(), table.propensity, k)
     q = reward_model(log, np.arange(cut), np.arange(cut, n))
     bar = _progress_bar(n * len(candidates), options.progress)
     results: dict[str, Any] = {}
@@ -138,6 +153,8 @@ def evaluate(options: EvaluateOptions) -> dict[str, Any]:
                 seed=options.seed,
             )
             results[name] = {"config": config, **entry}
+            if trace.features is not None:
+                results[name]["features"] = trace.features
     finally:
         bar.close()
     reward = table.reward()
@@ -152,7 +169,8 @@ def evaluate(options: EvaluateOptions) -> dict[str, Any]:
             "n_rows": n,
             "n_train": cut,
             "n_evaluation": n - cut,
-            "n_features": table.n_features,
+            "n_features": table.n_features if schema is None else len(schema.features),
+            **({} if schema is None else {"features": schema.to_json()}),
             "n_actions": table.n_actions,
             "propensity_min": float(table.propensity.min()),
             "propensity_max": float(table.propensity.max()),

@@ -122,6 +122,11 @@ def load_log_csv(path: Path | str) -> BanditLog:
     table = read_log(path)
     if table.task != "classification":
         raise ValueError(f"{path}: logged mode needs a classification log (an action per row)")
+    if table.named:
+        raise ValueError(
+            f"{path}: the contexts are named features; evaluate such a log with "
+            "'banditree evaluate'"
+        )
     return BanditLog(
         name=table.name,
         context=table.context,

@@ -84,6 +84,14 @@ class FeaturedLearner(Learner):
             raise ValueError("reward_estimates is for gradient-learned models")
         return inner.reward_estimates(self.encode(context))
 
+    def action_probabilities(self, context: Mapping[str, Any]) -> np.ndarray:
+        """Classification: the probability ``act`` plays each action for ``context``."""
+        probabilities = getattr(self.inner, "action_probabilities", None)
+        if probabilities is None:
+            raise ValueError("action_probabilities is for classification learners")
+        result: np.ndarray = probabilities(self.encode(context))
+        return result
+
     # -- learning ----------------------------------------------------------------------
     def _encoded(self, decision: Decision) -> Decision:
         context = _as_mapping(decision.context, "decision.context")

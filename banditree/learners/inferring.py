@@ -127,6 +127,17 @@ class InferringLearner(Learner):
             self._config_for(_as_mapping(c, f"contexts[{i}]"), f"contexts[{i}]")
         return self.placeholder.predict(np.zeros((len(raw), 1)))
 
+    def action_probabilities(self, context: Mapping[str, Any]) -> np.ndarray:
+        """Classification: the probability ``act`` plays each action for ``context``."""
+        if self.featured is not None:
+            return self.featured.action_probabilities(context)
+        self._config_for(_as_mapping(context, "context"), "context")
+        probabilities = getattr(self.placeholder, "action_probabilities", None)
+        if probabilities is None:
+            raise ValueError("action_probabilities is for classification learners")
+        result: np.ndarray = probabilities(_BLANK)
+        return result
+
     def explain(self, context: Mapping[str, Any]) -> list[str]:
         """:meth:`FeaturedLearner.explain` once the schema is inferred."""
         if self.featured is None:

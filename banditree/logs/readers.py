@@ -29,9 +29,16 @@ def _read_ndjson(path: Path) -> dict[str, Any]:
             rows.append(row)
     if not rows:
         raise ValueError(f"{path}: the log has no rows")
+    named = isinstance(rows[0]["context"], dict)
     width = len(rows[0]["context"])
     for number, row in enumerate(rows, start=1):
-        if len(row["context"]) != width:
+        if isinstance(row["context"], dict) != named:
+            raise ValueError(
+                f"{path}: row {number} mixes a context of "
+                f"{'numbers' if named else 'named features'} into a log of "
+                f"{'named features' if named else 'numbers'}"
+            )
+        if not named and len(row["context"]) != width:
             raise ValueError(
                 f"{path}: row {number} has {len(row['context'])} context values, not {width}"
             )

@@ -11,7 +11,8 @@ The wire form (NDJSON, one JSON object per line) is::
   of the export endpoint are offsets);
 * ``time_seconds`` - unix time the feedback was joined to its decision;
 * ``model_version`` - parameter updates of the model that decided;
-* ``context`` - the raw context as the caller sent it;
+* ``context`` - the raw context as the caller sent it: a list of numbers, or the
+  JSON object of named features of a model with features (NDJSON only);
 * classification: ``action`` played with probability ``propensity`` (1 for an
   apprentice-mode decision, which plays the caller's default), ``greedy_action`` the
   model's own best action;
@@ -98,13 +99,10 @@ def validate_row(row: dict[str, Any], where: str = "row") -> None:
             raise ValueError(f"{where}: field {key!r} is required")
     context = row["context"]
     if isinstance(context, dict):
-        raise ValueError(
-            f"{where}: field 'context' is an object of named features; this reader takes "
-            "lists of numbers only (logs of models with features are not evaluated offline yet)"
-        )
-    if not isinstance(context, list) or not context:
+        pass  # named features (a model with features): its encoder checks the values
+    elif not isinstance(context, list) or not context:
         raise ValueError(f"{where}: field 'context' must be a non-empty list of numbers")
-    if not all(isinstance(v, int | float) and math.isfinite(v) for v in context):
+    elif not all(isinstance(v, int | float) and math.isfinite(v) for v in context):
         raise ValueError(f"{where}: field 'context' must hold finite numbers")
     propensity = row.get("propensity", 1.0)
     if propensity is None or not 0.0 < float(propensity) <= 1.0:

@@ -19,7 +19,9 @@ class LogTable:
 
     Shapes: ``context`` ``(n, d)``; every other array ``(n,)``.  ``action`` and
     ``greedy_action`` are :data:`NO_ACTION` where absent; ``loss`` is NaN for a
-    two-point row (its two losses are ``loss_plus`` / ``loss_minus``).
+    two-point row (its two losses are ``loss_plus`` / ``loss_minus``).  A log of a model
+    with named features has its JSON contexts in ``objects`` (``(n,)`` of dicts) and a
+    ``context`` of no columns ``(n, 0)``.
     """
 
     name: str
@@ -32,6 +34,16 @@ class LogTable:
     propensity: FloatArray
     greedy_action: np.ndarray
     loss: FloatArray
+    objects: np.ndarray | None = None
+
+    @property
+    def named(self) -> bool:
+        """Whether the contexts are JSON objects of named features (``objects``)."""
+        return self.objects is not None
+
+    def context_at(self, t: int) -> Any:
+        """Row ``t``'s context as a learner takes it: its JSON object, or its numbers."""
+        return self.objects[t] if self.objects is not None else self.context[t]
 
     @property
     def n_rows(self) -> int:
@@ -75,6 +87,7 @@ class LogTable:
                     "loss",
                 )
             },
+            objects=None if self.objects is None else self.objects[index],
         )
 
     def check(self) -> LogTable:
@@ -115,7 +128,12 @@ def table_from_columns(name: str, columns: dict[str, Any], n: int) -> LogTable:
         return arr
 
     features = sorted((int(k[1:]), k) for k in columns if k.startswith("x") and k[1:].isdigit())
-    if "context" in columns:
+    objects = None
+    if "context" in columns and n and isinstance(columns["context"][0], dict):
+        objects = np.empty(n, dtype=object)
+        objects[:] = list(columns["context"])
+        context = np.zeros((n, 0))
+    elif "context" in columns:
         context = np.asarray(columns["context"], dtype=np.float64).reshape(n, -1)
     elif features:
         context = np.column_stack([np.asarray(columns[k], dtype=np.float64) for _, k in features])
@@ -142,4 +160,5 @@ def table_from_columns(name: str, columns: dict[str, Any], n: int) -> LogTable:
         propensity=column("propensity", 1.0, np.float64),
         greedy_action=column("greedy_action", NO_ACTION, np.int64),
         loss=loss_arr,
+        objects=objects,
     )

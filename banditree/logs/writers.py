@@ -154,9 +154,14 @@ class LogWriter:
         """Append rows (wire form)."""
         for row in rows:
             n = len(row["context"])
+            if isinstance(row["context"], dict) and self._text is None:
+                raise ValueError(
+                    f"row offset {row.get('offset')}: a context of named features has no "
+                    f"flat columns in {self.format}: export the log as NDJSON (.ndjson)"
+                )
             if self._n_features is None:
                 self._n_features = n
-            elif n != self._n_features:
+            elif n != self._n_features and not isinstance(row["context"], dict):
                 raise ValueError(
                     f"row offset {row.get('offset')}: context has {n} values, "
                     f"earlier rows have {self._n_features}"
