@@ -164,9 +164,7 @@ def replay(
         if on_row is not None:
             on_row(1)
     assert frozen is not None
-    evaluation_dist = np.stack(
-        [probabilities(frozen, table.context_at(t)) for t in range(cut, n)]
-    )
+    evaluation_dist = np.stack([probabilities(frozen, table.context_at(t)) for t in range(cut, n)])
     return ReplayTrace(
         logged_probability=logged_probability,
         evaluation_dist=evaluation_dist,

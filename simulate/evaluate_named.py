@@ -28,14 +28,16 @@ def named_columns(table: LogTable, cut: int) -> tuple[np.ndarray, FeatureSchema]
     except InvalidInput as err:
         raise ValueError(f"{table.name}: the training rows' contexts: {err}") from None
     encoder = FeatureEncoder(schema)
-    t = 0
-    try:
-        for t, context in enumerate(train):
+    for t, context in enumerate(train):
+        try:
             encoder.update(context)
-        encoder.publish()
-        rows = np.zeros((table.n_rows, schema.width))
-        for t, context in enumerate(table.objects):
+        except InvalidInput as err:
+            raise ValueError(f"log row at offset {int(table.offset[t])}: {err}") from None
+    encoder.publish()
+    rows = np.zeros((table.n_rows, schema.width))
+    for t, context in enumerate(table.objects):
+        try:
             rows[t] = encoder.encode(context)
-    except InvalidInput as err:
-        raise ValueError(f"log row at offset {int(table.offset[t])}: {err}") from None
+        except InvalidInput as err:
+            raise ValueError(f"log row at offset {int(table.offset[t])}: {err}") from None
     return rows, schema

@@ -80,7 +80,9 @@ class InferringLearner(Learner):
             config = LearnerConfig.model_validate({**body, "features": schema.to_json()})
         except ValidationError as err:
             reason = err.errors()[0]["msg"].removeprefix("Value error, ")
-            raise InvalidInput(field, f"its features make a model this config refuses: {reason}")
+            raise InvalidInput(
+                field, f"its features make a model this config refuses: {reason}"
+            ) from None
         self._checked = (key, config)
         return config
 
@@ -183,7 +185,11 @@ class InferringLearner(Learner):
         if self.featured is not None:
             tensors, meta = self.featured.state()
             meta = {**meta, "inferred_features": self.featured.schema.to_json()}
-        return tensors, {**meta, "config": self.config(), "n_inferring_decisions": self._n_decisions}
+        return tensors, {
+            **meta,
+            "config": self.config(),
+            "n_inferring_decisions": self._n_decisions,
+        }
 
     def load_state(self, tensors: Tensors, meta: dict[str, Any]) -> None:
         if "inferred_features" not in meta:

@@ -75,7 +75,14 @@ def test_a_log_of_json_contexts_evaluates_offline(
     (tmp_path / "floats.json").write_text(json.dumps({"n_features": 3, "n_actions": 3}))
     args = ["--out", str(tmp_path / "ev"), "--n-bootstrap", "200", "--no-progress"]
     refused = CliRunner().invoke(
-        cli, ["evaluate", str(tmp_path / "log.ndjson"), "--config", str(tmp_path / "floats.json"), *args]
+        cli,
+        [
+            "evaluate",
+            str(tmp_path / "log.ndjson"),
+            "--config",
+            str(tmp_path / "floats.json"),
+            *args,
+        ],
     )
     assert refused.exit_code != 0 and "named features" in refused.output, refused.output
     result = CliRunner().invoke(

@@ -89,7 +89,9 @@ def test_a_tree_trained_on_categories_warm_starts_a_model_with_features(
     # the service: models import, then JSON contexts; a restart keeps it
     env = {"BANDITREE_DATA_DIR": str(tmp_path / "data")}
     server = live_servers(env)
-    imported = CliRunner().invoke(app, ["models", "import", "fruit", str(path), "--server", server.url])
+    imported = CliRunner().invoke(
+        app, ["models", "import", "fruit", str(path), "--server", server.url]
+    )
     assert imported.exit_code == 0, imported.output
     with server.client() as http:
         config = http.get("/v1/models/fruit").json()["config"]

@@ -76,7 +76,7 @@ class Fields(Protocol):
     n_trees: int
     bagging: bool | None
     mode: Literal["online", "apprentice"]
-    features: dict[str, Any] | str | None
+    features: dict[str, Any] | Literal["infer"] | None
     linear_term: bool | None
     linear_learning_rate: float | None
     linear_update: Literal["adagrad", "ridge"] | None
