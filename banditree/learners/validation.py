@@ -42,19 +42,26 @@ def _context_array(
     try:
         x = np.array(context, dtype=np.float64)
     except (TypeError, ValueError) as err:
+        if isinstance(context, Mapping):
+            raise _named_refused(field, n_features) from None
         raise InvalidInput(field, f"must be a list of {n_features} numbers ({err})") from None
     if x.ndim != 1 or x.shape[0] != n_features:
         if isinstance(context, Mapping):
-            raise InvalidInput(
-                field,
-                f"must be a list of {n_features} numbers: this model was created with "
-                "n_features; a model created with features (or with neither, to infer "
-                "them) takes objects of named features",
-            )
+            raise _named_refused(field, n_features)
         raise InvalidInput(
             field, f"must hold exactly {n_features} numbers, got shape {list(x.shape)}"
         )
     return x
+
+
+def _named_refused(field: str, n_features: int) -> InvalidInput:
+    """The refusal of an object of named features sent to a model of float lists."""
+    return InvalidInput(
+        field,
+        f"must be a list of {n_features} numbers: this model was created with n_features; "
+        "a model created with features (or with neither, to infer them) takes objects of "
+        "named features",
+    )
 
 
 def _refuse_non_finite(x: FloatArray, field: str) -> None:
@@ -75,6 +82,8 @@ def as_contexts(
         x = np.array(contexts, dtype=np.float64)
     except (TypeError, ValueError) as err:
         for i, row in enumerate(contexts):  # name the ragged row when there is one
+            if isinstance(row, Mapping):
+                raise _named_refused(f"{field}[{i}]", n_features) from None
             if not isinstance(row, (str, bytes)) and hasattr(row, "__len__"):
                 if len(row) != n_features:
                     raise InvalidInput(

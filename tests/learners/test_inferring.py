@@ -170,3 +170,32 @@ def test_checkpoints_before_and_after_the_schema() -> None:
     assert np.array_equal(learner.predict(probes), mid.predict(probes))
     assert learner.state()[1]["features"] == mid.state()[1]["features"]
     assert learner.export_model()["features"] == mid.export_model()["features"]
+
+
+def test_regression_infers_too() -> None:
+    learner = build_learner({"task": "regression", "seed": 1})
+    assert isinstance(learner, InferringLearner)
+    r = random.Random(3)
+    before = learner.act({"price": 3.0, "brand": "a"})
+    assert before.value is not None and learner.schema is None
+    for _ in range(300):
+        ctx = {"price": r.uniform(0, 10), "brand": r.choice(["a", "b"])}
+        d = learner.act(ctx)
+        assert d.value is not None
+        learner.learn(d, Feedback(loss=(d.value - ctx["price"]) ** 2 / 100))
+    schema = learner.schema
+    assert schema is not None
+    assert {n: s.type for n, s in schema.features.items()} == {
+        "price": "numeric",
+        "brand": "categorical",
+    }
+    assert learner.version > 0
+
+
+def test_a_float_model_sent_an_object_says_how_to_send_objects() -> None:
+    floats = build_learner({"n_actions": 2, "n_features": 3})
+    with pytest.raises(InvalidInput, match="created with features"):
+        floats.act({"age": 3})
+    with pytest.raises(InvalidInput, match="created with features") as err:
+        floats.act_batch([[0.0, 1.0, 2.0], {"age": 3}])
+    assert err.value.field == "contexts[1]"
