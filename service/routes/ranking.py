@@ -117,7 +117,7 @@ class ActivatePublic(BaseModel):
 @router.post("/{name}/events/{event_id}/activate")
 async def activate_route(
     name: ModelName,
-    event_id: Annotated[str, Path(min_length=1, max_length=128)],
+    event_id: Annotated[str, Path(min_length=1, max_length=MAX_EVENT_ID_LENGTH)],
     request: Request,
 ) -> ActivatePublic:
     """Activate a deferred ranking decision: its reward is now taken and learned from."""

@@ -231,8 +231,9 @@ async def activate(runtime: ModelRuntime, event_id: str, *, multislot: bool = Fa
         events = [(d.event_id, decision_payload(runtime.uid, d)) for d in activated]
         try:
             await runtime.store.put_events(
-                runtime.name, events, now=now, ttl_seconds=runtime.policy.event_ttl_seconds
-            )
+                runtime.name, events, now=now, ttl_seconds=runtime.policy.event_ttl_seconds,
+                counted=False,  # rewritten in place: counted once, when ranked
+            )  # fmt: skip
         except StoreUnavailable as err:
             raise Unavailable(f"the store is unreachable: {err}") from None
     return len(activated)

@@ -120,9 +120,19 @@ class DecisionStore(Protocol):
 
     @abstractmethod
     async def put_events(
-        self, name: str, events: list[tuple[str, str]], *, now: float, ttl_seconds: float
+        self,
+        name: str,
+        events: list[tuple[str, str]],
+        *,
+        now: float,
+        ttl_seconds: float,
+        counted: bool = True,
     ) -> None:
-        """Store ``(event_id, payload)`` pairs, pending until ``now + ttl_seconds``."""
+        """Store ``(event_id, payload)`` pairs, pending until ``now + ttl_seconds``.
+
+        ``counted``: they add to the model's decision count (:class:`LogBounds`
+        ``decisions``); False for pending decisions rewritten in place (an activation),
+        which were counted when first stored."""
 
     @abstractmethod
     async def peek_event(self, name: str, event_id: str, *, now: float) -> EventLookup:

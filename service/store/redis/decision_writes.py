@@ -37,8 +37,9 @@ FULL_BATCH = 256
 #: travels while the first is answered, so Redis and the event loop work side by side
 MAX_IN_FLIGHT = 2
 
-#: one request's decisions of one model: deadline, expire_ms, values, event ids
-_Group = tuple[str, int, list[str], list[str]]
+#: one request's decisions of one model: deadline, expire_ms, values, event ids, and
+#: whether they add to the decision count (not when rewritten in place: an activation)
+_Group = tuple[str, int, list[str], list[str], bool]
 #: one transaction: its commands, and the waiters of the requests whose decisions it holds
 _Call = tuple[list[tuple[Any, ...]], list[asyncio.Future[None]]]
 
@@ -76,12 +77,19 @@ class DecisionWrites:
         self._closed = False
 
     def put(
-        self, name: str, deadline: str, expire_ms: int, values: list[str], event_ids: list[str]
+        self,
+        name: str,
+        deadline: str,
+        expire_ms: int,
+        values: list[str],
+        event_ids: list[str],
+        *,
+        counted: bool = True,
     ) -> asyncio.Future[None]:
         """Queue one request's decisions; the future is done once they are stored."""
         loop = asyncio.get_running_loop()
         done: asyncio.Future[None] = loop.create_future()
-        self._queue.append((name, (deadline, expire_ms, values, event_ids), done))
+        self._queue.append((name, (deadline, expire_ms, values, event_ids, counted), done))
         self._queued += len(event_ids)
         if len(self._queue) == 1 and self._in_flight < MAX_IN_FLIGHT:
             loop.call_soon(self._send)
@@ -126,12 +134,15 @@ class DecisionWrites:
         ev = self.key("ev", name) + ":"
         commands: list[tuple[Any, ...]] = [("MULTI",)]
         due: list[str] = []
-        for deadline, expire_ms, values, event_ids in groups:
+        count = 0
+        for deadline, expire_ms, values, event_ids, counted in groups:
             for event_id, value in zip(event_ids, values, strict=True):
                 commands.append(("SET", ev + event_id, value, "PX", expire_ms))
                 due += (deadline, event_id)
+            count += len(event_ids) if counted else 0
         commands.append(("ZADD", self.key("due", name), *due))
-        commands.append(("HINCRBY", self.key("ctr", name), "decisions", len(due) // 2))
+        if count:
+            commands.append(("HINCRBY", self.key("ctr", name), "decisions", count))
         commands.append(("EXEC",))
         return commands
 

@@ -18,7 +18,13 @@ class RedisDecisions(RedisBase, DecisionStore):
     """Store, look up, claim and expire pending decisions."""
 
     async def put_events(
-        self, name: str, events: list[tuple[str, str]], *, now: float, ttl_seconds: float
+        self,
+        name: str,
+        events: list[tuple[str, str]],
+        *,
+        now: float,
+        ttl_seconds: float,
+        counted: bool = True,
     ) -> None:
         """Stored with the decisions of concurrent predictions (:mod:`.decision_writes`)."""
         if not events:
@@ -28,6 +34,7 @@ class RedisDecisions(RedisBase, DecisionStore):
         stored = self._decisions.put(
             name, repr(deadline), int((keep_until - now) * 1000),
             [head + payload for _, payload in events], [event_id for event_id, _ in events],
+            counted=counted,
         )  # fmt: skip
         await wait_within_budget(stored)
 

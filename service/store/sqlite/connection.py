@@ -58,8 +58,8 @@ class SqliteBase(StoreLifecycle):
         self._mutex = threading.Lock()
         self._notices: asyncio.Queue[str] | None = None
         self._lease_marks: dict[str, tuple[int, str]] = {}  # as in the Redis store
-        # decisions queued in this event-loop tick: (rows, woken when committed)
-        self._puts: list[tuple[list[tuple[Any, ...]], asyncio.Future[None]]] = []
+        # decisions queued in this event-loop tick: (rows, counted, woken when committed)
+        self._puts: list[tuple[list[tuple[Any, ...]], bool, asyncio.Future[None]]] = []
         try:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(f"PRAGMA synchronous={synchronous.upper()}")

@@ -34,7 +34,13 @@ class SqliteDecisions(SqliteBase, DecisionStore):
     """Store, look up, claim and expire pending decisions."""
 
     async def put_events(
-        self, name: str, events: list[tuple[str, str]], *, now: float, ttl_seconds: float
+        self,
+        name: str,
+        events: list[tuple[str, str]],
+        *,
+        now: float,
+        ttl_seconds: float,
+        counted: bool = True,
     ) -> None:
         """Store the decisions in the commit of this event-loop tick (group commit).
 
@@ -46,7 +52,7 @@ class SqliteDecisions(SqliteBase, DecisionStore):
         rows = [(name, event_id, deadline, keep_until, payload) for event_id, payload in events]
         loop = asyncio.get_running_loop()
         done: asyncio.Future[None] = loop.create_future()
-        self._puts.append((rows, done))
+        self._puts.append((rows, counted, done))
         if len(self._puts) == 1:
             loop.call_soon(self._commit_puts)
         await done
@@ -55,15 +61,15 @@ class SqliteDecisions(SqliteBase, DecisionStore):
         """Commit the decisions queued in this tick in one transaction; wake their callers."""
         batch, self._puts = self._puts, []
         counts: dict[str, int] = {}
-        for rows, _ in batch:
-            if rows:
+        for rows, counted, _ in batch:
+            if rows and counted:
                 counts[rows[0][0]] = counts.get(rows[0][0], 0) + len(rows)
 
         def work(db: sqlite3.Connection) -> None:
             db.executemany(
                 "INSERT OR REPLACE INTO decisions(model, event_id, deadline, keep_until, "
                 "payload, state) VALUES (?, ?, ?, ?, ?, 'pending')",
-                [row for rows, _ in batch for row in rows],
+                [row for rows, _, _ in batch for row in rows],
             )
             db.executemany(
                 "INSERT INTO counters(model, decisions) VALUES (?, ?) "
@@ -74,11 +80,11 @@ class SqliteDecisions(SqliteBase, DecisionStore):
         try:
             self._tx(work)
         except Exception as err:
-            for _, done in batch:
+            for _, _, done in batch:
                 if not done.done():
                     done.set_exception(err)
             return
-        for _, done in batch:
+        for _, _, done in batch:
             if not done.done():
                 done.set_result(None)
 

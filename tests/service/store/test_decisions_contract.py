@@ -100,3 +100,16 @@ async def test_concurrent_decision_writes_all_land(store: Store) -> None:
     assert (await store.log_bounds("m")).decisions == 60
     found = await store.peek_event("m", "e7-2", now=T0)
     assert (found.status, found.payload) == ("pending", "p7-2")
+
+
+async def test_a_decision_rewritten_uncounted_keeps_the_count(store: Store) -> None:
+    """An activation rewrites a pending decision: new payload and deadline, counted once."""
+    await store.hold_model("m")
+    await store.put_events("m", [("e", "deferred")], now=T0, ttl_seconds=5)
+    await store.put_events("m", [("e", "active")], now=T0 + 4, ttl_seconds=5, counted=False)
+    assert (await store.log_bounds("m")).decisions == 1
+    assert await store.pending_count("m") == 1
+    found = await store.peek_event("m", "e", now=T0 + 8)  # past the first deadline
+    assert (found.status, found.payload) == ("pending", "active")
+    await store.put_events("m", [("f", "p"), ("g", "q")], now=T0, ttl_seconds=5)
+    assert (await store.log_bounds("m")).decisions == 3
