@@ -11,7 +11,9 @@ a context of 3 features, candidates of 3 features, Personalizer-style JSON); the
 interleaved round by round:
 
 * ``predict``: one context per request (the classification model);
-* ``rank_10``: 10 candidates per request; ``rank_256``: 256 candidates per request.
+* ``rank_10``: 10 candidates per request; ``rank_256``: 256 candidates per request;
+* ``raw``: the ASGI ceiling of ``benchmarks.service_http`` (a bare ASGI app on its own
+  uvicorn worker that reads the predict body, ``orjson.loads`` it and answers a constant).
 
 wrk sends one body over and over, so these candidates recur as a catalogue's items do:
 the served model encodes each candidate's features once per snapshot.  The learner-alone
@@ -23,7 +25,7 @@ per CPU-second of the process (the figure a busy machine does not distort), and 
 of a 256-candidate rank.
 
 Goals (issue 26): rank_10 >= 0.7x predict's req/s; rank_256 p99 <= 5 ms on one worker;
->= 2,000 learns of 10-candidate decisions per second.
+>= 2,000 learns of 10-candidate decisions per second.  Issue 29: rank_10 >= 0.35x raw.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ import numpy as np
 from benchmarks._http_load import MODEL, run_wrk, start_server, wrk_script
 
 PORT = 18091
+RAW_PORT = 18092
 CONTEXT = [float(v) for v in np.linspace(-1.0, 1.0, 16)]
 
 
@@ -112,6 +115,7 @@ def learner_figures(repeats: int = 2000) -> dict[str, float]:
 async def http_figures(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     env = {"BANDITREE_DATA_DIR": str(work / "data"), "BANDITREE_LOG_LEVEL": "warning"}
     server = start_server("service.main:create_app_from_env", env, PORT)
+    raw = start_server("benchmarks._http_load:raw_app", {}, RAW_PORT)
     base = f"http://127.0.0.1:{PORT}/v1/models"
     rng = random.Random(1)
     try:
@@ -132,18 +136,24 @@ async def http_figures(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             "predict": (f"{base}/bench/predict", wrk_script(work, {"context": CONTEXT})),
             "rank_10": (f"{base}/rank/rank", wrk_script(work, _request(rng, 10), "rank10")),
             "rank_256": (f"{base}/rank/rank", wrk_script(work, _request(rng, 256), "rank256")),
+            "raw": (
+                f"http://127.0.0.1:{RAW_PORT}/v1/models/bench/predict",
+                wrk_script(work, {"context": CONTEXT}, "raw"),
+            ),
         }
+        pids = {row: raw.pid if row == "raw" else server.pid for row in scripts}
         for url, script in scripts.values():  # warm-up
             await run_wrk(url, script, 1, args.connections)
         runs: dict[str, list[dict[str, float]]] = {}
         for _ in range(args.rounds):
             for row, (url, script) in scripts.items():
-                figures = await run_wrk(url, script, args.seconds, args.connections, server.pid)
+                figures = await run_wrk(url, script, args.seconds, args.connections, pids[row])
                 runs.setdefault(row, []).append(figures)
         p99_one = await run_wrk(*scripts["rank_256"], args.seconds, 1, server.pid)
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        for process in (server, raw):
+            process.terminate()
+            process.wait(timeout=30)
     result: dict[str, Any] = {
         row: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for row, rs in runs.items()
     }
@@ -153,6 +163,10 @@ async def http_figures(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         / result["predict"]["requests_per_second"],
         "rank_10_vs_predict_per_cpu": result["rank_10"]["requests_per_cpu_second"]
         / result["predict"]["requests_per_cpu_second"],
+        "rank_10_vs_raw": result["rank_10"]["requests_per_second"]
+        / result["raw"]["requests_per_second"],
+        "rank_10_vs_raw_per_cpu": result["rank_10"]["requests_per_cpu_second"]
+        / result["raw"]["requests_per_cpu_second"],
     }
     return result
 
@@ -174,6 +188,7 @@ async def main() -> None:
         print(f"{row:26s}", ", ".join(f"{k} {v:,.2f}" for k, v in cells.items()))
     print(
         f"rank_10 / predict {figures['http']['ratios']['rank_10_vs_predict']:.2f} (goal >= 0.70); "
+        f"rank_10 / raw {figures['http']['ratios']['rank_10_vs_raw']:.2f} (goal >= 0.35); "
         f"rank_256 p99 on one connection {figures['http']['rank_256_one_connection']['p99_ms']:.2f}"
         f" ms (goal <= 5); learns of 10-candidate decisions "
         f"{figures['learner']['learn_10_per_second']:,.0f}/s, "

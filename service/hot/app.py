@@ -34,7 +34,7 @@ class ServiceApp(FastAPI):
         store_budget_seconds: float | None,
         hot: bool = True,
     ) -> None:
-        """Put the front in front of FastAPI; with ``hot`` it answers predict and feedback."""
+        """Put the front in front of FastAPI; with ``hot`` it answers predict, feedback and rank."""
         self._front = ServiceHttp(
             self._fastapi,
             auth=auth,

@@ -1,8 +1,9 @@
 """Checked request bodies of the hot paths: no pydantic model per request.
 
-:func:`predict_body` and :func:`feedback_body` take the value ``orjson`` parsed and
-return the body only when :class:`~service.schemas.PredictCreate` (or
-:class:`~service.schemas.FeedbackCreate`) would accept it as it stands, with the same
+:func:`predict_body`, :func:`feedback_body` and :func:`rank_body` take the value
+``orjson`` parsed and return the body only when :class:`~service.schemas.PredictCreate`
+(:class:`~service.schemas.FeedbackCreate`,
+:class:`~service.routes.ranking.RankCreate`) would accept it as it stands, with the same
 values (integers of a context become floats, as under the schema).  The shape of a body
 is checked by hand, its contexts by compiled validators of plain lists (the schema's
 own ``Context`` type in a ``TypeAdapter``: no model instance, and faster than a loop in
@@ -19,6 +20,9 @@ from typing import Annotated, Any
 
 from pydantic import Field, TypeAdapter, ValidationError
 
+from banditree.ranking import MAX_CANDIDATES
+from banditree.ranking.inputs import MAX_ID_LENGTH as MAX_CANDIDATE_ID
+from service.runtime.ranking import MAX_EVENT_ID_LENGTH
 from service.schemas import MAX_BATCH_LENGTH, Context
 
 _PREDICT_KEYS = frozenset({"context", "contexts", "default_action", "default_actions"})
@@ -149,3 +153,71 @@ def feedback_body(data: Any) -> FeedbackBody | None:
     if "loss" in data:
         return FeedbackBody(event_id, number, None, None)
     return FeedbackBody(event_id, None, number, None)
+
+
+#: the keys of a rank body (:class:`~service.routes.ranking.RankCreate`)
+_RANK_KEYS = frozenset({"context", "actions", "excluded_actions", "event_id", "defer_activation"})
+_CANDIDATE_KEYS = frozenset({"id", "features"})
+
+
+class RankBody:
+    """A checked rank body: the context, ``(id, features)`` of each candidate, the
+    excluded ids, the caller's event id and whether activation is deferred."""
+
+    __slots__ = ("actions", "context", "defer_activation", "event_id", "excluded_actions")
+
+    def __init__(
+        self,
+        context: Any,
+        actions: list[tuple[str, Any]],
+        excluded_actions: list[str],
+        event_id: str | None,
+        defer_activation: bool,
+    ) -> None:
+        self.context = context
+        self.actions = actions
+        self.excluded_actions = excluded_actions
+        self.event_id = event_id
+        self.defer_activation = defer_activation
+
+
+def _features(value: Any) -> bool:
+    """Features as the schema takes them: null, an object, or a list of objects."""
+    kind = type(value)
+    return value is None or kind is dict or (kind is list and all(type(v) is dict for v in value))
+
+
+def rank_body(data: Any) -> RankBody | None:
+    """The rank body ``data`` when the schema takes it as it stands, else None."""
+    if type(data) is not dict or not _RANK_KEYS.issuperset(data):
+        return None
+    context, actions = data.get("context"), data.get("actions")
+    if not _features(context) or type(actions) is not list:
+        return None
+    if not 1 <= len(actions) <= MAX_CANDIDATES:
+        return None
+    candidates: list[tuple[str, Any]] = []
+    append = candidates.append
+    for action in actions:
+        if type(action) is not dict or not _CANDIDATE_KEYS.issuperset(action):
+            return None
+        action_id, features = action.get("id"), action.get("features")
+        if type(action_id) is not str or not 0 < len(action_id) <= MAX_CANDIDATE_ID:
+            return None
+        if features is not None and type(features) is not dict and not _features(features):
+            return None
+        append((action_id, features))
+    excluded = data.get("excluded_actions", [])
+    if type(excluded) is not list or len(excluded) > MAX_CANDIDATES:
+        return None
+    if not all(type(e) is str for e in excluded):
+        return None
+    event_id = data.get("event_id")
+    if event_id is not None and (
+        type(event_id) is not str or not 0 < len(event_id) <= MAX_EVENT_ID_LENGTH
+    ):
+        return None
+    defer = data.get("defer_activation", False)
+    if type(defer) is not bool:
+        return None
+    return RankBody(context, candidates, excluded, event_id, defer)

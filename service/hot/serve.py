@@ -1,13 +1,13 @@
-"""Predict and feedback answered in the app's outermost layer, before FastAPI.
+"""Predict, feedback and rank answered in the app's outermost layer, before FastAPI.
 
 FastAPI's own machinery per request (its error and telemetry middleware, routing,
 dependency resolution, a pydantic model per body, response classes) costs several
-times a whole decision.  :class:`HotPaths` answers ``POST /v1/models/{name}/predict``
-and ``/feedback`` with a declared-length JSON body itself, after
+times a whole decision.  :class:`HotPaths` answers ``POST /v1/models/{name}/predict``,
+``/feedback`` and ``/rank`` with a declared-length JSON body itself, after
 :class:`~service.http_middleware.ServiceHttp` checked the API key and the body bound
 and while it times, counts and logs the request: the body is parsed by ``orjson`` and
-checked by hand (:mod:`service.hot.parse`), the route's own :func:`decide` or
-:func:`give_feedback` answers it, and an error it raises gets the answer of the app's
+checked by hand (:mod:`service.hot.parse`), the route's own :func:`decide`,
+:func:`give_feedback` or :func:`rank_answer` answers it, and an error it raises gets the answer of the app's
 handlers (:func:`~service.errors.error_answer`).
 
 A request these paths do not take as it stands (another content type, a chunked body,
@@ -29,21 +29,24 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.deps import MODEL_NAME_PATTERN
 from service.errors import error_answer
-from service.hot.parse import PredictBody, feedback_body, predict_body
+from service.hot.parse import PredictBody, RankBody, feedback_body, predict_body, rank_body
 from service.routes.decisions import decide, give_feedback
+from service.routes.ranking import rank_answer
 
 #: route templates the hot paths answer (the ``route`` label of the HTTP metrics)
 PREDICT_ROUTE = "/v1/models/{name}/predict"
 FEEDBACK_ROUTE = "/v1/models/{name}/feedback"
-_TEMPLATES = {"predict": PREDICT_ROUTE, "feedback": FEEDBACK_ROUTE}
-_PATH = re.compile("/v1/models/(" + MODEL_NAME_PATTERN.strip("^$") + ")/(predict|feedback)")
+RANK_ROUTE = "/v1/models/{name}/rank"
+_TEMPLATES = {"predict": PREDICT_ROUTE, "feedback": FEEDBACK_ROUTE, "rank": RANK_ROUTE}
+_PATH = re.compile("/v1/models/(" + MODEL_NAME_PATTERN.strip("^$") + ")/(predict|feedback|rank)")
+_PARSERS = {"predict": predict_body, "feedback": feedback_body, "rank": rank_body}
 _JSON = (b"content-type", b"application/json")
 
 
 def hot_route(scope: Scope) -> tuple[str, str] | None:
     """``(operation, model name)`` of a request the hot paths can take, else None.
 
-    Taken: ``POST`` to a predict or feedback path with a valid model name and a body of
+    Taken: ``POST`` to a predict, feedback or rank path with a valid model name and a body of
     declared length declared as ``application/json``.
     """
     if scope["method"] != "POST":
@@ -95,7 +98,7 @@ def _replay(body: bytes, receive: Receive) -> Receive:
 
 
 class HotPaths:
-    """Predict and feedback of the app whose ``state`` they read; ``route`` is the app's
+    """Predict, feedback and rank of the app whose ``state`` they read; ``route`` is the app's
     FastAPI layer, which answers what they do not take."""
 
     def __init__(self, state: State, route: ASGIApp) -> None:
@@ -114,7 +117,7 @@ class HotPaths:
     async def serve(
         self, scope: Scope, receive: Receive, send: Send, operation: str, name: str
     ) -> None:
-        """Answer the ``operation`` (predict or feedback) of model ``name``."""
+        """Answer the ``operation`` (predict, feedback or rank) of model ``name``."""
         body = await _read_body(receive)
         if body is None:
             return  # nobody to answer
@@ -122,13 +125,15 @@ class HotPaths:
             data: Any = orjson.loads(body)
         except orjson.JSONDecodeError:
             data = None  # the route's parser words the refusal
-        parsed = predict_body(data) if operation == "predict" else feedback_body(data)
+        parsed = _PARSERS[operation](data)
         if parsed is None:
             await self.route(scope, _replay(body, receive), send)
             return
         try:
             if isinstance(parsed, PredictBody):
                 content = await decide(self.state, name, parsed)
+            elif isinstance(parsed, RankBody):
+                content = await rank_answer(self.state, name, parsed)
             else:
                 await give_feedback(self.state, name, parsed)
                 content = orjson.dumps({"status": "accepted", "event_id": parsed.event_id})

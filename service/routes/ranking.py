@@ -13,10 +13,12 @@ import orjson
 from fastapi import APIRouter, Path, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.datastructures import State
 
 from banditree.core import Decision
 from banditree.ranking import MAX_CANDIDATES
 from service.deps import ModelName
+from service.hot.parse import RankBody
 from service.registry import ModelRegistry
 from service.runtime.ranking import MAX_EVENT_ID_LENGTH, activate, played_id, rank
 
@@ -85,18 +87,17 @@ def ranking_list(decision: Decision) -> list[dict[str, Any]]:
     return out
 
 
-@router.post("/{name}/rank", responses={200: {"model": RankPublic}})
-async def rank_route(name: ModelName, body: RankCreate, request: Request) -> Response:
-    """Rank 1 to 256 candidates for a context; the answer names the one to show.
-
-    The decision (with every candidate and its features) waits for its reward at
-    ``POST .../feedback``.
-    """
-    registry: ModelRegistry = request.app.state.registry
+async def rank_answer(state: State, name: str, body: RankCreate | RankBody) -> bytes:
+    """The JSON answer of a rank: the route and the hot path (:mod:`service.hot`)."""
+    registry: ModelRegistry = state.registry
     runtime = await registry.get(name)
+    if isinstance(body, RankBody):
+        actions = body.actions
+    else:
+        actions = [(a.id, a.features) for a in body.actions]
     decision, logged = await rank(
-        runtime, body.context, [(a.id, a.features) for a in body.actions],
-        excluded=body.excluded_actions, event_id=body.event_id, defer=body.defer_activation,
+        runtime, body.context, actions, excluded=body.excluded_actions,
+        event_id=body.event_id, defer=body.defer_activation,
     )  # fmt: skip
     content: dict[str, Any] = {
         "event_id": decision.event_id,
@@ -106,7 +107,18 @@ async def rank_route(name: ModelName, body: RankCreate, request: Request) -> Res
     }
     if not logged:
         content["logged"] = False
-    return Response(orjson.dumps(content), media_type="application/json")
+    return orjson.dumps(content)
+
+
+@router.post("/{name}/rank", responses={200: {"model": RankPublic}})
+async def rank_route(name: ModelName, body: RankCreate, request: Request) -> Response:
+    """Rank 1 to 256 candidates for a context; the answer names the one to show.
+
+    The decision (with every candidate and its features) waits for its reward at
+    ``POST .../feedback``.  Requests with a JSON body are usually answered by the hot
+    path in front of the app (:mod:`service.hot`), which runs the same :func:`rank_answer`.
+    """
+    return Response(await rank_answer(request.app.state, name, body), media_type="application/json")
 
 
 class ActivatePublic(BaseModel):
