@@ -167,7 +167,12 @@ class RankingLearner:
         uniform: float | None = None,
     ) -> tuple[int, FloatArray, int]:
         """``(chosen, pmf, greedy)`` for checked arrays (:meth:`rank` without its record)."""
-        s = self.scores(context, actions, ids)
+        return self.pick(self.scores(context, actions, ids), event_id, uniform=uniform)
+
+    def pick(
+        self, s: FloatArray, event_id: str, *, uniform: float | None = None
+    ) -> tuple[int, FloatArray, int]:
+        """``(chosen, pmf, greedy)`` from the candidates' scores ``s`` (:meth:`scores`)."""
         pmf = self._explorer(s, self.n_learned)
         if uniform is None:
             uniform = event_uniforms(self.config.seed, event_id)[0]

@@ -26,7 +26,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import orjson
 
 from banditree.core import Decision, Feedback
 from banditree.explore import event_uniforms, sample_action
@@ -36,10 +35,8 @@ from banditree.learners.config import LearnerConfig
 from banditree.learners.ranking_options import AUTO_CROSS_FEATURES, MAX_SIDE_WIDTH
 from banditree.ranking.inputs import as_features, check_actions, infer_or_none
 from banditree.ranking.learner import MAX_CANDIDATES, RankingConfig, RankingLearner
+from banditree.ranking.served import ServedScorer
 
-#: bytes of encoded candidates kept for the served view (cleared when the encoders
-#: publish, or when full): a bound per model, whatever the encoded width
-SERVED_CACHE_BYTES = 1 << 20
 #: a reward is in [-1, 1] (Personalizer's range), so a loss (1 - reward) is in [0, 2]
 LOSS_BOUNDS = (0.0, 2.0)
 
@@ -59,7 +56,7 @@ class RankingModel(Learner):
         self.context_encoder: FeatureEncoder | None = None
         self.action_encoder: FeatureEncoder | None = None
         self.core: RankingLearner | None = None
-        self._served_rows: dict[bytes, np.ndarray] = {}
+        self._scorer: ServedScorer | None = None  # of the current state, made when ranking
         declared = (self.options.context_features, self.options.action_features)
         if declared[0] is not None and declared[1] is not None:
             self._setup(*declared)
@@ -86,7 +83,7 @@ class RankingModel(Learner):
         )  # fmt: skip
         self.context_encoder = None if context is None else FeatureEncoder(context)
         self.action_encoder = None if action is None else FeatureEncoder(action)
-        self._served_rows = {}
+        self._scorer = None
 
     def _infer_schemas(
         self, context: Mapping[str, Any], features: Sequence[Mapping[str, Any]]
@@ -148,8 +145,8 @@ class RankingModel(Learner):
             chosen = sample_action(pmf, u)
             probabilities, greedy = [float(p) for p in pmf], 0
         else:
-            c, a = self._encode(ctx, features, served=True)
-            chosen, pmf, greedy = self.core.choose(c, a, eid, ids, uniform=uniform)
+            scores = self._served().scores(ctx, ids, features)
+            chosen, pmf, greedy = self.core.pick(scores, eid, uniform=uniform)
             probabilities = pmf.tolist()
         ranking: dict[str, Any] = {
             "context": ctx,
@@ -169,9 +166,18 @@ class RankingModel(Learner):
             explored=chosen != greedy, ranking=ranking,
         )  # fmt: skip
 
+    def _served(self) -> ServedScorer:
+        """The scorer of the current state (made again after a learn or a load): what
+        recurs from call to call, such as a catalogue's candidates, is worked out once."""
+        if self._scorer is None:
+            assert self.core is not None
+            self._scorer = ServedScorer(self.core, self.context_encoder, self.action_encoder)
+        return self._scorer
+
     def _encode(
         self, context: Mapping[str, Any], features: Sequence[Mapping[str, Any]], served: bool
     ) -> tuple[np.ndarray, np.ndarray]:
+        """The encoded context and candidates (``served``: by the published encoders)."""
         n = len(features)
         c = (
             np.zeros(0)
@@ -181,27 +187,8 @@ class RankingModel(Learner):
         if self.action_encoder is None:
             return c, np.zeros((n, 0))
         enc = self.action_encoder
-        if not served:
-            rows = [enc.encode(f, False, f"actions[{i}].features") for i, f in enumerate(features)]
-            return c, np.stack(rows)
-        # the served view is fixed until the next publish: candidates that recur (a
-        # catalogue's items) are encoded once
-        cache = self._served_rows
-        out = np.empty((n, enc.width))
-        for i, f in enumerate(features):
-            try:
-                key = orjson.dumps(f, option=orjson.OPT_SORT_KEYS)
-            except TypeError:
-                key = None
-            row = cache.get(key) if key is not None else None
-            if row is None:
-                row = enc.encode(f, True, f"actions[{i}].features")
-                if key is not None:
-                    if len(cache) * enc.width * 8 >= SERVED_CACHE_BYTES:
-                        cache.clear()
-                    cache[key] = row
-            out[i] = row
-        return c, out
+        rows = [enc.encode(f, served, f"actions[{i}].features") for i, f in enumerate(features)]
+        return c, np.stack(rows)
 
     def scores(
         self, context: Any, features: Sequence[Any], ids: Sequence[str] | None = None
@@ -270,7 +257,7 @@ class RankingModel(Learner):
         for encoder in (self.context_encoder, self.action_encoder):
             if encoder is not None:
                 encoder.publish()
-        self._served_rows.clear()
+        self._scorer = None
         self._count_feedback(feedback)
         return changed
 

@@ -128,7 +128,8 @@ def test_the_served_encoding_cache_changes_no_decision() -> None:
     for t in range(60):
         context = {"user": {"name": rng.choice(["ann", "bob"])}}
         model.rank({"user": {"name": "cy"}}, catalogue, f"warm{t}")  # type: ignore[attr-defined]
-        assert len(model._served_rows) == (8 if model.core is not None else 0)  # type: ignore[attr-defined]
+        scorer = model._scorer  # type: ignore[attr-defined]
+        assert (0 if scorer is None else len(scorer._rows)) == (8 if model.core else 0)
         d = model.rank(context, catalogue, f"e{t}")  # type: ignore[attr-defined]  (cache hits)
         cold = restore_learner(*model.state())  # the same model, nothing cached
         assert cold.rank(context, catalogue, f"e{t}").ranking == d.ranking  # type: ignore[attr-defined]
