@@ -63,7 +63,8 @@ def test_served_decisions_are_the_learners_for_the_same_event_ids(config: dict[s
         d = model.rank(context, actions, f"e{t}")
         if model.core is not None:
             chosen, pmf, greedy, scores = _reference(model, context, actions, f"e{t}")
-            served = model._served().scores(dict(context[0], **context[1]), *zip(*actions))
+            ids, features = [a for a, _ in actions], [f for _, f in actions]
+            served = model._served().scores(dict(context[0], **context[1]), ids, features)
             np.testing.assert_allclose(served, scores, rtol=1e-12, atol=1e-12)
             if _tied(scores):  # broken by rounding either way (the served scorer: first)
                 assert scores[d.greedy_action] >= scores.max() - 1e-9
