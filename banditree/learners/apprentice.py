@@ -27,6 +27,96 @@ Mode = Literal["apprentice", "online"]
 MODES: tuple[str, ...] = ("apprentice", "online")
 
 
+def check_mode(mode: str) -> Mode:
+    """``mode`` when it is one of :data:`MODES`; else :class:`InvalidInput`."""
+    if mode not in MODES:
+        raise InvalidInput("mode", f"must be one of {MODES}, got {mode!r}")
+    return cast(Mode, mode)
+
+
+class AgreementTracker:
+    """How often a learner's greedy choice agrees with the default it played, and both
+    rewards as it estimates them, over the apprentice decisions learned from.
+
+    A decision played in apprentice mode carries ``extras`` ``apprentice`` (1.0),
+    ``own_estimate`` and ``default_estimate``; ``greedy_action`` is the learner's own
+    choice and ``action`` the default.  Counted at learn time, not at decision time: the
+    process that learns (and checkpoints) a model is not always the one that decided.
+    """
+
+    def __init__(self, window: int = 500) -> None:
+        if window < 1:
+            raise ValueError(f"agreement_window must be >= 1, got {window}")
+        self.window = window
+        self._compared = 0
+        self._agreed = 0
+        self._recent_agreement = 0.0  # exponential average, bias-corrected when read
+        self._own_estimate_sum = 0.0
+        self._default_estimate_sum = 0.0
+        self._default_feedback = 0
+        self._default_reward_sum = 0.0
+
+    def learned(self, decision: Decision, feedback: Feedback) -> None:
+        """Count ``decision`` (learned with ``feedback``) when it was an apprentice's."""
+        if not decision.extras.get("apprentice") or feedback.loss is None:
+            return
+        agreed = decision.greedy_action == decision.action
+        self._compared += 1
+        self._agreed += int(agreed)
+        rate = 1.0 / self.window
+        self._recent_agreement += rate * (float(agreed) - self._recent_agreement)
+        self._own_estimate_sum += float(decision.extras.get("own_estimate", 0.0))
+        self._default_estimate_sum += float(decision.extras.get("default_estimate", 0.0))
+        self._default_feedback += 1
+        self._default_reward_sum += 1.0 - feedback.loss
+
+    def report(self) -> dict[str, float | int | None]:
+        """Agreement of the learner's greedy choice with the default, and reward estimates.
+
+        ``agreement_rate``: over every apprentice decision with feedback; ``recent_agreement_rate``:
+        exponentially weighted over about ``window`` decisions;
+        ``estimated_reward`` / ``default_estimated_reward``: the learner's mean predicted
+        reward of its own choice / of the default; ``default_observed_reward``: the mean
+        reward the default actually earned (``1 - loss``).
+        """
+        n = self._compared
+        decay = (1.0 - 1.0 / self.window) ** n
+        recent = self._recent_agreement / (1.0 - decay) if n else None
+        m = self._default_feedback
+        return {
+            "decisions_compared": n,
+            "agreement_rate": self._agreed / n if n else None,
+            "recent_agreement_rate": recent if recent is None or math.isfinite(recent) else None,
+            "estimated_reward": self._own_estimate_sum / n if n else None,
+            "default_estimated_reward": self._default_estimate_sum / n if n else None,
+            "default_feedback": m,
+            "default_observed_reward": self._default_reward_sum / m if m else None,
+        }
+
+    def state(self, mode: Mode) -> dict[str, Any]:
+        """The counters and ``mode``, as JSON (a checkpoint's ``apprentice`` entry)."""
+        return {
+            "mode": mode,
+            "compared": self._compared,
+            "agreed": self._agreed,
+            "recent_agreement": self._recent_agreement,
+            "own_estimate_sum": self._own_estimate_sum,
+            "default_estimate_sum": self._default_estimate_sum,
+            "default_feedback": self._default_feedback,
+            "default_reward_sum": self._default_reward_sum,
+        }
+
+    def load(self, saved: dict[str, Any]) -> None:
+        """Restore :meth:`state` output (the mode is the caller's)."""
+        self._compared = int(saved.get("compared", 0))
+        self._agreed = int(saved.get("agreed", 0))
+        self._recent_agreement = float(saved.get("recent_agreement", 0.0))
+        self._own_estimate_sum = float(saved.get("own_estimate_sum", 0.0))
+        self._default_estimate_sum = float(saved.get("default_estimate_sum", 0.0))
+        self._default_feedback = int(saved.get("default_feedback", 0))
+        self._default_reward_sum = float(saved.get("default_reward_sum", 0.0))
+
+
 class Apprentice(Learner):
     """Wraps a classification learner; decides with the caller's default while apprenticed.
 
@@ -45,21 +135,12 @@ class Apprentice(Learner):
     ) -> None:
         if inner.task != "classification":
             raise ValueError("apprentice mode is for classification models (actions to agree on)")
-        if agreement_window < 1:
-            raise ValueError(f"agreement_window must be >= 1, got {agreement_window}")
+        self._agreement = AgreementTracker(agreement_window)
         self.inner = inner
         self.task, self.n_features, self.n_actions = inner.task, inner.n_features, inner.n_actions
         self.seed = inner.seed
         self.agreement_window = agreement_window
-        self._mode: Mode = "apprentice"
-        self.set_mode(mode)
-        self._compared = 0
-        self._agreed = 0
-        self._recent_agreement = 0.0  # exponential average, bias-corrected when read
-        self._own_estimate_sum = 0.0
-        self._default_estimate_sum = 0.0
-        self._default_feedback = 0
-        self._default_reward_sum = 0.0
+        self._mode: Mode = check_mode(mode)
 
     @property
     def mode(self) -> Mode:
@@ -67,9 +148,7 @@ class Apprentice(Learner):
 
     def set_mode(self, mode: str) -> None:
         """Switch between ``apprentice`` and ``online``; the learned state is kept."""
-        if mode not in MODES:
-            raise InvalidInput("mode", f"must be one of {MODES}, got {mode!r}")
-        self._mode = mode  # type: ignore[assignment]
+        self._mode = check_mode(mode)
 
     # -- deciding --------------------------------------------------------------------
     def act(
@@ -138,30 +217,13 @@ class Apprentice(Learner):
         """:meth:`act_batch` held column by column."""
         return DecisionColumns.from_decisions(self.act_batch(contexts, event_ids, default_actions))
 
-    def _track(self, agreed: bool, own_estimate: float, default_estimate: float) -> None:
-        self._compared += 1
-        self._agreed += int(agreed)
-        rate = 1.0 / self.agreement_window
-        self._recent_agreement += rate * (float(agreed) - self._recent_agreement)
-        self._own_estimate_sum += float(own_estimate)
-        self._default_estimate_sum += float(default_estimate)
-
     # -- learning (the inner learner's) ----------------------------------------------
     def check(self, decision: Decision, feedback: Feedback) -> None:
         self.inner.check(decision, feedback)
 
     def learn(self, decision: Decision, feedback: Feedback) -> bool:
         changed = self.inner.learn(decision, feedback)
-        if decision.extras.get("apprentice") and feedback.loss is not None:
-            # counted here, not at act: the process that learns (and checkpoints) the
-            # model is not always the one that decided
-            self._track(
-                decision.greedy_action == decision.action,
-                decision.extras.get("own_estimate", 0.0),
-                decision.extras.get("default_estimate", 0.0),
-            )
-            self._default_feedback += 1
-            self._default_reward_sum += 1.0 - feedback.loss
+        self._agreement.learned(decision, feedback)
         return changed
 
     def predict(self, contexts: FloatArray) -> FloatArray:
@@ -193,51 +255,17 @@ class Apprentice(Learner):
 
     # -- what it reports -------------------------------------------------------------
     def agreement(self) -> dict[str, float | int | None]:
-        """Agreement of the learner's greedy choice with the default, and reward estimates.
-
-        ``agreement_rate``: over every apprentice decision with feedback; ``recent_agreement_rate``:
-        exponentially weighted over about ``agreement_window`` decisions;
-        ``estimated_reward`` / ``default_estimated_reward``: the learner's mean predicted
-        reward of its own choice / of the default; ``default_observed_reward``: the mean
-        reward the default actually earned (``1 - loss``).
-        """
-        n = self._compared
-        decay = (1.0 - 1.0 / self.agreement_window) ** n
-        recent = self._recent_agreement / (1.0 - decay) if n else None
-        m = self._default_feedback
-        return {
-            "decisions_compared": n,
-            "agreement_rate": self._agreed / n if n else None,
-            "recent_agreement_rate": recent if recent is None or math.isfinite(recent) else None,
-            "estimated_reward": self._own_estimate_sum / n if n else None,
-            "default_estimated_reward": self._default_estimate_sum / n if n else None,
-            "default_feedback": m,
-            "default_observed_reward": self._default_reward_sum / m if m else None,
-        }
+        """:meth:`AgreementTracker.report` of this model's apprentice decisions."""
+        return self._agreement.report()
 
     # -- state -----------------------------------------------------------------------
     def state(self) -> tuple[Tensors, dict[str, Any]]:
         tensors, meta = self.inner.state()
-        meta["apprentice"] = {
-            "mode": self._mode,
-            "compared": self._compared,
-            "agreed": self._agreed,
-            "recent_agreement": self._recent_agreement,
-            "own_estimate_sum": self._own_estimate_sum,
-            "default_estimate_sum": self._default_estimate_sum,
-            "default_feedback": self._default_feedback,
-            "default_reward_sum": self._default_reward_sum,
-        }
+        meta["apprentice"] = self._agreement.state(self._mode)
         return tensors, meta
 
     def load_state(self, tensors: Tensors, meta: dict[str, Any]) -> None:
         self.inner.load_state(tensors, meta)
         saved = meta.get("apprentice") or {}
         self.set_mode(str(saved.get("mode", "apprentice")))
-        self._compared = int(saved.get("compared", 0))
-        self._agreed = int(saved.get("agreed", 0))
-        self._recent_agreement = float(saved.get("recent_agreement", 0.0))
-        self._own_estimate_sum = float(saved.get("own_estimate_sum", 0.0))
-        self._default_estimate_sum = float(saved.get("default_estimate_sum", 0.0))
-        self._default_feedback = int(saved.get("default_feedback", 0))
-        self._default_reward_sum = float(saved.get("default_reward_sum", 0.0))
+        self._agreement.load(saved)
