@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any, Literal, cast
+from typing import Any, Literal, Protocol, cast
 
 import numpy as np
 
@@ -32,6 +32,25 @@ def check_mode(mode: str) -> Mode:
     if mode not in MODES:
         raise InvalidInput("mode", f"must be one of {MODES}, got {mode!r}")
     return cast(Mode, mode)
+
+
+class ApprenticeModel(Protocol):
+    """A model created in apprentice mode (:class:`Apprentice`, or a ranking model
+    created with ``mode: apprentice``): its mode switch and its agreement figures."""
+
+    @property
+    def mode(self) -> Mode: ...
+
+    def set_mode(self, mode: str) -> None: ...
+
+    def agreement(self) -> dict[str, float | int | None]: ...
+
+
+def apprentice_model(learner: Learner) -> ApprenticeModel | None:
+    """``learner`` when it was created in apprentice mode (whatever its mode now), else None."""
+    if isinstance(learner, Apprentice) or getattr(learner, "apprentice_created", False):
+        return cast(ApprenticeModel, learner)
+    return None
 
 
 class AgreementTracker:

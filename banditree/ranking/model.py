@@ -30,9 +30,11 @@ import numpy as np
 from banditree.core import Decision, Feedback
 from banditree.explore import event_uniforms, sample_action
 from banditree.features import FeatureEncoder, FeatureSchema, InvalidInput
+from banditree.learners.apprentice import AgreementTracker, Mode, check_mode
 from banditree.learners.base import Learner, Tensors
 from banditree.learners.config import LearnerConfig
 from banditree.learners.ranking_options import AUTO_CROSS_FEATURES, MAX_SIDE_WIDTH
+from banditree.ranking.apprentice import play_baseline
 from banditree.ranking.inputs import as_features, check_actions, infer_or_none
 from banditree.ranking.learner import MAX_CANDIDATES, RankingConfig, RankingLearner
 from banditree.ranking.served import ServedScorer
@@ -57,6 +59,10 @@ class RankingModel(Learner):
         self.action_encoder: FeatureEncoder | None = None
         self.core: RankingLearner | None = None
         self._scorer: ServedScorer | None = None  # of the current state, made when ranking
+        # created in apprentice mode: the baseline is played until switched to online
+        self.apprentice_created = config.mode == "apprentice"
+        self._mode: Mode = config.mode
+        self._agreement = AgreementTracker() if self.apprentice_created else None
         declared = (self.options.context_features, self.options.action_features)
         if declared[0] is not None and declared[1] is not None:
             self._setup(*declared)
@@ -106,9 +112,12 @@ class RankingModel(Learner):
         active: bool = True,
         slot: str | None = None,
         uniform: float | None = None,
+        baseline: str | None = None,
     ) -> Decision:
         """Choose one of ``actions`` (``(id, features)``) not in ``excluded``; ``uniform``
-        (in ``[0, 1)``) samples the choice instead of the event id's uniform.
+        (in ``[0, 1)``) samples the choice instead of the event id's uniform.  In
+        apprentice mode the ``baseline`` candidate is played (else the first one not
+        excluded: :func:`~banditree.ranking.apprentice.play_baseline`).
 
         Raises :class:`InvalidInput` naming the field: 1 to :data:`MAX_CANDIDATES`
         candidates, unique non-empty ids, features as objects, at least one candidate
@@ -123,6 +132,8 @@ class RankingModel(Learner):
         ids = [ids[i] for i in keep]
         features = [features[i] for i in keep]
         eid = self._next_event_id(event_id)
+        extras: dict[str, float] = {}
+        scores = None if self.core is None else self._served().scores(ctx, ids, features)
         if self.core is None:
             # no schema yet: uniform; refuse now what inference would refuse at learn time
             k = self.options.max_categories
@@ -139,13 +150,16 @@ class RankingModel(Learner):
                     encoder.encode(
                         obj, True, "context" if side == "context" else f"actions[{i}].features"
                     )
+        if self._mode == "apprentice":
+            chosen, probabilities, greedy, extras = play_baseline(ids, baseline, scores)
+        elif scores is None:
             n = len(ids)
             pmf = np.full(n, 1.0 / n)
             u = event_uniforms(self.seed, eid)[0] if uniform is None else uniform
             chosen = sample_action(pmf, u)
             probabilities, greedy = [float(p) for p in pmf], 0
         else:
-            scores = self._served().scores(ctx, ids, features)
+            assert self.core is not None
             chosen, pmf, greedy = self.core.pick(scores, eid, uniform=uniform)
             probabilities = pmf.tolist()
         ranking: dict[str, Any] = {
@@ -163,7 +177,7 @@ class RankingModel(Learner):
         return Decision(
             event_id=eid, context=(), model_version=self.version, action=chosen,
             propensity=probabilities[chosen], greedy_action=greedy,
-            explored=chosen != greedy, ranking=ranking,
+            explored=chosen != greedy and not extras, ranking=ranking, extras=extras,
         )  # fmt: skip
 
     def _served(self) -> ServedScorer:
@@ -258,8 +272,29 @@ class RankingModel(Learner):
             if encoder is not None:
                 encoder.publish()
         self._scorer = None
+        if self._agreement is not None:
+            self._agreement.learned(decision, feedback)
         self._count_feedback(feedback)
         return changed
+
+    # -- apprentice mode ----------------------------------------------------------------
+    @property
+    def mode(self) -> Mode:
+        """``apprentice`` (the baseline is played) or ``online``."""
+        return self._mode
+
+    def set_mode(self, mode: str) -> None:
+        """Switch a model created in apprentice mode to ``online`` (or back); what it
+        learned is kept."""
+        mode = check_mode(mode)
+        if self._agreement is None and mode == "apprentice":
+            raise InvalidInput("mode", "this model was created online")
+        self._mode = mode
+
+    def agreement(self) -> dict[str, float | int | None]:
+        """How often the model's own choice agrees with the baseline played, and both
+        rewards as it estimates them (:meth:`AgreementTracker.report`)."""
+        return (self._agreement or AgreementTracker()).report()
 
     # -- state ------------------------------------------------------------------------
     @property
@@ -276,6 +311,8 @@ class RankingModel(Learner):
 
     def state(self) -> tuple[Tensors, dict[str, Any]]:
         meta: dict[str, Any] = {"config": self.config(), **self._counter_state()}
+        if self._agreement is not None:
+            meta["apprentice"] = self._agreement.state(self._mode)
         tensors: Tensors = {}
         if self.core is not None:
             core_tensors, core_meta = self.core.state_tensors()
@@ -315,4 +352,8 @@ class RankingModel(Learner):
                         {k[len(prefix) :]: v for k, v in tensors.items() if k.startswith(prefix)},
                         meta[f"{name}_encoder"],
                     )
+        saved = meta.get("apprentice")
+        if self._agreement is not None and saved is not None:
+            self.set_mode(str(saved.get("mode", "apprentice")))
+            self._agreement.load(saved)
         self._load_counter_state(meta)

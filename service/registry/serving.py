@@ -6,7 +6,8 @@ import json
 import logging
 import time
 
-from banditree.learners import Apprentice, LearnerConfig, build_learner
+from banditree.learners import LearnerConfig, build_learner
+from banditree.learners.apprentice import ApprenticeModel, apprentice_model
 from service.checkpoint_restore import newest_valid_checkpoint
 from service.domain_errors import ModelNotFound, Unavailable
 from service.registry.base import RegistryBase
@@ -88,10 +89,11 @@ class ServingRegistry(RegistryBase):
                 await runtime.refresh_gauges(now)
             except Exception as err:
                 log.error("gauges of model %s: %s", runtime.name, err)
-            if isinstance(runtime.learner, Apprentice):
-                self._apprentice_gauges(runtime.name, runtime.learner)
+            apprenticed = apprentice_model(runtime.learner)
+            if apprenticed is not None:
+                self._apprentice_gauges(runtime.name, apprenticed)
 
-    def _apprentice_gauges(self, name: str, learner: Apprentice) -> None:
+    def _apprentice_gauges(self, name: str, learner: ApprenticeModel) -> None:
         figures = learner.agreement()
         metrics = self.metrics
         for key, series in (

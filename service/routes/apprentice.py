@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 from fastapi import APIRouter
 
 from banditree.learners import Apprentice
+from banditree.learners.apprentice import apprentice_model
 from service.deps import RuntimeDep
 from service.errors import ServiceError
 from service.routes.models import model_public
@@ -54,8 +55,8 @@ async def update_model(body: ModelUpdate, runtime: RuntimeDep) -> ModelPublic:
     The switch is saved as the newest checkpoint at once (the learner restarts from it and
     relearns any feedback logged after it), so every process and a restart keep the mode.
     """
-    learner = runtime.learner
-    if not isinstance(learner, Apprentice):
+    learner = apprentice_model(runtime.learner)
+    if learner is None:
         if body.mode == "online":
             return model_public(runtime)
         raise ServiceError(

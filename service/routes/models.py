@@ -9,7 +9,8 @@ from typing import Any
 import orjson
 from fastapi import APIRouter, Request, Response
 
-from banditree.learners import Apprentice, Learner, LearnerConfig
+from banditree.learners import Learner, LearnerConfig
+from banditree.learners.apprentice import apprentice_model
 from service.deps import ModelName, RegistryDep, RuntimeDep
 from service.errors import ServiceError
 from service.key_scope import SCOPE_STATE_KEY, visible
@@ -59,11 +60,12 @@ def model_public(runtime: ModelRuntime) -> ModelPublic:
 
 def apprentice_public(learner: Learner) -> dict[str, Any]:
     """``mode`` and, for an apprentice-mode learner, its agreement figures."""
-    if not isinstance(learner, Apprentice):
+    apprenticed = apprentice_model(learner)
+    if apprenticed is None:
         return {}
     return {
-        "mode": learner.mode,
-        "apprentice": ApprenticePublic.model_validate(learner.agreement()),
+        "mode": apprenticed.mode,
+        "apprentice": ApprenticePublic.model_validate(apprenticed.agreement()),
     }
 
 

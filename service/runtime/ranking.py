@@ -155,6 +155,7 @@ async def rank_slots(
             decision = model.rank(
                 slot_context, actions, slot_event_id(eid, len(filled)),
                 excluded=sorted(excluded), active=not defer, slot=slot.id,
+                baseline=slot.baseline,
             )  # fmt: skip
         except InvalidInput as err:
             field = err.field if err.field != "excluded_actions" else f"slots[{k}].excludedActions"

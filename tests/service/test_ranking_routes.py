@@ -264,7 +264,6 @@ async def test_ranking_routes_need_the_predict_role_on_the_model(
     ("body", "words"),
     [
         ({"task": "ranking", "n_actions": 3}, "n_actions is for classification"),
-        ({"task": "ranking", "mode": "apprentice"}, "apprentice"),
         ({"task": "ranking", "options": {"colour": 1}}, "options.colour"),
         ({"task": "ranking", "options": {"max_categories": 0}}, "options.max_categories"),
     ],

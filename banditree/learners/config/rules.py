@@ -69,8 +69,6 @@ def ranking_options(config: Fields) -> RankingOptions:
         raise ValueError(
             "n_actions is for classification: a ranking model's candidates come with each call"
         )
-    if config.mode == "apprentice":
-        raise ValueError("mode apprentice is for classification models")
     try:
         options = RankingOptions.model_validate(config.options)
     except ValidationError as err:
