@@ -117,7 +117,8 @@ class ModelSection(Section):
         "online",
         description=(
             "online: the model decides; apprentice: it plays the caller's default_action "
-            "and learns from its feedback until switched online (classification)"
+            "(classification) or the baseline candidate (ranking) and learns from its "
+            "feedback until switched online"
         ),
     )
 
