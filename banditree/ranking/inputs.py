@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from banditree.features import FeatureSchema, InvalidInput, infer_schema
+from banditree.features import FeatureEncoder, FeatureSchema, InvalidInput, infer_schema
+from banditree.learners.ranking_options import MAX_SIDE_WIDTH
 from banditree.ranking.learner import MAX_CANDIDATES
 
 #: longest candidate id (characters)
@@ -64,3 +65,19 @@ def check_actions(actions: Sequence[tuple[str, Any]]) -> tuple[list[str], list[d
         ids.append(action_id)
         features.append(as_features(value, f"actions[{i}].features"))
     return ids, features
+
+
+def check_before_schema(
+    context: Mapping[str, Any], features: Sequence[Mapping[str, Any]], max_categories: int
+) -> None:
+    """Refuse now what inference would refuse at learn time (a model with no schema yet):
+    too many encoded columns, or values the inferred encoders refuse."""
+    for side, objs in (("context", [context]), ("actions", features)):
+        schema = infer_or_none(objs, max_categories)
+        if schema is None:
+            continue
+        if schema.width > MAX_SIDE_WIDTH:
+            raise InvalidInput(side, f"{schema.width} encoded columns, more than {MAX_SIDE_WIDTH}")
+        encoder = FeatureEncoder(schema)  # the values' checks of the encoder
+        for i, obj in enumerate(objs):
+            encoder.encode(obj, True, "context" if side == "context" else f"actions[{i}].features")

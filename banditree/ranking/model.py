@@ -35,8 +35,14 @@ from banditree.learners.base import Learner, Tensors
 from banditree.learners.config import LearnerConfig
 from banditree.learners.ranking_options import AUTO_CROSS_FEATURES, MAX_SIDE_WIDTH
 from banditree.ranking.apprentice import play_baseline
-from banditree.ranking.inputs import as_features, check_actions, infer_or_none
+from banditree.ranking.inputs import (
+    as_features,
+    check_actions,
+    check_before_schema,
+    infer_or_none,
+)
 from banditree.ranking.learner import MAX_CANDIDATES, RankingConfig, RankingLearner
+from banditree.ranking.model_state import export_ranking, load_ranking_state, ranking_state
 from banditree.ranking.served import ServedScorer
 
 #: a reward is in [-1, 1] (Personalizer's range), so a loss (1 - reward) is in [0, 2]
@@ -134,22 +140,8 @@ class RankingModel(Learner):
         eid = self._next_event_id(event_id)
         extras: dict[str, float] = {}
         scores = None if self.core is None else self._served().scores(ctx, ids, features)
-        if self.core is None:
-            # no schema yet: uniform; refuse now what inference would refuse at learn time
-            k = self.options.max_categories
-            for side, objs in (("context", [ctx]), ("actions", features)):
-                schema = infer_or_none(objs, k)
-                if schema is None:
-                    continue
-                if schema.width > MAX_SIDE_WIDTH:
-                    raise InvalidInput(
-                        side, f"{schema.width} encoded columns, more than {MAX_SIDE_WIDTH}"
-                    )
-                encoder = FeatureEncoder(schema)  # the values' checks of the encoder
-                for i, obj in enumerate(objs):
-                    encoder.encode(
-                        obj, True, "context" if side == "context" else f"actions[{i}].features"
-                    )
+        if self.core is None:  # no schema yet: uniform; refused now what inference would
+            check_before_schema(ctx, features, self.options.max_categories)
         if self._mode == "apprentice":
             chosen, probabilities, greedy, extras = play_baseline(ids, baseline, scores)
         elif scores is None:
@@ -302,58 +294,10 @@ class RankingModel(Learner):
         return 0 if self.core is None else self.core.version
 
     def export_model(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"kind": "ranking"}
-        for name, encoder in (("context", self.context_encoder), ("action", self.action_encoder)):
-            if encoder is not None:
-                out[f"{name}_features"] = encoder.schema.to_json()
-                out[f"{name}_columns"] = encoder.columns()
-        return out
+        return export_ranking(self)
 
     def state(self) -> tuple[Tensors, dict[str, Any]]:
-        meta: dict[str, Any] = {"config": self.config(), **self._counter_state()}
-        if self._agreement is not None:
-            meta["apprentice"] = self._agreement.state(self._mode)
-        tensors: Tensors = {}
-        if self.core is not None:
-            core_tensors, core_meta = self.core.state_tensors()
-            tensors.update({f"core.{k}": v for k, v in core_tensors.items()})
-            meta["core"] = core_meta
-            for name, encoder in (
-                ("context", self.context_encoder),
-                ("action", self.action_encoder),
-            ):
-                if encoder is None:
-                    meta[f"{name}_schema"] = None
-                    continue
-                enc_tensors, enc_meta = encoder.state()
-                tensors.update({f"{name}.{k}": v for k, v in enc_tensors.items()})
-                meta[f"{name}_schema"] = encoder.schema.to_json()
-                meta[f"{name}_encoder"] = enc_meta
-        return {k: np.ascontiguousarray(v, dtype=np.float64) for k, v in tensors.items()}, meta
+        return ranking_state(self)
 
     def load_state(self, tensors: Tensors, meta: dict[str, Any]) -> None:
-        if "core" in meta:
-            schemas = [
-                None if meta[key] is None else FeatureSchema.model_validate(meta[key])
-                for key in ("context_schema", "action_schema")
-            ]
-            self._setup(*schemas)
-            assert self.core is not None
-            self.core.load_state_tensors(
-                {k[5:]: v for k, v in tensors.items() if k.startswith("core.")}, meta["core"]
-            )
-            for name, encoder in (
-                ("context", self.context_encoder),
-                ("action", self.action_encoder),
-            ):
-                if encoder is not None:
-                    prefix = f"{name}."
-                    encoder.load_state(
-                        {k[len(prefix) :]: v for k, v in tensors.items() if k.startswith(prefix)},
-                        meta[f"{name}_encoder"],
-                    )
-        saved = meta.get("apprentice")
-        if self._agreement is not None and saved is not None:
-            self.set_mode(str(saved.get("mode", "apprentice")))
-            self._agreement.load(saved)
-        self._load_counter_state(meta)
+        load_ranking_state(self, tensors, meta)
