@@ -91,42 +91,56 @@ class ServedScorer:
         return out
 
     # -- the candidate part ----------------------------------------------------------
-    def _row(self, action_id: str, features: Mapping[str, Any], index: int) -> FloatArray:
+    def _rows_of(
+        self, ids: Sequence[str], features: Sequence[Mapping[str, Any]], which: list[int]
+    ) -> FloatArray:
+        """The rows of the candidates at the indices ``which``, worked out together."""
+        n, da = len(which), self._da
         enc = self.action_encoder
         if enc is None:
-            a = np.zeros(0)
+            a = np.zeros((n, 0))
         else:
-            a = enc.encode(features, True, f"actions[{index}].features")
-            if self._da:
-                a = np.clip((a - self._a_mean) / self._a_scale, -self._clip, self._clip)
-        row = np.empty(self._width)
-        row[: self._da] = a
+            a = np.stack([enc.encode(features[i], True, f"actions[{i}].features") for i in which])
+            if da:
+                a = np.minimum(
+                    np.maximum((a - self._a_mean) / self._a_scale, -self._clip), self._clip
+                )
+        rows = np.empty((n, self._width))
+        rows[:, :da] = a
         if self._tree:
-            row[self._nodes] = self._node_a @ a
-        row[-2] = self._w_a @ a
+            rows[:, self._nodes] = a @ self._node_a.T
+        rows[:, -2] = a @ self._w_a
         if self._plays is None:
-            row[-1] = 1.0
+            rows[:, -1] = 1.0
         else:
-            plays = self._plays[id_buckets([action_id])[0]]
-            row[-1] = plays / (plays + self._ramp)
-        return row
+            plays = self._plays[id_buckets([ids[i] for i in which])]
+            rows[:, -1] = plays / (plays + self._ramp)
+        return rows
 
     def _candidates(self, ids: Sequence[str], features: Sequence[Mapping[str, Any]]) -> FloatArray:
-        rows = self._rows
+        cache = self._rows
         out = np.empty((len(ids), self._width))
+        missed: list[int] = []
+        keys: list[tuple[str, bytes] | None] = []
         for i, (action_id, f) in enumerate(zip(ids, features, strict=True)):
             try:
                 key: tuple[str, bytes] | None = (action_id, orjson.dumps(f))
             except TypeError:  # not JSON (a library caller's object): encoded, not cached
                 key = None
-            row = rows.get(key) if key is not None else None
+            row = cache.get(key) if key is not None else None
             if row is None:
-                row = self._row(action_id, f, i)
+                missed.append(i)
+                keys.append(key)
+            else:
+                out[i] = row
+        if missed:  # new candidates: encoded one by one, the rest as one block
+            fresh = self._rows_of(ids, features, missed)
+            out[missed] = fresh
+            for key, row in zip(keys, fresh, strict=True):
                 if key is not None:
-                    if len(rows) >= self._max_rows:
-                        rows.clear()
-                    rows[key] = row
-            out[i] = row
+                    if len(cache) >= self._max_rows:
+                        cache.clear()
+                    cache[key] = row
         return out
 
     # -- scores ----------------------------------------------------------------------
