@@ -57,7 +57,9 @@ def test_an_extreme_first_loss_neither_sets_the_scale_nor_the_mean() -> None:
     losses = [1e100] + [1.0] * (WARMUP - 1)
     total, scale, warmup = _count(losses)
     assert scale == 1.0
-    assert (total + warmup_sum(warmup)) / len(losses) == pytest.approx((FACTOR + WARMUP - 1) / WARMUP)
+    assert (total + warmup_sum(warmup)) / len(losses) == pytest.approx(
+        (FACTOR + WARMUP - 1) / WARMUP
+    )
     # before the warmup ends the extreme value is clipped at the median of those so far
     assert _mean([1.0, 1e100]) == pytest.approx((1.0 + FACTOR) / 2)
 
