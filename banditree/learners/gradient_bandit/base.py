@@ -15,6 +15,7 @@ from banditree.learners.base import Learner
 from banditree.learners.drift import LossRiseDetector
 from banditree.learners.optim import RMSprop
 from banditree.learners.ridge import PerActionRidge
+from banditree.learners.ridge_challenger import RidgeChallenger
 from banditree.learners.robust import FeedbackClip
 from banditree.learners.standardize import RunningStandardizer
 from banditree.models.spec import ModelSpec, Params
@@ -60,6 +61,8 @@ class GradientBase(Learner):
     #: feedbacks whose update was dropped for not being finite
     _refused: int
     _detector: LossRiseDetector | None
+    #: after a signal, fresh ridges challenging the served one (None: off)
+    _challenger: RidgeChallenger | None
     #: rounds learned when the explorer's schedule last restarted (a detected change)
     _explore_origin: int
 

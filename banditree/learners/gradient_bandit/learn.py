@@ -117,6 +117,8 @@ class Learning(GradientBase):
         ridge = self._ridge
         if ridge is not None:
             ridge.restart(np.zeros((self.n_actions, self.n_features)), ridge.prior.copy())
+            if self._challenger is not None:
+                self._challenger.start(ridge)
 
     def _serve_ridge(self, params: Params) -> None:
         """Set ``params``' bias and linear term to what the ridge serves."""
@@ -137,7 +139,10 @@ class Learning(GradientBase):
         if self._ridge is not None:
             actions = [cast(int, d.action) for _, d, _ in self._buffer]
             rewards = [1.0 - cast(float, f.loss) for _, _, f in self._buffer]
-            self._ridge.update_rows(x, actions, rewards)
+            if self._challenger is not None:
+                self._challenger.update_rows(self._ridge, x, actions, rewards)
+            else:
+                self._ridge.update_rows(x, actions, rewards)
         self._buffer = []
         grads = self.model.gradients_batch(self._params, x, wrapped or upstreams, self._rng)
         if wrapped is not None:
