@@ -78,7 +78,11 @@ class Applied:
     changed: bool
 
 
-_NOT_LEARNED, _UNCHANGED, _CHANGED = Applied(False, False), Applied(True, False), Applied(True, True)
+_NOT_LEARNED, _UNCHANGED, _CHANGED = (
+    Applied(False, False),
+    Applied(True, False),
+    Applied(True, True),
+)
 
 
 def _skipped(entry: LogEntry, err: Exception) -> None:

@@ -22,7 +22,9 @@ from tests.learners.test_contract import (
 )
 
 
-def logged(kind: str, task: str, estimator: str | None, n: int = 120) -> list[tuple[Decision, Feedback]]:
+def logged(
+    kind: str, task: str, estimator: str | None, n: int = 120
+) -> list[tuple[Decision, Feedback]]:
     """Pairs a learner of this case decided and learned online, with refused ones mixed in."""
     actor = make(kind, task, estimator)
     x, labels = stream(n, seed=11)

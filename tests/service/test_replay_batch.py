@@ -71,7 +71,7 @@ def test_decode_entries_equals_decode_entry(
 def test_a_batch_that_is_not_json_is_read_entry_by_entry() -> None:
     log = entries(30)
     log[4] = LogEntry(log[4].offset, log[4].event_id, '{"uid": "u1", "decision": {', "{}", 1.0)
-    log[9] = LogEntry(log[9].offset, log[9].event_id, log[9].decision, '1, 2', 1.0)
+    log[9] = LogEntry(log[9].offset, log[9].event_id, log[9].decision, "1, 2", 1.0)
     expected = [decode_entry(e, uid=UID, default_loss=None) for e in log]
     assert decode_entries(log, uid=UID, default_loss=None) == expected
     assert expected[4] is None and expected[9] is None

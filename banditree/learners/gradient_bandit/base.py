@@ -78,8 +78,8 @@ class GradientBase(Learner):
             )
         )
         model = self.model
-        frozen = model.freeze_unprepared(self._params) if self._in_batch else model.freeze(
-            self._params
+        frozen = (
+            model.freeze_unprepared(self._params) if self._in_batch else model.freeze(self._params)
         )
         return Snapshot(version, frozen, mean, inv_scale)
 

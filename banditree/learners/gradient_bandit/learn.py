@@ -99,7 +99,7 @@ class Learning(GradientBase):
             return super().learn_batch(decisions, feedbacks)
         if rows.shape != (n, self.n_features):
             return super().learn_batch(decisions, feedbacks)
-        finite: list[bool] = np.isfinite(rows).all(axis=1).tolist()
+        finite = cast(list[bool], np.isfinite(rows).all(axis=1).tolist())
         out: list[bool | ValueError | KeyError | TypeError] = []
         learn, check, learn_checked = self.learn, self._check_rest, self._learn_checked
         before = self._snapshot
