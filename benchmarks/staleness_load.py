@@ -2,14 +2,15 @@
 
 One command::
 
-    python -m benchmarks.staleness_load [--rate 1000] [--seconds 20] [--connections 16]
+    python -m benchmarks.staleness_load [--rate 1000] [--seconds 20] [--connections 16] [--split]
 
 ``banditree serve`` (Redis store, one process with every role: its served model is
-swapped in from the published checkpoints as a replica's is) and ``wrk`` sending
+swapped in from the published checkpoints as a replica's is; with ``--split`` an API
+process and a learner process, the staleness that of the API process) and ``wrk`` sending
 predict + feedback pairs over ``--connections`` connections, each pausing between its
 requests; the pause is calibrated in a short run first so that the feedback rate
-reaches ``--rate``.  Printed: the feedback rate reached (feedbacks the service answered
-``applied``, per second of the measured run, read from its ``/metrics``) and the
+reaches ``--rate``.  Printed: the feedback rate reached (wrk's, and the service's own
+count of feedbacks answered ``applied`` over the measured run) and the
 p50 / p99 of ``banditree_model_staleness_seconds`` over the measured run only (each
 swap of the served snapshot observes the time since the oldest feedback it newly
 includes was acknowledged; linear inside a histogram bucket).  Goal (issue 28): p99
@@ -21,15 +22,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import json
+import os
 import re
+import subprocess
 import tempfile
-import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 
-from benchmarks._http_load import MODEL, feedback_script, run_wrk
+from benchmarks._http_load import MODEL, run_wrk
 from benchmarks.scale_out import serve, stop
 
 CONTEXT = [0.05 * i for i in range(16)]
@@ -71,51 +76,112 @@ def quantile(
     return previous_le
 
 
+#: predict + feedback pairs: each predict's event id is queued (per wrk thread), and a
+#: connection sends the oldest queued feedback before a new predict, so every decision
+#: gets its feedback, whatever the number of connections
+PAIRS_LUA = """
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+local predict_body = '%s'
+local queue, head, tail = {}, 1, 0
+request = function()
+  if head <= tail then
+    local body = queue[head]
+    queue[head] = nil
+    head = head + 1
+    return wrk.format("POST", "/v1/models/m/feedback", nil, body)
+  end
+  return wrk.format("POST", "/v1/models/m/predict", nil, predict_body)
+end
+response = function(status, headers, body)
+  if string.find(body, '"action"', 1, true) then
+    local event = string.match(body, '"event_id":"(%%x+)"')
+    if event then
+      local loss = (string.match(body, '"action":(%%d+)') == "3") and 0 or 1
+      tail = tail + 1
+      queue[tail] = '{"event_id":"' .. event .. '","loss":' .. loss .. '}'
+    end
+  end
+end
+delay = function()
+  return %f
+end
+"""
+
+
+def pairs_script(tmp: Path, rate: float, connections: int) -> Path:
+    """The wrk script: a pause per request meant for ``rate`` pairs a second in all."""
+    script = tmp / "pairs.lua"
+    pause_ms = 1000.0 * connections / (2.0 * rate)
+    script.write_text(PAIRS_LUA % (json.dumps({"context": CONTEXT}), pause_ms))
+    return script
+
+
 async def offer(port: int, tmp: Path, rate: float, seconds: int, connections: int) -> float:
-    """Run wrk at a per-connection pause meant for ``rate`` feedbacks/s: the rate reached."""
-    script = feedback_script(tmp, rate / connections, CONTEXT, model="m")
-    _, applied_before = scrape(port)
-    started = time.monotonic()
-    await run_wrk(f"http://127.0.0.1:{port}", script, seconds, connections)
-    elapsed = time.monotonic() - started
-    _, applied_after = scrape(port)
-    reached = (applied_after - applied_before) / elapsed
+    """Run wrk at a per-connection pause meant for ``rate`` feedbacks/s: the feedback rate
+    reached (half of wrk's requests: each connection alternates predict and feedback, and
+    wrk fails on any answer but 2xx)."""
+    script = pairs_script(tmp, rate, connections)
+    figures = await run_wrk(f"http://127.0.0.1:{port}", script, seconds, connections)
+    reached = figures["requests_per_second"] / 2.0
     print(f"offered for {rate:,.0f}/s over {seconds} s: reached {reached:,.0f}/s", flush=True)
     return reached
 
 
+def start(args: argparse.Namespace, prefix: str, port: int) -> list[subprocess.Popen[bytes]]:
+    """The service: one process with every role, or (``--split``) an API process on
+    ``port`` and a learner process of its own."""
+    if not args.split:
+        return [serve(1, prefix, port)]
+    with _role("learner"):
+        learner = serve(1, prefix, _free_port())
+    with _role("api"):
+        return [learner, serve(1, prefix, port)]
+
+
+@contextlib.contextmanager
+def _role(role: str) -> Iterator[None]:
+    before = os.environ.get("BANDITREE_ROLE")
+    os.environ["BANDITREE_ROLE"] = role
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["BANDITREE_ROLE"]
+        else:
+            os.environ["BANDITREE_ROLE"] = before
+
+
 async def run(args: argparse.Namespace) -> dict[str, float]:
     prefix, port = f"banditree-bench:{uuid.uuid4().hex}:", _free_port()
-    process = serve(1, prefix, port)
+    processes = start(args, prefix, port)
     try:
         httpx.put(f"http://127.0.0.1:{port}/v1/models/m", json=MODEL).raise_for_status()
         with tempfile.TemporaryDirectory() as tmp:
-            # calibration: a cycle is the pause plus the request's own time, so aim the
-            # pause of the measured run at what the short run showed
+            await offer(port, Path(tmp), args.rate, 3, args.connections)  # warm-up
+            # calibration: the rate asked of wrk's pauses is scaled by how far the rate
+            # reached fell short of (or went past) the goal, a few short runs
             asked = args.rate
-            reached = await offer(port, Path(tmp), asked, 3, args.connections)
-            for _ in range(2):
+            for _ in range(3):
+                reached = await offer(port, Path(tmp), asked, 3, args.connections)
                 if reached <= 0 or abs(reached - args.rate) < 0.03 * args.rate:
                     break
-                # a pair is two requests, each the pause (C / (2 x asked) s) plus its own time
-                half = args.connections / 2.0
-                own = half * (1.0 / reached - 1.0 / asked)
-                pause = max(half / args.rate - own, 1e-4)
-                asked = half / pause
-                reached = await offer(port, Path(tmp), asked, 3, args.connections)
-            await asyncio.sleep(1.0)
-            before, _ = scrape(port)
+                asked *= min(max(args.rate / reached, 0.5), 3.0)
+            await asyncio.sleep(2.0)
+            before, applied_before = scrape(port)
             reached = await offer(port, Path(tmp), asked, args.seconds, args.connections)
-            await asyncio.sleep(2.0)  # the last feedbacks' snapshot is swapped in
-            after, _ = scrape(port)
+            await asyncio.sleep(3.0)  # the last snapshot swapped in, /metrics rendered anew
+            after, applied_after = scrape(port)
     finally:
-        stop(process)
+        for process in reversed(processes):
+            stop(process)
         from tests.service.conftest import delete_prefix
 
         delete_prefix(prefix)
     return {
         "target_feedbacks_per_second": args.rate,
         "reached_feedbacks_per_second": reached,
+        "applied_per_second_server": (applied_after - applied_before) / args.seconds,
         "swaps_observed": (after[-1][1] - dict(before).get(float("inf"), 0.0)) if after else 0.0,
         "staleness_p50_seconds": quantile(before, after, 0.5),
         "staleness_p99_seconds": quantile(before, after, 0.99),
@@ -133,6 +199,9 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=1000.0, help="feedbacks per second")
     parser.add_argument("--seconds", type=int, default=20)
     parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument(
+        "--split", action="store_true", help="an API process and a learner process of its own"
+    )
     args = parser.parse_args()
     figures = asyncio.run(run(args))
     for key, value in figures.items():
