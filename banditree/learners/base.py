@@ -83,6 +83,25 @@ class Learner(ABC):
     def learn(self, decision: Decision, feedback: Feedback) -> bool:
         """Learn from the feedback of a stored decision; True when the parameters changed."""
 
+    def learn_batch(
+        self, decisions: Sequence[Decision], feedbacks: Sequence[Feedback]
+    ) -> list[bool | ValueError | KeyError | TypeError]:
+        """:meth:`learn` for each pair in order: True / False as ``learn`` answers, or the
+        error ``learn`` raised for a pair it refused (the learner left as ``learn`` left it).
+
+        The state after a batch is exactly that after ``learn`` called pair by pair,
+        refused pairs included (a log replayed in batches learns what it learns one by
+        one).  This default calls :meth:`learn` per pair; learners override it to spend
+        less per pair.
+        """
+        out: list[bool | ValueError | KeyError | TypeError] = []
+        for decision, feedback in zip(decisions, feedbacks, strict=True):
+            try:
+                out.append(self.learn(decision, feedback))
+            except (ValueError, KeyError, TypeError) as err:
+                out.append(err)
+        return out
+
     @abstractmethod
     def predict(self, contexts: FloatArray) -> FloatArray:
         """Greedy actions (classification) or values (regression) for a batch ``(B, d)``."""

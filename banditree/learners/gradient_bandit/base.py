@@ -66,6 +66,10 @@ class GradientBase(Learner):
     #: rounds learned when the explorer's schedule last restarted (a detected change)
     _explore_origin: int
 
+    #: inside :meth:`learn_batch`: snapshots are frozen unprepared (no decision reads
+    #: them before the batch ends, when the last one is prepared)
+    _in_batch: bool = False
+
     def _make_snapshot(self, version: int) -> Snapshot:
         std = self._standardizer
         mean, inv_scale = (
@@ -76,7 +80,11 @@ class GradientBase(Learner):
                 np.ones(self.n_features),
             )
         )
-        return Snapshot(version, self.model.freeze(self._params), mean, inv_scale)
+        model = self.model
+        frozen = (
+            model.freeze_unprepared(self._params) if self._in_batch else model.freeze(self._params)
+        )
+        return Snapshot(version, frozen, mean, inv_scale)
 
     def _standardized(self, x: FloatArray, snap: Snapshot) -> FloatArray:
         """``x`` ``(d,)`` or ``(B, d)`` standardised with ``snap``'s statistics (a new array)."""
