@@ -103,9 +103,13 @@ class SqliteRecords(SqliteBase, RecordStore):
         return None if row is None else str(row[0])
 
     async def load_models(self) -> dict[str, str]:
-        # O(models), polled by discovery: read on the reading connection in a worker thread
-        rows = await asyncio.to_thread(self._read, "SELECT name, record FROM models", ())
-        return {str(name): str(record) for name, record in sorted(rows)}
+        # O(models), polled by discovery: read, and made a dict, in a worker thread (the
+        # event loop is not held while 10,000 records are sorted)
+        def read() -> dict[str, str]:
+            rows = self._read("SELECT name, record FROM models ORDER BY name", ())
+            return {str(name): str(record) for name, record in rows}
+
+        return await asyncio.to_thread(read)
 
     async def delete_model(self, name: str) -> int:
         def work(db: sqlite3.Connection) -> int:
