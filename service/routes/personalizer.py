@@ -18,7 +18,7 @@ from typing import Annotated, Any, TypeVar
 import orjson
 from fastapi import APIRouter, Path, Request
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 from pydantic.json_schema import models_json_schema
 
 from banditree.features import InvalidInput
@@ -66,7 +66,7 @@ class PzRank(_Body):
     actions: list[PzAction] = Field(..., min_length=1, max_length=MAX_CANDIDATES)
     excludedActions: list[str] | None = Field(None, max_length=MAX_CANDIDATES)
     eventId: str | None = Field(None, min_length=1, max_length=MAX_EVENT_ID_LENGTH)
-    deferActivation: bool | None = None
+    deferActivation: StrictBool | None = None
 
 
 class PzSlot(_Body):
