@@ -202,7 +202,7 @@ def _personalizer_shape(handler: Handler) -> Handler:
 
     def answer(request: Request, exc: Exception) -> JSONResponse:
         response = handler(request, exc)
-        if not is_personalizer_path(request.url.path):
+        if not is_personalizer_path(request.scope.get("path", "")):
             return response
         detail = str(orjson.loads(bytes(response.body))["detail"])
         kept = {k: v for k, v in response.headers.items() if k.lower() in _KEPT_HEADERS}
