@@ -6,7 +6,7 @@ import asyncio
 import sqlite3
 import uuid
 
-from service.store.base import HeldCounters, OfferedSnapshot
+from service.store.base import HeldCounters, OfferedSnapshot, TooManyModels
 from service.store.protocols import RecordStore
 from service.store.sqlite.checkpoints import save_rows
 from service.store.sqlite.connection import SqliteBase
@@ -84,10 +84,17 @@ class SqliteRecords(SqliteBase, RecordStore):
     async def changes(self) -> int:
         return self._tx(_changes)
 
-    async def save_model(self, name: str, record: str, *, replace: bool = True) -> int:
+    async def save_model(
+        self, name: str, record: str, *, replace: bool = True, max_models: int | None = None
+    ) -> int:
         conflict = "DO UPDATE SET record = excluded.record" if replace else "DO NOTHING"
 
         def work(db: sqlite3.Connection) -> int:
+            if max_models is not None:  # counted and written in this one transaction
+                exists = db.execute("SELECT 1 FROM models WHERE name = ?", (name,)).fetchone()
+                held = int(db.execute("SELECT COUNT(*) FROM models").fetchone()[0])
+                if exists is None and held >= max_models:
+                    raise TooManyModels(held, max_models)
             db.execute(
                 f"INSERT INTO models(name, record) VALUES (?, ?) ON CONFLICT(name) {conflict}",
                 (name, record),
