@@ -33,9 +33,7 @@ class HeapFreezer:
         """Long-lived objects were made: freeze them in ``delay_seconds`` (one freeze for
         every call until then).  Called on the event loop."""
         if self._pending is None:
-            self._pending = asyncio.get_running_loop().call_later(
-                self.delay_seconds, self._freeze
-            )
+            self._pending = asyncio.get_running_loop().call_later(self.delay_seconds, self._freeze)
 
     def _freeze(self) -> None:
         self._pending = None
