@@ -313,3 +313,14 @@ async def test_fuzz_findings_refused_with_4xx_not_500(http: httpx.AsyncClient) -
     # a version over 2^53 - 1 is refused naming the bound (a JSON reader's exact integers)
     rollback = await http.post("/v1/models/news/rollback", json={"version": 2**53})
     assert rollback.status_code == 422 and str(2**53 - 1) in rollback.json()["detail"]
+
+
+async def test_a_personalizer_body_too_large_is_refused_in_its_shape(
+    http: httpx.AsyncClient,
+) -> None:
+    big = b'{"actions": [{"id": "' + b"a" * (2 << 20) + b'"}]}'
+    answer = await http.post(
+        f"{PZ}/rank", content=big, headers={"content-type": "application/json"}
+    )
+    assert answer.status_code == 413, answer.text
+    assert answer.json()["error"]["code"] == "PayloadTooLarge"
