@@ -108,6 +108,7 @@ def _openapi_with_settings(app: FastAPI, settings: Settings) -> None:
             schema = generate()
             contexts = schema["components"]["schemas"]["PredictCreate"]["properties"]["contexts"]
             contexts["maxItems"] = settings.max_batch
+            personalizer.document_personalizer(schema)
             if settings.auth_enabled or settings.metrics_key:  # `Authorization: Bearer <key>`
                 schema["components"]["securitySchemes"] = {
                     "apiKey": {"type": "http", "scheme": "bearer"}
