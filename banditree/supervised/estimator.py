@@ -19,7 +19,7 @@ from banditree.models.dgt.scaling import FeatureStandardizer, TargetMinMax, fold
 from banditree.models.dgt.tree import DGTree
 from banditree.supervised.config import TrainingConfig
 from banditree.supervised.inputs import check_features, check_regression_targets, check_targets
-from banditree.supervised.trainer import train_tree
+from banditree.supervised.trainer import EpochCallback, train_tree
 
 _GLOBAL_RNG_LOCK = threading.Lock()
 
@@ -72,10 +72,11 @@ class DGTEstimator(ABC):
     def _keep_target_state(self, state: Any) -> None:
         """Store the target state of a successful fit (classes or target scaler)."""
 
-    def fit(self, X: ArrayLike, y: ArrayLike) -> Self:
+    def fit(self, X: ArrayLike, y: ArrayLike, on_epoch: EpochCallback | None = None) -> Self:
         """Train a fresh tree on ``X`` ``(n, d)`` and ``y`` ``(n,)``; returns ``self``.
 
-        The estimator is left unchanged if the data are refused or training diverges.
+        ``on_epoch(epoch, mean training loss)`` is called after each epoch.  The
+        estimator is left unchanged if the data are refused or training diverges.
         """
         x = check_features(X)
         targets, n_outputs, target_state = self._encode_targets(y, x.shape[0])
@@ -84,7 +85,9 @@ class DGTEstimator(ABC):
         tree = self.initial_tree(x.shape[1], n_outputs)
         generator = torch.Generator().manual_seed(cfg.seed)
         inputs = torch.as_tensor(standardizer.transform(x), dtype=torch.float32)
-        history = train_tree(tree, inputs, targets, self.tree_loss, cfg, generator, cfg.device)
+        history = train_tree(
+            tree, inputs, targets, self.tree_loss, cfg, generator, cfg.device, on_epoch
+        )
         scaler = target_state if isinstance(target_state, TargetMinMax) else None
         frozen = fold_scalers(tree.freeze(), standardizer, scaler)
         if not (np.isfinite(frozen.weights).all() and np.isfinite(frozen.theta).all()):
