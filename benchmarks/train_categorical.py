@@ -64,9 +64,7 @@ def hand_one_hot(raw: Dataset) -> Dataset:
         values = sorted({k for k in keys_tr + keys_te if k is not None})
         train_cols.append(np.array([[k == v for v in values] for k in keys_tr], dtype=float))
         test_cols.append(np.array([[k == v for v in values] for k in keys_te], dtype=float))
-    return replace(
-        raw, X_train=np.hstack(train_cols), X_test=np.hstack(test_cols), schema=None
-    )
+    return replace(raw, X_train=np.hstack(train_cols), X_test=np.hstack(test_cols), schema=None)
 
 
 def _numbers(values: np.ndarray) -> np.ndarray:
@@ -134,19 +132,21 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="2 sets, 1 seed, 60 epochs")
     parser.add_argument("--out", type=Path, default=None, help="write the rows as JSON")
     args = parser.parse_args()
-    sets = list(args.sets if args.sets is not None else (QUICK_SETS if args.quick else DEFAULT_SETS))
+    sets = list(
+        args.sets if args.sets is not None else (QUICK_SETS if args.quick else DEFAULT_SETS)
+    )
     seeds = 1 if args.quick else args.seeds
     if args.quick:
         args.epochs = args.epochs or 60
     rows = [run_set(s, seeds, args) for s in [*sets, *args.data]]
     print()
-    print("| set | height | width schema / one-hot | schema % | one-hot % | diff (pt) | paper % | schema - paper |")
+    print(
+        "| set | height | width schema / one-hot | schema % | one-hot % | diff (pt) | paper % | schema - paper |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         paper = f"{r['paper_accuracy']:.2f}" if r["paper_accuracy"] is not None else "-"
-        vs_paper = (
-            f"{r['schema_minus_paper']:+.2f}" if r["schema_minus_paper"] is not None else "-"
-        )
+        vs_paper = f"{r['schema_minus_paper']:+.2f}" if r["schema_minus_paper"] is not None else "-"
         print(
             f"| {r['set']} | {r['height']} | {r['widths']['schema']} / {r['widths']['one_hot']} "
             f"| {r['schema_accuracy']:.2f} | {r['one_hot_accuracy']:.2f} "

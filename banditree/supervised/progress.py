@@ -18,6 +18,7 @@ run under way, its own measured) per-batch time, shared over the parallel lanes.
 
 from __future__ import annotations
 
+import itertools
 import math
 import threading
 import time
@@ -39,7 +40,7 @@ def row_macs(config: TrainingConfig, n_features: int, n_outputs: int) -> int:
     n_leaves = n_internal + 1
     hidden = table12_hidden(config.height) if isinstance(config.hidden, str) else config.hidden
     widths = [n_features + 1, *hidden, n_internal]
-    layers = sum(a * b for a, b in zip(widths[:-1], widths[1:], strict=True))
+    layers = sum(a * b for a, b in itertools.pairwise(widths))
     return layers + n_internal * n_leaves + n_leaves * n_outputs
 
 
@@ -161,7 +162,7 @@ def format_seconds(seconds: float | None) -> str:
     """``about 3 min 20 s left`` (``estimating...`` before the first measurement)."""
     if seconds is None:
         return "time left: estimating..."
-    total = int(round(seconds))
+    total = round(seconds)
     if total >= 3600:
         return f"about {total // 3600} h {total % 3600 // 60:02d} min left"
     if total >= 60:

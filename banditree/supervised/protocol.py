@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
+
 from banditree.datasets import Dataset, stratified_split
 from banditree.models.dgt.trained import TrainedTree
 from banditree.supervised.config import TrainingConfig
