@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 from banditree.datasets import Dataset
 from banditree.datasets.sources import load_source
@@ -80,7 +81,7 @@ def run_set(source: str, seeds: int, args: argparse.Namespace) -> dict[str, Any]
     arms: dict[str, list[float]] = {"schema": [], "one_hot": []}
     widths: dict[str, int] = {}
     seconds: dict[str, float] = {"schema": 0.0, "one_hot": 0.0}
-    for seed in range(seeds):
+    for seed in range(args.first_seed, args.first_seed + seeds):
         raw = load_source(source, seed=seed)
         if raw.schema is None:
             raise SystemExit(f"{source}: no categorical columns (no feature schema)")
@@ -125,6 +126,7 @@ def main() -> None:
     parser.add_argument("--sets", nargs="*", default=None, help="bundled categorical sets")
     parser.add_argument("--data", nargs="*", default=[], help="data files (PMLB-style TSV)")
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--grid", default="paper-l1", help="as banditree train --grid")
     parser.add_argument("--height", type=int, default=None, help="default 6 (paper: its best)")
     parser.add_argument("--epochs", type=int, default=None, help="default: train's by size")
@@ -132,6 +134,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="2 sets, 1 seed, 60 epochs")
     parser.add_argument("--out", type=Path, default=None, help="write the rows as JSON")
     args = parser.parse_args()
+    torch.set_num_threads(1)  # as banditree train --threads 1: fastest at batch 128
     sets = list(
         args.sets if args.sets is not None else (QUICK_SETS if args.quick else DEFAULT_SETS)
     )

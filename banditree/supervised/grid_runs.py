@@ -108,11 +108,11 @@ def run_grid(
         return out
     workers = min(jobs, len(configs))
     if configs[0].device != "cpu":
-        with ThreadPoolExecutor(max_workers=workers) as pool:
+        with ThreadPoolExecutor(max_workers=workers) as threads:
             return _collect(
                 grid,
                 [
-                    pool.submit(_fit, data, i, c, progress.epoch_callback(i))
+                    threads.submit(_fit, data, i, c, progress.epoch_callback(i))
                     for i, c in enumerate(configs)
                 ],
                 progress,

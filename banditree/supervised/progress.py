@@ -220,7 +220,7 @@ class GridProgress:
                 self.estimates.append(
                     {"done_share": round(share, 4), "elapsed": elapsed, "seconds_left": left}
                 )
-            self.bar.n = min(round(self.units_done), self.bar.total)
+            self.bar.n = min(round(self.units_done), round(self.total))
             self.bar.set_postfix_str(format_seconds(left))
 
     def run_finished(self) -> None:
