@@ -83,6 +83,7 @@ class DGTEstimator(ABC):
         standardizer = FeatureStandardizer.fit(x)
         cfg = self.config
         tree = self.initial_tree(x.shape[1], n_outputs)
+        _ignore_constant_columns(tree, x)
         generator = torch.Generator().manual_seed(cfg.seed)
         inputs = torch.as_tensor(standardizer.transform(x), dtype=torch.float32)
         history = train_tree(
@@ -133,6 +134,21 @@ class DGTEstimator(ABC):
     @abstractmethod
     def score(self, X: ArrayLike, y: ArrayLike) -> float:
         """Quality on ``(X, y)``, higher is better."""
+
+
+def _ignore_constant_columns(tree: DGTree, x: FloatArray) -> None:
+    """Zero the first layer's weights on columns constant in training.
+
+    Standardised, such a column is 0 on every training row, so its weights get no
+    gradient and keep their random start; a value it never took in training (a
+    category first seen at test time, in its own or the "other" column) would then
+    push every split by that random amount.  At zero it is ignored instead.
+    Training itself is unchanged.
+    """
+    constant = np.flatnonzero(x.std(axis=0) <= 1e-12)
+    if constant.size:
+        with torch.no_grad():
+            tree.layers[0][:, torch.as_tensor(constant)] = 0.0
 
 
 class DGTClassifier(DGTEstimator):
