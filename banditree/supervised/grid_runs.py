@@ -103,7 +103,7 @@ def run_grid(
         out = []
         for i, config in enumerate(configs):
             result = _fit(data, i, config, progress.epoch_callback(i))
-            progress.run_finished()
+            progress.run_finished(i, result[0])
             out.append(GridRun(grid[i], *result))
         return out
     workers = min(jobs, len(configs))
@@ -149,6 +149,10 @@ def run_grid(
 def _collect(
     grid: Sequence[dict[str, Any]], futures: list[Any], progress: GridProgress
 ) -> list[GridRun]:
-    for future in futures:
-        future.add_done_callback(lambda _: progress.run_finished())
+    def done(index: int, future: Any) -> None:
+        if future.exception() is None:
+            progress.run_finished(index, future.result()[0])
+
+    for i, future in enumerate(futures):
+        future.add_done_callback(lambda f, i=i: done(i, f))
     return [GridRun(grid[i], *future.result()) for i, future in enumerate(futures)]

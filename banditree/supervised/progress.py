@@ -193,6 +193,8 @@ class GridProgress:
         self.units_done = 0.0
         self.estimates: list[dict[str, float]] = []
         self._lock = threading.Lock()
+        self._retrain: tuple[int, list[RunCost], bool] | None = None
+        self._best: tuple[float, int] | None = None
 
     def epoch_callback(self, run: int) -> Callable[[int, float], None]:
         """``on_epoch`` for a fit of ``run`` in this process (times its epochs)."""
@@ -223,18 +225,35 @@ class GridProgress:
             self.bar.n = min(round(self.units_done), round(self.total))
             self.bar.set_postfix_str(format_seconds(left))
 
-    def run_finished(self) -> None:
+    def expect_retrain(self, run: int, costs: Sequence[RunCost], higher_is_better: bool) -> None:
+        """The retrain is ``run`` of the clock; ``costs[i]`` its size if grid run ``i`` wins.
+
+        Until a grid run has finished it is guessed at the mean size; then at the size
+        of the best run so far (the likeliest choice)."""
+        self._retrain = (run, list(costs), higher_is_better)
+
+    def run_finished(self, index: int | None = None, score: float | None = None) -> None:
+        """Grid run ``index`` finished with validation ``score``."""
         with self._lock:
             self.finished += 1
             self.bar.set_description_str(f"grid {self.finished}/{self.n_runs} runs")
+        expected = self._retrain
+        if expected is None or index is None or score is None:
+            return
+        run, costs, higher_is_better = expected
+        key = score if higher_is_better else -score
+        if self._best is None or key > self._best[0]:
+            self._best = (key, index)
+            self.retrain(run, costs[index], started=False)
 
-    def retrain(self, run: int, cost: RunCost) -> None:
-        """The chosen settings are known: the retrain's true size replaces the guess."""
+    def retrain(self, run: int, cost: RunCost, started: bool = True) -> None:
+        """The retrain's size: the chosen settings' (``started``), or the current leader's."""
         with self._lock:
             self.total += cost.units - self.clock.runs[run].units
             self.clock.replace(run, cost)
             self.bar.total = round(self.total)
-            self.bar.set_description_str("retrain on train + validation")
+            if started:
+                self.bar.set_description_str("retrain on train + validation")
 
     def close(self) -> None:
         self.bar.close()

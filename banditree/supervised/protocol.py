@@ -91,7 +91,8 @@ def run_protocol(ds: Dataset, options: ProtocolOptions) -> ProtocolResult:
     n_all = ds.y_train.shape[0]
     lanes = min(options.jobs, len(configs))
     clock = TimeLeft(costs, lanes)
-    # the retrain's settings are known after the grid: until then, the grid's mean cost
+    # the retrain's settings are known after the grid: until then, the grid's mean size,
+    # then the best run's so far
     guess = RunCost(
         math.ceil(n_all / base.batch_size),
         epochs,
@@ -99,6 +100,11 @@ def run_protocol(ds: Dataset, options: ProtocolOptions) -> ProtocolResult:
     )
     retrain_index = clock.add(guess, serial=True)
     progress = GridProgress(clock, options.progress, start_all, len(configs))
+    progress.expect_retrain(
+        retrain_index,
+        [RunCost.of(c, n_all, ds.n_features, n_outputs) for c in configs],
+        higher_is_better,
+    )
     quiet = [replace(c, progress=False) for c in configs]  # one bar: work units
     runs = run_grid(
         GridData(ds.task, x_fit, y_fit, x_val, y_val), options.grid, quiet, options.jobs, progress

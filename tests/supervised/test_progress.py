@@ -8,6 +8,7 @@ from banditree.datasets import Dataset, load
 from banditree.supervised.config import TrainingConfig
 from banditree.supervised.progress import (
     OVERHEAD_MACS,
+    GridProgress,
     RunCost,
     TimeLeft,
     format_seconds,
@@ -105,3 +106,18 @@ def test_format_seconds() -> None:
     assert format_seconds(42.4) == "about 42 s left"
     assert format_seconds(200) == "about 3 min 20 s left"
     assert format_seconds(3 * 3600 + 65) == "about 3 h 01 min left"
+
+
+def test_the_retrain_is_expected_at_the_size_of_the_best_run_so_far() -> None:
+    small, large = RunCost(10, 4, 1e5), RunCost(10, 4, 5e8)
+    clock = TimeLeft([small, large])
+    retrain = clock.add(RunCost(12, 4, (1e5 + 5e8) / 2), serial=True)  # the mean: a guess
+    progress = GridProgress(clock, show=False, start=0.0, n_runs=2)
+    sizes = [RunCost(12, 4, 1e5), RunCost(12, 4, 5e8)]
+    progress.expect_retrain(retrain, sizes, higher_is_better=True)
+    progress.run_finished(1, 0.70)
+    assert clock.runs[retrain] == sizes[1]
+    assert progress.total == pytest.approx(small.units + large.units + sizes[1].units)
+    progress.run_finished(0, 0.90)  # the small run now leads
+    assert clock.runs[retrain] == sizes[0]
+    assert progress.total == pytest.approx(small.units + large.units + sizes[0].units)
