@@ -143,7 +143,8 @@ def _ignore_constant_columns(tree: DGTree, x: FloatArray) -> None:
     gradient and keep their random start; a value it never took in training (a
     category first seen at test time, in its own or the "other" column) would then
     push every split by that random amount.  At zero it is ignored instead.
-    Training itself is unchanged.
+    Training is unchanged (but for a weight penalty on those weights and its share of
+    the gradient-norm clip).
     """
     constant = np.flatnonzero(x.std(axis=0) <= 1e-12)
     if constant.size:
