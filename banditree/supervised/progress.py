@@ -83,6 +83,7 @@ class TimeLeft:
         self.lanes = max(1, lanes)
         self.done = [0] * len(self.runs)  # epochs finished per run
         self.seconds = [0.0] * len(self.runs)  # seconds of those epochs
+        self.first = [0.0] * len(self.runs)  # seconds of each run's first epoch
         self._lock = threading.Lock()
         self.serial: set[int] = set()  # runs that start after all the others, alone
 
@@ -92,6 +93,7 @@ class TimeLeft:
             self.runs.append(run)
             self.done.append(0)
             self.seconds.append(0.0)
+            self.first.append(0.0)
             if serial:
                 self.serial.add(len(self.runs) - 1)
             return len(self.runs) - 1
@@ -104,17 +106,27 @@ class TimeLeft:
     def record(self, run: int, seconds: float) -> None:
         """One more epoch of ``run`` finished, taking ``seconds``."""
         with self._lock:
+            if self.done[run] == 0:
+                self.first[run] = seconds
             self.done[run] += 1
             self.seconds[run] += seconds
+
+    def _pace(self, run: int) -> tuple[int, float]:
+        """Epochs and their seconds that measure ``run``'s pace: past its first epoch
+        (start-up, warm-up) once it has more than one."""
+        done, seconds = self.done[run], self.seconds[run]
+        if done > 1:
+            return done - 1, seconds - self.first[run]
+        return done, seconds
 
     def per_batch_model(self) -> tuple[float, float] | None:
         """``(a, b)`` of ``seconds per batch = a + b * macs``, fitted to the epochs
         measured so far (None before the first)."""
-        points = [
-            (r.macs_per_batch, s / (d * r.batches_per_epoch), d)
-            for r, d, s in zip(self.runs, self.done, self.seconds, strict=True)
-            if d > 0
-        ]
+        points = []
+        for i, r in enumerate(self.runs):
+            d, s = self._pace(i)
+            if d > 0:
+                points.append((r.macs_per_batch, s / (d * r.batches_per_epoch), d))
         if not points:
             return None
         weight = sum(w for _, _, w in points)
@@ -140,14 +152,13 @@ class TimeLeft:
             a, b = model
             work = tail = 0.0
             running = 0
-            for i, (run, done, seconds) in enumerate(
-                zip(self.runs, self.done, self.seconds, strict=True)
-            ):
+            for i, (run, done) in enumerate(zip(self.runs, self.done, strict=True)):
                 left = run.epochs - done
                 if left <= 0:
                     continue
                 if done > 0:  # its own measured pace
-                    need = left * seconds / done
+                    counted, seconds = self._pace(i)
+                    need = left * seconds / counted
                 else:
                     need = left * run.batches_per_epoch * (a + b * run.macs_per_batch)
                 if i in self.serial:

@@ -55,6 +55,15 @@ def test_remaining_runs_are_weighted_by_their_size_from_measured_epochs() -> Non
     assert clock.seconds_left() == pytest.approx(2 * truth * 7 / 8)
 
 
+def test_a_runs_first_epoch_does_not_set_its_pace() -> None:
+    run = RunCost(10, 5, 1e5)
+    clock = TimeLeft([run])
+    clock.record(0, 3.0)  # start-up and warm-up
+    assert clock.seconds_left() == pytest.approx(4 * 3.0)  # all there is so far
+    clock.record(0, 1.0)
+    assert clock.seconds_left() == pytest.approx(3 * 1.0)
+
+
 def test_both_costs_are_refitted_when_runs_of_different_size_were_measured() -> None:
     runs = [
         RunCost(10, 5, 1e5),
