@@ -11,6 +11,7 @@ from the training split): its learners get ``features`` and JSON contexts.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -135,6 +136,49 @@ def with_schema_types(ds: Dataset, types: dict[str, str]) -> Dataset:
     return replace(ds, X_train=X_train, X_test=X_test, schema=schema)
 
 
+def training_sized(ds: Dataset) -> Dataset:
+    """A dataset with a schema whose categorical vocabularies cover its training split.
+
+    Online, a vocabulary is bounded (the
+    :data:`~banditree.features.tables.TABLE_MAX_CATEGORIES` most frequent training values of
+    a file's column get a column each, the rest share "other") because the values to come
+    are unknown.  A supervised trainer sees every training value up front, so a feature cut
+    at that bound gets every training value, most frequent first (at most
+    :data:`~banditree.features.schema.MAX_CATEGORIES`): the columns one-hot encoding by hand
+    would give.  Features within the bound, and declared vocabularies that are not the
+    training split's most frequent values, are left as they are.
+    """
+    from banditree.features import FeatureSchema
+    from banditree.features.encoder import category_key
+    from banditree.features.schema import DEFAULT_MAX_CATEGORIES, MAX_CATEGORIES
+    from banditree.features.tables import TABLE_MAX_CATEGORIES, is_missing
+
+    assert ds.schema is not None
+    schema = FeatureSchema.model_validate(ds.schema)
+    names = list(ds.feature_names)
+    widened: dict[str, list[str]] = {}
+    for name, spec in schema.features.items():
+        if spec.type != "categorical" or name not in names or spec.max_categories is not None:
+            continue
+        held = spec.values
+        if held is not None and len(held) != TABLE_MAX_CATEGORIES:
+            continue  # a whole vocabulary (or a declared one): nothing was cut
+        column = ds.X_train[:, names.index(name)].tolist()
+        counts = Counter(category_key(v, name) for v in column if not is_missing(v))
+        ranked = sorted(counts, key=lambda k: (-counts[k], k))[:MAX_CATEGORIES]
+        if held is not None and ranked[: len(held)] != held:
+            continue  # declared, not the training split's most frequent values
+        if len(ranked) > (len(held) if held is not None else DEFAULT_MAX_CATEGORIES):
+            widened[name] = ranked
+    if not widened:
+        return ds
+    features = {
+        name: spec.model_copy(update={"values": widened[name]}) if name in widened else spec
+        for name, spec in schema.features.items()
+    }
+    return replace(ds, schema=schema.model_copy(update={"features": features}).to_json())
+
+
 def fitted_encoder(ds: Dataset) -> Any:
     """The :class:`~banditree.features.FeatureEncoder` of a dataset with a schema, having
     learned its training split (the view :func:`encoded` encodes with)."""
@@ -157,9 +201,11 @@ def encoder_json(encoder: Any) -> dict[str, Any]:
 def encoded(ds: Dataset, encoder: Any = None) -> Dataset:
     """A dataset with a schema as the float columns its encoder makes (one-hot categories,
     missing indicators, imputed numbers), the encoder (``encoder``, else
-    :func:`fitted_encoder`) having learned the training split: what a supervised trainer
-    reads.  The schema stays on the dataset."""
-    encoder = fitted_encoder(ds) if encoder is None else encoder
+    :func:`fitted_encoder` of :func:`training_sized`) having learned the training split:
+    what a supervised trainer reads.  The schema (sized, if so) stays on the dataset."""
+    if encoder is None:
+        ds = training_sized(ds)
+        encoder = fitted_encoder(ds)
     train = list(contexts_of(ds, ds.X_train))
     test = list(contexts_of(ds, ds.X_test))
     return replace(ds, X_train=encoder.encode_many(train), X_test=encoder.encode_many(test))

@@ -153,7 +153,7 @@ def _load(
     """The dataset, and None; one with a feature schema as its encoded columns (one-hot
     categories), and the state of the encoder that made them (JSON)."""
     from banditree.datasets.sources import load_source
-    from banditree.datasets.tables import encoded, encoder_json, fitted_encoder
+    from banditree.datasets.tables import encoded, encoder_json, fitted_encoder, training_sized
 
     ds = load_source(
         data,
@@ -166,6 +166,7 @@ def _load(
     )
     if ds.schema is None:
         return ds, None
+    ds = training_sized(ds)  # offline, every training value can have its column
     encoder = fitted_encoder(ds)
     return encoded(ds, encoder), encoder_json(encoder)
 

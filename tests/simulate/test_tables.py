@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -120,3 +121,46 @@ def test_train_reads_a_string_table_and_reports_its_schema(tmp_path: Path) -> No
         "code",
     ]
     assert report["test_accuracy"] > 0.9  # the rule is on the country and the boolean
+
+
+def test_train_gives_every_training_value_of_a_cut_column_its_own_column(tmp_path: Path) -> None:
+    """Online a column's vocabulary is cut at 32 values; `train` sees the whole training
+    split, so a cut column gets every training value (most frequent first), a column within
+    the bound and a declared vocabulary stay as they are, and the fitted encoder gives each
+    training value its own column (nothing lands in "other")."""
+    from banditree.datasets.tables import encoded, fitted_encoder, training_sized
+    from banditree.features import FeatureSchema
+    from banditree.features.tables import TABLE_MAX_CATEGORIES
+
+    r = np.random.default_rng(0)
+    n = 2000
+    wide = r.integers(0, 90, n)  # 90 integer codes: cut at 32 online
+    narrow = r.choice(["a", "b", "c"], n)
+    df = pd.DataFrame({"wide": wide, "narrow": narrow, "y": (wide % 2 == 0).astype(int)})
+    path = tmp_path / "d.csv"
+    df.to_csv(path, index=False)
+    ds = load_source(str(path), label="y", categorical=("wide",))
+    assert ds.schema is not None
+    cut = FeatureSchema.model_validate(ds.schema).features
+    assert cut["wide"].values is not None and len(cut["wide"].values) == TABLE_MAX_CATEGORIES
+    sized = training_sized(ds)
+    assert sized.schema is not None
+    specs = FeatureSchema.model_validate(sized.schema).features
+    train_values = {str(v) for v in ds.X_train[:, ds.feature_names.index("wide")]}
+    assert specs["wide"].values is not None
+    assert set(specs["wide"].values) == train_values
+    assert specs["wide"].values[:TABLE_MAX_CATEGORIES] == cut["wide"].values  # same prefix
+    assert specs["narrow"] == cut["narrow"]  # within the bound: unchanged
+    encoder = fitted_encoder(sized)
+    rows = encoded(sized, encoder).X_train
+    other = encoder.schema.features["wide"].slots  # the "other" column follows the slots
+    assert rows[:, other].sum() == 0  # every training value has a column of its own
+    # a declared vocabulary of exactly the bound's size that is not the most frequent
+    # values is the user's: left as it is
+    declared = dict(ds.schema)
+    declared["features"] = [
+        {**f, "values": [str(v) for v in range(TABLE_MAX_CATEGORIES)]} if f["name"] == "wide" else f
+        for f in ds.schema["features"]
+    ]
+    kept = training_sized(replace(ds, schema=declared))
+    assert kept.schema == declared
