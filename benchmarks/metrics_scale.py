@@ -98,24 +98,33 @@ def timed_predictions(url: str, seconds: float, during: threading.Thread | None)
     return out
 
 
-def scrape_once(http: httpx.Client) -> tuple[float, int]:
+def scrape_once(http: httpx.Client) -> tuple[float, bytes, str | None]:
     """One scrape as Prometheus makes it (``Accept-Encoding: gzip``): seconds until its last
-    byte arrived, and the exposition's size (decompressed afterwards, not timed: Prometheus
-    does that on its side)."""
+    byte arrived, the answer as it came and its encoding (see :func:`exposition_size`)."""
     started = time.perf_counter()
     with http.stream("GET", "/metrics", headers={"accept-encoding": "gzip"}) as answer:
         raw = b"".join(answer.iter_raw())
         seconds = time.perf_counter() - started
         encoding = answer.headers.get("content-encoding")
-    return seconds, len(gzip.decompress(raw) if encoding == "gzip" else raw)
+    return seconds, raw, encoding
 
 
-def scrape_times(url: str, scrapes: int, out: list[float], sizes: list[int]) -> None:
+def exposition_size(raw: bytes, encoding: str | None) -> int:
+    """The size of a scraped exposition, decompressed.  Not while predictions are timed:
+    Prometheus decompresses on its side, and here the predicting thread shares this
+    process's interpreter, which ``gzip.decompress`` holds for tens of ms (the copy of its
+    60 MB result), a stall of this client's, not of the service's."""
+    return len(gzip.decompress(raw) if encoding == "gzip" else raw)
+
+
+def scrape_times(
+    url: str, scrapes: int, out: list[float], answers: list[tuple[bytes, str | None]]
+) -> None:
     with httpx.Client(base_url=url, timeout=60) as http:
         for _ in range(scrapes):
-            seconds, size = scrape_once(http)
+            seconds, raw, encoding = scrape_once(http)
             out.append(seconds)
-            sizes.append(size)
+            answers.append((raw, encoding))
             time.sleep(0.3)
 
 
@@ -156,12 +165,13 @@ def run_store(store: str, models: int, scrapes: int) -> None:
             statuses = asyncio.run(create_models(url, models))
             create_seconds = time.perf_counter() - started
             with httpx.Client(base_url=url, timeout=60) as http:
-                first_scrape, first_size = scrape_once(http)
+                first_scrape, raw, encoding = scrape_once(http)
+            first_size = exposition_size(raw, encoding)
             time.sleep(5)  # idle: every learner waits for work
             quiet = timed_predictions(url, 3, None)
             scrapes_s: list[float] = []
-            sizes: list[int] = []
-            scraper = threading.Thread(target=scrape_times, args=(url, scrapes, scrapes_s, sizes))
+            answers: list[tuple[bytes, str | None]] = []
+            scraper = threading.Thread(target=scrape_times, args=(url, scrapes, scrapes_s, answers))
             busy = timed_predictions(url, 0, scraper)
         finally:
             server.terminate()
@@ -170,6 +180,7 @@ def run_store(store: str, models: int, scrapes: int) -> None:
                 redis.terminate()
                 redis.wait(timeout=10)
     refused = models - statuses[201]
+    sizes = [exposition_size(*answer) for answer in answers[-1:]]
     quiet_median = statistics.median(quiet)
     busy_stall_ms = 1e3 * (max(busy) - quiet_median)
     quiet_stall_ms = 1e3 * (max(quiet) - quiet_median)
