@@ -71,7 +71,7 @@ class SqliteBase(StoreLifecycle):
             self._lock_file.close()
             raise
         self.imported_models: list[str] = imported
-        self._checkpointer = WalCheckpointer(self.path)
+        self._checkpointer = WalCheckpointer(self.path, write_lock=self._mutex)
         self._read_db: sqlite3.Connection | None = None  # gauge counts, in worker threads
         self._read_mutex = threading.Lock()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 from pathlib import Path
@@ -11,7 +12,7 @@ import pytest
 from banditree.learners import build_learner
 from banditree.persistence import dumps, loads
 from service.store import SqliteStore
-from service.store.sqlite import DataDirectoryLocked, UnreadableDataDirectory
+from service.store.sqlite import DataDirectoryLocked, UnreadableDataDirectory, wal
 
 pytestmark = pytest.mark.anyio
 
@@ -96,3 +97,27 @@ async def test_ids_are_deleted_once_their_tombstone_passes(tmp_path: Path) -> No
         assert _stored_ids(store) == ["late", "o"]  # another model's ids are its own sweep's
     finally:
         await store.close()
+
+
+async def test_the_wal_starts_over_under_steady_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Decisions stored without a pause (commits during every checkpoint) leave a WAL
+    that starts over once past the checkpointer's bound: the file stops growing."""
+    monkeypatch.setattr(wal, "INTERVAL_SECONDS", 0.01)
+    monkeypatch.setattr(wal, "MAX_WAL_BYTES", 256 << 10)
+    store = SqliteStore(tmp_path)
+    wal_file = Path(f"{store.path}-wal")
+    payload = "x" * 3000  # about a page per decision
+    sizes = []
+    try:
+        for i in range(4000):  # one commit each, back to back
+            await store.put_events("m", [(f"e{i:06d}", payload)], now=1_000.0, ttl_seconds=60)
+            if i % 1000 == 999:
+                sizes.append(wal_file.stat().st_size)
+        stored = await asyncio.to_thread(_stored_ids, store)
+    finally:
+        await store.close()
+    assert len(stored) == 4000  # every decision kept
+    # a WAL that never starts over grows by the same amount every 1,000 commits
+    assert sizes[-1] < sizes[1] * 1.5, sizes
