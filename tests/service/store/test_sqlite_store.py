@@ -127,3 +127,40 @@ async def test_the_wal_starts_over_under_steady_writes(
         await store.close()
     assert len(stored) == 4001  # every decision kept
     assert restarts >= 2, restarts
+
+
+def _database_bytes(store: SqliteStore) -> int:
+    with sqlite3.connect(store.path) as db:
+        pages = db.execute("PRAGMA page_count").fetchone()[0]
+        return int(pages) * int(db.execute("PRAGMA page_size").fetchone()[0])
+
+
+async def test_a_ranking_sized_decision_takes_no_page_of_its_own(tmp_path: Path) -> None:
+    """Decisions of about 1.1 KB (a 10-candidate ranking) take about their own size in
+    the database, not a 4 KiB overflow page each."""
+    store = SqliteStore(tmp_path)
+    payload = "x" * 1100
+    try:
+        before = await asyncio.to_thread(_database_bytes, store)
+        for i in range(50):
+            events = [(f"e{i:03d}{j:03d}", payload) for j in range(20)]
+            await store.put_events("m", events, now=1_000.0, ttl_seconds=60)
+        grown = await asyncio.to_thread(_database_bytes, store) - before
+    finally:
+        await store.close()
+    assert grown < 2 * 1000 * len(payload), grown
+
+
+async def test_an_existing_database_keeps_its_page_size(tmp_path: Path) -> None:
+    with sqlite3.connect(tmp_path / "banditree.sqlite3") as db:
+        db.execute("PRAGMA page_size=4096")
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("CREATE TABLE kept (x)")
+    store = SqliteStore(tmp_path)
+    try:
+        await store.put_events("m", [("e", "p")], now=1_000.0, ttl_seconds=60)
+        assert await store.peek_event("m", "e", now=1_000.0) is not None
+        with sqlite3.connect(store.path) as db:
+            assert db.execute("PRAGMA page_size").fetchone()[0] == 4096
+    finally:
+        await store.close()
