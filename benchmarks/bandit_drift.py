@@ -54,6 +54,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "default": {},
     # the default before the change detector (issue 27's "before")
     "no_detector": {"drift_threshold": 0},
+    # the detector without the ridge challenger that follows it (the default before it)
+    "no_challenger": {"drift_challenger": 0},
     # the per-action bias and linear term by AdaGrad instead of the ridge (a step that
     # forgets by itself), with the detector
     "adagrad": {"linear_update": "adagrad", "context_clip": 0.0},

@@ -12,7 +12,8 @@ from its start to the last entry applied (the recovery time, process start aside
 its pace, against the bare ``learner.learn`` loop on the same pairs, decoded
 beforehand, in the same run.  Goals (issue 28): pace >= 0.9x the bare loop and >= 5,000
 feedbacks/s; recovery of 100,000 entries < 5 s.  On a shared machine the wall-clock
-figures move with the load; the CPU-second figures (this process's CPU time) do less.
+figures move with the load; the CPU-second figures (this process's CPU time) do less.  ``bare_learn_batch_per_cpu_second`` is
+the library's ``learn_batch`` alone (64 pairs a call), which the service's learner uses.
 """
 
 from __future__ import annotations
@@ -47,6 +48,18 @@ def bare_rate(pairs: list[tuple[str, str, str]]) -> tuple[float, float]:
         len(decoded) / (time.perf_counter() - started),
         len(decoded) / (time.process_time() - cpu),
     )
+
+
+def bare_batch_rate(pairs: list[tuple[str, str, str]], chunk: int = 64) -> float:
+    """Feedbacks per CPU second of ``learner.learn_batch`` alone, ``chunk`` pairs a call
+    (what the service's learner calls; the same state as the ``learn`` loop)."""
+    decoded = [(read_decision(d, UID), Feedback.from_dict(orjson.loads(f))) for _, d, f in pairs]
+    learner = build_learner(CONFIG)
+    cpu = time.process_time()
+    for start in range(0, len(decoded), chunk):
+        part = decoded[start : start + chunk]
+        learner.learn_batch([d for d, _ in part], [f for _, f in part])  # type: ignore[misc]
+    return len(decoded) / (time.process_time() - cpu)
 
 
 async def service_learner_seconds(store: Store, entries: int) -> tuple[float, float]:
@@ -90,6 +103,7 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
         await store.close()
     again, again_cpu = bare_rate(sample)  # before and after: the better of the two
     bare, bare_cpu = max(bare, again), max(bare_cpu, again_cpu)
+    batch_cpu = bare_batch_rate(sample)
     return {
         "entries": float(len(pairs)),
         "bare_learn_per_second": bare,
@@ -98,6 +112,7 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
         "bare_learn_per_cpu_second": bare_cpu,
         "service_learner_per_cpu_second": len(pairs) / cpu_seconds,
         "cpu_ratio": len(pairs) / cpu_seconds / bare_cpu,
+        "bare_learn_batch_per_cpu_second": batch_cpu,
         "recovery_seconds": seconds,
     }
 

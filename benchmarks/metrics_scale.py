@@ -6,8 +6,9 @@ from 16 concurrent clients (counting the answers: every one must be 201, a 503 o
 healthy store is the bug this guards against), scrapes ``/metrics`` at once (the first
 scrape: nothing rendered it on demand before), lets it idle, then scrapes ``--scrapes``
 times while another client predicts back to back.  Prints, against the goals: every
-scrape's time, the first included (< 0.5 s), the largest predict stall while scraping
-beside the median of a quiet period measured in the same run (<= 50 ms), the creates
+scrape's time, the first included (< 0.5 s), the largest predict stall, scraped or not
+(a prediction's time less the median of a quiet period measured in the same run;
+<= 50 ms), and each of the two apart, the creates
 that did not answer 201 (0) and the create rate; and, as baselines measured in the same
 run, the time ``prometheus_client.generate_latest`` takes to render the same series in
 one piece (what a first scrape used to wait for) and the service's renderer's time.
@@ -169,7 +170,10 @@ def run_store(store: str, models: int, scrapes: int) -> None:
                 redis.terminate()
                 redis.wait(timeout=10)
     refused = models - statuses[201]
-    stall_ms = 1e3 * (max(busy) - statistics.median(quiet))
+    quiet_median = statistics.median(quiet)
+    busy_stall_ms = 1e3 * (max(busy) - quiet_median)
+    quiet_stall_ms = 1e3 * (max(quiet) - quiet_median)
+    stall_ms = max(busy_stall_ms, quiet_stall_ms)
     scrape = statistics.median(scrapes_s)
     print(f"== store: {store}; models: {models}; exposition {sizes[-1] / 1e6:.1f} MB")
     print(
@@ -184,29 +188,29 @@ def run_store(store: str, models: int, scrapes: int) -> None:
         f"scrape seconds: median {scrape:.3f}, max {max(scrapes_s):.3f} "
         f"(goal < {SCRAPE_GOAL_SECONDS}; max / goal {max(scrapes_s) / SCRAPE_GOAL_SECONDS:.2f})"
     )
+    print(
+        f"largest predict stall, scraped or not: {stall_ms:.1f} ms "
+        f"(goal <= {STALL_GOAL_MS:.0f}; stall / goal {stall_ms / STALL_GOAL_MS:.2f})"
+    )
     every = max([first_scrape, *scrapes_s])
     verdict = "met" if every < SCRAPE_GOAL_SECONDS and stall_ms <= STALL_GOAL_MS else "NOT met"
     print(
         f"goal (every scrape < {SCRAPE_GOAL_SECONDS} s, stall <= {STALL_GOAL_MS:.0f} ms): {verdict}"
     )
     print(
-        f"predict ms quiet: median {1e3 * statistics.median(quiet):.2f}, "
+        f"predict ms quiet: median {1e3 * quiet_median:.2f}, "
         f"max {1e3 * max(quiet):.2f} ({len(quiet)} calls)"
     )
     print(
         f"predict ms while scraping: median {1e3 * statistics.median(busy):.2f}, "
         f"max {1e3 * max(busy):.2f} ({len(busy)} calls)"
     )
+    p99_ms = 1e3 * (quantile(busy, 0.99) - quiet_median)
     print(
-        f"largest predict stall while scraping: {stall_ms:.1f} ms "
-        f"(goal <= {STALL_GOAL_MS:.0f}; stall / goal {stall_ms / STALL_GOAL_MS:.2f})"
+        f"largest stall while scraping {busy_stall_ms:.1f} ms, without scraping "
+        f"{quiet_stall_ms:.1f} ms; 99th percentile stall while scraping {p99_ms:.1f} ms"
     )
-    quiet_stall_ms = 1e3 * (max(quiet) - statistics.median(quiet))
-    p99_ms = 1e3 * (quantile(busy, 0.99) - statistics.median(quiet))
-    print(
-        f"for scale: largest stall without scraping {quiet_stall_ms:.1f} ms; "
-        f"99th percentile stall while scraping {p99_ms:.1f} ms"
-    )
+    print(f"load average (1, 5, 15 min): {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     baseline, ours = baseline_render_seconds(models)
     print(f"baseline, generate_latest in one piece: {baseline:.3f} s")
     print(

@@ -68,8 +68,12 @@ def stop(process: subprocess.Popen[bytes]) -> None:
 
 def quantile_from_buckets(text: str, q: float) -> float:
     """The ``q`` quantile of the staleness histogram (linear inside a bucket)."""
-    pattern = r'banditree_model_staleness_seconds_bucket\{le="([^"]+)",model="m"\} (\S+)'
-    buckets = [(float(le), float(n)) for le, n in re.findall(pattern, text)]
+    # the service's renderer writes the model label first, prometheus_client le first
+    pattern = (
+        r'banditree_model_staleness_seconds_bucket\{(?:model="m",le="([^"]+)"|'
+        r'le="([^"]+)",model="m")\} (\S+)'
+    )
+    buckets = [(float(a or b), float(n)) for a, b, n in re.findall(pattern, text)]
     total = buckets[-1][1]
     if total == 0:
         return float("nan")

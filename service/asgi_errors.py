@@ -7,6 +7,8 @@ from collections.abc import Sequence
 
 from starlette.types import Send
 
+from service.personalizer_errors import error_body
+
 
 async def send_json_error(
     send: Send, status: int, detail: str, field: str, headers: Sequence[tuple[bytes, bytes]] = ()
@@ -26,8 +28,11 @@ async def send_personalizer_error(
     send: Send, status: int, message: str, headers: Sequence[tuple[bytes, bytes]] = ()
 ) -> None:
     """Answer Personalizer's ``{"error": {"code", "message"}}`` with ``status`` from middleware."""
-    code = {401: "Unauthorized", 403: "Forbidden", 413: "PayloadTooLarge"}.get(status, "BadRequest")
-    body = json.dumps({"error": {"code": code, "message": message}}).encode()
-    all_headers = [(b"content-type", b"application/json"), *headers]
+    body = error_body(status, message)
+    all_headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        *headers,
+    ]
     await send({"type": "http.response.start", "status": status, "headers": all_headers})
     await send({"type": "http.response.body", "body": body})

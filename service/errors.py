@@ -16,6 +16,7 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any
 
+import orjson
 import redis.exceptions
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -35,6 +36,12 @@ from service.domain_errors import (
     NotFound,
     Unavailable,
     UnknownDecision,
+)
+from service.personalizer_errors import (
+    PersonalizerError,
+    is_personalizer_path,
+    personalizer_error,
+    personalizer_status,
 )
 from service.store.base import StoreUnavailable
 
@@ -184,14 +191,37 @@ def _http_error(request: Request, exc: Exception) -> JSONResponse:
     return response
 
 
+Handler = Callable[[Request, Exception], JSONResponse]
+
+#: headers an error answer keeps when it is put in Personalizer's shape
+_KEPT_HEADERS = ("retry-after", "allow", "www-authenticate")
+
+
+def _personalizer_shape(handler: Handler) -> Handler:
+    """``handler``, answering in Personalizer's error shape on its routes (422 as 400)."""
+
+    def answer(request: Request, exc: Exception) -> JSONResponse:
+        response = handler(request, exc)
+        if not is_personalizer_path(request.scope.get("path", "")):
+            return response
+        detail = str(orjson.loads(bytes(response.body))["detail"])
+        kept = {k: v for k, v in response.headers.items() if k.lower() in _KEPT_HEADERS}
+        return personalizer_error(response.status_code, detail, kept)
+
+    return answer
+
+
 #: exception type -> the handler that answers it (looked up along the exception's MRO)
-ERROR_HANDLERS: dict[type[Exception], Callable[[Request, Exception], JSONResponse]] = {
-    ServiceError: _service_error,
-    DomainError: _domain_error,
-    InvalidInput: _invalid_input,
-    RequestValidationError: _validation_error,
-    HTTPException: _http_error,
-    **dict.fromkeys(STORE_ERRORS, _store_error),
+ERROR_HANDLERS: dict[type[Exception], Handler] = {
+    error: _personalizer_shape(handler)
+    for error, handler in {
+        ServiceError: _service_error,
+        DomainError: _domain_error,
+        InvalidInput: _invalid_input,
+        RequestValidationError: _validation_error,
+        HTTPException: _http_error,
+        **dict.fromkeys(STORE_ERRORS, _store_error),
+    }.items()
 }
 
 
@@ -255,8 +285,16 @@ def document_errors(
             if not isinstance(route, APIRoute):
                 continue
             allowed.setdefault(route.path, set()).update(route.methods or ())
-            for status in sorted(_statuses(route, admin_routes)):
-                entry: dict[str, Any] = {"model": ErrorPublic, "description": _DESCRIPTIONS[status]}
+            statuses = _statuses(route, admin_routes)
+            model: type[BaseModel] = ErrorPublic
+            if is_personalizer_path(route.path):  # Personalizer's error body; 422 is 400
+                statuses = {personalizer_status(s) for s in statuses} | {400, 409, 410}
+                model = PersonalizerError
+            for status in sorted(statuses):
+                description = _DESCRIPTIONS[status]
+                if model is PersonalizerError and status == 400:
+                    description = "A field is invalid: the message names it and the bound."
+                entry: dict[str, Any] = {"model": model, "description": description}
                 header = _HEADERS.get(status)
                 if header is not None:
                     entry["headers"] = {

@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Any
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from service.asgi_errors import send_json_error
+from service.asgi_errors import send_json_error, send_personalizer_error
 from service.metrics import ServiceMetrics
+from service.personalizer_errors import is_personalizer_path
 from service.store.budget import enter_budget, leave_budget
 
 if TYPE_CHECKING:
@@ -119,7 +120,11 @@ class ServiceHttp:
         for key, value in scope["headers"]:
             if key == b"content-length":
                 if not value.isdigit() or int(value) > self.max_body_bytes:
-                    await send_json_error(send, 413, self._too_large(value.decode()), "body")
+                    detail = self._too_large(value.decode())
+                    if is_personalizer_path(scope["path"]):  # its clients read its shape
+                        await send_personalizer_error(send, 413, detail)
+                    else:
+                        await send_json_error(send, 413, detail, "body")
                     return None
                 declared = True
             elif key == b"transfer-encoding":

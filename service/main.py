@@ -20,6 +20,7 @@ from service.docs_page import install_docs
 from service.errors import document_errors, install_error_handlers
 from service.hot.app import ServiceApp
 from service.http_middleware import enable_access_log
+from service.loop_lag import watch_loop_lag
 from service.metrics import ServiceMetrics
 from service.openapi_links import add_links
 from service.registry import ModelRegistry
@@ -107,6 +108,7 @@ def _openapi_with_settings(app: FastAPI, settings: Settings) -> None:
             schema = generate()
             contexts = schema["components"]["schemas"]["PredictCreate"]["properties"]["contexts"]
             contexts["maxItems"] = settings.max_batch
+            personalizer.document_personalizer(schema)
             if settings.auth_enabled or settings.metrics_key:  # `Authorization: Bearer <key>`
                 schema["components"]["securitySchemes"] = {
                     "apiKey": {"type": "http", "scheme": "bearer"}
@@ -160,6 +162,7 @@ def create_app(settings: Settings | None = None, *, freeze_startup: bool = False
             asyncio.create_task(_discover(registry, settings.snapshot_poll_seconds)),
             # /metrics rendered off the request path from the first scrape
             asyncio.create_task(app.state.exposition.refresh_loop()),
+            asyncio.create_task(watch_loop_lag(service_metrics.loop_lag)),
         ]
         if freeze_startup:
             _freeze_startup_objects()

@@ -18,6 +18,9 @@ LATENCY_BUCKETS_SECONDS = (
 )  # fmt: skip
 CHECKPOINT_BUCKETS_SECONDS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 FEEDBACK_OUTCOMES = ("applied", "unknown", "expired", "duplicate", "invalid")
+LOOP_LAG_BUCKETS_SECONDS = (
+    0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0,
+)  # fmt: skip
 STALENESS_BUCKETS_SECONDS = (
     0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0,
     5.0, 10.0, 30.0,
@@ -214,6 +217,11 @@ class ServiceMetrics:
             "banditree_apprentice_estimated_reward",
             "Apprentice mode: the model's mean predicted reward of its own choice or the default.",
             ["model", "policy"], registry=r,
+        )  # fmt: skip
+        self.loop_lag = Histogram(
+            "banditree_event_loop_lag_seconds",
+            "How late a 25 ms timer of the event loop fires (the loop or the GIL held).",
+            registry=r, buckets=LOOP_LAG_BUCKETS_SECONDS,
         )  # fmt: skip
         self.http_requests = Counter(
             "banditree_http_requests", "HTTP requests.", ["route", "method", "status"], registry=r

@@ -7,6 +7,15 @@ writes the text itself from the metric children and keeps each histogram child's
 something: an idle model costs a value read and one line per counter or gauge.  The
 output is the text format 0.0.4 that ``generate_latest`` writes, without the
 ``_created`` series (the service's dashboards and alerts do not read them).
+
+A rendering makes no container whose size grows with the number of models and lives
+while the garbage collector runs: the text is encoded a few hundred lines at a time (a list of
+thousands of pieces, not of a hundred thousand lines), and the caches are kept across
+renderings and changed in place (a dict rebuilt at every rendering is young, and every
+collection of the young generations, triggered by any thread while the rendering runs,
+walks all of its entries with the interpreter held: 10 to 50 ms with 10,000 models, the
+event loop's largest stall).  For the same reason no single step copies the whole text
+more than once: the interpreter is held while a string is joined.
 """
 
 from __future__ import annotations
@@ -19,6 +28,8 @@ from prometheus_client import Counter, Gauge, Histogram
 
 #: stands for a child's labels in the shared text of a never-observed histogram
 _LABEL = "\x00labels\x00"
+#: lines per encoded piece of a rendering
+_PIECE_LINES = 512
 _HistogramKey = Any  # a histogram child (hashed by identity: cheap, stable while it lives)
 
 
@@ -33,6 +44,25 @@ def number(value: float) -> str:
     if value != value:
         return "NaN"
     return repr(float(value))
+
+
+class _Text:
+    """Text written line by line, kept as encoded pieces of :data:`_PIECE_LINES` lines."""
+
+    def __init__(self) -> None:
+        self._lines: list[str] = []
+        self._pieces: list[bytes] = []
+
+    def write(self, text: str) -> None:
+        self._lines.append(text)
+        if len(self._lines) >= _PIECE_LINES:
+            self._pieces.append("".join(self._lines).encode())
+            self._lines.clear()
+
+    def getvalue(self) -> bytes:
+        self._pieces.append("".join(self._lines).encode())
+        self._lines.clear()
+        return b"".join(self._pieces)
 
 
 def _escape(value: str) -> str:
@@ -54,6 +84,7 @@ class ExpositionRenderer:
         for metric in self.metrics:
             if not isinstance(metric, Counter | Gauge | Histogram):
                 raise TypeError(f"{metric!r}: only counters, gauges and histograms")
+        # both kept across renderings and changed in place (see the module's docstring)
         self._labels: dict[Any, str] = {}  # child -> its label text
         self._histograms: dict[_HistogramKey, tuple[float, float, str]] = {}
         self._empty: dict[str, str] = {}  # histogram name -> its never-observed lines
@@ -64,56 +95,60 @@ class ExpositionRenderer:
 
     def render(self) -> bytes:
         """The whole exposition."""
-        parts: list[str] = []
-        histograms: dict[_HistogramKey, tuple[float, float, str]] = {}
+        out = _Text()
         labels = self._labels
-        labels_seen: dict[Any, str] = {}
+        children_seen = 0
         for metric in self.metrics:
             name, names = metric._name, tuple(metric._labelnames)
             kind = metric._type
             family = f"{name}_total" if kind == "counter" else name
-            parts.append(
-                f"# HELP {family} {_help(metric._documentation)}\n# TYPE {family} {kind}\n"
-            )
+            out.write(f"# HELP {family} {_help(metric._documentation)}\n# TYPE {family} {kind}\n")
             if names:
                 # one list, no tuple per child: the garbage collector tracks every container
-                # made here, and 10,000 models' worth would set off full collections
+                # made here (this one lives while one metric is written)
                 with metric._lock:
                     children = list(metric._metrics.values())
             else:
                 children = [metric]  # an unlabelled metric holds its own value
+            children_seen += len(children)
             for child in children:
                 label = labels.get(child)
                 if label is None:
-                    label = self._label_text(names, child._labelvalues)
-                labels_seen[child] = label
+                    label = labels[child] = self._label_text(names, child._labelvalues)
                 if kind == "histogram":
-                    parts.append(self._histogram(histograms, name, label, child))
+                    out.write(self._histogram(name, label, child))
                     continue
                 # the value without its lock: a float read is atomic, a scrape may lag
                 value = child._value._value
                 braced = f"{{{label}}}" if label else ""
-                parts.append(f"{family}{braced} {number(value)}\n")
-        self._histograms, self._labels = histograms, labels_seen  # deleted children go
-        return "".join(parts).encode()
+                out.write(f"{family}{braced} {number(value)}\n")
+        if len(labels) > children_seen:  # children were deleted: forget them
+            self._forget_deleted()
+        return out.getvalue()
 
-    def _histogram(
-        self,
-        out: dict[_HistogramKey, tuple[float, float, str]],
-        name: str,
-        label: str,
-        child: Any,
-    ) -> str:
+    def _forget_deleted(self) -> None:
+        """Drop the cache entries of children no longer in their metric (in place)."""
+        live: set[int] = set()
+        for metric in self.metrics:
+            if metric._labelnames:
+                with metric._lock:
+                    live.update(map(id, metric._metrics.values()))
+            else:
+                live.add(id(metric))
+        for cache in (self._labels, self._histograms):
+            for child in [c for c in cache if id(c) not in live]:
+                del cache[child]
+
+    def _histogram(self, name: str, label: str, child: Any) -> str:
         # every observation changes the sum or, for an amount of 0, the first bucket
         total, first = child._sum._value, child._buckets[0]._value
-        key = child
-        cached = self._histograms.get(key)
+        out = self._histograms
+        cached = out.get(child)
         if cached is not None and cached[0] == total and cached[1] == first:
-            out[key] = cached
             return cached[2]
         if total == 0.0 and first == 0.0 and label and not any(b._value for b in child._buckets):
             text = self._empty_histogram(name, child._upper_bounds).replace(_LABEL, label)
-            out[key] = (total, first, text)
+            out[child] = (total, first, text)
             return text
         lines, acc = [], 0.0
         sep = "," if label else ""
@@ -124,7 +159,7 @@ class ExpositionRenderer:
         lines.append(f"{name}_count{braced} {number(acc)}\n")
         lines.append(f"{name}_sum{braced} {number(total)}\n")
         text = "".join(lines)
-        out[key] = (total, first, text)
+        out[child] = (total, first, text)
         return text
 
     def _empty_histogram(self, name: str, bounds: list[float]) -> str:

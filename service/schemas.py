@@ -290,7 +290,9 @@ class RollbackCreate(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    version: StrictInt = Field(..., ge=0, le=2**63 - 1)
+    # the largest integer every JSON reader holds exactly (2^53 - 1): a client or a schema
+    # tool reading the bound as a float cannot round a larger version under it
+    version: StrictInt = Field(..., ge=0, le=2**53 - 1)
 
 
 class TreeExport(BaseModel):

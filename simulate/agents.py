@@ -4,7 +4,8 @@
 * ``<model>_full_information``: the same model on the same stream, told the label
   and playing greedily (the supervised upper bound that ``regret`` is measured to);
 * ``random``: uniform random actions (classification);
-* ``linear``: a linear model with the same exploration and feedback;
+* ``linear``: a linear model with the same exploration and feedback (for regression,
+  its output held to the training targets' range: :func:`linear_baseline`);
 * ``vw``: Vowpal Wabbit ``--cb_explore K --epsilon e`` (linear epsilon-greedy),
   when ``vowpalwabbit`` is installed (:mod:`simulate.vw`).
 """
@@ -17,6 +18,9 @@ from typing import Any
 import numpy as np
 
 from banditree.datasets import Dataset
+from banditree.learners import build_learner
+from banditree.learners.gradient_bandit import GradientBandit
+from banditree.models.linear import LinearSpec
 from simulate.environments import ClassificationEnvironment, Environment, RegressionEnvironment
 
 #: Config fields that matter for classification only, and for regression only.
@@ -88,3 +92,15 @@ def full_information_twin(env: Environment) -> Environment:
         return ClassificationEnvironment(env.n_classes, mode="full", loss_matrix=env.loss_matrix)
     assert isinstance(env, RegressionEnvironment)
     return RegressionEnvironment(mode="full", loss=env.loss_name, huber_xi=env.huber_xi)
+
+
+def linear_baseline(config: Mapping[str, Any]) -> GradientBandit:
+    """The ``linear`` regression baseline: a linear learner whose output is held to the
+    training targets' range (``target_offset`` to ``target_offset + target_scale``, set
+    by :func:`learner_config` from the data), as a tree's output is held within its leaf
+    values; unheld, one-point feedback walks it far outside the targets and its loss
+    grows (Abalone: a progressive loss in the hundreds against the trees' 30)."""
+    learner = build_learner(dict(config))
+    assert isinstance(learner, GradientBandit) and isinstance(learner.model, LinearSpec)
+    learner.model.output_range = (0.0, 1.0)
+    return learner

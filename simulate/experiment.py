@@ -13,7 +13,7 @@ from banditree.datasets.sources import TaskChoice, load_source
 from banditree.datasets.tables import contexts_of
 from banditree.learners import build_learner
 from banditree.learners.config import default_kind
-from simulate.agents import full_information_twin, learner_config
+from simulate.agents import full_information_twin, learner_config, linear_baseline
 from simulate.drift import drift_report, drift_streams, stream_targets
 from simulate.environments import Environment, FeedbackMode, make_environment
 from simulate.plots import write_plots
@@ -93,8 +93,10 @@ def _competitors(
 
         return config
 
-    def local(kind: str, environment: Environment) -> Competitor:
+    def local(kind: str, environment: Environment, *, baseline: bool = False) -> Competitor:
         cfg = config_for(kind, environment)
+        if baseline and kind == "linear" and dataset.task == "regression":
+            return Competitor(kind, kind, environment, lambda s: linear_baseline(cfg(s)), cfg)
         return Competitor(kind, kind, environment, lambda s: build_learner(cfg(s)), cfg)
 
     def remote(name: str, kind: str) -> Competitor:
@@ -141,7 +143,11 @@ def _competitors(
         elif baseline == "vw":
             runs.append(_vw_competitor(dataset, env, options))
         else:
-            runs.append(remote(baseline, baseline) if options.server else local(baseline, env))
+            runs.append(
+                remote(baseline, baseline)
+                if options.server
+                else local(baseline, env, baseline=True)
+            )
     return runs, reference
 
 

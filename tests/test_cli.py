@@ -37,6 +37,24 @@ def test_train_writes_model_report_and_plot(tmp_path) -> None:
     assert accuracy == report["test_accuracy"]
 
 
+def test_train_defaults_to_the_l1_grid_on_every_core(tmp_path) -> None:
+    import json
+
+    from banditree.supervised.command import available_cores
+
+    out = tmp_path / "run"
+    args = ["train", "segmentation", "--height", "3", "--epochs", "2", "--out", str(out)]
+    result = CliRunner().invoke(app, [*args, "--no-progress"])
+    assert result.exit_code == 0, result.output
+    report = json.loads((out / "report.json").read_text())
+    assert [g["settings"]["momentum"] for g in report["grid"]] == [0.0, 0.3, 0.8]
+    assert all(g["settings"]["hidden"] == [] for g in report["grid"])  # no L = 3 run
+    assert report["options"]["grid"] == "paper-l1"
+    assert report["options"]["jobs"] == report["jobs"] == available_cores()
+    refused = CliRunner().invoke(app, [*args, "--jobs", "-1"])
+    assert refused.exit_code == 2 and "--jobs" in refused.output
+
+
 def test_train_refuses_bad_options_clearly(tmp_path) -> None:
     import torch
 

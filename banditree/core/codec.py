@@ -62,6 +62,21 @@ def decision_record(d: Decision) -> dict[str, Any]:
 decision_from_record = Decision.from_dict
 
 
+def decision_from_parsed(record: dict[str, Any]) -> Decision:
+    """:func:`decision_from_record` of a record that no one else holds (JSON just parsed):
+    converted in place rather than copied, the same decision."""
+    context = record["context"]
+    if not isinstance(context, dict):
+        record["context"] = tuple(map(float, context))
+    probes = record.get("probes")
+    if probes is not None:
+        lo, hi = probes
+        record["probes"] = (float(lo), float(hi))
+    extras = record.get("extras")
+    record["extras"] = dict(extras) if extras else {}
+    return Decision(**record)
+
+
 def record_json(envelope: Mapping[str, Any]) -> str:
     """Compact JSON of a mapping holding records (numpy scalars written as numbers)."""
     return orjson.dumps(envelope, default=_json_default, option=orjson.OPT_SERIALIZE_NUMPY).decode()

@@ -11,6 +11,7 @@ import numpy as np
 from banditree.core.arrays import FloatArray
 from banditree.core.columns import DecisionColumns
 from banditree.core.records import Decision, Feedback
+from banditree.learners.counted_loss import warmup_sum, winsorise_loss
 from banditree.learners.validation import InvalidInput, as_contexts
 
 Tensors = dict[str, np.ndarray]
@@ -33,6 +34,10 @@ class Learner(ABC):
     _n_decisions: int = 0
     _n_learned: int = 0
     _loss_sum: float = 0.0
+    #: regression: the running scale of the counted losses, and the first raw ones
+    #: while it is set (:mod:`banditree.learners.counted_loss`)
+    _loss_scale: float = 0.0
+    _loss_warmup: tuple[float, ...] = ()
 
     @abstractmethod
     def act(self, context: Sequence[float] | FloatArray, event_id: str | None = None) -> Decision:
@@ -77,6 +82,25 @@ class Learner(ABC):
     @abstractmethod
     def learn(self, decision: Decision, feedback: Feedback) -> bool:
         """Learn from the feedback of a stored decision; True when the parameters changed."""
+
+    def learn_batch(
+        self, decisions: Sequence[Decision], feedbacks: Sequence[Feedback]
+    ) -> list[bool | ValueError | KeyError | TypeError]:
+        """:meth:`learn` for each pair in order: True / False as ``learn`` answers, or the
+        error ``learn`` raised for a pair it refused (the learner left as ``learn`` left it).
+
+        The state after a batch is exactly that after ``learn`` called pair by pair,
+        refused pairs included (a log replayed in batches learns what it learns one by
+        one).  This default calls :meth:`learn` per pair; learners override it to spend
+        less per pair.
+        """
+        out: list[bool | ValueError | KeyError | TypeError] = []
+        for decision, feedback in zip(decisions, feedbacks, strict=True):
+            try:
+                out.append(self.learn(decision, feedback))
+            except (ValueError, KeyError, TypeError) as err:
+                out.append(err)
+        return out
 
     @abstractmethod
     def predict(self, contexts: FloatArray) -> FloatArray:
@@ -134,21 +158,34 @@ class Learner(ABC):
         ]
 
     def _count_feedback(self, feedback: Feedback) -> None:
-        """Count learned feedback and its loss (the mean of a two-point pair)."""
+        """Count learned feedback and its loss (the mean of a two-point pair).
+
+        Regression losses have no bound, so each one is counted winsorised
+        (:func:`winsorise_loss`); classification and ranking losses are counted as they are.
+        """
         self._n_learned += 1
         if feedback.loss is not None:
-            self._loss_sum += feedback.loss
+            loss = float(feedback.loss)
         elif feedback.losses is not None:
-            self._loss_sum += 0.5 * (feedback.losses[0] + feedback.losses[1])
+            loss = 0.5 * (feedback.losses[0] + feedback.losses[1])
+        else:
+            return
+        if self.task != "regression":
+            self._loss_sum += loss
+            return
+        self._loss_sum, self._loss_scale, self._loss_warmup = winsorise_loss(
+            loss, self._loss_sum, self._loss_scale, self._loss_warmup
+        )
 
     @property
     def counters(self) -> dict[str, float]:
         n = self._n_learned
+        total = self._loss_sum + warmup_sum(self._loss_warmup)
         return {
             "decisions": self._n_decisions,
             "feedback": n,
             "updates": self.version,
-            "progressive_mean_loss": self._loss_sum / n if n else float("nan"),
+            "progressive_mean_loss": total / n if n else float("nan"),
         }
 
     def _counter_state(self) -> dict[str, Any]:
@@ -156,9 +193,14 @@ class Learner(ABC):
             "n_decisions": self._n_decisions,
             "n_learned": self._n_learned,
             "loss_sum": self._loss_sum,
+            "loss_scale": self._loss_scale,
+            "loss_warmup": list(self._loss_warmup),
         }
 
     def _load_counter_state(self, meta: dict[str, Any]) -> None:
         self._n_decisions = int(meta["n_decisions"])
         self._n_learned = int(meta["n_learned"])
         self._loss_sum = float(meta["loss_sum"])
+        # absent from checkpoints written before the winsorised count: it starts afresh
+        self._loss_scale = float(meta.get("loss_scale", 0.0))
+        self._loss_warmup = tuple(float(v) for v in meta.get("loss_warmup", ()))

@@ -127,6 +127,7 @@ def _build_fresh(config: LearnerConfig | dict[str, Any]) -> Learner:
         context_clip=c.resolved_context_clip,
         gradient_clip=c.resolved_gradient_clip,
         drift_detector=LossRiseDetector(threshold) if threshold is not None else None,
+        ridge_challenger=c.resolved_drift_challenger,
     )
     return Apprentice(learner) if c.mode == "apprentice" else learner
 

@@ -89,6 +89,15 @@ class PerActionRidge:
         if trusted and self.mix_rate > 0.0:
             self.mix_stats[:, 2] = _TRUSTED / self.mix_rate
 
+    def blank(self) -> PerActionRidge:
+        """A ridge of the same shape, penalties and mix, at this one's prior (no rounds)."""
+        out = PerActionRidge(
+            len(self.weights), self.n_features, float(self._penalty[0]),
+            intercept_l2=float(self._penalty[-1]), mix_rate=self.mix_rate,
+        )  # fmt: skip
+        out.restart(np.zeros((len(self.weights), self.n_features)), self.prior.copy())
+        return out
+
     def update(self, x: FloatArray, action: int, reward: float) -> bool:
         """One round: context ``x`` ``(d,)``, played ``action``, observed ``reward``.
 

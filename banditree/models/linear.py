@@ -12,10 +12,25 @@ from banditree.models.spec import BatchOutput, ModelOutput, ModelSpec, Params, U
 
 
 class LinearSpec(ModelSpec):
-    """``output = W [x; 1]`` with ``W`` ``(K, d + 1)``, zero-initialised."""
+    """``output = W [x; 1]`` with ``W`` ``(K, d + 1)``, zero-initialised.
+
+    ``output_range`` (``(low, high)``, or None: unbounded) holds the output within it,
+    as a tree's output is held within its leaf values: with one-point feedback a linear
+    output otherwise drifts far outside the targets' range (each step's direction is
+    mostly noise, and the noise grows with the loss), and the loss with it.  Gradients
+    are taken as if unheld, so a held output is still pulled back into the range.
+    """
 
     kind = "linear"
     regularised = ("W",)
+
+    def __init__(
+        self, n_features: int, n_outputs: int, *, output_range: tuple[float, float] | None = None
+    ) -> None:
+        super().__init__(n_features, n_outputs)
+        if output_range is not None and not output_range[0] < output_range[1]:
+            raise ValueError(f"output_range must be (low, high) with low < high: {output_range}")
+        self.output_range = output_range
 
     def init_params(self, rng: np.random.Generator) -> Params:
         w = np.zeros((self.n_outputs, self.n_features + 1))
@@ -28,12 +43,17 @@ class LinearSpec(ModelSpec):
 
     def forward(self, frozen: tuple[FloatArray, FloatArray], x: FloatArray) -> ModelOutput:
         w, b = frozen
-        return ModelOutput(output=w @ x + b)
+        return ModelOutput(output=self._held(w @ x + b))
 
     def forward_batch(self, frozen: tuple[FloatArray, FloatArray], x: FloatArray) -> FloatArray:
         w, b = frozen
-        out: FloatArray = x @ w.T + b
-        return out
+        return self._held(x @ w.T + b)
+
+    def _held(self, out: FloatArray) -> FloatArray:
+        if self.output_range is None:
+            return out
+        held: FloatArray = np.clip(out, *self.output_range)
+        return held
 
     def forward_rows(self, frozen: tuple[FloatArray, FloatArray], x: FloatArray) -> BatchOutput:
         return BatchOutput(output=self.forward_batch(frozen, x))

@@ -103,6 +103,16 @@ class ModelSpec(ABC):
     def freeze(self, params: Mapping[str, FloatArray]) -> Any:
         """The inference form used by :meth:`forward` (derived data cached per version)."""
 
+    def freeze_unprepared(self, params: Mapping[str, FloatArray]) -> Any:
+        """:meth:`freeze` without building what only serves decisions (the same values
+        once :meth:`prepare` or the first decision builds it): for the versions a
+        learner passes through within a batch, which no decision reads."""
+        return self.freeze(params)
+
+    def prepare(self, frozen: Any) -> Any:
+        """``frozen`` (from :meth:`freeze_unprepared`) made what :meth:`freeze` gives."""
+        return frozen
+
     @abstractmethod
     def forward(self, frozen: Any, x: FloatArray) -> ModelOutput: ...
 

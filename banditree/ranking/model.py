@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from banditree.core import Decision, Feedback
+from banditree.core import Decision, DecisionColumns, Feedback
 from banditree.explore import event_uniforms, sample_action
 from banditree.features import FeatureEncoder, FeatureSchema, InvalidInput
 from banditree.learners.apprentice import AgreementTracker, Mode, check_mode
@@ -212,6 +212,13 @@ class RankingModel(Learner):
         raise InvalidInput("context", "a ranking model ranks candidates: use rank (POST .../rank)")
 
     def predict(self, contexts: Any) -> np.ndarray:
+        raise InvalidInput("contexts", "a ranking model ranks candidates: use rank (POST .../rank)")
+
+    def act_batch(self, contexts: Any, event_ids: Any = None) -> list[Decision]:
+        # refused whatever the batch holds (an empty one included, which ``act`` never sees)
+        raise InvalidInput("contexts", "a ranking model ranks candidates: use rank (POST .../rank)")
+
+    def act_columns(self, contexts: Any, event_ids: Any = None) -> DecisionColumns:
         raise InvalidInput("contexts", "a ranking model ranks candidates: use rank (POST .../rank)")
 
     # -- learning ---------------------------------------------------------------------

@@ -19,7 +19,7 @@ from banditree.models.dgt.scaling import FeatureStandardizer, TargetMinMax, fold
 from banditree.models.dgt.tree import DGTree
 from banditree.supervised.config import TrainingConfig
 from banditree.supervised.inputs import check_features, check_regression_targets, check_targets
-from banditree.supervised.trainer import train_tree
+from banditree.supervised.trainer import EpochCallback, train_tree
 
 _GLOBAL_RNG_LOCK = threading.Lock()
 
@@ -72,19 +72,23 @@ class DGTEstimator(ABC):
     def _keep_target_state(self, state: Any) -> None:
         """Store the target state of a successful fit (classes or target scaler)."""
 
-    def fit(self, X: ArrayLike, y: ArrayLike) -> Self:
+    def fit(self, X: ArrayLike, y: ArrayLike, on_epoch: EpochCallback | None = None) -> Self:
         """Train a fresh tree on ``X`` ``(n, d)`` and ``y`` ``(n,)``; returns ``self``.
 
-        The estimator is left unchanged if the data are refused or training diverges.
+        ``on_epoch(epoch, mean training loss)`` is called after each epoch.  The
+        estimator is left unchanged if the data are refused or training diverges.
         """
         x = check_features(X)
         targets, n_outputs, target_state = self._encode_targets(y, x.shape[0])
         standardizer = FeatureStandardizer.fit(x)
         cfg = self.config
         tree = self.initial_tree(x.shape[1], n_outputs)
+        _ignore_constant_columns(tree, x)
         generator = torch.Generator().manual_seed(cfg.seed)
         inputs = torch.as_tensor(standardizer.transform(x), dtype=torch.float32)
-        history = train_tree(tree, inputs, targets, self.tree_loss, cfg, generator, cfg.device)
+        history = train_tree(
+            tree, inputs, targets, self.tree_loss, cfg, generator, cfg.device, on_epoch
+        )
         scaler = target_state if isinstance(target_state, TargetMinMax) else None
         frozen = fold_scalers(tree.freeze(), standardizer, scaler)
         if not (np.isfinite(frozen.weights).all() and np.isfinite(frozen.theta).all()):
@@ -130,6 +134,22 @@ class DGTEstimator(ABC):
     @abstractmethod
     def score(self, X: ArrayLike, y: ArrayLike) -> float:
         """Quality on ``(X, y)``, higher is better."""
+
+
+def _ignore_constant_columns(tree: DGTree, x: FloatArray) -> None:
+    """Zero the first layer's weights on columns constant in training.
+
+    Standardised, such a column is 0 on every training row, so its weights get no
+    gradient and keep their random start; a value it never took in training (a
+    category first seen at test time, in its own or the "other" column) would then
+    push every split by that random amount.  At zero it is ignored instead.
+    Training is unchanged (but for a weight penalty on those weights and its share of
+    the gradient-norm clip).
+    """
+    constant = np.flatnonzero(x.std(axis=0) <= 1e-12)
+    if constant.size:
+        with torch.no_grad():
+            tree.layers[0][:, torch.as_tensor(constant)] = 0.0
 
 
 class DGTClassifier(DGTEstimator):

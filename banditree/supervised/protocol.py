@@ -10,18 +10,16 @@ from __future__ import annotations
 
 import math
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from banditree.datasets import Dataset, stratified_split
 from banditree.models.dgt.trained import TrainedTree
 from banditree.supervised.config import TrainingConfig
-from banditree.supervised.estimator import DGTClassifier, DGTEstimator, DGTRegressor
-from banditree.supervised.grid import describe
+from banditree.supervised.grid_runs import GridData, GridRun, estimator, run_grid, score
+from banditree.supervised.progress import GridProgress, RunCost, TimeLeft
 
 #: Epochs by training-set size: ``clip(ceil(1e6 / n), 30, 400)`` (the paper: 30-400 by size).
 EPOCH_BUDGET_ROWS = 1_000_000
@@ -48,16 +46,6 @@ class ProtocolOptions:
 
 
 @dataclass
-class GridRun:
-    """One grid entry's result on the validation split."""
-
-    settings: dict[str, Any]
-    validation_score: float
-    loss_history: list[float]
-    seconds: float
-
-
-@dataclass
 class ProtocolResult:
     """The chosen model, its scores, and every grid run."""
 
@@ -65,17 +53,6 @@ class ProtocolResult:
     report: dict[str, Any]
     runs: list[GridRun]
     final_loss_history: list[float]
-
-
-def _estimator(task: str, config: TrainingConfig) -> DGTEstimator:
-    return DGTClassifier(config) if task == "classification" else DGTRegressor(config)
-
-
-def _score(model: DGTEstimator, x: np.ndarray, y: np.ndarray) -> float:
-    """Accuracy, or RMSE in original units."""
-    if isinstance(model, DGTRegressor):
-        return model.rmse(x, y)
-    return model.score(x, y)
 
 
 def validation_split(ds: Dataset, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -95,6 +72,8 @@ def run_protocol(ds: Dataset, options: ProtocolOptions) -> ProtocolResult:
     fit_rows, val_rows = validation_split(ds, options.validation_fraction, options.seed)
     if fit_rows.size < 2 or val_rows.size < 1:
         raise ValueError(f"{ds.name}: too few training rows ({ds.y_train.shape[0]}) to validate")
+    if options.jobs < 1:
+        raise ValueError(f"jobs must be >= 1, got {options.jobs}")
     epochs = options.epochs or default_epochs(fit_rows.shape[0])
     base = TrainingConfig(
         height=options.height,
@@ -105,40 +84,42 @@ def run_protocol(ds: Dataset, options: ProtocolOptions) -> ProtocolResult:
     )
     configs = [replace(base, **_config_fields(s, options.base)) for s in options.grid]
     higher_is_better = ds.task == "classification"
-    runs: list[GridRun] = []
     x_fit, y_fit = ds.X_train[fit_rows], ds.y_train[fit_rows]
     x_val, y_val = ds.X_train[val_rows], ds.y_train[val_rows]
-
-    def grid_run(settings: dict[str, Any], config: TrainingConfig) -> GridRun:
-        t0 = time.perf_counter()
-        model = _estimator(ds.task, config).fit(x_fit, y_fit)
-        seconds = time.perf_counter() - t0
-        return GridRun(settings, _score(model, x_val, y_val), model.loss_history_, seconds)
-
-    if options.jobs < 1:
-        raise ValueError(f"jobs must be >= 1, got {options.jobs}")
-    bar = tqdm(total=len(configs), disable=not options.progress, desc="grid", unit="run")
-    if options.jobs == 1:
-        for settings, config in zip(options.grid, configs, strict=True):
-            bar.set_postfix_str(describe(settings))
-            runs.append(grid_run(settings, config))
-            bar.update()
-    else:  # torch releases the GIL in its kernels: runs overlap on several cores
-        quiet = [replace(c, progress=False) for c in configs]
-        with ThreadPoolExecutor(max_workers=options.jobs) as pool:
-            futures = [
-                pool.submit(grid_run, s, c) for s, c in zip(options.grid, quiet, strict=True)
-            ]
-            for future in futures:
-                runs.append(future.result())
-                bar.update()
-    bar.close()
+    n_outputs = ds.n_classes if higher_is_better else 1
+    costs = [RunCost.of(c, fit_rows.shape[0], ds.n_features, n_outputs) for c in configs]
+    n_all = ds.y_train.shape[0]
+    lanes = min(options.jobs, len(configs))
+    clock = TimeLeft(costs, lanes)
+    # the retrain's settings are known after the grid: until then, the grid's mean size,
+    # then the best run's so far
+    guess = RunCost(
+        math.ceil(n_all / base.batch_size),
+        epochs,
+        sum(c.macs_per_batch for c in costs) / len(costs),
+    )
+    retrain_index = clock.add(guess, serial=True)
+    progress = GridProgress(clock, options.progress, start_all, len(configs))
+    progress.expect_retrain(
+        retrain_index,
+        [RunCost.of(c, n_all, ds.n_features, n_outputs) for c in configs],
+        higher_is_better,
+    )
+    quiet = [replace(c, progress=False) for c in configs]  # one bar: work units
+    runs = run_grid(
+        GridData(ds.task, x_fit, y_fit, x_val, y_val), options.grid, quiet, options.jobs, progress
+    )
     scores = [r.validation_score for r in runs]
     best = int(np.argmax(scores) if higher_is_better else np.argmin(scores))
     t0 = time.perf_counter()
-    final = _estimator(ds.task, configs[best]).fit(ds.X_train, ds.y_train)
+    chosen_cost = RunCost.of(configs[best], n_all, ds.n_features, n_outputs)
+    progress.retrain(retrain_index, chosen_cost)
+    final = estimator(ds.task, quiet[best]).fit(
+        ds.X_train, ds.y_train, progress.epoch_callback(retrain_index)
+    )
     retrain_seconds = time.perf_counter() - t0
-    test_score = _score(final, ds.X_test, ds.y_test)
+    progress.close()
+    test_score = score(final, ds.X_test, ds.y_test)
     figure = "accuracy" if higher_is_better else "rmse"
     chosen = configs[best]
     report: dict[str, Any] = {
@@ -173,6 +154,8 @@ def run_protocol(ds: Dataset, options: ProtocolOptions) -> ProtocolResult:
         ],
         "retrain_seconds": retrain_seconds,
         "seconds": time.perf_counter() - start_all,
+        "jobs": options.jobs,
+        "time_left_estimates": progress.estimates,
     }
     info = {"dataset": ds.name, "training": _jsonable(chosen), "report": {"test": test_score}}
     return ProtocolResult(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import os
 import socket
 import uuid
@@ -14,6 +13,7 @@ from typing import Any
 
 from service.metrics import ServiceMetrics
 from service.runtime import ModelLearner, ModelRuntime, Policy
+from service.runtime.heap import HeapFreezer
 from service.runtime.idle import IdleLearners
 from service.runtime.share import LeaseShare
 from service.runtime.snapshot import SnapshotWatcher
@@ -52,6 +52,7 @@ class RegistryBase:
         self.store_changes = 0  # the store's count of record saves and deletes, as last seen
         # models (name -> uid) whose store log ended before an offset this process saw
         self._behind: dict[str, str] = {}
+        self.freezer = HeapFreezer()  # new models' objects out of the collector's walks
         self.idle = IdleLearners(store, holder=self.holder, lease_seconds=settings.lease_seconds)
         self.share = LeaseShare(
             store, holder=self.holder, lease_seconds=settings.lease_seconds,
@@ -143,9 +144,4 @@ class RegistryBase:
         self.runtimes[runtime.name] = runtime
         self.touch(runtime.name)
         self.metrics.models_loaded.set(len(self.runtimes))
-        # A model holds hundreds of long-lived objects (its learner, its metric series):
-        # with thousands of models, each full collection of the cyclic garbage collector
-        # walks a million objects and holds the event loop for most of a second.  Move
-        # what exists now out of its reach (constant time); what is made later is still
-        # collected.  The cost: reference cycles among a deleted model's objects are kept.
-        gc.freeze()
+        self.freezer.soon()  # its long-lived objects out of full collections

@@ -56,6 +56,7 @@ class LearningRegistry(ServingRegistry):
             ),
             store=self.store, metrics=self.metrics.for_model(name), holder=self.holder,
             on_gone=self.want_discovery, idle=self.idle, share=self.share,
+            on_led=self.freezer.soon,
         )  # fmt: skip
         self.records[name] = record_json
         self.learners[name] = learner
@@ -174,5 +175,6 @@ class LearningRegistry(ServingRegistry):
             except StoreUnavailable as err:
                 log.error("learner of model %s could not stop cleanly: %s", learner.name, err)
         await self.idle.stop()
+        self.freezer.cancel()
         if self.learns:
             await self.share.stop()

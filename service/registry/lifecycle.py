@@ -22,7 +22,7 @@ from service.domain_errors import (
 from service.registry.learning import LearningRegistry
 from service.runtime import ModelRuntime
 from service.schemas import ModelCreate, ModelPolicy
-from service.store import StoreUnavailable
+from service.store import StoreUnavailable, TooManyModels
 
 
 def _build(config: LearnerConfig, initial_model: TrainedTree | None) -> Learner:
@@ -50,7 +50,8 @@ class ModelRegistry(LearningRegistry):
 
         The cap counts the creates in flight too: the check and the reservation run
         with no ``await`` between them, so creates of other names racing for the last
-        places (each under its own name's lock) cannot all pass it.
+        places (each under its own name's lock) cannot all pass it.  The store checks it
+        again as it writes the record (one atomic step), for creates in other processes.
         """
         config, policy = body.split()
         initial = _initial_model(body)
@@ -100,7 +101,17 @@ class ModelRegistry(LearningRegistry):
         await self.store.hold_model(name)
         if body.initial_model is not None:
             await self._save_initial(name, learner)
-        self.saw_store_changes(await self.store.save_model(name, record_json))
+        try:  # the cap across every process, counted by the store with the write
+            changes = await self.store.save_model(
+                name, record_json, max_models=self.settings.max_models
+            )
+        except TooManyModels as err:
+            # what was held and saved for it goes (unless another process has since
+            # written a record of this name: that model is its, keys and all)
+            if await self.store.load_model(name) is None:
+                await self.store.delete_model(name)
+            raise CapacityReached(err.held, err.limit) from None
+        self.saw_store_changes(changes)
         runtime = ModelRuntime(
             name=name, uid=record["uid"], learner=learner, policy=resolved,
             store=self.store, metrics=self.metrics.for_model(name),

@@ -18,13 +18,15 @@ from typing import Annotated, Any, TypeVar
 import orjson
 from fastapi import APIRouter, Path, Request
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
+from pydantic.json_schema import models_json_schema
 
 from banditree.features import InvalidInput
 from banditree.ranking import MAX_CANDIDATES
 from service.deps import ModelName
 from service.domain_errors import DomainError
 from service.errors import STORE_ERRORS, domain_status
+from service.personalizer_errors import personalizer_error
 from service.registry import ModelRegistry
 from service.routes.ranking import ranking_list
 from service.runtime.api import ModelRuntime
@@ -41,22 +43,13 @@ from service.runtime.ranking import (
     reward_slots,
 )
 
-#: left out of the OpenAPI document: these routes answer in Personalizer's shapes (its
-#: error body), documented in docs/howto/migrate-from-personalizer.md
-router = APIRouter(
-    prefix="/v1/models/{name}/personalizer", tags=["personalizer"], include_in_schema=False
-)
+#: in the OpenAPI document with Personalizer's field names, statuses and error body
+#: (:mod:`service.personalizer_errors`); the bodies are parsed here, not by FastAPI, so a
+#: bad one gets Personalizer's 400 (:func:`request_body` describes them)
+router = APIRouter(prefix="/v1/models/{name}/personalizer", tags=["personalizer"])
 
 Features = list[dict[str, Any]] | dict[str, Any] | None
 EventId = Annotated[str, Path(min_length=1, max_length=MAX_EVENT_ID_LENGTH)]
-_CODES = {
-    400: "BadRequest",
-    401: "Unauthorized",
-    404: "ResourceNotFound",
-    409: "Conflict",
-    410: "EventExpired",
-    503: "ServiceUnavailable",
-}
 
 
 class _Body(BaseModel):
@@ -73,7 +66,7 @@ class PzRank(_Body):
     actions: list[PzAction] = Field(..., min_length=1, max_length=MAX_CANDIDATES)
     excludedActions: list[str] | None = Field(None, max_length=MAX_CANDIDATES)
     eventId: str | None = Field(None, min_length=1, max_length=MAX_EVENT_ID_LENGTH)
-    deferActivation: bool | None = None
+    deferActivation: StrictBool | None = None
 
 
 class PzSlot(_Body):
@@ -100,10 +93,64 @@ class PzMultiReward(_Body):
     reward: list[PzSlotReward] = Field(..., min_length=1, max_length=MAX_SLOTS)
 
 
+class PzRanked(BaseModel):
+    """One candidate of a rank answer and the probability it was played with."""
+
+    id: str
+    probability: float
+
+
+class PzRankAnswer(BaseModel):
+    """Personalizer Rank's answer: the played candidate first (``rewardActionId``)."""
+
+    ranking: list[PzRanked]
+    eventId: str
+    rewardActionId: str | None
+
+
+class PzSlotAnswer(BaseModel):
+    """One slot of a multi-slot rank: the candidate it plays (null: none was left)."""
+
+    id: str
+    rewardActionId: str | None
+
+
+class PzMultiRankAnswer(BaseModel):
+    """Personalizer multi-slot Rank's answer."""
+
+    eventId: str
+    slots: list[PzSlotAnswer]
+
+
+#: the request body models, added to the OpenAPI document's components (see
+#: :func:`request_body`)
+BODY_MODELS: tuple[type[BaseModel], ...] = (PzRank, PzMultiRank, PzReward, PzMultiReward)
+
+
+def request_body(model: type[BaseModel]) -> dict[str, Any]:
+    """The ``openapi_extra`` that documents ``model`` as an operation's JSON body."""
+    schema = {"$ref": f"#/components/schemas/{model.__name__}"}
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
+
+
+def document_personalizer(document: dict[str, Any]) -> None:
+    """Finish these routes' part of the OpenAPI ``document``: the request body models (and
+    the models they use) in its components, and no 422 (FastAPI declares one for every
+    route with parameters; a bad name or event id is Personalizer's 400 here)."""
+    _, schemas = models_json_schema(
+        [(model, "validation") for model in BODY_MODELS],
+        ref_template="#/components/schemas/{model}",
+    )
+    document.setdefault("components", {}).setdefault("schemas", {}).update(schemas["$defs"])
+    for path, operations in document.get("paths", {}).items():
+        if path.startswith(router.prefix):
+            for operation in operations.values():
+                operation.get("responses", {}).pop("422", None)
+
+
 def pz_error(status: int, message: str) -> JSONResponse:
     """Personalizer's error body."""
-    code = _CODES.get(status, "InternalServerError")
-    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+    return personalizer_error(status, message)
 
 
 T = TypeVar("T", bound=BaseModel)
@@ -136,7 +183,10 @@ async def _answer(
         return pz_error(503, "the store cannot be reached now; try again")
 
 
-@router.post("/rank", status_code=201)
+@router.post(
+    "/rank", status_code=201, responses={201: {"model": PzRankAnswer}},
+    openapi_extra=request_body(PzRank),
+)  # fmt: skip
 async def pz_rank(name: ModelName, request: Request) -> Response:
     """Personalizer Rank: ``{ranking: [{id, probability}], eventId, rewardActionId}`` (201)."""
 
@@ -157,7 +207,10 @@ async def pz_rank(name: ModelName, request: Request) -> Response:
     return await _answer(request, name, work)
 
 
-@router.post("/events/{event_id}/reward", status_code=204)
+@router.post(
+    "/events/{event_id}/reward", status_code=204, response_class=Response,
+    openapi_extra=request_body(PzReward),
+)  # fmt: skip
 async def pz_reward(name: ModelName, event_id: EventId, request: Request) -> Response:
     """Personalizer Reward ``{value}`` in [-1, 1] (204); dropped for a deferred event not
     yet activated, as Personalizer ignores those."""
@@ -171,7 +224,7 @@ async def pz_reward(name: ModelName, event_id: EventId, request: Request) -> Res
     return await _answer(request, name, work)
 
 
-@router.post("/events/{event_id}/activate", status_code=204)
+@router.post("/events/{event_id}/activate", status_code=204, response_class=Response)
 async def pz_activate(name: ModelName, event_id: EventId, request: Request) -> Response:
     """Personalizer Activate (204): the deferred event's reward is now learned from."""
 
@@ -182,7 +235,10 @@ async def pz_activate(name: ModelName, event_id: EventId, request: Request) -> R
     return await _answer(request, name, work)
 
 
-@router.post("/multislot/rank", status_code=201)
+@router.post(
+    "/multislot/rank", status_code=201, responses={201: {"model": PzMultiRankAnswer}},
+    openapi_extra=request_body(PzMultiRank),
+)  # fmt: skip
 async def pz_rank_multi_slot(name: ModelName, request: Request) -> Response:
     """Personalizer multi-slot Rank: ``{eventId, slots: [{id, rewardActionId}]}`` (201)."""
 
@@ -203,7 +259,10 @@ async def pz_rank_multi_slot(name: ModelName, request: Request) -> Response:
     return await _answer(request, name, work)
 
 
-@router.post("/multislot/events/{event_id}/reward", status_code=204)
+@router.post(
+    "/multislot/events/{event_id}/reward", status_code=204, response_class=Response,
+    openapi_extra=request_body(PzMultiReward),
+)  # fmt: skip
 async def pz_reward_multi_slot(name: ModelName, event_id: EventId, request: Request) -> Response:
     """Personalizer multi-slot Reward ``{reward: [{slotId, value}]}`` (204)."""
 
@@ -217,7 +276,7 @@ async def pz_reward_multi_slot(name: ModelName, event_id: EventId, request: Requ
     return await _answer(request, name, work)
 
 
-@router.post("/multislot/events/{event_id}/activate", status_code=204)
+@router.post("/multislot/events/{event_id}/activate", status_code=204, response_class=Response)
 async def pz_activate_multi_slot(name: ModelName, event_id: EventId, request: Request) -> Response:
     """Personalizer multi-slot Activate (204): every slot of the event."""
 

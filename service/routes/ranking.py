@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import orjson
 from fastapi import APIRouter, Path, Request
 from fastapi.responses import Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from starlette.datastructures import State
 
 from banditree.core import Decision
@@ -55,7 +55,7 @@ class RankCreate(BaseModel):
     event_id: str | None = Field(
         None, min_length=1, max_length=MAX_EVENT_ID_LENGTH, description="null: a new id"
     )
-    defer_activation: bool = Field(
+    defer_activation: StrictBool = Field(
         False, description="not learned from (nor expired into a default) until activated"
     )
 

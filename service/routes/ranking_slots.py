@@ -21,7 +21,7 @@ from typing import Annotated, Any
 import orjson
 from fastapi import APIRouter, Path, Request
 from fastapi.responses import Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from banditree.ranking import MAX_CANDIDATES
 from service.deps import ModelName
@@ -68,7 +68,7 @@ class MultiSlotRankCreate(BaseModel):
     event_id: str | None = Field(
         None, min_length=1, max_length=MAX_EVENT_ID_LENGTH, description="null: a new id"
     )
-    defer_activation: bool = Field(
+    defer_activation: StrictBool = Field(
         False, description="no slot is learned from until the event is activated"
     )
 

@@ -64,12 +64,15 @@ class ModelLearner:
         on_gone: Callable[[], None] | None = None,
         idle: IdleLearners,
         share: LeaseShare | None = None,
+        on_led: Callable[[], None] | None = None,
     ) -> None:
         self.name, self.uid, self.config = name, uid, config
         self.idle = idle  # where this learner waits when its log is read to the end
         self.policy, self.store, self.metrics, self.holder = policy, store, metrics, holder
         self.on_gone = on_gone  # the store no longer holds the model: deleted, or data lost
         self.share = share  # None: no limit on the models this process leads
+        # called when this learner starts leading (its model's objects are made)
+        self.on_led = on_led
         self._leaving = False  # handing the lease back (counted in share.leaving)
         self._reader: LogReader | None = None  # the log's reads while leading
         self.token: int | None = None
@@ -123,6 +126,8 @@ class ModelLearner:
                 else:
                     led = True
                     self.metrics.lease_held.set(1)
+                    if self.on_led is not None:
+                        self.on_led()
                     log.info("learner %s leads model %s (token %d)", self.holder, self.name, token)
                     await self._lead(token, *started, renewed=acquired)
             except HandedOver:

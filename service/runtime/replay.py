@@ -18,6 +18,7 @@ import orjson
 
 from banditree.core.codec import (
     column_records,
+    decision_from_parsed,
     decision_from_record,
     decision_record,
     record_json,
@@ -77,24 +78,113 @@ class Applied:
     changed: bool
 
 
-def apply_entry(
-    learner: Learner, entry: LogEntry, *, uid: str, default_loss: float | None
-) -> Applied:
-    """Learn from one log entry; entries that cannot be learned from are skipped, logged."""
+_NOT_LEARNED, _UNCHANGED, _CHANGED = (
+    Applied(False, False),
+    Applied(True, False),
+    Applied(True, True),
+)
+
+
+def _skipped(entry: LogEntry, err: Exception) -> None:
+    log.warning("log entry %d (%s) skipped: %s", entry.offset, entry.event_id, err)
+
+
+def decode_entry(
+    entry: LogEntry, *, uid: str, default_loss: float | None
+) -> tuple[Decision, Feedback] | None:
+    """The decision and feedback to learn from ``entry``, or None: another model's entry,
+    an expiry with no default loss, or an entry that cannot be read (logged)."""
     try:
         decision = read_decision(entry.decision, uid)
         if decision is None:
-            return Applied(False, False)
+            return None
         if entry.feedback is None:
             feedback = default_feedback(decision, default_loss)
         else:
             feedback = Feedback.from_dict(orjson.loads(entry.feedback))
-        if feedback is None:
-            return Applied(False, False)
-        return Applied(True, learner.learn(decision, feedback))
+        return None if feedback is None else (decision, feedback)
     except (InvalidInput, ValueError, KeyError, TypeError) as err:
-        log.warning("log entry %d (%s) skipped: %s", entry.offset, entry.event_id, err)
+        _skipped(entry, err)
+        return None
+
+
+def _json_array(texts: list[str]) -> list[Any] | None:
+    """The JSON documents ``texts`` parsed in one call, or None when that does not give
+    exactly one value per text (then each is read on its own)."""
+    try:
+        values = orjson.loads("[" + ",".join(texts) + "]")
+    except orjson.JSONDecodeError:
+        return None
+    return values if isinstance(values, list) and len(values) == len(texts) else None
+
+
+def decode_entries(
+    entries: list[LogEntry], *, uid: str, default_loss: float | None
+) -> list[tuple[Decision, Feedback] | None]:
+    """:func:`decode_entry` of every entry, the batch's decisions and its feedbacks each
+    parsed by one JSON call (an entry the batch reading cannot take is read on its own,
+    so its outcome and its log line are :func:`decode_entry`'s)."""
+    records = _json_array([e.decision for e in entries])
+    given = [e.feedback for e in entries if e.feedback is not None]
+    answers = _json_array(given)
+    if records is None or answers is None:
+        return [decode_entry(e, uid=uid, default_loss=default_loss) for e in entries]
+    out: list[tuple[Decision, Feedback] | None] = []
+    answer = iter(answers)
+    for entry, data in zip(entries, records, strict=True):
+        fb = None if entry.feedback is None else next(answer)
+        if type(data) is not dict or not (fb is None or type(fb) is dict):
+            out.append(decode_entry(entry, uid=uid, default_loss=default_loss))
+            continue
+        if data.get("uid") != uid:
+            out.append(None)
+            continue
+        try:
+            decision = decision_from_parsed(data["decision"])
+            feedback = (
+                default_feedback(decision, default_loss) if fb is None else Feedback.from_dict(fb)
+            )
+        except (InvalidInput, ValueError, KeyError, TypeError, AttributeError):
+            out.append(decode_entry(entry, uid=uid, default_loss=default_loss))  # names it
+            continue
+        out.append(None if feedback is None else (decision, feedback))
+    return out
+
+
+def apply_entry(
+    learner: Learner, entry: LogEntry, *, uid: str, default_loss: float | None
+) -> Applied:
+    """Learn from one log entry; entries that cannot be learned from are skipped, logged."""
+    pair = decode_entry(entry, uid=uid, default_loss=default_loss)
+    if pair is None:
         return Applied(False, False)
+    try:
+        return Applied(True, learner.learn(*pair))
+    except (InvalidInput, ValueError, KeyError, TypeError) as err:
+        _skipped(entry, err)
+        return Applied(False, False)
+
+
+def apply_entries(
+    learner: Learner,
+    entries: list[LogEntry],
+    pairs: list[tuple[Decision, Feedback] | None],
+) -> list[Applied]:
+    """:func:`apply_entry` of each entry whose decoded pair (:func:`decode_entries`) is
+    ``pairs``' item, by one :meth:`~banditree.learners.Learner.learn_batch`: the same
+    state, the same outcomes and log lines."""
+    wanted = [i for i, pair in enumerate(pairs) if pair is not None]
+    results = learner.learn_batch(
+        [pairs[i][0] for i in wanted],  # type: ignore[index]
+        [pairs[i][1] for i in wanted],  # type: ignore[index]
+    )
+    out = [_NOT_LEARNED] * len(entries)
+    for i, result in zip(wanted, results, strict=True):
+        if isinstance(result, bool):
+            out[i] = _CHANGED if result else _UNCHANGED
+        else:
+            _skipped(entries[i], result)
+    return out
 
 
 def replay(

@@ -20,6 +20,7 @@ from service.store.base import (
     OfferedSnapshot,
     StoreBehind,
     StoreUnavailable,
+    TooManyModels,
 )
 from service.store.protocols import (
     CheckpointStore,
@@ -72,5 +73,6 @@ __all__ = [
     "StoreBehind",
     "StoreLifecycle",
     "StoreUnavailable",
+    "TooManyModels",
     "open_store",
 ]

@@ -57,6 +57,14 @@ class StoreBehind(StoreUnavailable):
     offset this process was given): it came back from an older snapshot."""
 
 
+class TooManyModels(Exception):
+    """A new model's record was refused: the store holds ``held`` models, ``limit`` or more."""
+
+    def __init__(self, held: int, limit: int) -> None:
+        super().__init__(f"the store holds {held} models, the limit is {limit}")
+        self.held, self.limit = held, limit
+
+
 class FencedOut(Exception):
     """A write with a fencing token older than the newest issued: the lease was lost."""
 

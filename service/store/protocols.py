@@ -90,11 +90,16 @@ class RecordStore(Protocol):
         than a process saw came back from an older snapshot."""
 
     @abstractmethod
-    async def save_model(self, name: str, record: str, *, replace: bool = True) -> int:
+    async def save_model(
+        self, name: str, record: str, *, replace: bool = True, max_models: int | None = None
+    ) -> int:
         """Store the JSON record (config and policy) that rebuilds model ``name``; the
         count of :meth:`changes` after it.
 
-        With ``replace`` False a record already stored is kept.
+        With ``replace`` False a record already stored is kept.  With ``max_models``, a
+        record for a name the store does not hold yet is refused (:class:`TooManyModels`)
+        when the store holds ``max_models`` records or more, counted and written in one
+        atomic step: processes creating at once never take the store past the cap.
         """
 
     @abstractmethod

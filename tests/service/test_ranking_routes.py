@@ -292,3 +292,34 @@ async def test_declared_schemas_rank_from_the_first_call(http: httpx.AsyncClient
         "[kind other]",
         "[kind missing]",
     ]
+
+
+async def test_fuzz_findings_refused_with_4xx_not_500(http: httpx.AsyncClient) -> None:
+    """What schemathesis found once the ranking routes were fuzzed on a ranking model."""
+    # an empty batch to a ranking model's predict was a 500 (no row ever reached ``act``)
+    empty = await http.post("/v1/models/news/predict", json={"contexts": []})
+    assert empty.status_code == 422 and empty.json()["field"] == "contexts", empty.text
+    # a number is not a boolean (the schema says boolean)
+    body = {"actions": [{"id": "a"}], "defer_activation": 0}
+    assert (await http.post("/v1/models/news/rank", json=body)).status_code == 422
+    pz = {"actions": [{"id": "a"}], "deferActivation": 0}
+    refused = await http.post(f"{PZ}/rank", json=pz)
+    assert refused.status_code == 400 and refused.json()["error"]["code"] == "BadRequest"
+    # a name that fails its pattern: Personalizer's 400 and error body, not a 422
+    bad = await http.post("/v1/models/-bad/personalizer/rank", json={"actions": [{"id": "a"}]})
+    assert bad.status_code == 400, bad.text
+    assert set(bad.json()) == {"error"} and "name" in bad.json()["error"]["message"]
+    # a version over 2^53 - 1 is refused naming the bound (a JSON reader's exact integers)
+    rollback = await http.post("/v1/models/news/rollback", json={"version": 2**53})
+    assert rollback.status_code == 422 and str(2**53 - 1) in rollback.json()["detail"]
+
+
+async def test_a_personalizer_body_too_large_is_refused_in_its_shape(
+    http: httpx.AsyncClient,
+) -> None:
+    big = b'{"actions": [{"id": "' + b"a" * (2 << 20) + b'"}]}'
+    answer = await http.post(
+        f"{PZ}/rank", content=big, headers={"content-type": "application/json"}
+    )
+    assert answer.status_code == 413, answer.text
+    assert answer.json()["error"]["code"] == "PayloadTooLarge"

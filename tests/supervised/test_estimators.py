@@ -107,3 +107,17 @@ def test_bad_inputs_are_refused_and_leave_the_model_unchanged() -> None:
     reg = DGTRegressor(height=2, epochs=1, progress=False)
     with pytest.raises(ValueError, match=r"y\[1\] must be finite"):
         reg.fit(x, np.array([0.0, np.inf, *np.zeros(78)]))
+
+
+@pytest.mark.parametrize("hidden", [(), (8,)])
+def test_a_column_constant_in_training_is_ignored_at_prediction(hidden: tuple[int, ...]) -> None:
+    """A value never seen in training (an unseen category's column) must not move a split."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 4))
+    X[:, 2] = 0.0  # e.g. the "other" column of a feature whose values all have slots
+    y = (X[:, 0] + X[:, 1] > 0).astype(int)
+    clf = DGTClassifier(height=3, epochs=5, progress=False, hidden=hidden).fit(X, y)
+    assert np.all(clf.freeze().weights[:, 2] == 0.0)
+    shifted = X.copy()
+    shifted[:, 2] = 5.0
+    assert np.array_equal(clf.leaves(shifted), clf.leaves(X))

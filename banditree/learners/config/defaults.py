@@ -27,6 +27,9 @@ RIDGE_AUTO_MAX_FEATURES = 2_500_000
 REGRESSION_FOREST_TREES = 4
 #: Page-Hinkley threshold of the default change detector (``drift_threshold``)
 DRIFT_THRESHOLD = 30.0
+#: rounds a fresh ridge has to beat the served one after a change signal
+#: (``drift_challenger``)
+DRIFT_CHALLENGER = 1000
 #: the smallest fraction of ``learning_rate`` the decayed step falls to
 LEARNING_RATE_FLOOR = 0.1
 #: Fields added since the first stored configs, with the value that keeps a stored
@@ -42,6 +45,7 @@ STORED_FILLS: dict[str, Any] = {
     "bagging": True,
     "learning_rate_floor": 0.0,
     "drift_threshold": 0.0,
+    "drift_challenger": 0,
 }
 #: What a warm start from a trained tree sets where the config leaves it unset: the
 #: ridge fits the reward itself, not the residual of a trained tree, and the tree was
@@ -93,6 +97,7 @@ class Fields(Protocol):
     learning_rate_decay: float | None
     learning_rate_floor: float | None
     drift_threshold: float | None
+    drift_challenger: int | None
     gradient_clip: float | None
     standardize: bool
     context_clip: float | None
@@ -210,6 +215,14 @@ def drift_threshold(config: Fields) -> float | None:
     if config.drift_threshold is None:
         return DRIFT_THRESHOLD
     return config.drift_threshold or None
+
+
+def drift_challenger(config: Fields) -> int | None:
+    """``drift_challenger``: null is :data:`DRIFT_CHALLENGER` where the ridge and the
+    detector are on (the factory checks both); 0 is off."""
+    if config.drift_challenger is None:
+        return DRIFT_CHALLENGER
+    return config.drift_challenger or None
 
 
 def gradient_clip(config: Fields) -> float | None:

@@ -155,6 +155,10 @@ class LearnerConfig(
         return defaults.drift_threshold(self)
 
     @property
+    def resolved_drift_challenger(self) -> int | None:
+        return defaults.drift_challenger(self)
+
+    @property
     def resolved_gradient_clip(self) -> float | None:
         return defaults.gradient_clip(self)
 

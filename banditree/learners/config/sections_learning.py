@@ -135,6 +135,20 @@ class OptimisationSection(Section):
             "loss: no signal at 30, 1 at 20, 61 at 10); 0: off"
         ),
     )
+    drift_challenger: int | None = Field(
+        None,
+        ge=0,
+        le=1_000_000,
+        description=(
+            "classification with the ridge and drift_threshold: for 10 x this many rounds "
+            "after each change signal a fresh ridge learns beside the served one and takes "
+            "its place once its squared error over its rounds is the lower (at least 0.3 x "
+            "this many rounds old); one that has not won in this many rounds starts afresh. "
+            "It follows a gradual change that the signal caught early; after an abrupt "
+            "change the served ridge keeps its place, and without a signal nothing runs. "
+            "null: 1,000; 0: off"
+        ),
+    )
     accumulate: int = Field(
         4,
         ge=1,

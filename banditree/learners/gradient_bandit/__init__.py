@@ -20,6 +20,7 @@ from banditree.learners.gradient_bandit.learn import EAGER_ROUNDS, Learning
 from banditree.learners.gradient_bandit.state import Checkpointing
 from banditree.learners.optim import RMSprop
 from banditree.learners.ridge import PerActionRidge
+from banditree.learners.ridge_challenger import RidgeChallenger
 from banditree.learners.robust import FeedbackClip
 from banditree.learners.standardize import RunningStandardizer
 from banditree.models.spec import ModelSpec
@@ -70,6 +71,10 @@ class GradientBandit(Deciding, Learning, Checkpointing):
     drift_detector
         Classification: a change detector fed each feedback's loss; a signal restarts
         the ridge and the explorer's schedule (:meth:`Learning._on_drift`).
+    ridge_challenger
+        With the ridge and the detector: after each signal a fresh ridge challenges the
+        served one for a while (:class:`~banditree.learners.ridge_challenger.RidgeChallenger`,
+        this many rounds a challenger); ``None``: off.
 
     Decisions read an immutable snapshot that is replaced whole after each update,
     so a reader never sees a half-applied update.
@@ -98,6 +103,7 @@ class GradientBandit(Deciding, Learning, Checkpointing):
         context_clip: float | None = None,
         gradient_clip: float | None = None,
         drift_detector: LossRiseDetector | None = None,
+        ridge_challenger: int | None = None,
     ) -> None:
         self.task = estimator.task
         if self.task == "classification":
@@ -155,6 +161,11 @@ class GradientBandit(Deciding, Learning, Checkpointing):
         self._clip = FeedbackClip(gradient_clip) if gradient_clip is not None else None
         self._refused = 0
         self._detector = drift_detector
+        self._challenger = (
+            RidgeChallenger(ridge, ridge_challenger)
+            if ridge is not None and drift_detector is not None and ridge_challenger
+            else None
+        )
         self._explore_origin = 0
         self._accum = {}
         self._accum_finite = True

@@ -15,6 +15,7 @@ from banditree.learners.base import Learner
 from banditree.learners.drift import LossRiseDetector
 from banditree.learners.optim import RMSprop
 from banditree.learners.ridge import PerActionRidge
+from banditree.learners.ridge_challenger import RidgeChallenger
 from banditree.learners.robust import FeedbackClip
 from banditree.learners.standardize import RunningStandardizer
 from banditree.models.spec import ModelSpec, Params
@@ -60,8 +61,14 @@ class GradientBase(Learner):
     #: feedbacks whose update was dropped for not being finite
     _refused: int
     _detector: LossRiseDetector | None
+    #: after a signal, fresh ridges challenging the served one (None: off)
+    _challenger: RidgeChallenger | None
     #: rounds learned when the explorer's schedule last restarted (a detected change)
     _explore_origin: int
+
+    #: inside :meth:`learn_batch`: snapshots are frozen unprepared (no decision reads
+    #: them before the batch ends, when the last one is prepared)
+    _in_batch: bool = False
 
     def _make_snapshot(self, version: int) -> Snapshot:
         std = self._standardizer
@@ -73,7 +80,11 @@ class GradientBase(Learner):
                 np.ones(self.n_features),
             )
         )
-        return Snapshot(version, self.model.freeze(self._params), mean, inv_scale)
+        model = self.model
+        frozen = (
+            model.freeze_unprepared(self._params) if self._in_batch else model.freeze(self._params)
+        )
+        return Snapshot(version, frozen, mean, inv_scale)
 
     def _standardized(self, x: FloatArray, snap: Snapshot) -> FloatArray:
         """``x`` ``(d,)`` or ``(B, d)`` standardised with ``snap``'s statistics (a new array)."""

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, cast
 
 import numpy as np
@@ -35,6 +37,11 @@ class Learning(GradientBase):
     def _checked_context(self, decision: Decision, feedback: Feedback) -> FloatArray:
         """:meth:`check`, returning the decision's context as a fresh array."""
         x = as_context(decision.context, self.n_features, "decision.context")
+        self._check_rest(decision, feedback)
+        return x
+
+    def _check_rest(self, decision: Decision, feedback: Feedback) -> None:
+        """The checks of :meth:`check` after the context's (a valid context assumed)."""
         try:
             self.estimator.check_feedback(decision, feedback)
         except ValueError as err:
@@ -52,7 +59,6 @@ class Learning(GradientBase):
                 )
         if isinstance(self.estimator, OnePointEstimator) and decision.perturbation not in (-1, 1):
             raise InvalidInput("decision.perturbation", "must be -1 or +1 for one-point feedback")
-        return x
 
     def _upstream(self, decision: Decision, feedback: Feedback) -> Any:
         est, off, scale = self.estimator, self.target_offset, self.target_scale
@@ -72,7 +78,53 @@ class Learning(GradientBase):
         gradient is not finite (possible only with absurd finite inputs such as a loss
         of 1e308) is dropped whole, so the model never holds NaN.
         """
-        x = self._checked_context(decision, feedback)
+        return self._learn_checked(self._checked_context(decision, feedback), decision, feedback)
+
+    def learn_batch(
+        self, decisions: Sequence[Decision], feedbacks: Sequence[Feedback]
+    ) -> list[bool | ValueError | KeyError | TypeError]:
+        """:meth:`learn` pair by pair, the contexts converted and checked for finiteness
+        in one array: the same operations on the same numbers, so the same state.
+
+        A batch whose contexts do not form one ``(B, n_features)`` array of numbers (a
+        ragged or named context) goes pair by pair through :meth:`learn`, as does a pair
+        with a non-finite context (``learn`` names the entry it refuses).
+        """
+        n = len(decisions)
+        if n != len(feedbacks) or type(self).learn is not Learning.learn:  # learn overridden
+            return super().learn_batch(decisions, feedbacks)
+        try:
+            rows = np.array([d.context for d in decisions], dtype=np.float64)
+        except (TypeError, ValueError):
+            return super().learn_batch(decisions, feedbacks)
+        if rows.shape != (n, self.n_features):
+            return super().learn_batch(decisions, feedbacks)
+        finite = cast(list[bool], np.isfinite(rows).all(axis=1).tolist())
+        out: list[bool | ValueError | KeyError | TypeError] = []
+        learn, check, learn_checked = self.learn, self._check_rest, self._learn_checked
+        before = self._snapshot
+        self._in_batch = True
+        try:
+            for x, ok, decision, feedback in zip(rows, finite, decisions, feedbacks, strict=True):
+                try:
+                    if ok:  # as_context would accept it: the same array, the checks after it
+                        check(decision, feedback)
+                        out.append(learn_checked(x, decision, feedback))
+                    else:
+                        out.append(learn(decision, feedback))
+                except (ValueError, KeyError, TypeError) as err:
+                    out.append(err)
+        finally:
+            self._in_batch = False
+            snap = self._snapshot
+            if snap is not before:  # the one version left to serve: prepared as learn's
+                frozen = self.model.prepare(snap.frozen)
+                if frozen is not snap.frozen:
+                    self._snapshot = replace(snap, frozen=frozen)
+        return out
+
+    def _learn_checked(self, x: FloatArray, decision: Decision, feedback: Feedback) -> bool:
+        """:meth:`learn` after the checks: ``x`` the decision's context as an array (kept)."""
         if self.standardize:
             self._standardizer.update(x)
         self._buffer.append((x, decision, feedback))
@@ -117,6 +169,8 @@ class Learning(GradientBase):
         ridge = self._ridge
         if ridge is not None:
             ridge.restart(np.zeros((self.n_actions, self.n_features)), ridge.prior.copy())
+            if self._challenger is not None:
+                self._challenger.start(ridge)
 
     def _serve_ridge(self, params: Params) -> None:
         """Set ``params``' bias and linear term to what the ridge serves."""
@@ -137,7 +191,10 @@ class Learning(GradientBase):
         if self._ridge is not None:
             actions = [cast(int, d.action) for _, d, _ in self._buffer]
             rewards = [1.0 - cast(float, f.loss) for _, _, f in self._buffer]
-            self._ridge.update_rows(x, actions, rewards)
+            if self._challenger is not None:
+                self._challenger.update_rows(self._ridge, x, actions, rewards)
+            else:
+                self._ridge.update_rows(x, actions, rewards)
         self._buffer = []
         grads = self.model.gradients_batch(self._params, x, wrapped or upstreams, self._rng)
         if wrapped is not None:

@@ -52,6 +52,8 @@ class Checkpointing(GradientBase):
             tensors["ridge.weights"] = self._ridge.weights.copy()
             tensors["ridge.mix_stats"] = self._ridge.mix_stats.copy()
             tensors["ridge.prior"] = self._ridge.prior.copy()
+        if self._challenger is not None:
+            tensors.update(self._challenger.tensors())
         tensors["std.mean"] = self._standardizer.mean
         tensors["std.m2"] = self._standardizer.m2
         # the statistics decisions read: those of the last update, not the running ones
@@ -68,6 +70,7 @@ class Checkpointing(GradientBase):
             "refused": self._refused,
             "explore_origin": self._explore_origin,
             "detector": self._detector.state() if self._detector is not None else None,
+            "ridge_challenger": self._challenger.state() if self._challenger else None,
             "clip": self._clip.state() if self._clip is not None else None,
             # feedback queued for the current window (see learn); contexts are in decisions
             "buffered": [
@@ -122,6 +125,8 @@ class Checkpointing(GradientBase):
             self._detector.load_state(meta.get("detector"))
         if self._clip is not None:
             self._clip.load_state(meta.get("clip"))
+        if self._challenger is not None and self._ridge is not None:
+            self._challenger.load_state(self._ridge, tensors, meta.get("ridge_challenger"))
         self._buffer = []
         for item in meta["buffered"]:
             decision = Decision.from_dict(item["decision"])

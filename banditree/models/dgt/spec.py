@@ -95,6 +95,12 @@ class DGTSpec(ModelSpec):
         """The frozen tree, its one-context fast path built (:meth:`FrozenTree.prepared`)."""
         return self.frozen_tree(params).prepared()
 
+    def freeze_unprepared(self, params: Mapping[str, FloatArray]) -> FrozenTree:
+        return self.frozen_tree(params)
+
+    def prepare(self, frozen: FrozenTree) -> FrozenTree:
+        return frozen.prepared()
+
     def frozen_tree(self, params: Mapping[str, FloatArray]) -> FrozenTree:
         """The frozen tree alone (a forest's member: the forest routes one context itself)."""
         return FrozenTree(

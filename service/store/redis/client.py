@@ -35,7 +35,9 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 #: the Lua scripts the store runs (:mod:`service.store.redis.scripts`)
-SCRIPTS = ("FEEDBACK", "EXPIRE", "ACQUIRE", "RENEW", "IDLE", "SAVE_CHECKPOINT", "HOLD")
+SCRIPTS = (
+    "FEEDBACK", "EXPIRE", "ACQUIRE", "RENEW", "IDLE", "SAVE_CHECKPOINT", "HOLD", "SAVE_CAPPED",
+)  # fmt: skip
 
 
 def unavailable(

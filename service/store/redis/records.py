@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from service.store.base import HeldCounters, OfferedSnapshot
+from service.store.base import HeldCounters, OfferedSnapshot, TooManyModels
 from service.store.protocols import RecordStore
 from service.store.redis.client import RedisBase, text, unavailable
 
@@ -56,7 +56,18 @@ class RedisRecords(RedisBase, RecordStore):
         return int(await self.client.get(self._changes_key) or 0)
 
     @unavailable
-    async def save_model(self, name: str, record: str, *, replace: bool = True) -> int:
+    async def save_model(
+        self, name: str, record: str, *, replace: bool = True, max_models: int | None = None
+    ) -> int:
+        if max_models is not None:  # counted and written in one script (one key: any slot)
+            held = int(
+                await self._run(
+                    "SAVE_CAPPED", [self._models_key], [name, record.encode(), max_models]
+                )
+            )
+            if held >= 0:
+                raise TooManyModels(held, max_models)
+            return int(await self.client.incr(self._changes_key))
         if replace:
             await self.client.hset(self._models_key, name, record.encode())
         else:

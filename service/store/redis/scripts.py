@@ -210,3 +210,15 @@ save(-1, ARGV[10], ARGV[6], ARGV[11], base, '0', tonumber(ARGV[12]), ARGV[13], A
 return {newly, 1}
 """
 )
+
+
+#: KEYS models ; ARGV name, record, limit.  Writes the record unless the name is new and
+#: the hash holds ``limit`` records or more: then answers how many it holds (-1: written)
+SAVE_CAPPED = """
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then
+  local held = redis.call('HLEN', KEYS[1])
+  if held >= tonumber(ARGV[3]) then return held end
+end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return -1
+"""

@@ -6,7 +6,7 @@ import asyncio
 import sqlite3
 import uuid
 
-from service.store.base import HeldCounters, OfferedSnapshot
+from service.store.base import HeldCounters, OfferedSnapshot, TooManyModels
 from service.store.protocols import RecordStore
 from service.store.sqlite.checkpoints import save_rows
 from service.store.sqlite.connection import SqliteBase
@@ -84,10 +84,17 @@ class SqliteRecords(SqliteBase, RecordStore):
     async def changes(self) -> int:
         return self._tx(_changes)
 
-    async def save_model(self, name: str, record: str, *, replace: bool = True) -> int:
+    async def save_model(
+        self, name: str, record: str, *, replace: bool = True, max_models: int | None = None
+    ) -> int:
         conflict = "DO UPDATE SET record = excluded.record" if replace else "DO NOTHING"
 
         def work(db: sqlite3.Connection) -> int:
+            if max_models is not None:  # counted and written in this one transaction
+                exists = db.execute("SELECT 1 FROM models WHERE name = ?", (name,)).fetchone()
+                held = int(db.execute("SELECT COUNT(*) FROM models").fetchone()[0])
+                if exists is None and held >= max_models:
+                    raise TooManyModels(held, max_models)
             db.execute(
                 f"INSERT INTO models(name, record) VALUES (?, ?) ON CONFLICT(name) {conflict}",
                 (name, record),
@@ -103,9 +110,13 @@ class SqliteRecords(SqliteBase, RecordStore):
         return None if row is None else str(row[0])
 
     async def load_models(self) -> dict[str, str]:
-        # O(models), polled by discovery: read on the reading connection in a worker thread
-        rows = await asyncio.to_thread(self._read, "SELECT name, record FROM models", ())
-        return {str(name): str(record) for name, record in sorted(rows)}
+        # O(models), polled by discovery: read, and made a dict, in a worker thread (the
+        # event loop is not held while 10,000 records are sorted)
+        def read() -> dict[str, str]:
+            rows = self._read("SELECT name, record FROM models ORDER BY name", ())
+            return {str(name): str(record) for name, record in rows}
+
+        return await asyncio.to_thread(read)
 
     async def delete_model(self, name: str) -> int:
         def work(db: sqlite3.Connection) -> int:
