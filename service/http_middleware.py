@@ -14,7 +14,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from service.asgi_errors import send_json_error, send_personalizer_error
 from service.metrics import ServiceMetrics
 from service.personalizer_errors import is_personalizer_path
-from service.store.budget import store_budget
+from service.store.budget import enter_budget, leave_budget
 
 if TYPE_CHECKING:
     from service.auth import ApiKeyAuth
@@ -94,20 +94,22 @@ class ServiceHttp:
                 if limited is not None:
                     paths = self.hot
                     hot = None if paths is None else paths.take(scope)
-                    with store_budget(self.store_budget_seconds):
+                    budget = enter_budget(self.store_budget_seconds)  # as store_budget
+                    try:
                         if paths is None or hot is None:
                             await self.app(scope, limited, send_with_status)
                         else:
                             template, operation, name = hot
                             await paths.serve(scope, limited, send_with_status, operation, name)
+                    finally:
+                        leave_budget(budget)
         finally:
             elapsed_seconds = time.perf_counter() - started
             route = scope.get("route")
             template = getattr(route, "path", None) or template
             requests, duration = self._series(template, scope["method"], status)
-            tick = self.metrics.tick  # applied once per loop tick
-            tick.inc(requests)
-            tick.observe(duration, elapsed_seconds)
+            # applied once per loop tick
+            self.metrics.tick.inc_observe(requests, 1.0, duration, elapsed_seconds)
             if self.access_log:
                 _log_access(scope, status, elapsed_seconds)
 

@@ -57,6 +57,17 @@ class TickMetrics:
         counts[counter] = counts.get(counter, 0.0) + amount
         self._queue()
 
+    def inc_observe(self, counter: Any, amount: float, histogram: Any, value: float) -> None:
+        """:meth:`inc` and :meth:`observe` together (one check of the queued flush)."""
+        counts = self._counts
+        counts[counter] = counts.get(counter, 0.0) + amount
+        observed = self._observed.get(histogram)
+        if observed is None:
+            self._observed[histogram] = [value]
+        else:
+            observed.append(value)
+        self._queue()
+
     def observe(self, histogram: Any, value: float) -> None:
         """``histogram.observe(value)`` (a labelled Histogram child), at the end of this tick."""
         observed = self._observed.get(histogram)

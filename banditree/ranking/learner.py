@@ -178,7 +178,7 @@ class RankingLearner:
             uniform = event_uniforms(self.config.seed, event_id)[0]
         chosen = sample_action(pmf, uniform)
         self.n_decisions += 1
-        return chosen, pmf, int(np.argmax(s))
+        return chosen, pmf, int(s.argmax())  # the method: np.argmax wraps it in Python
 
     # -- learning -------------------------------------------------------------
     def learn(self, decision: RankDecision, reward: float) -> bool:

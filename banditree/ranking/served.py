@@ -159,6 +159,7 @@ class ServedScorer:
             return out
         activations = rows[:, self._nodes] + (self._node_c @ c + self._node_b)
         signs = np.where(activations > 0.0, 1.0, -1.0)
-        leaves = np.argmax(signs @ self._paths, axis=1)  # the one path scoring h
+        leaves = (signs @ self._paths).argmax(axis=1)  # the one path scoring h (method:
+        # np.argmax adds a Python wrapper per call)
         out += rows[:, -1] * self._theta[leaves]
         return out

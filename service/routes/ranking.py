@@ -81,7 +81,10 @@ def ranking_list(decision: Decision) -> list[dict[str, Any]]:
     ranking = decision.ranking
     assert ranking is not None and decision.action is not None
     ids, probabilities, chosen = ranking["ids"], ranking["probabilities"], decision.action
-    order = sorted(range(len(ids)), key=lambda i: (i != chosen, -probabilities[i], i))
+    # by probability, ties in index order (a stable sort, reversed, keeps that order)
+    order = sorted(range(len(ids)), key=probabilities.__getitem__, reverse=True)
+    order.remove(chosen)
+    order.insert(0, chosen)
     out = [{"id": ids[i], "probability": probabilities[i]} for i in order]
     out += [{"id": a, "probability": 0.0} for a in ranking.get("excluded", [])]
     return out

@@ -150,14 +150,15 @@ class ModelRuntime(OperatorWrites):
         if logged:
             self.decisions_total += len(events)
         tick = m.tick  # the counters and the histogram are updated once per loop tick
-        tick.inc(m.predictions, len(events))
         if explored:
             tick.inc(m.explored, explored)
         if leaves:
             self._leaves_sum += float(sum(leaves))
             self._leaves_count += len(leaves)
             m.reachable_leaves.set(self._leaves_sum / self._leaves_count)
-        tick.observe(m.predict_latency, time.perf_counter() - started)
+        tick.inc_observe(
+            m.predictions, len(events), m.predict_latency, time.perf_counter() - started
+        )
         return logged
 
     # -- feedback --------------------------------------------------------------------

@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Iterator
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from typing import TypeVar
 
 from service.store.base import StoreUnavailable
@@ -44,11 +44,23 @@ _budget: ContextVar[StoreBudget | None] = ContextVar("banditree_store_budget", d
 @contextlib.contextmanager
 def store_budget(seconds: float | None) -> Iterator[None]:
     """Store calls inside wait at most ``seconds`` in all (None: only their own timeouts)."""
-    token = _budget.set(None if seconds is None else StoreBudget(seconds))
+    token = enter_budget(seconds)
     try:
         yield
     finally:
-        _budget.reset(token)
+        leave_budget(token)
+
+
+def enter_budget(seconds: float | None) -> Token[StoreBudget | None]:
+    """:func:`store_budget` without a context manager (per request, where its generator
+    frame costs more than the rest): store calls until :func:`leave_budget` with the
+    token returned wait at most ``seconds`` in all."""
+    return _budget.set(None if seconds is None else StoreBudget(seconds))
+
+
+def leave_budget(token: Token[StoreBudget | None]) -> None:
+    """End the budget :func:`enter_budget` began."""
+    _budget.reset(token)
 
 
 def budget_seconds() -> float | None:

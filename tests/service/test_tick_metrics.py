@@ -71,3 +71,23 @@ def test_updates_apply_at_the_end_of_the_tick_and_on_the_next_loop() -> None:
     assert registry.get_sample_value("h_count", {"m": "a"}) == 5.0
     tick.inc(counter.labels("a"))  # no running loop: at once
     assert count() == 11.0
+
+
+def test_an_increment_and_an_observation_together_end_as_each_alone() -> None:
+    """``inc_observe`` (one request's counter and latency at once) leaves the samples of
+    one ``inc`` and one ``observe`` per request, once the tick ends."""
+    one_each, histogram, counter = _pair()
+    for value in VALUES:
+        counter.labels("a").inc(2.0)
+        histogram.labels("a").observe(value)
+    together, histogram, counter = _pair()
+    tick = TickMetrics()
+
+    async def requests() -> None:
+        for value in VALUES:
+            tick.inc_observe(counter.labels("a"), 2.0, histogram.labels("a"), value)
+        assert together.get_sample_value("c_total", {"m": "a"}) == 0.0  # not in this tick
+        await asyncio.sleep(0)
+
+    asyncio.run(requests())
+    assert _samples(together) == _samples(one_each)

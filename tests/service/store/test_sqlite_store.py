@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 from pathlib import Path
@@ -11,7 +12,7 @@ import pytest
 from banditree.learners import build_learner
 from banditree.persistence import dumps, loads
 from service.store import SqliteStore
-from service.store.sqlite import DataDirectoryLocked, UnreadableDataDirectory
+from service.store.sqlite import DataDirectoryLocked, UnreadableDataDirectory, wal
 
 pytestmark = pytest.mark.anyio
 
@@ -94,5 +95,72 @@ async def test_ids_are_deleted_once_their_tombstone_passes(tmp_path: Path) -> No
         assert _stored_ids(store) == ["a", "b", "c", "late", "o"]
         await store.expire_events("m", now=keep_until, limit=0, log=False)
         assert _stored_ids(store) == ["late", "o"]  # another model's ids are its own sweep's
+    finally:
+        await store.close()
+
+
+def _wal_restarts(wal_file: Path) -> int:
+    """The WAL header's checkpoint sequence number: one more each time the WAL starts over."""
+    with open(wal_file, "rb") as f:
+        return int.from_bytes(f.read(16)[12:16], "big")
+
+
+async def test_the_wal_starts_over_under_steady_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Decisions stored back to back (commits during every checkpoint) leave a WAL that
+    starts over each time it passes the checkpointer's bound, instead of one that grows
+    for as long as the writes go on."""
+    monkeypatch.setattr(wal, "INTERVAL_SECONDS", 0.01)
+    monkeypatch.setattr(wal, "MAX_WAL_BYTES", 256 << 10)
+    store = SqliteStore(tmp_path)
+    wal_file = Path(f"{store.path}-wal")
+    payload = "x" * 3000  # about a page per decision
+    try:
+        await store.put_events("m", [("first", payload)], now=1_000.0, ttl_seconds=60)
+        restarts = _wal_restarts(wal_file)
+        for i in range(4000):  # one commit each, back to back
+            await store.put_events("m", [(f"e{i:06d}", payload)], now=1_000.0, ttl_seconds=60)
+        restarts = _wal_restarts(wal_file) - restarts
+        stored = await asyncio.to_thread(_stored_ids, store)
+    finally:
+        await store.close()
+    assert len(stored) == 4001  # every decision kept
+    assert restarts >= 2, restarts
+
+
+def _database_bytes(store: SqliteStore) -> int:
+    with sqlite3.connect(store.path) as db:
+        pages = db.execute("PRAGMA page_count").fetchone()[0]
+        return int(pages) * int(db.execute("PRAGMA page_size").fetchone()[0])
+
+
+async def test_a_ranking_sized_decision_takes_no_page_of_its_own(tmp_path: Path) -> None:
+    """Decisions of about 1.1 KB (a 10-candidate ranking) take about their own size in
+    the database, not a 4 KiB overflow page each."""
+    store = SqliteStore(tmp_path)
+    payload = "x" * 1100
+    try:
+        before = await asyncio.to_thread(_database_bytes, store)
+        for i in range(50):
+            events = [(f"e{i:03d}{j:03d}", payload) for j in range(20)]
+            await store.put_events("m", events, now=1_000.0, ttl_seconds=60)
+        grown = await asyncio.to_thread(_database_bytes, store) - before
+    finally:
+        await store.close()
+    assert grown < 2 * 1000 * len(payload), grown
+
+
+async def test_an_existing_database_keeps_its_page_size(tmp_path: Path) -> None:
+    with sqlite3.connect(tmp_path / "banditree.sqlite3") as db:
+        db.execute("PRAGMA page_size=4096")
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("CREATE TABLE kept (x)")
+    store = SqliteStore(tmp_path)
+    try:
+        await store.put_events("m", [("e", "p")], now=1_000.0, ttl_seconds=60)
+        assert await store.peek_event("m", "e", now=1_000.0) is not None
+        with sqlite3.connect(store.path) as db:
+            assert db.execute("PRAGMA page_size").fetchone()[0] == 4096
     finally:
         await store.close()
