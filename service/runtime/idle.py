@@ -4,8 +4,9 @@ A learner that has read its log to the end parks here instead of polling the sto
 its own (with thousands of models, a read and a lease renewal per model every few
 milliseconds is more work than the event loop can do).  A pass renews the leases of
 the parked learners and finds those with work (log entries after the offset they
-applied, or a checkpoint request) in one store call per ``_CHUNK`` learners
-(:meth:`Store.scan_idle`; requests run between two), and wakes those, and those whose
+applied, or a checkpoint request) in one store call per chunk of learners
+(:meth:`Store.scan_idle`, a chunk sized to take about one loop slice:
+:func:`chunk_size`; requests run between two), and wakes those, and those whose
 lease was lost.  Work this process gives a learner (an append, a checkpoint request) wakes it at once; the passes
 are for the work of other processes.  A pass runs every 10 ms, or less often when it
 takes long (:func:`~service.runtime.tasks.pause_after_pass`), but at least every third
@@ -20,15 +21,30 @@ import logging
 import time
 from dataclasses import dataclass
 
-from service.runtime.tasks import LoopShare, pause_after_pass, stop_tasks
+from service.runtime.tasks import LOOP_SLICE_SECONDS, LoopShare, pause_after_pass, stop_tasks
 from service.store import IdleLearner, LeaseStore, StoreUnavailable
 
 log = logging.getLogger("banditree.service")
 
 _PASS_SECONDS = 0.01  # between two passes, with few models
-_CHUNK = 128  # learners per store call; requests run between two calls
+_CHUNK = 128  # most learners per store call; requests run between two calls
+_MIN_CHUNK = 16  # fewest learners per store call
 _RETRY_SECONDS = 0.5  # wait after a pass found the store unreachable
 _STARTS = 8  # learners restoring their model at once (each makes several store calls)
+
+
+def chunk_size(seconds: float, learners: int) -> int:
+    """Learners in the next store call of a pass, from the last call's ``seconds`` for
+    ``learners``: about one loop slice's worth (:data:`LOOP_SLICE_SECONDS`), between
+    :data:`_MIN_CHUNK` and :data:`_CHUNK`.
+
+    The embedded store answers on the event loop's thread, so a call over many learners
+    holds every request for its whole length; sized to a slice, a request waits about a
+    slice per call it queues behind, whatever the machine's speed or load.
+    """
+    if seconds <= 0.0:
+        return _CHUNK
+    return max(_MIN_CHUNK, min(_CHUNK, int(LOOP_SLICE_SECONDS * learners / seconds)))
 
 
 @dataclass
@@ -50,6 +66,7 @@ class IdleLearners:
         self._task: asyncio.Task[None] | None = None
         #: held by a learner while it restores its model and starts leading
         self.starting = asyncio.Semaphore(_STARTS)
+        self._chunk = _CHUNK  # learners in the next store call (:func:`chunk_size`)
 
     async def wait(
         self, name: str, wake: asyncio.Event, *, token: int, offset: int, renewed: float
@@ -107,14 +124,19 @@ class IdleLearners:
         # lease taken a second or more before) is renewed at the start of the next one
         names = sorted(self._parked, key=lambda name: self._parked[name].renewed)
         share = LoopShare()
-        for i in range(0, len(names), _CHUNK):
+        i, size = 0, self._chunk
+        while i < len(names):
             await share.turn()
-            chunk = [(name, self._parked.get(name)) for name in names[i : i + _CHUNK]]
+            chunk = [(name, self._parked.get(name)) for name in names[i : i + size]]
+            i += size
             parked = {name: p for name, p in chunk if p is not None}
             idle = [IdleLearner(name, p.token, p.offset) for name, p in parked.items()]
+            called = time.perf_counter()
             verdicts = await self.store.scan_idle(
                 self.holder, idle, ttl_seconds=self.lease_seconds, now=time.time()
             )
+            if idle:
+                size = self._chunk = chunk_size(time.perf_counter() - called, len(idle))
             for name, verdict in verdicts.items():
                 p = parked[name]
                 if verdict == "idle":

@@ -49,3 +49,48 @@ async def test_a_parked_learner_keeps_its_lease_and_wakes_for_work_or_a_loss(
     finally:
         await idle.stop()
         await store.close()
+
+
+def test_a_store_call_of_a_pass_is_sized_to_about_one_loop_slice() -> None:
+    from service.runtime.idle import _CHUNK, _MIN_CHUNK, chunk_size
+    from service.runtime.tasks import LOOP_SLICE_SECONDS
+
+    per_learner = LOOP_SLICE_SECONDS / 40  # 40 learners fill a slice
+    assert chunk_size(128 * per_learner, 128) == 40
+    assert chunk_size(per_learner * 10, 10) == 40  # the rate, not the last call's count
+    assert chunk_size(1e-9, 128) == _CHUNK  # a fast store: the largest call
+    assert chunk_size(1.0, 128) == _MIN_CHUNK  # a very slow one: the smallest
+    assert chunk_size(0.0, 5) == _CHUNK
+
+
+async def test_a_pass_in_small_calls_still_renews_every_lease(tmp_path: Path) -> None:
+    """A slow store makes the calls small: every parked learner is still looked at."""
+    from service.runtime import idle as idle_module
+
+    store = SqliteStore(tmp_path)
+    idle = IdleLearners(store, holder="h", lease_seconds=LEASE_SECONDS)
+    idle._chunk = idle_module._MIN_CHUNK  # as after a slow call
+    names = [f"m{i}" for i in range(3 * idle_module._MIN_CHUNK + 5)]
+    tasks = []
+    try:
+        for name in names:
+            await store.hold_model(name)
+            token = await store.acquire_lease(name, "h", ttl_seconds=LEASE_SECONDS, now=time.time())
+            assert token is not None
+            tasks.append(
+                asyncio.create_task(
+                    idle.wait(
+                        name, asyncio.Event(), token=token, offset=0, renewed=time.monotonic()
+                    )
+                )
+            )
+        await asyncio.sleep(3 * LEASE_SECONDS)
+        assert not any(t.done() for t in tasks)
+        for name in names:  # every lease renewed: nobody else can take one
+            assert await store.acquire_lease(name, "x", ttl_seconds=30, now=time.time()) is None
+    finally:
+        await idle.stop()
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await store.close()
