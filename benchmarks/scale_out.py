@@ -74,7 +74,13 @@ def quantile_from_buckets(text: str, q: float) -> float:
         r'le="([^"]+)",model="m")\} (\S+)'
     )
     buckets = [(float(a or b), float(n)) for a, b, n in re.findall(pattern, text)]
-    total = buckets[-1][1]
+    return bucket_quantile(buckets, q)
+
+
+def bucket_quantile(buckets: list[tuple[float, float]], q: float) -> float:
+    """The ``q`` quantile of cumulative histogram buckets ``(le, count)`` (linear inside a
+    bucket; the last finite bound when it falls in the ``+Inf`` bucket)."""
+    total = buckets[-1][1] if buckets else 0.0
     if total == 0:
         return float("nan")
     previous_le, previous_n = 0.0, 0.0

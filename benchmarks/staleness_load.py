@@ -35,7 +35,7 @@ from pathlib import Path
 import httpx
 
 from benchmarks._http_load import MODEL, run_wrk
-from benchmarks.scale_out import serve, stop
+from benchmarks.scale_out import bucket_quantile, serve, stop
 
 CONTEXT = [0.05 * i for i in range(16)]
 _SAMPLE = re.compile(r"^(\w+)\{([^}]*)\} (\S+)$", re.M)
@@ -62,18 +62,7 @@ def quantile(
 ) -> float:
     """The ``q`` quantile of the observations between two scrapes (linear in a bucket)."""
     counts = [(le, n - dict(before).get(le, 0.0)) for le, n in after]
-    total = counts[-1][1] if counts else 0.0
-    if total == 0:
-        return float("nan")
-    previous_le, previous_n = 0.0, 0.0
-    for le, n in counts:
-        if n >= q * total:
-            if le == float("inf"):
-                return previous_le
-            share = (q * total - previous_n) / max(n - previous_n, 1e-9)
-            return previous_le + share * (le - previous_le)
-        previous_le, previous_n = le, n
-    return previous_le
+    return bucket_quantile(counts, q)
 
 
 #: predict + feedback pairs: each predict's event id is queued (per wrk thread), and a
