@@ -75,9 +75,8 @@ class InferringLearner(Learner):
         key = repr(schema.to_json())
         if self._checked is not None and self._checked[0] == key:
             return self._checked[1]
-        body = {k: v for k, v in self._config.items() if k != "n_features"}
         try:
-            config = LearnerConfig.model_validate({**body, "features": schema.to_json()})
+            config = self._config_with(schema.to_json())
         except ValidationError as err:
             reason = err.errors()[0]["msg"].removeprefix("Value error, ")
             raise InvalidInput(
@@ -85,6 +84,11 @@ class InferringLearner(Learner):
             ) from None
         self._checked = (key, config)
         return config
+
+    def _config_with(self, features: dict[str, Any]) -> LearnerConfig:
+        """This model's config with ``features`` (a schema's JSON) in place of "infer"."""
+        body = {k: v for k, v in self._config.items() if k != "n_features"}
+        return LearnerConfig.model_validate({**body, "features": features})
 
     def _infer(self, context: Mapping[str, Any]) -> FeaturedLearner:
         featured = self._build(self._config_for(context, "decision.context"))
@@ -197,9 +201,7 @@ class InferringLearner(Learner):
         self._n_decisions = int(meta["n_inferring_decisions"])
         self.featured = None
         if meta["inferred_features"] is not None:
-            body = {k: v for k, v in self._config.items() if k != "n_features"}
-            config = LearnerConfig.model_validate({**body, "features": meta["inferred_features"]})
-            featured = self._build(config)
+            featured = self._build(self._config_with(meta["inferred_features"]))
             assert isinstance(featured, FeaturedLearner)
             featured.load_state(tensors, {**meta, "config": featured.config()})
             self.featured = featured
