@@ -183,11 +183,17 @@ end
 
 
 def feedback_script(
-    path: Path, rate_per_second: float, context: list[float], model: str = "bench"
+    path: Path,
+    rate_per_second: float,
+    context: list[float],
+    model: str = "bench",
+    connections: int = 1,
 ) -> Path:
-    """A wrk script sending predict + feedback pairs, about ``rate_per_second`` pairs a second."""
+    """A wrk script sending predict + feedback pairs over ``connections`` connections, each
+    pausing between its requests for ``rate_per_second`` pairs a second in all (less the
+    answers' own latency: calibrate against the rate reached)."""
     script = path / f"feedback-{model}.lua"
     body = json.dumps({"context": context})
-    delay_ms = 1000.0 / (2.0 * rate_per_second)
+    delay_ms = 1000.0 * connections / (2.0 * rate_per_second)
     script.write_text(FEEDBACK_LUA % (body, model, model, delay_ms))
     return script

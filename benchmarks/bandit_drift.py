@@ -61,6 +61,11 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "adagrad": {"linear_update": "adagrad", "context_clip": 0.0},
     # a faster, noisier detector
     "detector10": {"drift_threshold": 10.0},
+    # the detector without its jump test, and a signal that keeps the tree's leaves
+    # (together: the default before them)
+    "no_jump": {"drift_jump_threshold": 0},
+    "no_leaf_shrink": {"drift_leaf_shrink": 1.0},
+    "no_jump_shrink": {"drift_jump_threshold": 0, "drift_leaf_shrink": 1.0},
 }
 #: VW's algorithms on drifting streams ({k}: the number of actions)
 VW_DRIFT: dict[str, str] = {

@@ -35,6 +35,7 @@ from pathlib import Path
 import httpx
 from prometheus_client import generate_latest
 
+from benchmarks import stall_probe
 from benchmarks.tombstone_memory import free_port, start_redis
 from service.metrics import ServiceMetrics
 from service.metrics_render import ExpositionRenderer, registry_metrics
@@ -45,12 +46,18 @@ CONTEXT = {"context": [0.1, 0.2, 0.3, 0.4]}
 SCRAPE_GOAL_SECONDS, STALL_GOAL_MS = 0.5, 50.0
 
 
-def start_server(port: int, env: dict[str, str], models: int) -> subprocess.Popen[bytes]:
+def start_server(
+    port: int, env: dict[str, str], models: int, probe: Path | None = None
+) -> subprocess.Popen[bytes]:
+    """``banditree serve``, under :mod:`benchmarks.stall_probe` writing to ``probe`` if given."""
     env = {
         **os.environ, **env, "PYTHONPATH": str(ROOT), "BANDITREE_PORT": str(port),
         "BANDITREE_MAX_MODELS": str(models + 10), "BANDITREE_LOG_LEVEL": "warning",
     }  # fmt: skip
-    process = subprocess.Popen([sys.executable, "-m", "banditree", "serve"], env=env)
+    command = ["-m", "banditree", "serve"]
+    if probe is not None:
+        command = ["-m", "benchmarks.stall_probe", str(probe)]
+    process = subprocess.Popen([sys.executable, *command], env=env)
     for _ in range(1200):
         try:
             if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
@@ -74,12 +81,17 @@ async def create_models(url: str, count: int) -> collections.Counter[int]:
     return statuses
 
 
+#: every timed prediction's start (``time.monotonic``, the clock the probe writes) and time
+PREDICTIONS: list[tuple[float, float]] = []
+
+
 def predict_latencies(url: str, stop: threading.Event, out: list[float]) -> None:
     with httpx.Client(base_url=url, timeout=60) as http:
         while not stop.is_set():
-            started = time.perf_counter()
+            started, at = time.perf_counter(), time.monotonic()
             http.post("/v1/models/m0/predict", json=CONTEXT).raise_for_status()
             out.append(time.perf_counter() - started)
+            PREDICTIONS.append((at, out[-1]))
 
 
 def timed_predictions(url: str, seconds: float, during: threading.Thread | None) -> list[float]:
@@ -151,7 +163,7 @@ def baseline_render_seconds(models: int) -> tuple[float, tuple[float, float]]:
     return baseline, (times[0], times[1])
 
 
-def run_store(store: str, models: int, scrapes: int) -> None:
+def run_store(store: str, models: int, scrapes: int, probe: Path | None = None) -> None:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryDirectory() as tmp:
@@ -159,7 +171,7 @@ def run_store(store: str, models: int, scrapes: int) -> None:
         env = {"BANDITREE_DATA_DIR": tmp}
         if redis is not None:
             env["BANDITREE_REDIS_URL"] = f"redis://127.0.0.1:{redis.args[2]}/0"
-        server = start_server(port, env, models)
+        server = start_server(port, env, models, probe)
         try:
             started = time.perf_counter()
             statuses = asyncio.run(create_models(url, models))
@@ -228,6 +240,8 @@ def run_store(store: str, models: int, scrapes: int) -> None:
         f"the service's renderer, first and again (idle models): {ours[0]:.3f} s, {ours[1]:.3f} s"
     )
     print(f"scrape / baseline: {scrape / baseline:.3f}", flush=True)
+    if probe is not None:
+        stall_probe.report(probe, PREDICTIONS, quiet_median, STALL_GOAL_MS)
 
 
 def main() -> None:
@@ -235,9 +249,14 @@ def main() -> None:
     parser.add_argument("--models", type=int, default=10_000)
     parser.add_argument("--scrapes", type=int, default=10)
     parser.add_argument("--store", choices=["sqlite", "redis", "both"], default="both")
+    parser.add_argument(
+        "--probe", type=Path, help="record the service's loop stalls here (benchmarks.stall_probe)"
+    )
     args = parser.parse_args()
     for store in ("sqlite", "redis") if args.store == "both" else (args.store,):
-        run_store(store, args.models, args.scrapes)
+        PREDICTIONS.clear()
+        probe = args.probe.with_suffix(f".{store}.jsonl") if args.probe else None
+        run_store(store, args.models, args.scrapes, probe)
 
 
 if __name__ == "__main__":

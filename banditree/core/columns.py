@@ -14,6 +14,17 @@ from typing import Any
 from banditree.core.records import Decision
 
 
+class FloatRows(list[list[float]]):
+    """Contexts known to be lists of Python floats, finite (a checked request body).
+
+    A batched ``act_columns`` keeps these lists as its decisions' contexts instead of
+    writing its float64 copy back out with ``tolist``: the same floats (a float64 holds a
+    Python float exactly), without a new list and its float objects per row.
+    """
+
+    __slots__ = ()
+
+
 @dataclass(frozen=True)
 class DecisionColumns:
     """One list per :class:`~banditree.core.records.Decision` field, one entry per row.

@@ -45,6 +45,8 @@ _TRUE = {"true", "yes", "1", "t", "y"}
 _FALSE = {"false", "no", "0", "f", "n"}
 #: candidate categories counted per feature before admission (bounded memory)
 CANDIDATE_FACTOR = 4
+#: what decisions are shown of an encoder: its numeric means and each vocabulary's size
+EncoderView = tuple[np.ndarray, tuple[int, ...]]
 
 
 def _is_missing(value: Any) -> bool:
@@ -228,11 +230,19 @@ class FeatureEncoder:
                 for key in self._keys(value, spec, where):
                     vocab.observe(key)
 
-    def publish(self) -> None:
-        """Make everything learned so far visible to decisions (``encode(served=True)``)."""
-        self.served_mean = self.mean.copy()
-        for vocab in self._vocab.values():
-            vocab.visible = len(vocab.slots)
+    def publish(self, view: EncoderView | None = None) -> None:
+        """Make everything learned so far visible to decisions (``encode(served=True)``),
+        or what was learned when ``view`` was taken (:meth:`view`)."""
+        view = view if view is not None else self.view()
+        self.served_mean = view[0]
+        for vocab, visible in zip(self._vocab.values(), view[1], strict=True):
+            vocab.visible = visible
+
+    def view(self) -> EncoderView:
+        """What :meth:`publish` would show decisions now (a copy: later learning leaves it).
+
+        Vocabularies only grow, so their sizes stand for them."""
+        return self.mean.copy(), tuple(len(vocab.slots) for vocab in self._vocab.values())
 
     # -- introspection and state -------------------------------------------------------
     def columns(self) -> list[str]:

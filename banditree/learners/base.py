@@ -71,6 +71,12 @@ class Learner(ABC):
         """
         return DecisionColumns.from_decisions(self.act_batch(contexts, event_ids))
 
+    @property
+    def batch_exact(self) -> bool:
+        """:meth:`act_columns` makes the decisions of :meth:`act` row by row, the same
+        numbers (False where a batched pass rounds apart: they agree only closely)."""
+        return False
+
     @abstractmethod
     def check(self, decision: Decision, feedback: Feedback) -> None:
         """Raise :class:`~banditree.learners.InvalidInput` when ``learn`` would refuse this feedback.

@@ -9,16 +9,24 @@ inverse-CDF draw with the uniforms of each event id.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from banditree.core.arrays import FloatArray
-from banditree.core.columns import DecisionColumns
+from banditree.core.columns import DecisionColumns, FloatRows
 from banditree.explore import Explorer, explore_rows, sample_actions
 from banditree.models.spec import BatchOutput
 
 
 def _extras(out: BatchOutput) -> dict[str, list[float]] | None:
     return {name: column.tolist() for name, column in out.extras.items()} or None
+
+
+def context_rows(contexts: FloatArray, given: object) -> list[Any]:
+    """The decisions' contexts: ``given`` when it is :class:`FloatRows` (the floats of
+    ``contexts`` already), else ``contexts`` written out as lists."""
+    return given if isinstance(given, FloatRows) else contexts.tolist()
 
 
 def classification_columns(
@@ -31,6 +39,7 @@ def classification_columns(
     explorer: Explorer,
     rounds_learned: int,
     sigmoid_link: bool,
+    given: object = None,
 ) -> DecisionColumns:
     """Explore on the predicted rewards of every row and sample each row's action."""
     scores = out.scores
@@ -41,7 +50,7 @@ def classification_columns(
     greedy = scores.argmax(axis=1)
     return DecisionColumns(
         event_ids=event_ids,
-        contexts=contexts.tolist(),
+        contexts=context_rows(contexts, given),
         model_version=version,
         explored=(chosen != greedy).tolist(),
         action=chosen.tolist(),
@@ -64,6 +73,7 @@ def regression_columns(
     target_scale: float,
     one_point_delta: float | None,
     two_point_delta: float | None,
+    given: object = None,
 ) -> DecisionColumns:
     """The played value of every row: greedy, one-point perturbed or a two-point query."""
     greedy = [target_offset + target_scale * output for output in out.output[:, 0].tolist()]
@@ -79,7 +89,7 @@ def regression_columns(
         probes = [(y_hat + two_point_delta, y_hat - two_point_delta) for y_hat in greedy]
     return DecisionColumns(
         event_ids=event_ids,
-        contexts=contexts.tolist(),
+        contexts=context_rows(contexts, given),
         model_version=version,
         explored=[one_point_delta is not None or two_point_delta is not None] * n,
         value=values,

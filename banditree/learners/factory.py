@@ -126,8 +126,11 @@ def _build_fresh(config: LearnerConfig | dict[str, Any]) -> Learner:
         else None,
         context_clip=c.resolved_context_clip,
         gradient_clip=c.resolved_gradient_clip,
-        drift_detector=LossRiseDetector(threshold) if threshold is not None else None,
+        drift_detector=LossRiseDetector(threshold, jump_threshold=c.resolved_drift_jump_threshold)
+        if threshold is not None
+        else None,
         ridge_challenger=c.resolved_drift_challenger,
+        leaf_shrink=c.resolved_drift_leaf_shrink,
     )
     return Apprentice(learner) if c.mode == "apprentice" else learner
 

@@ -50,6 +50,10 @@ class FeaturedLearner(Learner):
         x = self.encoder.encode(_as_mapping(context, "context"))
         return _with_context(self.inner.act(x, event_id), context)
 
+    @property
+    def batch_exact(self) -> bool:
+        return self.inner.batch_exact
+
     # contexts are JSON objects here, not rows of floats
     def act_columns(  # type: ignore[override]
         self, contexts: Sequence[Any], event_ids: Sequence[str | None] | None = None
@@ -110,6 +114,43 @@ class FeaturedLearner(Learner):
         if self.inner.version != before:
             self.encoder.publish()
         return changed
+
+    def learn_batch(
+        self, decisions: Sequence[Decision], feedbacks: Sequence[Feedback]
+    ) -> list[bool | ValueError | KeyError | TypeError]:
+        """:meth:`learn` pair by pair, the inner learner's part in one ``learn_batch``.
+
+        The encoder reads nothing of the inner learner, so it checks, learns and encodes
+        every pair first, in order; then the inner learner learns the encoded pairs in
+        one call, and decisions are shown the encoder as it stood after the pair whose
+        update was the batch's last (what ``learn`` published): the same state.  An inner
+        learner other than a gradient bandit (whose True is exactly a new version) goes
+        pair by pair.
+        """
+        inner = self.inner
+        if len(decisions) != len(feedbacks) or not isinstance(inner, GradientBandit):
+            return super().learn_batch(decisions, feedbacks)
+        out: list[bool | ValueError | KeyError | TypeError] = []
+        encoded, learned, slots, views = [], [], [], []
+        for decision, feedback in zip(decisions, feedbacks, strict=True):
+            try:  # learn's steps before the inner learner's
+                self.check(decision, feedback)
+                self.encoder.update(_as_mapping(decision.context, "decision.context"))
+                encoded.append(self._encoded(decision))
+            except (ValueError, KeyError, TypeError) as err:
+                out.append(err)
+                continue
+            learned.append(feedback)
+            slots.append(len(out))
+            views.append(self.encoder.view())
+            out.append(False)
+        results = inner.learn_batch(encoded, learned)
+        for slot, result in zip(slots, results, strict=True):
+            out[slot] = result
+        last = [i for i, result in enumerate(results) if result is True]
+        if last:
+            self.encoder.publish(views[last[-1]])
+        return out
 
     # -- state -------------------------------------------------------------------------
     @property

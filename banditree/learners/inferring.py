@@ -168,6 +168,22 @@ class InferringLearner(Learner):
             featured = self._infer(_as_mapping(decision.context, "decision.context"))
         return featured.learn(decision, feedback)
 
+    def learn_batch(
+        self, decisions: Sequence[Decision], feedbacks: Sequence[Feedback]
+    ) -> list[bool | ValueError | KeyError | TypeError]:
+        """Pair by pair until a decision learned fixes the schema, then the rest through
+        the featured model's :meth:`FeaturedLearner.learn_batch` (the same state)."""
+        n = len(decisions)
+        if n != len(feedbacks):
+            return super().learn_batch(decisions, feedbacks)
+        out: list[bool | ValueError | KeyError | TypeError] = []
+        while self.featured is None and len(out) < n:
+            i = len(out)
+            out += super().learn_batch(decisions[i : i + 1], feedbacks[i : i + 1])
+        if self.featured is not None and len(out) < n:
+            out += self.featured.learn_batch(decisions[len(out) :], feedbacks[len(out) :])
+        return out
+
     # -- state ------------------------------------------------------------------------
     @property
     def version(self) -> int:

@@ -113,6 +113,8 @@ class PerActionRidge:
         ``gain (A^-1 u)^T`` is bounded by ``A^-1`` itself.
         """
         u = np.ones(x.shape[1] + 1)
+        change = np.empty((len(u), len(u)))
+        multiply = np.multiply
         applied = 0
         mixing, stats, dim = self.mix_rate > 0.0, self.mix_stats, self.n_features
         with np.errstate(all="ignore"):  # overflows are caught below
@@ -126,7 +128,7 @@ class PerActionRidge:
                     continue
                 gain = iu / denom
                 w += gain * residual
-                inv -= np.outer(gain, iu)
+                inv -= multiply(gain[:, None], iu, out=change)  # np.outer's very product
                 applied += 1
                 if mixing and stats[action, 0] < dim:
                     st = stats[action]

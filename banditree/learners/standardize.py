@@ -23,9 +23,16 @@ class RunningStandardizer:
 
     def update(self, x: FloatArray) -> None:
         self.count += 1
-        delta = x - self.mean
-        self.mean = self.mean + delta / self.count
-        self.m2 = self.m2 + delta * (x - self.mean)
+        mean = self.mean
+        delta = x - mean
+        # new arrays (a checkpoint may hold the old ones), each one allocation:
+        # ``mean + delta / count`` and ``m2 + delta * (x - mean)``, operands swapped
+        new = delta / self.count
+        new += mean
+        spread = x - new
+        spread *= delta
+        spread += self.m2
+        self.mean, self.m2 = new, spread
 
     def scale(self) -> FloatArray:
         """Current std, with 1 where the spread is (still) zero."""

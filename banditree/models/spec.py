@@ -80,6 +80,10 @@ class ModelSpec(ABC):
     #: parameter names stepped by AdaGrad (a running sum of squared gradients, a step
     #: that decays) instead of RMSprop's running average
     summed: tuple[str, ...] = ()
+    #: :meth:`forward_rows` gives each row the numbers :meth:`forward` gives it alone
+    #: (the same leaf and outputs: a service may then decide one-context requests
+    #: together); False where a batched pass sums in another order
+    rows_exact: bool = False
 
     def __init__(self, n_features: int, n_outputs: int) -> None:
         if n_features < 1 or n_outputs < 1:

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from banditree.core import FloatArray
-from banditree.explore import event_uniforms, make_explorer, sample_action
+from banditree.explore import event_uniforms, explore_list, make_explorer, sample_action
 from banditree.learners.optim import RMSprop
 from banditree.learners.ridge import PerActionRidge
 from banditree.learners.standardize import RunningStandardizer
@@ -152,7 +152,7 @@ class RankingLearner:
             action_ids=tuple(action_ids),
             action_features=tuple(tuple(row) for row in a.tolist()),
             chosen=chosen,
-            probabilities=tuple(float(p) for p in pmf),
+            probabilities=tuple(pmf),
             greedy=greedy,
             model_version=self.version,
         )
@@ -165,20 +165,21 @@ class RankingLearner:
         ids: Sequence[str] | None = None,
         *,
         uniform: float | None = None,
-    ) -> tuple[int, FloatArray, int]:
+    ) -> tuple[int, list[float], int]:
         """``(chosen, pmf, greedy)`` for checked arrays (:meth:`rank` without its record)."""
         return self.pick(self.scores(context, actions, ids), event_id, uniform=uniform)
 
     def pick(
         self, s: FloatArray, event_id: str, *, uniform: float | None = None
-    ) -> tuple[int, FloatArray, int]:
-        """``(chosen, pmf, greedy)`` from the candidates' scores ``s`` (:meth:`scores`)."""
-        pmf = self._explorer(s, self.n_learned)
+    ) -> tuple[int, list[float], int]:
+        """``(chosen, pmf, greedy)`` from the candidates' scores ``s`` (:meth:`scores`);
+        the pmf as Python floats (worked out on them for up to 32 candidates)."""
+        pmf, greedy = explore_list(self._explorer, s, self.n_learned)
         if uniform is None:
             uniform = event_uniforms(self.config.seed, event_id)[0]
         chosen = sample_action(pmf, uniform)
         self.n_decisions += 1
-        return chosen, pmf, int(s.argmax())  # the method: np.argmax wraps it in Python
+        return chosen, pmf, greedy
 
     # -- learning -------------------------------------------------------------
     def learn(self, decision: RankDecision, reward: float) -> bool:

@@ -132,11 +132,14 @@ class RankingModel(Learner):
         ctx = as_features(context, "context")
         ids, features = check_actions(actions)
         excluded_set = set(excluded)
-        keep = [i for i, a in enumerate(ids) if a not in excluded_set]
-        if not keep:
-            raise InvalidInput("excluded_actions", "excludes every candidate: none is left to rank")
-        ids = [ids[i] for i in keep]
-        features = [features[i] for i in keep]
+        if excluded_set:
+            keep = [i for i, a in enumerate(ids) if a not in excluded_set]
+            if not keep:
+                raise InvalidInput(
+                    "excluded_actions", "excludes every candidate: none is left to rank"
+                )
+            ids = [ids[i] for i in keep]
+            features = [features[i] for i in keep]
         eid = self._next_event_id(event_id)
         extras: dict[str, float] = {}
         scores = None if self.core is None else self._served().scores(ctx, ids, features)
@@ -152,8 +155,7 @@ class RankingModel(Learner):
             probabilities, greedy = [float(p) for p in pmf], 0
         else:
             assert self.core is not None
-            chosen, pmf, greedy = self.core.pick(scores, eid, uniform=uniform)
-            probabilities = pmf.tolist()
+            chosen, probabilities, greedy = self.core.pick(scores, eid, uniform=uniform)
         ranking: dict[str, Any] = {
             "context": ctx,
             "ids": ids,

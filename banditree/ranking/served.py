@@ -6,25 +6,37 @@ for every request, each candidate's standardised row, the context x candidate cr
 one a service serves, or a model between two learns) most of that is fixed per
 candidate, and a catalogue's candidates recur from call to call.  :class:`ServedScorer`
 splits each term into a context part (once per request) and a candidate part (once per
-candidate and snapshot, cached by candidate id and features):
+candidate and snapshot, cached by candidate id and features, and once per candidate set
+sent again as it was):
 
 * the ridge term ``w . phi(c, a) = w_c . c + w_a . a + a . (W c) + b``, with ``W`` the
-  cross weights as a ``(da, dc)`` matrix: one matrix-vector product per request instead
-  of ``n * dc * da`` crosses;
-* each tree node's activation ``v_k . [c; a] + b_k = (v_k^c . c + b_k) + v_k^a . a``,
-  and the leaf reached from the signs of all of them at once (the path scores
-  ``q = S sign(a)``: the reached leaf is the one with ``q_l = h``, ties going left as
-  in the tree's own routing) instead of a walk of one gather per level;
-* the tree's per-id weight ``plays / (plays + id_ramp)``.
+  cross weights as a ``(da, dc)`` matrix, is ``[a, 1] . [W c + w_a, w_c . c + b]``;
+* each tree node's activation ``v_k . [c; a] + b_k`` is ``[a, 1] . [v_k^a, v_k^c . c +
+  b_k]``;
 
-A cached candidate row is ``[a (da), v^a . a (nodes), w_a . a, id weight]``.  The scores
-equal the learner's up to the rounding of a different summation order (about 1e-16
-relative), so an event id gets the same decision (tested against the learner's).
+so one context matrix ``M(c)`` of shape ``(da + 1, 1 + nodes + 1)``, an affine map of
+``c`` worked out by one matrix-vector product per request, gives every candidate's ridge
+term and node activations in one product ``[a, 1] M(c)``.  Its last column is 1 for
+every candidate, so that the leaf comes from the signs ``s`` of the activations as one
+more product: the path scores ``q = S s`` (the reached leaf is the one with ``q_l = h``,
+ties going left as in the tree's own routing) are ``[2 S, -S 1] . [h, 1]`` with ``h``
+the activations above 0, instead of a walk of one gather per level.  The products are
+taken transposed (``M(c)^T [a, 1]^T``), so that each column's values over the
+candidates lie together for the comparisons after them.  The tree's per-id weight
+``plays / (plays + id_ramp)`` is fixed per snapshot.
+
+A cached candidate row is ``[a (da), 1, id weight]``, kept in one table per snapshot so
+that the rows of a request are one ``take``.  The products are ``ndarray.dot`` (BLAS
+straight away: numpy's ``@`` costs a few microseconds more per call on such small
+arrays).  The scores equal the learner's up to the rounding of a different summation
+order (about 1e-16 relative), so an event id gets the same decision (tested against the
+learner's).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -36,7 +48,8 @@ from banditree.models.dgt.spec import path_matrix
 from banditree.ranking.learner import RankingLearner
 from banditree.ranking.settings import id_buckets
 
-#: bytes of cached candidate rows per snapshot (cleared when full): a bound per model
+#: bytes of cached candidate rows per snapshot, and again of cached candidate sets (each
+#: cleared when full): a bound per model
 CACHE_BYTES = 1 << 20
 
 
@@ -54,28 +67,49 @@ class ServedScorer:
         self._dc, self._da, self._clip = dc, da, core.config.context_clip
         self._c_mean, self._c_scale = core._context_stats.mean, core._context_stats.scale()
         self._a_mean, self._a_scale = core._action_stats.mean, core._action_stats.scale()
-        w = core._ridge.weights[0]
-        self._w_c, self._w_a, self._b = w[:dc], w[dc : dc + da], float(w[-1])
-        crosses = core.config.crosses and dc and da
-        self._cross = w[dc + da : -1].reshape(da, dc) if crosses else None
         frozen = core._frozen
         if frozen is not None and frozen.linear is not None:
             raise ValueError("a ranking tree has no linear leaves")
         self._tree = frozen is not None
-        n_nodes = 0 if frozen is None else frozen.weights.shape[0]
+        self._context_map(core)
         if frozen is not None:
-            self._node_c = frozen.weights[:, :dc]
-            self._node_a = frozen.weights[:, dc : dc + da]
-            self._node_b = frozen.weights[:, -1]
             self._theta = frozen.theta[:, 0]
-            self._paths = path_matrix(frozen.height).T  # (nodes, leaves)
-        self._plays = core._id_plays if core._id_plays.size else None
-        self._ramp = core.config.id_ramp
-        # column layout of a cached row: a | node activations | w_a . a | id weight
-        self._nodes = slice(da, da + n_nodes)
-        self._width = da + n_nodes + 2
+            paths = path_matrix(frozen.height)  # (leaves, nodes): q = S sign
+            self._paths = np.hstack((2.0 * paths, -paths.sum(axis=1, keepdims=True)))  # . [h, 1]
+        plays = core._id_plays if core._id_plays.size else None
+        self._plays, self._ramp = plays, core.config.id_ramp
+        # a cached row: a | 1 | id weight, at the table row its key maps to
+        self._width = da + 2
         self._max_rows = max(1, CACHE_BYTES // (8 * self._width))
-        self._rows: dict[tuple[str, bytes], FloatArray] = {}
+        self._rows: dict[tuple[str, bytes] | None, int] = {}  # None (not JSON): never kept
+        # whole candidate sets seen before: (ids, JSON of the features) -> their rows
+        self._sets: dict[tuple[tuple[str, ...], bytes], FloatArray] = {}
+        self._set_rows = 0
+        self._table = np.empty((16, self._width))
+
+    def _context_map(self, core: RankingLearner) -> None:
+        """``M(c) = (c . G + M0)`` reshaped to ``(da + 1, cols)``: column 0 the ridge term's
+        ``[W c + w_a, w_c . c + b]``, then each node's ``[v^a, v^c . c + b]``, then
+        ``[0, 1]`` (a constant 1: the path scores' offset)."""
+        dc, da = self._dc, self._da
+        w = core._ridge.weights[0]
+        frozen = core._frozen
+        nodes = 0 if frozen is None else frozen.weights.shape[0]
+        cols = 1 + (nodes + 1 if frozen is not None else 0)
+        g = np.zeros((dc, da + 1, cols))
+        m0 = np.zeros((da + 1, cols))
+        if core.config.crosses and dc and da:
+            g[:, :da, 0] = w[dc + da : -1].reshape(da, dc).T
+        g[:, da, 0] = w[:dc]
+        m0[:da, 0], m0[da, 0] = w[dc : dc + da], w[-1]
+        if frozen is not None:
+            g[:, da, 1 : 1 + nodes] = frozen.weights[:, :dc].T
+            m0[:da, 1 : 1 + nodes] = frozen.weights[:, dc : dc + da].T
+            m0[da, 1 : 1 + nodes] = frozen.weights[:, -1]
+            m0[da, -1] = 1.0
+        self._g = g.reshape(dc, -1)
+        self._m0 = m0.reshape(-1)
+        self._m_shape = m0.shape
 
     # -- the context part ------------------------------------------------------------
     def _context(self, context: Mapping[str, Any]) -> FloatArray:
@@ -96,20 +130,16 @@ class ServedScorer:
     ) -> FloatArray:
         """The rows of the candidates at the indices ``which``, worked out together."""
         n, da = len(which), self._da
+        rows = np.empty((n, self._width))
         enc = self.action_encoder
-        if enc is None:
-            a = np.zeros((n, 0))
-        else:
+        if enc is not None:
             a = np.stack([enc.encode(features[i], True, f"actions[{i}].features") for i in which])
             if da:
                 a = np.minimum(
                     np.maximum((a - self._a_mean) / self._a_scale, -self._clip), self._clip
                 )
-        rows = np.empty((n, self._width))
-        rows[:, :da] = a
-        if self._tree:
-            rows[:, self._nodes] = a @ self._node_a.T
-        rows[:, -2] = a @ self._w_a
+            rows[:, :da] = a
+        rows[:, da] = 1.0
         if self._plays is None:
             rows[:, -1] = 1.0
         else:
@@ -117,31 +147,69 @@ class ServedScorer:
             rows[:, -1] = plays / (plays + self._ramp)
         return rows
 
+    def _rows_of_set(self, ids: Sequence[str], features: Sequence[Mapping[str, Any]]) -> FloatArray:
+        """The rows of a candidate set: one lookup for a set sent before as it is (a
+        catalogue, or a page of it, sent on every call), else :meth:`_candidates`.  The
+        sets kept hold at most as many rows as the candidate table (then start over)."""
+        try:
+            key = (tuple(ids), orjson.dumps(features))
+        except TypeError:  # not JSON: the candidates one by one
+            return self._candidates(ids, features)
+        rows = self._sets.get(key)
+        if rows is None:
+            rows = self._candidates(ids, features)
+            if len(rows) > self._max_rows:
+                return rows
+            rows.setflags(write=False)  # shared by the calls that send this set
+            if self._set_rows + len(rows) > self._max_rows:
+                self._sets.clear()
+                self._set_rows = 0
+            self._sets[key] = rows
+            self._set_rows += len(rows)
+        return rows
+
     def _candidates(self, ids: Sequence[str], features: Sequence[Mapping[str, Any]]) -> FloatArray:
+        """Every candidate's row: the cached ones from the table, new ones worked out
+        (and kept, but for features that are not JSON: a library caller's object)."""
         cache = self._rows
-        out = np.empty((len(ids), self._width))
-        missed: list[int] = []
-        keys: list[tuple[str, bytes] | None] = []
-        for i, (action_id, f) in enumerate(zip(ids, features, strict=True)):
-            try:
-                key: tuple[str, bytes] | None = (action_id, orjson.dumps(f))
-            except TypeError:  # not JSON (a library caller's object): encoded, not cached
-                key = None
-            row = cache.get(key) if key is not None else None
-            if row is None:
-                missed.append(i)
-                keys.append(key)
-            else:
-                out[i] = row
-        if missed:  # new candidates: encoded one by one, the rest as one block
-            fresh = self._rows_of(ids, features, missed)
+        try:  # C-level maps: a request whose rows are all cached costs a few calls
+            keys: list[tuple[str, bytes] | None] = list(
+                zip(ids, map(orjson.dumps, features), strict=True)
+            )
+        except TypeError:
+            keys = [_key(action_id, f) for action_id, f in zip(ids, features, strict=True)]
+        at = list(map(cache.get, keys, repeat(-1)))  # a key None: -1, never kept
+        if -1 not in at:
+            return self._table.take(at, axis=0)
+        missed = [i for i, row in enumerate(at) if row < 0]
+        fresh = self._rows_of(ids, features, missed)
+        if len(missed) == len(ids):
+            out = fresh
+        else:  # taken before new rows are kept (which may clear the table)
+            out = self._table.take(at, axis=0)  # the missed rows' -1: overwritten
             out[missed] = fresh
-            for key, row in zip(keys, fresh, strict=True):
-                if key is not None:
-                    if len(cache) >= self._max_rows:
-                        cache.clear()
-                    cache[key] = row
+        self._keep([keys[i] for i in missed], fresh)
         return out
+
+    def _keep(self, keys: list[tuple[str, bytes] | None], rows: FloatArray) -> None:
+        """Keep ``rows`` (new candidates: their keys are not in the cache) under ``keys``
+        (None: not kept) as one block of the table, which grows by doubling up to its
+        bound and starts over when full."""
+        kept = [k for k, key in enumerate(keys) if key is not None]
+        n = len(kept)
+        if not n or n > self._max_rows:
+            return
+        cache = self._rows
+        if len(cache) + n > self._max_rows:
+            cache.clear()
+        start = len(cache)  # rows are only added, or all cleared: the next free row
+        size = self._table.shape[0]
+        if start + n > size:
+            grown = np.empty((min(max(2 * size, start + n), self._max_rows), self._width))
+            grown[:start] = self._table[:start]
+            self._table = grown
+        self._table[start : start + n] = rows[kept]
+        cache.update(zip([keys[k] for k in kept], range(start, start + n), strict=True))
 
     # -- scores ----------------------------------------------------------------------
     def scores(
@@ -149,17 +217,21 @@ class ServedScorer:
     ) -> FloatArray:
         """The predicted reward of each candidate (``ids``, ``features``) for ``context``."""
         c = self._context(context)
-        rows = self._candidates(ids, features)
+        rows = self._rows_of_set(ids, features)
         da = self._da
-        linear_c = float(self._w_c @ c) + self._b
-        out: FloatArray = rows[:, -2] + linear_c
-        if self._cross is not None:
-            out += rows[:, :da] @ (self._cross @ c)
+        m = (c.dot(self._g) + self._m0).reshape(self._m_shape)
+        z = m.T.dot(rows[:, : da + 1].T)  # (columns, n): each column's values contiguous
+        out: FloatArray = z[0]
         if not self._tree:
             return out
-        activations = rows[:, self._nodes] + (self._node_c @ c + self._node_b)
-        signs = np.where(activations > 0.0, 1.0, -1.0)
-        leaves = (signs @ self._paths).argmax(axis=1)  # the one path scoring h (method:
-        # np.argmax adds a Python wrapper per call)
-        out += rows[:, -1] * self._theta[leaves]
-        return out
+        # the one leaf whose path score is h (the method: np.argmax adds a Python wrapper)
+        leaves = self._paths.dot(z[1:] > 0.0).argmax(axis=0)
+        return out + rows[:, -1] * self._theta[leaves]
+
+
+def _key(action_id: str, features: Mapping[str, Any]) -> tuple[str, bytes] | None:
+    """The cache key of a candidate; None for features that are not JSON (not cached)."""
+    try:
+        return action_id, orjson.dumps(features)
+    except TypeError:
+        return None

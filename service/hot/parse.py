@@ -20,10 +20,11 @@ from typing import Annotated, Any
 
 from pydantic import Field, TypeAdapter, ValidationError
 
+from banditree.core.columns import FloatRows
 from banditree.ranking import MAX_CANDIDATES
 from banditree.ranking.inputs import MAX_ID_LENGTH as MAX_CANDIDATE_ID
 from service.runtime.ranking import MAX_EVENT_ID_LENGTH
-from service.schemas import MAX_BATCH_LENGTH, Context
+from service.schemas import MAX_BATCH_LENGTH, Context, NumberContext
 
 _PREDICT_KEYS = frozenset({"context", "contexts", "default_action", "default_actions"})
 _FEEDBACK_KEYS = frozenset({"event_id", "loss", "reward", "losses"})
@@ -32,6 +33,11 @@ _FEEDBACK_KEYS = frozenset({"event_id", "loss", "reward", "losses"})
 _CONTEXT: TypeAdapter[list[float]] = TypeAdapter(Context)
 _CONTEXTS: TypeAdapter[list[list[float]]] = TypeAdapter(
     Annotated[list[Context], Field(max_length=MAX_BATCH_LENGTH)]
+)
+#: a batch of number lists only, tried first: no Python call per context (the
+#: ``Context`` type's named-features hook), half the time of ``_CONTEXTS`` for 256 rows
+_NUMBER_ROWS: TypeAdapter[list[list[float]]] = TypeAdapter(
+    Annotated[list[NumberContext], Field(max_length=MAX_BATCH_LENGTH)]
 )
 #: largest ``event_id`` the feedback schema takes, in characters
 _MAX_EVENT_ID = 128
@@ -89,7 +95,13 @@ def predict_body(data: Any) -> PredictBody | None:
         if context is None or defaults is not None or not (default is None or _count(default)):
             return None
         return PredictBody(context, None, default, None)
-    contexts = None if default is not None else _contexts(batch, _CONTEXTS)
+    contexts = None
+    if default is None:
+        contexts = _contexts(batch, _NUMBER_ROWS)
+        if contexts is not None:  # Python floats, finite: the decisions keep these lists
+            contexts = FloatRows(contexts)
+        else:  # objects of named features, or a bad batch
+            contexts = _contexts(batch, _CONTEXTS)
     if contexts is None:
         return None
     if defaults is not None and (

@@ -50,6 +50,8 @@ class RegistryBase:
         self._changed: dict[str, int] = {}
         self._discovering = asyncio.Lock()  # one discovery (or write-back) pass at a time
         self.store_changes = 0  # the store's count of record saves and deletes, as last seen
+        # the store's epoch and count of record changes a whole discovery pass reconciled
+        self._reconciled: tuple[str, int] | None = None
         # models (name -> uid) whose store log ended before an offset this process saw
         self._behind: dict[str, str] = {}
         self.freezer = HeapFreezer()  # new models' objects out of the collector's walks

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Container
 
 from banditree.learners import LearnerConfig
 from service.domain_errors import ModelNotFound
@@ -17,6 +18,19 @@ from service.schemas import ModelPolicy
 from service.store import StoreUnavailable
 
 log = logging.getLogger("banditree.service")
+
+#: names a pass of discovery looks at between two turns of the event loop
+NAMES_PER_TURN = 256
+
+
+async def _absent(names: list[str], held: Container[str], share: LoopShare) -> list[str]:
+    """The ``names`` not in ``held``, in order; a turn of the loop every
+    :data:`NAMES_PER_TURN` names."""
+    absent = []
+    for start in range(0, len(names), NAMES_PER_TURN):
+        await share.turn()
+        absent += [name for name in names[start : start + NAMES_PER_TURN] if name not in held]
+    return absent
 
 
 class LearningRegistry(ServingRegistry):
@@ -77,6 +91,11 @@ class LearningRegistry(ServingRegistry):
             if self._behind:
                 await self._start_new_epoch()
             seen, expected = self.generation, self.store_changes
+            # counted before the list is read: a record saved meanwhile makes the next
+            # pass a whole one
+            counted = await self.store.changes()
+            if await self._reconciled_at(counted):
+                return
             records = await self.store.load_models()
             epoch = await self.store.epoch()
             changes = await self.store.changes()
@@ -94,8 +113,19 @@ class LearningRegistry(ServingRegistry):
             self.saw_store_changes(changes)
             try:
                 await self._reconcile(records, seen)
+                self._reconciled = (epoch, counted)
             finally:
                 self.forget_changes(seen)
+
+    async def _reconciled_at(self, counted: int) -> bool:
+        """Whether a whole pass already reconciled the store as it is: no record saved
+        or deleted since (the store's count of them is the one that pass read first,
+        and no less than this process saw), in the same epoch.  Then the pass reads
+        neither the list nor anything else: with 10,000 models, reading and comparing
+        the list every second held the event loop and the GIL for tens of ms."""
+        if self._reconciled is None or counted < self.store_changes:
+            return False
+        return self._reconciled == (await self.store.epoch(), counted)
 
     async def _start_new_epoch(self) -> None:
         """A new epoch when a model found behind is still the one this process serves."""
@@ -109,10 +139,17 @@ class LearningRegistry(ServingRegistry):
 
     async def _reconcile(self, records: dict[str, str], seen: int) -> None:
         """Serve and learn the models of ``records`` (read at generation ``seen``), drop
-        the others."""
+        the others.
+
+        Every loop over the names takes a turn of the event loop (:class:`LoopShare`)
+        every :data:`NAMES_PER_TURN` names, also where there is nothing to do for them:
+        with 10,000 models, one pass that only compares names held the loop 8-21 ms of
+        CPU at a time.
+        """
         share = LoopShare()
+        names = list(records)
         if self.serves:  # replicas hold every model, so each one serves its newest snapshot
-            for name in [n for n in records if n not in self.runtimes]:
+            for name in await _absent(names, self.runtimes, share):
                 await share.turn()
                 if self.changed_since(name, seen):
                     continue
@@ -121,13 +158,14 @@ class LearningRegistry(ServingRegistry):
                 except ModelNotFound:  # deleted elsewhere since the list was read
                     continue
         if self.learns:
-            for name, record in records.items():
-                if name not in self.learners:
-                    await share.turn()
-                    if name not in self.learners and not self.changed_since(name, seen):
-                        self._start_learner(name, record)
-        held = set(self.learners) | set(self.runtimes) | set(self.records)
-        for name in sorted(held - set(records)):
+            for name in await _absent(names, self.learners, share):
+                await share.turn()
+                if name not in self.learners and not self.changed_since(name, seen):
+                    self._start_learner(name, records[name])
+        gone: set[str] = set()
+        for held in (self.learners, self.runtimes, self.records):
+            gone.update(await _absent(list(held), records, share))
+        for name in sorted(gone):
             await share.turn()
             await self._drop(name, seen)
 
@@ -135,16 +173,20 @@ class LearningRegistry(ServingRegistry):
         """Stop and forget ``name``, deleted elsewhere, unless this process changed it
         after generation ``seen``."""
         async with self._locked(name):
-            if self.changed_since(name, seen):
-                return
-            learner = self.learners.pop(name, None)
-            if learner is not None:
-                await learner.stop()
-            runtime = self.runtimes.pop(name, None)
-            self.records.pop(name, None)
-            if learner is not None or runtime is not None:
-                self.metrics.forget_model(name)
-                self.metrics.models_loaded.set(len(self.runtimes))
+            if not self.changed_since(name, seen):
+                await self._forget(name)
+
+    async def _forget(self, name: str) -> None:
+        """Stop ``name``'s learner and forget its runtime and record (the caller holds
+        the name's lock)."""
+        learner = self.learners.pop(name, None)
+        if learner is not None:
+            await learner.stop()
+        runtime = self.runtimes.pop(name, None)
+        self.records.pop(name, None)
+        if learner is not None or runtime is not None:
+            self.metrics.forget_model(name)
+            self.metrics.models_loaded.set(len(self.runtimes))
 
     async def recover(self, epoch: str) -> None:
         """Write this process's models back to a store that lost its data (now ``epoch``)."""

@@ -22,7 +22,7 @@ from service.domain_errors import (
 from service.registry.learning import LearningRegistry
 from service.runtime import ModelRuntime
 from service.schemas import ModelCreate, ModelPolicy
-from service.store import StoreUnavailable, TooManyModels
+from service.store import NameTaken, StoreUnavailable, TooManyModels
 
 
 def _build(config: LearnerConfig, initial_model: TrainedTree | None) -> Learner:
@@ -59,8 +59,7 @@ class ModelRegistry(LearningRegistry):
             config = config.for_initial_model(initial.features)
         async with self._locked(name):
             self.touch(name)  # a discovery pass that read the list before leaves it alone
-            if name in self.runtimes or await self.store.load_model(name) is not None:
-                raise ModelExists(name)
+            await self._name_free(name)
             held, limit = len(self.runtimes) + self._creating, self.settings.max_models
             if held >= limit:
                 raise CapacityReached(held, limit)
@@ -69,6 +68,22 @@ class ModelRegistry(LearningRegistry):
                 return await self._create(name, body, config, policy, initial)
             finally:
                 self._creating -= 1
+
+    async def _name_free(self, name: str) -> None:
+        """Raise :class:`ModelExists` unless ``name`` is free in the store.
+
+        The store decides, not this process's runtimes: a model deleted through another
+        process is served here until discovery sees the delete, and a create of its name
+        in that window must not be refused.  Such a runtime is forgotten first.  When the
+        store lost its data (a new epoch), the models held here are being written back,
+        so a name held here stays taken.  The caller holds the name's lock.
+        """
+        if await self.store.load_model(name) is not None:
+            raise ModelExists(name)
+        if name in self.runtimes or name in self.learners:
+            if await self.store.epoch() != self.epoch:
+                raise ModelExists(name)
+            await self._forget(name)  # deleted elsewhere
 
     async def _create(
         self,
@@ -98,19 +113,7 @@ class ModelRegistry(LearningRegistry):
             "created_at": time.time(),
         }
         record_json = json.dumps(record, sort_keys=True)
-        await self.store.hold_model(name)
-        if body.initial_model is not None:
-            await self._save_initial(name, learner)
-        try:  # the cap across every process, counted by the store with the write
-            changes = await self.store.save_model(
-                name, record_json, max_models=self.settings.max_models
-            )
-        except TooManyModels as err:
-            # what was held and saved for it goes (unless another process has since
-            # written a record of this name: that model is its, keys and all)
-            if await self.store.load_model(name) is None:
-                await self.store.delete_model(name)
-            raise CapacityReached(err.held, err.limit) from None
+        changes = await self._write_new(name, record["uid"], record_json, learner, body)
         self.saw_store_changes(changes)
         runtime = ModelRuntime(
             name=name, uid=record["uid"], learner=learner, policy=resolved,
@@ -123,6 +126,32 @@ class ModelRegistry(LearningRegistry):
         if self.learns:
             self._start_learner(name, record_json)
         return runtime
+
+    async def _write_new(
+        self, name: str, token: str, record_json: str, learner: Learner, body: ModelCreate
+    ) -> int:
+        """Hold the model, save its warm start, then its record, claimed by ``token``: the
+        count of store changes.  The store refuses the record when the name has one
+        (409) or holds ``max_models`` (409 naming the cap), checked with the write, for
+        creates in every process.  A create refused at the cap deletes the keys it wrote,
+        unless a create of the same name elsewhere is under way or recorded (one step
+        in the store): they are that model's."""
+        await self.store.begin_create(name, token, now=time.time())
+        await self.store.hold_model(name)
+        if body.initial_model is not None:
+            await self._save_initial(name, learner)
+        try:
+            changes = await self.store.save_model(
+                name, record_json, max_models=self.settings.max_models
+            )
+        except NameTaken:
+            await self.store.end_create(name, token, recorded=True, now=time.time())
+            raise ModelExists(name) from None
+        except TooManyModels as err:
+            await self.store.end_create(name, token, recorded=False, now=time.time())
+            raise CapacityReached(err.held, err.limit) from None
+        await self.store.end_create(name, token, recorded=True, now=time.time())
+        return changes
 
     async def _save_initial(self, name: str, learner: Learner) -> None:
         """A warm-started model's first checkpoint (offset 0), written before its record.

@@ -64,11 +64,15 @@ async def decide(state: State, name: str, body: PredictCreate | PredictBody) -> 
     content: dict[str, Any]
     # explained before deciding, with no await between: the same snapshot decides
     explained = _explanations(runtime.learner, body) if body.explain else None
-    if body.context is not None:
+    if explained is not None and body.context is not None:
         decisions, logged = await apprentice_predict(
             runtime, [body.context], defaults, runtime.predict
         )
         content = decision_public(decisions[0])
+    elif body.context is not None:  # decided with the others of this loop tick
+        content, logged = await apprentice_predict(
+            runtime, [body.context], defaults, runtime.predict_in_tick
+        )
     else:  # a batch: its decisions held column by column
         columns, logged = await apprentice_predict(
             runtime, body.contexts or [], defaults, runtime.predict_columns

@@ -13,9 +13,10 @@ memory, marked as not logged (their feedback cannot be taken) and counted in
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from banditree.learners import (
@@ -38,6 +39,7 @@ from service.runtime.operator import OperatorWrites
 from service.runtime.policy import Policy
 from service.runtime.replay import column_payloads, decision_payload, feedback_json, read_decision
 from service.runtime.snapshot import ServedSnapshot
+from service.runtime.tick_decisions import TickDecisions, act_one
 from service.store import (
     CheckpointInfo,
     EventLookup,
@@ -46,6 +48,7 @@ from service.store import (
     StoreBehind,
     StoreUnavailable,
 )
+from service.store.budget import wait_within_budget
 
 log = logging.getLogger("banditree.service")
 
@@ -82,6 +85,7 @@ class ModelRuntime(OperatorWrites):
         self.log_last = last_checkpoint.offset if last_checkpoint else 0
         self.decisions_total = 0  # as last seen in the store, plus this process's since
         self._leaves_sum, self._leaves_count = 0.0, 0
+        self._tick = TickDecisions(self)  # one-context predictions decided per loop tick
 
     @property
     def learner(self) -> Learner:
@@ -109,15 +113,23 @@ class ModelRuntime(OperatorWrites):
         apprentice-mode model and ignored by others."""
         started = time.perf_counter()
         (context,) = contexts
-        learner, event_id = self.learner, new_event_ids(1)[0]
-        if defaults is not None and isinstance(learner, Apprentice):
-            decisions = [learner.act(context, event_id=event_id, default_action=defaults[0])]
-        else:
-            decisions = [learner.act(context, event_id=event_id)]
+        default = None if defaults is None else defaults[0]
+        decisions = [act_one(self.learner, context, default, new_event_ids(1)[0])]
         events = [(d.event_id, decision_payload(self.uid, d)) for d in decisions]
         leaves = [d.extras["reachable_leaves"] for d in decisions if "reachable_leaves" in d.extras]
         explored = sum(d.explored for d in decisions)
         return decisions, await self._store(events, explored, leaves, started)
+
+    async def predict_in_tick(
+        self, contexts: list[Any], defaults: list[int] | None = None
+    ) -> tuple[dict[str, Any], bool]:
+        """:meth:`predict` of one context decided with the others of this loop tick
+        (:mod:`service.runtime.tick_decisions`): ``(public answer, logged)``, answered
+        once its decision is stored."""
+        started = time.perf_counter()
+        (context,) = contexts
+        public, stored = await self._tick.add(context, None if defaults is None else defaults[0])
+        return public, await self._counted(_settled(stored), 1, started)
 
     async def predict_columns(
         self, contexts: list[Any], defaults: list[int] | None = None
@@ -137,29 +149,40 @@ class ModelRuntime(OperatorWrites):
         self, events: list[tuple[str, str]], explored: int, leaves: list[float], started: float
     ) -> bool:
         """Store the decisions and count them; False when the store could not be reached."""
+        writing = self.store.put_events(
+            self.name, events, now=time.time(), ttl_seconds=self.policy.event_ttl_seconds
+        )
+        logged = await self._counted(writing, len(events), started)
+        self.count_decided(explored, leaves)
+        return logged
+
+    async def _counted(self, writing: Awaitable[None], count: int, started: float) -> bool:
+        """Wait for the write of ``count`` decisions and count them: False (answered
+        without logging) when the store could not be reached."""
         m = self.metrics
         logged = True
         try:
-            await self.store.put_events(
-                self.name, events, now=time.time(), ttl_seconds=self.policy.event_ttl_seconds
-            )
+            await writing
         except StoreUnavailable as err:
             log.warning("model %s answers without logging: %s", self.name, err)
-            m.unlogged.inc(len(events))
+            m.unlogged.inc(count)
             logged = False
         if logged:
-            self.decisions_total += len(events)
-        tick = m.tick  # the counters and the histogram are updated once per loop tick
+            self.decisions_total += count
+        m.tick.inc_observe(  # the counters and the histogram are updated once per loop tick
+            m.predictions, count, m.predict_latency, time.perf_counter() - started
+        )
+        return logged
+
+    def count_decided(self, explored: int, leaves: list[float]) -> None:
+        """Count decisions made: ``explored`` of them explored; ``leaves`` reachable each."""
+        m = self.metrics
         if explored:
-            tick.inc(m.explored, explored)
+            m.tick.inc(m.explored, explored)
         if leaves:
             self._leaves_sum += float(sum(leaves))
             self._leaves_count += len(leaves)
             m.reachable_leaves.set(self._leaves_sum / self._leaves_count)
-        tick.inc_observe(
-            m.predictions, len(events), m.predict_latency, time.perf_counter() - started
-        )
-        return logged
 
     # -- feedback --------------------------------------------------------------------
     def _refuse(self, found: EventLookup, event_id: str) -> FeedbackRefused:
@@ -233,3 +256,11 @@ class ModelRuntime(OperatorWrites):
         m.checkpoint_age.set(now - self.served.published_at if self.served.published_at else 0)
         lease = await self.store.lease(self.name, now=now)
         m.set_lease_holder(None if lease is None else lease.holder)
+
+
+async def _settled(stored: asyncio.Future[None]) -> None:
+    """A queued decision write's outcome (within the store budget while still pending)."""
+    if stored.done():
+        stored.result()
+    else:
+        await wait_within_budget(stored)

@@ -31,6 +31,7 @@ _CHUNK = 128  # most learners per store call; requests run between two calls
 _MIN_CHUNK = 16  # fewest learners per store call
 _RETRY_SECONDS = 0.5  # wait after a pass found the store unreachable
 _STARTS = 8  # learners restoring their model at once (each makes several store calls)
+_NAMES_PER_TURN = 512  # parked learners a pass orders between two turns of the loop
 
 
 def chunk_size(seconds: float, learners: int) -> int:
@@ -119,11 +120,23 @@ class IdleLearners:
             wait = pause_after_pass(took, _PASS_SECONDS)
             await asyncio.sleep(max(0.0, min(wait, self.lease_seconds / 3 - took)))
 
+    async def _oldest_first(self, share: LoopShare) -> list[str]:
+        """The parked learners, the leases renewed longest ago first: a learner parked
+        during a long pass (its lease taken a second or more before) is renewed at the
+        start of the next one.  The renewal times are read :data:`_NAMES_PER_TURN` at a
+        time, with a turn of the loop between (with 10,000 learners, reading them all
+        for one sort held the loop 8-9 ms of CPU), and sorted as one list of floats."""
+        names, renewed = list(self._parked), dict[str, float]()
+        for start in range(0, len(names), _NAMES_PER_TURN):
+            await share.turn()
+            parked = self._parked
+            chunk = names[start : start + _NAMES_PER_TURN]
+            renewed.update([(name, parked[name].renewed) for name in chunk if name in parked])
+        return sorted(renewed, key=renewed.__getitem__)
+
     async def _pass(self, started: float) -> None:
-        # the leases renewed longest ago first: a learner parked during a long pass (its
-        # lease taken a second or more before) is renewed at the start of the next one
-        names = sorted(self._parked, key=lambda name: self._parked[name].renewed)
         share = LoopShare()
+        names = await self._oldest_first(share)
         i, size = 0, self._chunk
         while i < len(names):
             await share.turn()

@@ -3,8 +3,10 @@
 The learner applies a batch in a worker thread; meanwhile the event loop has nothing to
 do for it but wait.  :class:`LogReader` starts the read of the entries after a full
 batch as soon as that batch is handed out, so the store's round trip (and the decoding
-of its reply) overlap the learning.  A read ahead is used only when the learner goes on
-from where it started (all of the batch applied); otherwise it is dropped and read again.
+of its reply) overlap the learning.  A batch learned in several slices is read once: the
+rest of it is handed out from memory (the log never changes below its end), and the read
+ahead waits for the learner to reach its start; a read ahead is dropped (and read
+again) only when the learner goes on from elsewhere.
 """
 
 from __future__ import annotations
@@ -28,16 +30,25 @@ class LogReader:
     def __init__(self, read: Callable[[int], Awaitable[list[LogEntry]]], batch: int) -> None:
         self._read, self.batch = read, batch
         self._ahead: tuple[int, asyncio.Task[list[LogEntry]]] | None = None
+        self._last: list[LogEntry] = []  # the batch handed out last
 
     async def next(self, offset: int) -> list[LogEntry]:
-        """The entries after ``offset`` (the read ahead when it starts there)."""
+        """The entries after ``offset``: the rest of the last batch when only part of it
+        was learned (a batch is never read twice: under load one takes several slices),
+        else the read ahead when it starts there, else a read."""
+        last = self._last
+        if last and last[0].offset <= offset < last[-1].offset:
+            self._last = [e for e in last if e.offset > offset]
+            return self._last
         ahead, self._ahead = self._ahead, None
         if ahead is not None:
             start, task = ahead
             if start == offset:
-                return await task
+                self._last = await task
+                return self._last
             task.cancel()
-        return await self._read(offset)
+        self._last = await self._read(offset)
+        return self._last
 
     def read_ahead(self, entries: list[LogEntry]) -> None:
         """Start reading after ``entries`` when they were a full batch (more may follow)."""
@@ -50,7 +61,7 @@ class LogReader:
 
     def close(self) -> None:
         """Drop the read ahead, if any."""
-        ahead, self._ahead = self._ahead, None
+        ahead, self._ahead, self._last = self._ahead, None, []
         if ahead is not None:
             with contextlib.suppress(Exception):
                 ahead[1].cancel()

@@ -43,9 +43,11 @@ def decision_payload(uid: str, decision: Decision) -> str:
 
 
 def column_payloads(uid: str, columns: DecisionColumns) -> list[str]:
-    """:func:`decision_payload` of every row of ``columns``, without a Decision per row."""
+    """:func:`decision_payload` of every row of ``columns``, without a Decision per row
+    (the envelope's head written once, each row's record dumped into it)."""
     dumps = orjson.dumps
-    return [dumps({"uid": uid, "decision": row}).decode() for row in column_records(columns)]
+    head = '{"uid":' + dumps(uid).decode() + ',"decision":'
+    return [head + dumps(row).decode() + "}" for row in column_records(columns)]
 
 
 def read_decision(payload: str, uid: str) -> Decision | None:

@@ -65,6 +65,15 @@ class TooManyModels(Exception):
         self.held, self.limit = held, limit
 
 
+class NameTaken(Exception):
+    """A new model's record was refused: the store holds a record of that name already."""
+
+
+#: how long a create's claim on a model's keys lasts if its process dies before
+#: :meth:`~service.store.protocols.RecordStore.end_create`
+CREATE_CLAIM_SECONDS = 120.0
+
+
 class FencedOut(Exception):
     """A write with a fencing token older than the newest issued: the lease was lost."""
 

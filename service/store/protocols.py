@@ -11,6 +11,7 @@ the log's offsets, fencing, held models and lost data) are described in
 
 from __future__ import annotations
 
+import asyncio
 from abc import abstractmethod
 from collections.abc import Sequence
 from typing import Protocol
@@ -96,11 +97,27 @@ class RecordStore(Protocol):
         """Store the JSON record (config and policy) that rebuilds model ``name``; the
         count of :meth:`changes` after it.
 
-        With ``replace`` False a record already stored is kept.  With ``max_models``, a
-        record for a name the store does not hold yet is refused (:class:`TooManyModels`)
-        when the store holds ``max_models`` records or more, counted and written in one
-        atomic step: processes creating at once never take the store past the cap.
+        With ``replace`` False a record already stored is kept.  With ``max_models`` (a
+        create), a record is written only for a new name, checked, counted and written in
+        one atomic step: :class:`NameTaken` when the name has a record,
+        :class:`TooManyModels` when the store holds ``max_models`` records or more.
+        Processes creating at once never take the store past the cap, nor overwrite
+        each other's model.
         """
+
+    @abstractmethod
+    async def begin_create(self, name: str, token: str, *, now: float) -> None:
+        """A create of ``name`` (``token``, unique to it) begins, before it writes anything:
+        until its :meth:`end_create` (or :data:`~service.store.base.CREATE_CLAIM_SECONDS`
+        after ``now``) another create of the name refused leaves the model's keys alone."""
+
+    @abstractmethod
+    async def end_create(self, name: str, token: str, *, recorded: bool, now: float) -> bool:
+        """The create ``token`` of ``name`` ends.  ``recorded``: the name has a record (this
+        create's, or one it found), which owns the model's keys until it is deleted.
+        Otherwise the keys written for the name (held, checkpoints, log) are deleted in one
+        atomic step, unless another create of the name is under way or recorded; True
+        when they were.  The record itself is never touched."""
 
     @abstractmethod
     async def load_model(self, name: str) -> str | None:
@@ -138,6 +155,21 @@ class DecisionStore(Protocol):
         ``counted``: they add to the model's decision count (:class:`LogBounds`
         ``decisions``); False for pending decisions rewritten in place (an activation),
         which were counted when first stored."""
+
+    @abstractmethod
+    def queue_events(
+        self,
+        name: str,
+        events: list[tuple[str, str]],
+        *,
+        now: float,
+        ttl_seconds: float,
+        counted: bool = True,
+    ) -> asyncio.Future[None]:
+        """:meth:`put_events` without waiting: the future is done once they are stored
+        (or holds :class:`~service.store.base.StoreUnavailable`).  Called on the event
+        loop; the caller waits on the future within its store budget
+        (:func:`~service.store.budget.wait_within_budget`)."""
 
     @abstractmethod
     async def peek_event(self, name: str, event_id: str, *, now: float) -> EventLookup:

@@ -32,14 +32,44 @@ def test_detector_signals_a_rise_quickly_and_a_stationary_stream_never() -> None
     assert rising.signals == 1
 
 
+def test_the_jump_test_signals_a_jump_sooner_and_a_stationary_stream_never() -> None:
+    rng = np.random.default_rng(0)
+    quiet = LossRiseDetector(30.0, jump_threshold=10.0)
+    assert not any(quiet.update(float(v)) for v in rng.random(200_000) < 0.5)
+    delays = {}
+    for jump in (None, 10.0):
+        detector = LossRiseDetector(30.0, jump_threshold=jump)
+        for v in rng.random(5_000) < 0.06:  # a set the model had right, then all wrong
+            assert not detector.update(float(v))
+        after = [detector.update(1.0) for _ in range(100)]
+        delays[jump] = after.index(True)
+    assert delays[10.0] <= 15 < 30 <= delays[None], delays
+
+
 def test_detector_state_round_trip() -> None:
-    a, b = LossRiseDetector(30.0), LossRiseDetector(30.0)
+    a, b = LossRiseDetector(30.0, jump_threshold=10.0), LossRiseDetector(30.0, jump_threshold=10.0)
     for v in [0.0, 1.0, 0.0, 0.0] * 50:
         a.update(v)
     b.load_state(a.state())
     rng = np.random.default_rng(1)
     for v in rng.random(400) < 0.9:
         assert a.update(float(v)) == b.update(float(v))
+    old = {k: v for k, v in a.state().items() if not k.startswith("jump_")}
+    b.load_state(old)  # a checkpoint from before the jump test: that statistic afresh
+    assert (b.jump_cum, b.jump_low, b.n) == (0.0, 0.0, a.n)
+
+
+def test_a_signal_shrinks_the_tree_leaves_and_keeps_its_splits() -> None:
+    x, y = _shifted_stream(600, 600)
+    for shrink, config in ((0.5, {}), (1.0, {"drift_leaf_shrink": 1.0})):
+        learner = build_learner({"n_features": 2, "n_actions": 3, "seed": 1, **config})
+        assert isinstance(learner, GradientBandit) and learner.leaf_shrink == shrink
+        _play(learner, x, y)
+        before = {k: v.copy() for k, v in learner._params.items()}
+        assert np.abs(before["theta"]).max() > 0.0
+        learner._on_drift()
+        np.testing.assert_array_equal(learner._params["theta"], shrink * before["theta"])
+        np.testing.assert_array_equal(learner._params["W0"], before["W0"])
 
 
 def _shifted_stream(n: int, at: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -120,6 +150,15 @@ def test_stored_configs_keep_their_behaviour() -> None:
     }
     old = LearnerConfig.from_stored(stored)
     assert old.resolved_drift_threshold is None and old.resolved_learning_rate_floor == 0.0
+    # one written with the detector, before its jump test and the leaves' shrink
+    detector_only = LearnerConfig.from_stored(
+        {k: v for k, v in config.model_dump(mode="json").items() if "jump" not in k
+         and "shrink" not in k}
+    )  # fmt: skip
+    assert detector_only.resolved_drift_threshold == 30.0
+    assert detector_only.resolved_drift_jump_threshold is None
+    assert detector_only.resolved_drift_leaf_shrink == 1.0
+    assert (config.resolved_drift_jump_threshold, config.resolved_drift_leaf_shrink) == (10.0, 0.5)
     learner = build_learner(old)
     assert isinstance(learner, GradientBandit) and learner._detector is None
     # a record written now keeps the defaults it was written with

@@ -11,7 +11,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from banditree.learners import Decision, Feedback, Learner
+from banditree.learners import Decision, Feedback, Learner, build_learner
 from tests.learners.test_contract import (
     CASES,
     IDS,
@@ -100,3 +100,65 @@ def test_ragged_contexts_go_pair_by_pair() -> None:
     assert expected[4] is not True and expected[4] is not False
     assert_same_state(a, b)
     assert np.isfinite(b.state()[0]["std.mean"]).all()
+
+
+def named_log(actor: Learner, n: int, refused: bool = True) -> list[tuple[Decision, Feedback]]:
+    """Pairs a named-feature learner decided and learned online: categories appear as it
+    goes (its vocabularies grow between updates), with refused pairs mixed in."""
+    log = []
+    for i, ctx in enumerate(named_contexts(n)):
+        d = actor.act(ctx)
+        f = Feedback(loss=float(d.action != named_best(ctx)))
+        actor.learn(d, f)
+        log.append((d, f))
+        if refused and i % 13 == 4:  # a value its schema refuses
+            log.append((dataclasses.replace(d, context={**ctx, "age": "old"}), f))
+        if refused and i % 19 == 8:
+            log.append((d, Feedback(losses=(0.1, 0.2))))
+        if refused and i % 23 == 2:
+            log.append((dataclasses.replace(d, action=99), f))
+    return log
+
+
+def named_contexts(n: int) -> list[dict[str, object]]:
+    rng = np.random.default_rng(5)
+    countries = ["DE", "FR", "US", "IT", "ES", "PL", "NL"]
+    return [
+        {
+            "age": None if i % 7 == 0 else float(rng.integers(18, 80)),
+            "country": countries[int(rng.integers(1 + min(6, i // 15)))],  # more as it goes
+            "tags": ["a", "b", "c"][: int(rng.integers(4))],
+            "user": {"os": ["ios", "android"][int(rng.integers(2))]},
+        }
+        for i in range(n)
+    ]
+
+
+def named_best(ctx: dict[str, object]) -> int:
+    return 0 if ctx["country"] == "DE" else 1 if ctx["user"] == {"os": "ios"} else 2
+
+
+NAMED = {
+    "age": "numeric",
+    "country": {"type": "categorical", "max_categories": 5},
+    "tags": {"type": "tags", "max_categories": 4},
+    "user": {"os": "categorical"},
+}
+
+
+@pytest.mark.parametrize("size", [1, 7, 64])
+@pytest.mark.parametrize("config", [{"features": NAMED}, {}], ids=["featured", "inferring"])
+def test_named_learn_batch_equals_learn(config: dict[str, object], size: int) -> None:
+    """Featured and inferring learners: the encoder shown to decisions is the one ``learn``
+    published at the batch's last update, not the one after its last pair."""
+    base = {"n_actions": 3, "seed": 4, "accumulate": 5, **config}
+    pairs = named_log(build_learner(base), 150)
+    if not config:  # the first pair refused: the schema is inferred from the second
+        pairs.insert(0, (dataclasses.replace(pairs[0][0], context={}), pairs[0][1]))
+    a, b = build_learner(base), build_learner(base)
+    expected = one_by_one(a, pairs)
+    assert in_batches(b, pairs, size) == expected
+    assert any(isinstance(r, type) for r in expected) and any(r is True for r in expected)
+    assert_same_state(a, b)
+    for ctx in named_contexts(30):
+        assert a.act(ctx) == b.act(ctx)

@@ -102,3 +102,73 @@ def test_the_cache_is_keyed_by_id_and_features() -> None:
     assert model._served() is scorer
     model.learn(model.rank(context, [("item0", seen)], "x"), Feedback(loss=0.0))
     assert model._served() is not scorer  # a learn makes a new scorer
+
+
+def test_a_full_cache_starts_over_without_mixing_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows kept in a table of a few rows: cleared while a request keeps its new rows,
+    the request's cached rows are read before, and every score stays the learner's."""
+    model = build_learner({"task": "ranking"})
+    assert isinstance(model, RankingModel)
+    rng = random.Random(3)
+    items = {i: _features(rng) for i in CATALOGUE}
+    for t in range(100):
+        d = model.rank(*_request(rng, items), f"w{t}")
+        model.learn(d, Feedback(loss=float(d.ranking["features"][d.action]["new"])))
+    monkeypatch.setattr("banditree.ranking.served.CACHE_BYTES", 8 * 7 * 16)  # 7 rows
+    scorer = model._served()
+    assert scorer._max_rows == 7
+    for t in range(60):
+        context, actions = _request(rng, items)
+        context = dict(context[0], **context[1])
+        ids, features = [a for a, _ in actions], [f for _, f in actions]
+        _, _, _, scores = _reference(model, [context, {}], actions, f"x{t}")
+        np.testing.assert_allclose(
+            scorer.scores(context, ids, features), scores, rtol=1e-12, atol=1e-12
+        )
+        assert len(scorer._rows) <= 7 and scorer._table.shape[0] <= 16
+        assert scorer._set_rows == sum(len(r) for r in scorer._sets.values()) <= 7
+
+
+def test_features_that_are_not_json_are_scored_and_not_cached() -> None:
+    """A library caller's numpy values: scored as their numbers, their rows not kept."""
+    model = build_learner({"task": "ranking"})
+    assert isinstance(model, RankingModel)
+    rng = random.Random(5)
+    items = {i: _features(rng) for i in CATALOGUE}
+    for t in range(100):
+        d = model.rank(*_request(rng, items), f"w{t}")
+        model.learn(d, Feedback(loss=float(d.ranking["features"][d.action]["new"])))
+    scorer = model._served()
+    plain = {"genre": "w", "price": 0.25, "new": True}
+    odd = {"genre": "x", "price": np.float64(0.75), "new": False}  # orjson refuses it
+    expected = scorer.scores({"t": "am"}, ["a", "b"], [plain, {**odd, "price": 0.75}])
+    scorer._rows.clear()
+    got = scorer.scores({"t": "am"}, ["a", "b"], [plain, odd])
+    np.testing.assert_array_equal(got, expected)
+    assert list(scorer._rows) == [("a", b'{"genre":"w","price":0.25,"new":true}')]
+
+
+def test_a_set_sent_again_is_one_lookup_with_the_same_scores() -> None:
+    model = build_learner({"task": "ranking"})
+    assert isinstance(model, RankingModel)
+    rng = random.Random(2)
+    items = {i: _features(rng) for i in CATALOGUE}
+    for t in range(100):
+        d = model.rank(*_request(rng, items), f"w{t}")
+        model.learn(d, Feedback(loss=float(d.ranking["features"][d.action]["new"])))
+    scorer = model._served()
+    ids = CATALOGUE[:5]
+    features = [items[i] for i in ids]
+    first = scorer.scores({"t": "am"}, ids, features)
+    assert len(scorer._sets) == 1
+    scorer._rows.clear()  # the set's rows are found without the candidates' own
+    again = scorer.scores({"t": "pm"}, ids, features)
+    assert len(scorer._sets) == 1 and not scorer._rows
+    context = {"t": "pm"}
+    actions = list(zip(ids, features, strict=True))
+    _, _, _, reference = _reference(model, [context, {}], actions, "x")
+    np.testing.assert_allclose(again, reference, rtol=1e-12, atol=1e-12)
+    assert not np.array_equal(first, again)  # the context still counts
+    changed = [*features[:4], {**features[4], "new": not features[4]["new"]}]
+    scorer.scores(context, ids, changed)
+    assert len(scorer._sets) == 2  # other features: another set

@@ -136,9 +136,10 @@ class Balancer(threading.Thread):
             if self._down_until.get(backend, 0.0) > now:
                 continue
             try:
-                return await asyncio.wait_for(
-                    asyncio.open_connection(*backend), self.connect_timeout
-                )
+                # in this task, not a wait_for's inner one: a connection made as the timeout
+                # fires is closed by open_connection's cancellation, never left unowned
+                async with asyncio.timeout(self.connect_timeout):
+                    return await asyncio.open_connection(*backend)
             except (OSError, TimeoutError):
                 self._down_until[backend] = now + 2.0
                 self.refused[backend] = self.refused.get(backend, 0) + 1

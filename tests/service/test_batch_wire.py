@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import orjson
 import pytest
 
+from banditree.core.columns import FloatRows
 from banditree.learners import DecisionColumns, UniformRandom, build_learner
+from banditree.learners.gradient_bandit.base import GradientBase
+from service.hot.parse import predict_body
 from service.routes.decisions import columns_public, decision_public
 from service.runtime.replay import column_payloads, decision_payload, read_decision
 from tests.learners.test_act_batch import trained
@@ -46,3 +50,28 @@ def test_batch_records_with_extras_and_leaves(config: dict[str, int | str]) -> N
 def test_batch_records_of_a_learner_without_a_columnar_pass() -> None:
     x, _ = stream(4, seed=3)
     check_columns(UniformRandom(5, 3, seed=2).act_columns(x))
+
+
+@pytest.mark.parametrize("kind,task,estimator", CASES, ids=IDS)
+def test_a_checked_batch_keeps_its_own_rows_with_the_same_records(
+    kind: str, task: str, estimator: str | None
+) -> None:
+    learner = trained(kind, task, estimator)
+    x, _ = stream(9, seed=6)
+    body = predict_body(orjson.loads(orjson.dumps({"contexts": x.tolist()})))
+    assert body is not None and isinstance(body.contexts, FloatRows)
+    ids = [f"e{i}" for i in range(len(x))]
+    kept, copied = learner.act_columns(body.contexts, ids), learner.act_columns(x, ids)
+    if isinstance(learner, GradientBase):  # a batched pass: the request's lists themselves
+        assert all(a is b for a, b in zip(kept.contexts, body.contexts, strict=True))
+    assert column_payloads("uid-1", kept) == column_payloads("uid-1", copied)
+    check_columns(kept)
+
+
+def test_batch_records_write_the_uid_as_json() -> None:
+    x, _ = stream(3, seed=2)
+    columns = UniformRandom(5, 3, seed=2).act_columns(x)
+    uid = 'uid "quoted" \\ \u00fc'
+    payloads = column_payloads(uid, columns)
+    assert payloads == [decision_payload(uid, d) for d in columns.rows()]
+    assert [read_decision(p, uid) for p in payloads] == columns.rows()

@@ -77,6 +77,27 @@ def test_usual_predict_bodies_are_taken_as_the_schema_reads_them(data: Any) -> N
     assert all(type(v) is float for row in rows for v in row)
 
 
+@pytest.mark.parametrize(
+    "contexts",
+    [
+        [{"age": 31, "country": "DE"}, {"age": 40}],  # named features, as the schema takes them
+        [[0.5, 2], {"age": 31}],  # numbers beside named features
+    ],
+)
+def test_a_batch_of_named_features_is_taken_as_the_schema_reads_it(contexts: Any) -> None:
+    body = predict_body({"contexts": contexts})
+    schema = PredictCreate.model_validate({"contexts": contexts})
+    assert body is not None
+    assert body.contexts == schema.contexts
+    assert [type(row) for row in body.contexts] == [type(row) for row in contexts]
+
+
+@pytest.mark.parametrize("contexts", [[[0.5], [float("nan")]], [[0.5], ["1"]], [[0.5], None]])
+def test_a_batch_with_a_bad_context_is_left_to_the_route(contexts: Any) -> None:
+    assert predict_body({"contexts": contexts}) is None
+    assert _schema(PredictCreate, {"contexts": contexts}) is None
+
+
 @pytest.mark.parametrize("data", TAKEN_FEEDBACK)
 def test_usual_feedback_bodies_are_taken_as_the_schema_reads_them(data: Any) -> None:
     body = feedback_body(data)

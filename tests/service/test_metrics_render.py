@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import time
 
+import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -107,3 +108,72 @@ def test_a_collection_during_a_rendering_walks_no_container_as_large_as_the_seri
     assert series > 60 * models
     assert collections > 10  # the rendering was watched
     assert largest <= models + 10, (largest, series)
+
+
+def test_no_single_step_of_a_rendering_copies_the_whole_text() -> None:
+    """``b"".join`` of the whole text held the interpreter at once: 36-38 ms of CPU for the
+    60 MB of 10,000 models, at every rendering, a stall of the event loop.  The pieces are
+    appended a step at a time: no call made while the text is put together takes a
+    quarter of its CPU time."""
+    import sys
+    import time
+
+    from service.metrics_render import _Text
+
+    text = _Text()
+    lines = [f'x_total{{model="m{i}"}} 1.0\n' for i in range(200_000)]  # about 5 MB
+    for line in lines:
+        text.write(line)
+    calls: list[float] = []
+    started: list[float] = []
+
+    def profile(frame: object, event: str, arg: object) -> None:
+        if event == "c_call":
+            started.append(time.thread_time())
+        elif event in ("c_return", "c_exception") and started:
+            calls.append(time.thread_time() - started.pop())
+
+    begun = time.thread_time()
+    sys.setprofile(profile)
+    try:
+        steps = text.joined()
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                body = done.value
+                break
+    finally:
+        sys.setprofile(None)
+    spent = time.thread_time() - begun
+    assert bytes(body) == "".join(lines).encode()
+    assert max(calls) < spent / 4, (max(calls), spent)
+
+
+def test_an_idle_rendering_writes_no_sample_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An idle model's lines are the last rendering's bytes, not written anew: a rendering
+    of 10,000 idle models wrote 200,000 counter and gauge lines (0.33 s of the interpreter,
+    every few seconds, the event loop's stalls).  A change writes its own piece again."""
+    from service import metrics_render
+
+    models = 2000
+    metrics = ServiceMetrics()
+    active(metrics, models)
+    renderer = ExpositionRenderer(registry_metrics(metrics.registry))
+    first = renderer.render()
+    written: list[float] = []
+    real_number = metrics_render.number
+
+    def counted(value: float) -> str:
+        written.append(value)
+        return real_number(value)
+
+    monkeypatch.setattr(metrics_render, "number", counted)
+    assert renderer.render() == first
+    assert written == []
+    metrics.for_model("m7").mean_loss.set(123.5)
+    metrics.for_model("m9").predictions.inc()
+    text = renderer.render().decode()
+    assert samples(text) == samples(generate_latest(metrics.registry).decode())
+    assert 'banditree_progressive_mean_loss{model="m7"} 123.5\n' in text
+    assert 0 < len(written) <= 2 * metrics_render._CHUNK

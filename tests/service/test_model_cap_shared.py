@@ -19,7 +19,7 @@ import pytest
 
 from service.main import create_app
 from service.settings import load_settings
-from service.store import RedisStore, Store, TooManyModels
+from service.store import NameTaken, RedisStore, Store, TooManyModels
 from tests.service.conftest import REDIS_URL, delete_prefix
 
 pytestmark = pytest.mark.anyio
@@ -34,8 +34,9 @@ async def test_the_store_refuses_a_new_record_past_the_cap(store: Store) -> None
     with pytest.raises(TooManyModels) as refused:
         await store.save_model("c", "{}", max_models=2)
     assert (refused.value.held, refused.value.limit) == (2, 2)
-    await store.save_model("a", '{"x": 1}', max_models=2)  # a name it holds: replaced
-    assert await store.load_models() == {"a": '{"x": 1}', "b": "{}"}
+    with pytest.raises(NameTaken):  # a name it holds: refused, not replaced
+        await store.save_model("a", '{"x": 1}', max_models=3)
+    assert await store.load_models() == {"a": "{}", "b": "{}"}
     # concurrent new names under a cap of 5: exactly 5 written
     outcomes = await asyncio.gather(
         *(store.save_model(f"n{i}", "{}", max_models=5) for i in range(10)),

@@ -27,6 +27,11 @@ RIDGE_AUTO_MAX_FEATURES = 2_500_000
 REGRESSION_FOREST_TREES = 4
 #: Page-Hinkley threshold of the default change detector (``drift_threshold``)
 DRIFT_THRESHOLD = 30.0
+#: threshold of the detector's second test, for a jump of the mean loss by more than
+#: 0.25 (``drift_jump_threshold``)
+DRIFT_JUMP_THRESHOLD = 10.0
+#: what a change signal multiplies the tree's leaf values by (``drift_leaf_shrink``)
+DRIFT_LEAF_SHRINK = 0.5
 #: rounds a fresh ridge has to beat the served one after a change signal
 #: (``drift_challenger``)
 DRIFT_CHALLENGER = 1000
@@ -37,7 +42,9 @@ LEARNING_RATE_FLOOR = 0.1
 #: constant step; the default decay, counted from every round already learned, would
 #: cut a long-running regression model's step at once), ``bagging`` on (forests
 #: bagged every task before), ``learning_rate_floor`` 0 (the step of a model with the
-#: decay kept shrinking) and ``drift_threshold`` 0 (no change detector).
+#: decay kept shrinking), ``drift_threshold`` 0 (no change detector), and after a
+#: signal the detector's jump test off and the leaves kept (``drift_jump_threshold`` 0,
+#: ``drift_leaf_shrink`` 1).
 #: ``gradient_clip`` is left to its default: it changes nothing but the learning from
 #: an outlying feedback, the protection every model should have.
 STORED_FILLS: dict[str, Any] = {
@@ -46,6 +53,8 @@ STORED_FILLS: dict[str, Any] = {
     "learning_rate_floor": 0.0,
     "drift_threshold": 0.0,
     "drift_challenger": 0,
+    "drift_jump_threshold": 0.0,
+    "drift_leaf_shrink": 1.0,
 }
 #: What a warm start from a trained tree sets where the config leaves it unset: the
 #: ridge fits the reward itself, not the residual of a trained tree, and the tree was
@@ -98,6 +107,8 @@ class Fields(Protocol):
     learning_rate_floor: float | None
     drift_threshold: float | None
     drift_challenger: int | None
+    drift_jump_threshold: float | None
+    drift_leaf_shrink: float | None
     gradient_clip: float | None
     standardize: bool
     context_clip: float | None
@@ -223,6 +234,20 @@ def drift_challenger(config: Fields) -> int | None:
     if config.drift_challenger is None:
         return DRIFT_CHALLENGER
     return config.drift_challenger or None
+
+
+def drift_jump_threshold(config: Fields) -> float | None:
+    """``drift_jump_threshold``: null is :data:`DRIFT_JUMP_THRESHOLD` where the detector is
+    on (the factory checks); 0 is off."""
+    if config.drift_jump_threshold is None:
+        return DRIFT_JUMP_THRESHOLD
+    return config.drift_jump_threshold or None
+
+
+def drift_leaf_shrink(config: Fields) -> float:
+    """``drift_leaf_shrink``: null is :data:`DRIFT_LEAF_SHRINK`."""
+    shrink = config.drift_leaf_shrink
+    return DRIFT_LEAF_SHRINK if shrink is None else shrink
 
 
 def gradient_clip(config: Fields) -> float | None:

@@ -159,6 +159,14 @@ class LearnerConfig(
         return defaults.drift_challenger(self)
 
     @property
+    def resolved_drift_jump_threshold(self) -> float | None:
+        return defaults.drift_jump_threshold(self)
+
+    @property
+    def resolved_drift_leaf_shrink(self) -> float:
+        return defaults.drift_leaf_shrink(self)
+
+    @property
     def resolved_gradient_clip(self) -> float | None:
         return defaults.gradient_clip(self)
 

@@ -128,8 +128,9 @@ class OptimisationSection(Section):
         description=(
             "classification: a change detector on the loss stream (Page-Hinkley, a rise of "
             "the mean loss by more than 0.05, signalled when the statistic exceeds this "
-            "threshold); a signal restarts the ridge (its rounds forgotten) and the "
-            "explorer's schedule, and is counted in drift_signals. Lower: faster reaction "
+            "threshold; see also drift_jump_threshold); a signal restarts the ridge (its "
+            "rounds forgotten) and the explorer's schedule, shrinks the tree's leaves "
+            "(drift_leaf_shrink), and is counted in drift_signals. Lower: faster reaction "
             "and more false signals on a noisy loss; null: 30 (a map shift on a set learned "
             "well is signalled in ~40 rounds; 200,000 stationary rounds of a fair coin's "
             "loss: no signal at 30, 1 at 20, 61 at 10); 0: off"
@@ -147,6 +148,28 @@ class OptimisationSection(Section):
             "It follows a gradual change that the signal caught early; after an abrupt "
             "change the served ridge keeps its place, and without a signal nothing runs. "
             "null: 1,000; 0: off"
+        ),
+    )
+    drift_jump_threshold: float | None = Field(
+        None,
+        ge=0.0,
+        le=1e6,
+        description=(
+            "with drift_threshold: the detector's second test, for a jump of the mean loss "
+            "by more than 0.25, signalled at this threshold (a map shift on a set learned "
+            "well: ~15 rounds instead of ~35; its false signals are rarer than the first "
+            "test's). null: 10; 0: off"
+        ),
+    )
+    drift_leaf_shrink: float | None = Field(
+        None,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "with drift_threshold: a change signal multiplies the tree's leaf values by "
+            "this (the splits are kept), so that the tree relearns which action pays "
+            "where instead of unlearning the old answer. null: 0.5; 1: keep them; 0: "
+            "forget them"
         ),
     )
     accumulate: int = Field(

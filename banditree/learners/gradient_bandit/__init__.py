@@ -75,6 +75,9 @@ class GradientBandit(Deciding, Learning, Checkpointing):
         With the ridge and the detector: after each signal a fresh ridge challenges the
         served one for a while (:class:`~banditree.learners.ridge_challenger.RidgeChallenger`,
         this many rounds a challenger); ``None``: off.
+    leaf_shrink
+        With the detector: a signal multiplies the tree's leaf values (``theta``) by
+        this; 1: kept.
 
     Decisions read an immutable snapshot that is replaced whole after each update,
     so a reader never sees a half-applied update.
@@ -104,6 +107,7 @@ class GradientBandit(Deciding, Learning, Checkpointing):
         gradient_clip: float | None = None,
         drift_detector: LossRiseDetector | None = None,
         ridge_challenger: int | None = None,
+        leaf_shrink: float = 1.0,
     ) -> None:
         self.task = estimator.task
         if self.task == "classification":
@@ -166,6 +170,9 @@ class GradientBandit(Deciding, Learning, Checkpointing):
             if ridge is not None and drift_detector is not None and ridge_challenger
             else None
         )
+        if not 0.0 <= leaf_shrink <= 1.0:
+            raise ValueError(f"leaf_shrink must be in [0, 1], got {leaf_shrink}")
+        self.leaf_shrink = float(leaf_shrink)
         self._explore_origin = 0
         self._accum = {}
         self._accum_finite = True

@@ -63,6 +63,8 @@ class GradientBase(Learner):
     _detector: LossRiseDetector | None
     #: after a signal, fresh ridges challenging the served one (None: off)
     _challenger: RidgeChallenger | None
+    #: what a signal multiplies the tree's leaf values by (1: kept)
+    leaf_shrink: float
     #: rounds learned when the explorer's schedule last restarted (a detected change)
     _explore_origin: int
 

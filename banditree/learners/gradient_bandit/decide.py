@@ -80,6 +80,10 @@ class Deciding(GradientBase):
             extras=out.extras,
         )
 
+    @property
+    def batch_exact(self) -> bool:
+        return self.model.rows_exact
+
     def act_columns(
         self,
         contexts: Sequence[Sequence[float]] | FloatArray,
@@ -109,6 +113,7 @@ class Deciding(GradientBase):
                 explorer=self.explorer,
                 rounds_learned=self._explore_rounds,
                 sigmoid_link=self.reward_link == "sigmoid",
+                given=contexts,
             )
         est = self.estimator
         return regression_columns(
@@ -121,6 +126,7 @@ class Deciding(GradientBase):
             target_scale=self.target_scale,
             one_point_delta=est.delta if isinstance(est, OnePointEstimator) else None,
             two_point_delta=est.delta if isinstance(est, TwoPointEstimator) else None,
+            given=contexts,
         )
 
     def act_batch(

@@ -163,9 +163,16 @@ class Learning(GradientBase):
         """A detected rise of the loss: the explorer's schedule and the ridge start afresh.
 
         The ridge forgets every round (its prior, the intercept ``1/K``, comes back; the
-        fit is served from the next update on); the tree keeps learning the residual.
+        fit is served from the next update on).  The tree keeps its splits and learns
+        on, its leaf values multiplied by ``leaf_shrink``: after a change they say
+        which action paid where before, and a leaf that keeps its whole old answer
+        needs as many rounds to unlearn it as it took to learn (served from the next
+        update on, as the ridge).
         """
         self._explore_origin = self._n_learned
+        theta = self._params.get("theta")
+        if theta is not None and self.leaf_shrink != 1.0:
+            self._params = {**self._params, "theta": theta * self.leaf_shrink}
         ridge = self._ridge
         if ridge is not None:
             ridge.restart(np.zeros((self.n_actions, self.n_features)), ridge.prior.copy())

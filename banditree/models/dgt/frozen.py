@@ -15,6 +15,15 @@ from banditree.models.dgt.tree_ops import check_height, route_batch
 JSON_FORMAT = "banditree.hard_tree/v1"
 
 
+def linear_term(linear: FloatArray, x: FloatArray) -> FloatArray:
+    """``linear @ x`` for one example ``(d,)`` -> ``(K,)`` or a batch ``(B, d)`` -> ``(B, K)``,
+    each entry summed the same way in both: one ``einsum`` loop over the features
+    (a product of matrices and one of a matrix and a vector round apart, and a batch's
+    decisions must be ``act``'s; ``test_rows_of_a_batch_are_the_rows_alone`` checks it)."""
+    out: FloatArray = np.einsum("...d,kd->...k", x, linear)
+    return out
+
+
 @dataclass(frozen=True)
 class FrozenTree:
     """A hard oblique tree as ``h`` dot products per decision.
@@ -85,7 +94,7 @@ class FrozenTree:
         leaf = self.leaf(x)
         if self.linear is None:
             return leaf, self.theta[leaf]
-        return leaf, self.theta[leaf] + self.linear.dot(x)
+        return leaf, self.theta[leaf] + linear_term(self.linear, x)
 
     def leaves(self, x: FloatArray) -> IntArray:
         """Leaf indices for a batch ``(B, d)`` -> ``(B,)``."""
@@ -95,7 +104,7 @@ class FrozenTree:
         """Outputs ``(B, K)`` of a batch ``(B, d)`` whose reached ``leaves`` are known."""
         if self.linear is None:
             return self.theta[leaves]
-        out: FloatArray = x @ self.linear.T
+        out = linear_term(self.linear, x)
         out += self.theta[leaves]
         return out
 

@@ -31,6 +31,11 @@ class DGTSpec(ModelSpec):
     collapsed :class:`FrozenTree` (``bias`` folded into its leaves, ``linear`` beside them).
     """
 
+    #: a row's outputs are summed alike alone or in a batch (:func:`linear_term`); its
+    #: node activations are dot products either way, which round apart only where one
+    #: is within rounding of zero
+    rows_exact = True
+
     kind = "dgt"
 
     def __init__(

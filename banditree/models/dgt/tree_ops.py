@@ -17,6 +17,7 @@ matrix from it once per height (:func:`banditree.models.dgt.spec.path_matrix`).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -50,13 +51,40 @@ def path_scores(sign: FloatArray, height: int) -> FloatArray:
     return q
 
 
+#: a batch of at most this many rows through a tree of at most this height is routed by
+#: :func:`_route_small` (one small product: a few us against ~5 us per level); larger
+#: products cost more than the levels' gathers (and may wake BLAS threads)
+SMALL_BATCH, SMALL_HEIGHT = 16, 7
+
+
 def route_batch(weights: FloatArray, x: FloatArray, height: int, bias: FloatArray) -> IntArray:
     """Leaves reached by a batch ``(B, d)``: one gathered dot product per level."""
+    if x.shape[0] <= SMALL_BATCH and height <= SMALL_HEIGHT:
+        return _route_small(weights, x, height, bias)
     node = np.zeros(x.shape[0], dtype=np.int64)
     for _ in range(height):
         a = np.einsum("bd,bd->b", weights[node], x) + bias[node]  # (B,)
         node = 2 * node + np.where(a > 0.0, 2, 1)
     return node - ((1 << height) - 1)
+
+
+def _route_small(weights: FloatArray, x: FloatArray, height: int, bias: FloatArray) -> IntArray:
+    """:func:`route_batch` of a few rows through a small tree: every node's activation in
+    one product, then the reached leaf as the one whose path score is ``h`` (the largest,
+    :func:`path_scores`) by one more product with the path matrix."""
+    a = x @ weights.T
+    a += bias
+    sign = np.where(a > 0.0, 1.0, -1.0)
+    leaves: IntArray = np.argmax(sign @ _paths(height), axis=1)
+    return leaves
+
+
+@functools.cache
+def _paths(height: int) -> FloatArray:
+    """``(2**h - 1, 2**h)``: ``sign @ _paths(h)`` are the path scores of every leaf."""
+    paths: FloatArray = np.ascontiguousarray(path_scores(np.eye((1 << height) - 1), height))
+    paths.setflags(write=False)
+    return paths
 
 
 def leaf_from_activations(a: FloatArray, height: int) -> IntArray:

@@ -37,6 +37,7 @@ T = TypeVar("T")
 #: the Lua scripts the store runs (:mod:`service.store.redis.scripts`)
 SCRIPTS = (
     "FEEDBACK", "EXPIRE", "ACQUIRE", "RENEW", "IDLE", "SAVE_CHECKPOINT", "HOLD", "SAVE_CAPPED",
+    "END_CREATE",
 )  # fmt: skip
 
 

@@ -8,6 +8,8 @@ is looked up and claimed on the wire connection.
 
 from __future__ import annotations
 
+import asyncio
+
 from service.store.base import EventLookup, StoreBehind, event_deadlines
 from service.store.budget import wait_within_budget
 from service.store.protocols import DecisionStore
@@ -27,16 +29,33 @@ class RedisDecisions(RedisBase, DecisionStore):
         counted: bool = True,
     ) -> None:
         """Stored with the decisions of concurrent predictions (:mod:`.decision_writes`)."""
+        if events:
+            stored = self.queue_events(
+                name, events, now=now, ttl_seconds=ttl_seconds, counted=counted
+            )
+            await wait_within_budget(stored)
+
+    def queue_events(
+        self,
+        name: str,
+        events: list[tuple[str, str]],
+        *,
+        now: float,
+        ttl_seconds: float,
+        counted: bool = True,
+    ) -> asyncio.Future[None]:
+        """Queued with the decisions of concurrent predictions (:mod:`.decision_writes`)."""
         if not events:
-            return
+            done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            done.set_result(None)
+            return done
         deadline, keep_until = event_deadlines(now, ttl_seconds)
         head = f"{deadline!r}|{keep_until!r}|"
-        stored = self._decisions.put(
+        return self._decisions.put(
             name, repr(deadline), int((keep_until - now) * 1000),
             [head + payload for _, payload in events], [event_id for event_id, _ in events],
             counted=counted,
         )  # fmt: skip
-        await wait_within_budget(stored)
 
     @unavailable
     async def peek_event(self, name: str, event_id: str, *, now: float) -> EventLookup:

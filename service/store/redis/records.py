@@ -5,13 +5,20 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from service.store.base import HeldCounters, OfferedSnapshot, TooManyModels
+from service.store.base import (
+    CREATE_CLAIM_SECONDS,
+    HeldCounters,
+    NameTaken,
+    OfferedSnapshot,
+    TooManyModels,
+)
 from service.store.protocols import RecordStore
 from service.store.redis.client import RedisBase, text, unavailable
 
 #: every key of a model, deleted with the model (its record aside); pending decisions
-#: (``ev``, ``done``) expire on their own
-MODEL_KEYS = ("due", "log", "ctr", "lease", "ckpt", "ckpts", "req", "sync")
+#: (``ev``, ``done``) expire on their own.  ``creates``: the claims of its creates
+#: (:meth:`RedisRecords.end_create`), first
+MODEL_KEYS = ("creates", "due", "log", "ctr", "lease", "ckpt", "ckpts", "req", "sync")
 
 
 class RedisRecords(RedisBase, RecordStore):
@@ -65,6 +72,8 @@ class RedisRecords(RedisBase, RecordStore):
                     "SAVE_CAPPED", [self._models_key], [name, record.encode(), max_models]
                 )
             )
+            if held == -2:
+                raise NameTaken(name)
             if held >= 0:
                 raise TooManyModels(held, max_models)
             return int(await self.client.incr(self._changes_key))
@@ -73,6 +82,15 @@ class RedisRecords(RedisBase, RecordStore):
         else:
             await self.client.hsetnx(self._models_key, name, record.encode())
         return int(await self.client.incr(self._changes_key))
+
+    @unavailable
+    async def begin_create(self, name: str, token: str, *, now: float) -> None:
+        await self.client.hset(self._key("creates", name), token, repr(now + CREATE_CLAIM_SECONDS))
+
+    @unavailable
+    async def end_create(self, name: str, token: str, *, recorded: bool, now: float) -> bool:
+        keys = [self._key(kind, name) for kind in MODEL_KEYS]
+        return bool(await self._run("END_CREATE", keys, [token, int(recorded), repr(now)]))
 
     @unavailable
     async def load_model(self, name: str) -> str | None:

@@ -212,13 +212,30 @@ return {newly, 1}
 )
 
 
-#: KEYS models ; ARGV name, record, limit.  Writes the record unless the name is new and
-#: the hash holds ``limit`` records or more: then answers how many it holds (-1: written)
+#: KEYS models ; ARGV name, record, limit.  Writes the record of a new name unless the
+#: hash holds ``limit`` records or more: then answers how many it holds (-1: written; -2:
+#: the name has a record, left as it is)
 SAVE_CAPPED = """
-if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then
-  local held = redis.call('HLEN', KEYS[1])
-  if held >= tonumber(ARGV[3]) then return held end
-end
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then return -2 end
+local held = redis.call('HLEN', KEYS[1])
+if held >= tonumber(ARGV[3]) then return held end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 return -1
+"""
+
+#: KEYS creates (the claims of the creates of one name: token -> deadline, or
+#: ``recorded``), then every other key of the model ; ARGV token, recorded (1/0), now.
+#: A create that wrote no record deletes the model's keys unless another claim is alive
+END_CREATE = """
+if ARGV[2] == '1' then
+  redis.call('HSET', KEYS[1], ARGV[1], 'recorded')
+  return 0
+end
+redis.call('HDEL', KEYS[1], ARGV[1])
+local claims = redis.call('HVALS', KEYS[1])
+for _, claim in ipairs(claims) do
+  if claim == 'recorded' or tonumber(claim) > tonumber(ARGV[3]) then return 0 end
+end
+redis.call('DEL', unpack(KEYS))
+return 1
 """

@@ -64,6 +64,7 @@ class SqliteBase(StoreLifecycle):
         self._mutex = threading.Lock()
         self._notices: asyncio.Queue[str] | None = None
         self._lease_marks: dict[str, tuple[int, str]] = {}  # as in the Redis store
+        self._creates: dict[str, set[str]] = {}  # creates under way, by name (one process)
         # decisions queued in this event-loop tick: (rows, counted, woken when committed)
         self._puts: list[tuple[list[tuple[Any, ...]], bool, asyncio.Future[None]]] = []
         try:

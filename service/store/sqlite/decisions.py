@@ -42,11 +42,23 @@ class SqliteDecisions(SqliteBase, DecisionStore):
         ttl_seconds: float,
         counted: bool = True,
     ) -> None:
-        """Store the decisions in the commit of this event-loop tick (group commit).
+        """Store the decisions in the commit of this event-loop tick (:meth:`queue_events`)."""
+        await self.queue_events(name, events, now=now, ttl_seconds=ttl_seconds, counted=counted)
 
-        Every ``put_events`` of one loop tick goes in one transaction, committed before
-        any of them returns: each decision is stored before its answer, at the cost of
-        one commit per tick instead of one per request.
+    def queue_events(
+        self,
+        name: str,
+        events: list[tuple[str, str]],
+        *,
+        now: float,
+        ttl_seconds: float,
+        counted: bool = True,
+    ) -> asyncio.Future[None]:
+        """Queue the decisions for the commit of this event-loop tick (group commit).
+
+        Every write queued in one loop tick goes in one transaction, committed in a
+        callback queued behind it: each decision is stored before its answer, at the
+        cost of one commit per tick instead of one per request.
         """
         deadline, keep_until = event_deadlines(now, ttl_seconds)
         rows = [(name, event_id, deadline, keep_until, payload) for event_id, payload in events]
@@ -55,7 +67,7 @@ class SqliteDecisions(SqliteBase, DecisionStore):
         self._puts.append((rows, counted, done))
         if len(self._puts) == 1:
             loop.call_soon(self._commit_puts)
-        await done
+        return done
 
     def _commit_puts(self) -> None:
         """Commit the decisions queued in this tick in one transaction; wake their callers."""

@@ -6,7 +6,7 @@ import asyncio
 import sqlite3
 import uuid
 
-from service.store.base import HeldCounters, OfferedSnapshot, TooManyModels
+from service.store.base import HeldCounters, NameTaken, OfferedSnapshot, TooManyModels
 from service.store.protocols import RecordStore
 from service.store.sqlite.checkpoints import save_rows
 from service.store.sqlite.connection import SqliteBase
@@ -90,16 +90,37 @@ class SqliteRecords(SqliteBase, RecordStore):
         conflict = "DO UPDATE SET record = excluded.record" if replace else "DO NOTHING"
 
         def work(db: sqlite3.Connection) -> int:
-            if max_models is not None:  # counted and written in this one transaction
-                exists = db.execute("SELECT 1 FROM models WHERE name = ?", (name,)).fetchone()
+            if max_models is not None:  # checked, counted and written in this transaction
+                if db.execute("SELECT 1 FROM models WHERE name = ?", (name,)).fetchone():
+                    raise NameTaken(name)
                 held = int(db.execute("SELECT COUNT(*) FROM models").fetchone()[0])
-                if exists is None and held >= max_models:
+                if held >= max_models:
                     raise TooManyModels(held, max_models)
             db.execute(
                 f"INSERT INTO models(name, record) VALUES (?, ?) ON CONFLICT(name) {conflict}",
                 (name, record),
             )
             return _count_change(db)
+
+        return self._tx(work)
+
+    async def begin_create(self, name: str, token: str, *, now: float) -> None:
+        # one process owns the database: the creates under way are all in this dict
+        self._creates.setdefault(name, set()).add(token)
+
+    async def end_create(self, name: str, token: str, *, recorded: bool, now: float) -> bool:
+        claims = self._creates.get(name, set())
+        claims.discard(token)
+        if not claims:
+            self._creates.pop(name, None)
+        if recorded or claims:
+            return False
+
+        def work(db: sqlite3.Connection) -> bool:
+            if db.execute("SELECT 1 FROM models WHERE name = ?", (name,)).fetchone():
+                return False  # a record owns the keys (written since this create's refusal)
+            _delete_rows(db, name)
+            return True
 
         return self._tx(work)
 
@@ -120,12 +141,17 @@ class SqliteRecords(SqliteBase, RecordStore):
 
     async def delete_model(self, name: str) -> int:
         def work(db: sqlite3.Connection) -> int:
-            for table in MODEL_TABLES:
-                db.execute(f"DELETE FROM {table} WHERE model = ?", (name,))
+            _delete_rows(db, name)
             db.execute("DELETE FROM models WHERE name = ?", (name,))
             return _count_change(db)
 
         return self._tx(work)
+
+
+def _delete_rows(db: sqlite3.Connection, name: str) -> None:
+    """Delete every row of model ``name`` but its record."""
+    for table in MODEL_TABLES:
+        db.execute(f"DELETE FROM {table} WHERE model = ?", (name,))
 
 
 def _changes(db: sqlite3.Connection) -> int:
