@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from banditree.core.arrays import FloatArray
 
@@ -25,6 +28,15 @@ class Estimator(ABC):
     def upstream(
         self, output: FloatArray, decision: Decision, feedback: Feedback
     ) -> FloatArray: ...
+
+    def upstream_rows(
+        self, outputs: FloatArray, decisions: Sequence[Decision], feedbacks: Sequence[Feedback]
+    ) -> FloatArray:
+        """:meth:`upstream` of every row of ``outputs`` ``(B, K)``, as one ``(B, K)`` array
+        (an estimator may do it in fewer array operations; the same numbers)."""
+        return np.array(
+            [self.upstream(o, d, f) for o, d, f in zip(outputs, decisions, feedbacks, strict=True)]
+        )
 
     def check_feedback(self, decision: Decision, feedback: Feedback) -> None:
         """Raise ``ValueError`` when the feedback does not fit this estimator."""

@@ -9,6 +9,7 @@ swamp RMSprop's running second moment.  ``None`` is the paper's exact eq. 8.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -55,15 +56,27 @@ def classification_gradient(
     (``s' = 1``: plain least squares on the reward, Vowpal Wabbit's regression).
     ``w = 1 / p(y)``, or ``min(1 / p(y), max_importance_weight)`` when a cap is given.
     """
-    weight = importance_weight(1.0 / propensity, max_importance_weight, importance_aware)
-    o = float(logits[action])
     g = np.zeros(logits.shape)
-    if link == "identity":
-        g[action] = 2.0 * weight * (o - (1.0 - loss))
-    else:
-        s = 1.0 / (1.0 + math.exp(-o))
-        g[action] = 2.0 * weight * (loss - (1.0 - s)) * s * (1.0 - s)
+    g[action] = gradient_value(
+        float(logits[action]), propensity, loss, max_importance_weight, link, importance_aware
+    )
     return g
+
+
+def gradient_value(
+    o: float,
+    propensity: float,
+    loss: float,
+    max_importance_weight: float | None,
+    link: str,
+    importance_aware: bool,
+) -> float:
+    """The one non-zero entry of :func:`classification_gradient`: ``o`` the played action's output."""
+    weight = importance_weight(1.0 / propensity, max_importance_weight, importance_aware)
+    if link == "identity":
+        return 2.0 * weight * (o - (1.0 - loss))
+    s = 1.0 / (1.0 + math.exp(-o))
+    return 2.0 * weight * (loss - (1.0 - s)) * s * (1.0 - s)
 
 
 class ClassificationEstimator(Estimator):
@@ -110,3 +123,19 @@ class ClassificationEstimator(Estimator):
             self.link,
             self.importance_aware,
         )
+
+    def upstream_rows(
+        self, outputs: FloatArray, decisions: Sequence[Decision], feedbacks: Sequence[Feedback]
+    ) -> FloatArray:
+        """:meth:`upstream` of every row at once: one zero array and its played entries
+        (the same numbers, a fraction of the calls)."""
+        g = np.zeros(outputs.shape)
+        rows = outputs.tolist()
+        cap, link, aware = self.max_importance_weight, self.link, self.importance_aware
+        for b, (decision, feedback) in enumerate(zip(decisions, feedbacks, strict=True)):
+            action = decision.action
+            assert action is not None and feedback.loss is not None
+            g[b, action] = gradient_value(
+                rows[b][action], decision.propensity, feedback.loss, cap, link, aware
+            )
+        return g

@@ -7,8 +7,12 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from banditree.core.arrays import FloatArray
+from banditree.core.arrays import FloatArray, scalar_array
 from banditree.models.spec import Params
+
+#: ``np.isfinite(a).all()`` as ``_all(_isfinite(a), None)``: the reduction itself, without
+#: ``ndarray.all``'s Python wrapper
+_all, _isfinite = np.logical_and.reduce, np.isfinite
 
 
 class RMSprop:
@@ -49,6 +53,9 @@ class RMSprop:
         self._square_avg: Params = {}
         #: parameter gradients refused for not being finite (their step and state skipped)
         self.refused = 0
+        self._scalar_key: tuple[float, float] | None = None
+        self._alpha = self._rest = self._eps = scalar_array(0.0)
+        self._rate = scalar_array(0.0)
 
     def step(self, params: Mapping[str, FloatArray], grads: Mapping[str, FloatArray]) -> Params:
         new: Params = {}
@@ -61,28 +68,42 @@ class RMSprop:
                 g = g + self.l2 * p + self.l1 * np.sign(p)
             with np.errstate(over="ignore", invalid="ignore"):
                 g2 = g * g
-            if not np.isfinite(g2).all():
+            if not _all(_isfinite(g2), None):
                 # refused whole: the running average is only ever fed finite values (one
                 # absurd gradient would otherwise shrink every later step for good)
                 self.refused += 1
                 new[name] = p
                 continue
             adagrad = name in self.summed
+            # scalars as 0-d arrays: numpy's faster operand, the same arithmetic
+            alpha, rest, eps, rate = self._scalars(self.lr * self.lr_scales.get(name, 1.0))
             if not adagrad:
-                g2 *= 1.0 - self.alpha
+                g2 *= rest
             v = self._square_avg.get(name)
             if v is None:  # torch starts the average at zero
                 v = self._square_avg[name] = g2
             else:  # the optimizer owns v: update it in place (no per-step allocation)
                 if not adagrad:
-                    v *= self.alpha
+                    v *= alpha
                 v += g2
             step = np.sqrt(v)
-            step += self.eps
+            step += eps
             np.divide(g, step, out=step)
-            step *= self.lr * self.lr_scales.get(name, 1.0)
+            step *= rate
             new[name] = p - step  # a NEW array: readers of the old parameters stay consistent
         return new
+
+    def _scalars(self, rate: float) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+        """``alpha``, ``1 - alpha``, ``eps`` and ``rate`` as 0-d arrays (the first three
+        made again only when an attribute was reassigned)."""
+        key = (self.alpha, self.eps)
+        if self._scalar_key != key:
+            self._scalar_key = key
+            self._alpha = scalar_array(self.alpha)
+            self._rest = scalar_array(1.0 - self.alpha)
+            self._eps = scalar_array(self.eps)
+        self._rate[()] = rate
+        return self._alpha, self._rest, self._eps, self._rate
 
     def state_tensors(self) -> Params:
         """Copies of the running averages (later steps update the live ones in place)."""

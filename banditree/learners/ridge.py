@@ -7,8 +7,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from banditree.core.arrays import FloatArray
+from banditree.core.arrays import FloatArray, scalar_array
 
+_min = np.minimum.reduce
 #: exponent of the mix that serves the ridge fit alone (weight 1 - 2e-22)
 _TRUSTED = 50.0
 #: weight of the prior in the mean reward the mix compares the ridge with, in rounds
@@ -112,22 +113,27 @@ class PerActionRidge:
         residual) is skipped whole: with both finite every new entry is finite, since
         ``gain (A^-1 u)^T`` is bounded by ``A^-1`` itself.
         """
-        u = np.ones(x.shape[1] + 1)
-        change = np.empty((len(u), len(u)))
+        us = np.ones((x.shape[0], x.shape[1] + 1))  # every row's u = (x, 1), in one copy
+        us[:, :-1] = x
+        change = np.empty((us.shape[1], us.shape[1]))
         multiply = np.multiply
         applied = 0
         mixing, stats, dim = self.mix_rate > 0.0, self.mix_stats, self.n_features
+        inv_gram, weights = self.inv_gram, self.weights
+        den, res = scalar_array(0.0), scalar_array(0.0)
         with np.errstate(all="ignore"):  # overflows are caught below
-            for row, action, reward in zip(x, actions, rewards, strict=True):
-                u[:-1] = row
-                inv, w = self.inv_gram[action], self.weights[action]
-                iu = inv @ u
-                denom = 1.0 + float(u @ iu)
-                residual = reward - float(w @ u)
+            for u, action, reward in zip(us, actions, rewards, strict=True):
+                inv, w = inv_gram[action], weights[action]
+                # ndarray.dot: the BLAS call of ``@`` (the same numbers), for half the overhead
+                iu = inv.dot(u)
+                denom = 1.0 + float(u.dot(iu))
+                residual = reward - float(w.dot(u))
                 if not (math.isfinite(denom) and math.isfinite(residual)):
                     continue
-                gain = iu / denom
-                w += gain * residual
+                # the scalars as 0-d arrays: numpy's faster operand, the same arithmetic
+                den[()], res[()] = denom, residual
+                gain = iu / den
+                w += gain * res
                 inv -= multiply(gain[:, None], iu, out=change)  # np.outer's very product
                 applied += 1
                 if mixing and stats[action, 0] < dim:
@@ -147,7 +153,8 @@ class PerActionRidge:
 
     def served(self) -> tuple[FloatArray, FloatArray]:
         """``(slopes (K, d), intercepts (K,))`` served: the ridge fit, or its mix (``mix_rate``)."""
-        if self.mix_rate == 0.0 or self.mix_stats[:, 0].min() >= self.n_features:
+        # the reduction itself: ndarray.min adds a Python wrapper (served every update)
+        if self.mix_rate == 0.0 or _min(self.mix_stats[:, 0], None) >= self.n_features:
             return self.slopes, self.intercepts
         alpha = self.mix_weights()
         mean = _mean_reward(self.prior, self.mix_stats[:, 0], self.mix_stats[:, 1])

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from banditree.core.arrays import FloatArray
+from banditree.core.arrays import FloatArray, scalar_array
+
+#: the constants of :meth:`RunningStandardizer.scale` as 0-d arrays (numpy's faster operand)
+_TINY, _ONE = scalar_array(1e-12), scalar_array(1.0)
 
 
 class RunningStandardizer:
@@ -20,14 +23,18 @@ class RunningStandardizer:
         self.count = 0
         self.mean = np.zeros(n_features)
         self.m2 = np.zeros(n_features)
+        self._count = scalar_array(0.0)
 
     def update(self, x: FloatArray) -> None:
         self.count += 1
         mean = self.mean
         delta = x - mean
         # new arrays (a checkpoint may hold the old ones), each one allocation:
-        # ``mean + delta / count`` and ``m2 + delta * (x - mean)``, operands swapped
-        new = delta / self.count
+        # ``mean + delta / count`` and ``m2 + delta * (x - mean)``, operands swapped;
+        # the count as a 0-d array (numpy's faster operand, the same division)
+        count = self._count
+        count[()] = self.count
+        new = delta / count
         new += mean
         spread = x - new
         spread *= delta
@@ -38,8 +45,10 @@ class RunningStandardizer:
         """Current std, with 1 where the spread is (still) zero."""
         if self.count < 2:
             return np.ones(self.n_features)
-        std = np.sqrt(self.m2 / (self.count - 1))
-        return np.where(std > 1e-12, std, 1.0)
+        count = self._count
+        count[()] = self.count - 1
+        std = np.sqrt(self.m2 / count)
+        return np.where(std > _TINY, std, _ONE)
 
     def transform(self, x: FloatArray) -> FloatArray:
         out: FloatArray = (x - self.mean) / self.scale()

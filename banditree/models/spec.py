@@ -24,6 +24,17 @@ _set_attribute = object.__setattr__
 UpstreamFn = Callable[[FloatArray], FloatArray]
 
 
+def upstream_rows(upstreams: Sequence[UpstreamFn], outputs: FloatArray) -> FloatArray:
+    """``upstreams[b](outputs[b])`` for every row of ``outputs`` ``(B, K)``, stacked: in
+    one call where ``upstreams`` offers ``rows`` (a learner's window of one estimator:
+    the same numbers without a Python call and an array per row)."""
+    rows = getattr(upstreams, "rows", None)
+    if rows is not None:
+        out: FloatArray = rows(outputs)
+        return out
+    return np.array([up(row) for up, row in zip(upstreams, outputs, strict=True)])
+
+
 @dataclass(frozen=True, init=False)
 class ModelOutput:
     """A forward pass on one example: raw output ``(K,)``, reached leaf, extra figures."""

@@ -13,8 +13,9 @@ from banditree.core.arrays import FloatArray
 from banditree.core.records import Decision, Feedback
 from banditree.estimators import OnePointEstimator
 from banditree.learners.gradient_bandit.base import GradientBase
+from banditree.learners.gradient_bandit.upstreams import WindowUpstreams
 from banditree.learners.validation import InvalidInput, as_context, check_loss
-from banditree.models.spec import Params
+from banditree.models.spec import Params, UpstreamFn
 
 #: examples buffered before their gradients are summed into the accumulator
 _MAX_BUFFERED = 64
@@ -25,6 +26,8 @@ _MAX_BUFFERED = 64
 EAGER_ROUNDS = 16
 _add_all = np.add.reduce  # the ufunc method itself: ndarray.sum adds a Python wrapper
 _subtract, _multiply = np.subtract, np.multiply
+#: ``np.isfinite(a).all()`` without ``ndarray.all``'s Python wrapper
+_all, _isfinite = np.logical_and.reduce, np.isfinite
 
 
 class Learning(GradientBase):
@@ -59,6 +62,14 @@ class Learning(GradientBase):
                 )
         if isinstance(self.estimator, OnePointEstimator) and decision.perturbation not in (-1, 1):
             raise InvalidInput("decision.perturbation", "must be -1 or +1 for one-point feedback")
+
+    def _upstreams(self, pairs: Sequence[tuple[Any, Decision, Feedback]]) -> Sequence[UpstreamFn]:
+        """The upstreams of the buffered ``(x, decision, feedback)`` examples."""
+        if self.task == "classification":
+            return WindowUpstreams(
+                self.estimator, [d for _, d, _ in pairs], [f for _, _, f in pairs]
+            )
+        return [self._upstream(d, f) for _, d, f in pairs]
 
     def _upstream(self, decision: Decision, feedback: Feedback) -> Any:
         est, off, scale = self.estimator, self.target_offset, self.target_scale
@@ -152,7 +163,8 @@ class Learning(GradientBase):
         new = self._optimizer.step(self._params, grads)
         if ridge is not None:
             self._serve_ridge(new)
-        if not all(np.isfinite(p).all() for p in new.values()):
+        old = self._params  # a parameter the step left as it was is known to be finite
+        if not all(p is old.get(k) or _all(_isfinite(p), None) for k, p in new.items()):
             self._refused += window
             return False  # never let a model hold NaN: drop the step
         self._params = new
@@ -192,8 +204,8 @@ class Learning(GradientBase):
         snap = self._snapshot
         # the gradient of the function now served: current parameters AND the input
         # statistics of the current snapshot (both change only with an update)
-        x = self._standardized(np.stack([b[0] for b in self._buffer]), snap)
-        upstreams = [self._upstream(d, f) for _, d, f in self._buffer]
+        x = self._standardized(np.array([b[0] for b in self._buffer]), snap)
+        upstreams = self._upstreams(self._buffer)
         wrapped = self._clip.wrap(upstreams) if self._clip is not None else None
         if self._ridge is not None:
             actions = [cast(int, d.action) for _, d, _ in self._buffer]

@@ -53,6 +53,19 @@ class FrozenTree:
                 f"{(self.theta.shape[1], d1 - 1)}"
             )
 
+    @classmethod
+    def of_parameters(
+        cls, weights: FloatArray, theta: FloatArray, linear: FloatArray | None = None
+    ) -> FrozenTree:
+        """The tree of a spec's own parameters, whose shapes the spec made: built without
+        :meth:`__post_init__`'s checks (a learner freezes one per update)."""
+        tree = object.__new__(cls)
+        _set = object.__setattr__
+        _set(tree, "weights", weights)
+        _set(tree, "theta", theta)
+        _set(tree, "linear", linear)
+        return tree
+
     @property
     def height(self) -> int:
         return int(self.theta.shape[0]).bit_length() - 1

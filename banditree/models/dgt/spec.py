@@ -9,10 +9,17 @@ from typing import Any
 
 import numpy as np
 
-from banditree.core.arrays import FloatArray
+from banditree.core.arrays import FloatArray, scalar_array
 from banditree.models.dgt.frozen import FrozenTree
 from banditree.models.dgt.tree_ops import check_height, effective_weights_np, path_scores
-from banditree.models.spec import BatchOutput, ModelOutput, ModelSpec, Params, UpstreamFn
+from banditree.models.spec import (
+    BatchOutput,
+    ModelOutput,
+    ModelSpec,
+    Params,
+    UpstreamFn,
+    upstream_rows,
+)
 
 
 class DGTSpec(ModelSpec):
@@ -108,7 +115,7 @@ class DGTSpec(ModelSpec):
 
     def frozen_tree(self, params: Mapping[str, FloatArray]) -> FrozenTree:
         """The frozen tree alone (a forest's member: the forest routes one context itself)."""
-        return FrozenTree(
+        return FrozenTree.of_parameters(
             weights=effective_weights_np(self.layers(params)),
             theta=params["theta"] + params["bias"] if self.shared_bias else params["theta"],
             linear=params["linear"] if self.linear else None,  # replaced whole, never mutated
@@ -156,6 +163,29 @@ class DGTSpec(ModelSpec):
         }
 
 
+def _constant(value: float) -> FloatArray:
+    out = scalar_array(value)
+    out.setflags(write=False)
+    return out
+
+
+#: the gradient's constants as 0-d arrays: numpy's faster operand, the same arithmetic
+_ZERO, _ONE, _MINUS_ONE = _constant(0.0), _constant(1.0), _constant(-1.0)
+
+
+@lru_cache(maxsize=256)
+def _ones_column(rows: int) -> FloatArray:
+    """``np.ones((rows, 1))``, read-only: the bias input of a batch (made once per size)."""
+    out = np.ones((rows, 1))
+    out.setflags(write=False)
+    return out
+
+
+@lru_cache(maxsize=16)
+def _height(height: int) -> FloatArray:
+    return _constant(float(height))
+
+
 @lru_cache(maxsize=16)
 def path_matrix(height: int) -> FloatArray:
     """``S`` as a dense ``(2**h, 2**h - 1)`` matrix: ``q = S @ sign`` (read-only, cached)."""
@@ -197,17 +227,17 @@ def dgt_gradients_batch(
     one with ``q = h``.
     """
     s = path_matrix(height)
-    zs = [np.concatenate((x, np.ones((x.shape[0], 1))), axis=1)]  # layer inputs, bias last
+    zs = [np.concatenate((x, _ones_column(x.shape[0])), axis=1)]  # layer inputs, bias last
     for w in layers[:-1]:
         zs.append(zs[-1] @ w.T)
     a = zs[-1] @ layers[-1].T  # (B, n_int)
-    q = np.where(a > 0.0, 1.0, -1.0) @ s.T  # (B, n_leaves): integers in [-h, h]
+    q = np.where(a > _ZERO, _ONE, _MINUS_ONE) @ s.T  # (B, n_leaves): integers in [-h, h]
     leaves = q.argmax(axis=1)
     outputs = theta if bias is None else theta + bias
     reached = outputs[leaves]  # (B, K)
     if linear is not None:
         reached += x @ linear.T
-    g = np.array([up(row) for up, row in zip(upstreams, reached, strict=True)])
+    g = upstream_rows(upstreams, reached)
     if weights is not None:
         g *= weights[:, None]
     grad_theta = np.zeros(theta.shape)
@@ -217,11 +247,11 @@ def dgt_gradients_batch(
         grads["bias"] = np.add.reduce(g, axis=0)
     if linear is not None:
         grads["linear"] = g.T @ x
-    p = np.exp(q - float(height))  # softmax over leaves; the maximum q is h
+    p = np.exp(q - _height(height))  # softmax over leaves; the maximum q is h
     p /= np.add.reduce(p, axis=1, keepdims=True)
     u = g @ outputs.T  # (B, n_leaves): output_l . g_b
     dq = p * (u - np.add.reduce(p * u, axis=1, keepdims=True))
-    delta = (dq @ s) * (np.abs(a) <= 1.0)  # (B, n_int): straight-through sign
+    delta = (dq @ s) * (np.abs(a) <= _ONE)  # (B, n_int): straight-through sign
     for i in range(len(layers) - 1, -1, -1):
         grads[f"W{i}"] = delta.T @ zs[i]
         if i:
