@@ -55,13 +55,19 @@ class LossRiseDetector:
         """Add one round's loss; True when a rise is signalled (the test then restarts)."""
         if not math.isfinite(loss):
             return False
-        self.n += 1
-        self.mean += (loss - self.mean) / self.n
-        self.cum += loss - self.mean - self.delta
-        self.low = min(self.low, self.cum)
-        self.jump_cum += loss - self.mean - self.jump_delta
-        self.jump_low = min(self.jump_low, self.jump_cum)
-        if self.n >= self.min_rounds and (self.cum - self.low > self.threshold or self._jumped()):
+        # in locals, each attribute read and written once (every feedback passes here);
+        # ``x if x < low else low`` is ``min(low, x)``
+        self.n = n = self.n + 1
+        self.mean = mean = self.mean + (loss - self.mean) / n
+        self.cum = cum = self.cum + (loss - mean - self.delta)
+        low = self.low
+        if cum < low:
+            self.low = low = cum
+        jump_cum = self.jump_cum + (loss - mean - self.jump_delta)
+        self.jump_cum = jump_cum
+        if jump_cum < self.jump_low:
+            self.jump_low = jump_cum
+        if n >= self.min_rounds and (cum - low > self.threshold or self._jumped()):
             self.signals += 1
             self._reset()
             return True
