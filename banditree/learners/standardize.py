@@ -23,6 +23,7 @@ class RunningStandardizer:
         self.count = 0
         self.mean = np.zeros(n_features)
         self.m2 = np.zeros(n_features)
+        #: :meth:`update`'s count as a 0-d array (written by the learning thread alone)
         self._count = scalar_array(0.0)
 
     def update(self, x: FloatArray) -> None:
@@ -45,9 +46,7 @@ class RunningStandardizer:
         """Current std, with 1 where the spread is (still) zero."""
         if self.count < 2:
             return np.ones(self.n_features)
-        count = self._count
-        count[()] = self.count - 1
-        std = np.sqrt(self.m2 / count)
+        std = np.sqrt(self.m2 / (self.count - 1))  # a reader's path: no shared buffer
         return np.where(std > _TINY, std, _ONE)
 
     def transform(self, x: FloatArray) -> FloatArray:
