@@ -8,7 +8,7 @@ concurrent scrapes share one rendering.  The text stays in the pieces it was wri
 never copied into one buffer on the loop.
 :meth:`CachedExposition.refresh_loop`, started with the service, renders every
 :data:`RENDER_GAP_FACTOR` renderings' time (at least every :data:`MIN_REFRESH_SECONDS`),
-so a rendering exists before the first scrape and the rendering thread takes a bounded
+so a rendering exists before the first scrape and renderings take a bounded
 share of the CPU.  A scrape answers a fresh rendering when rendering takes at most
 :data:`FRESH_BUDGET_SECONDS`, else the latest one at once (thousands of models: figures a
 few seconds old).  A scrape never waits more than :data:`FIRST_WAIT_SECONDS`: with no
@@ -50,7 +50,7 @@ SLICE_SECONDS = 0.002
 
 
 class CachedExposition:
-    """The text exposition of ``registry``, rendered in a worker thread."""
+    """The text exposition of ``registry``, rendered on the event loop in slices."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
         metrics = registry_metrics(registry)
