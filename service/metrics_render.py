@@ -8,22 +8,25 @@ something, and keeps each metric's encoded text :data:`_CHUNK` children a piece:
 piece whose children and values (read into a list in C) are those of the last rendering
 is reused as it is.  An idle model costs a value read per series, no line written: a
 rendering of 10,000 idle models wrote 200,000 counter and gauge lines, 0.33 s of CPU
-(0.17 s now, mostly the reads and the copy into the exposition's buffer).  The output is the text format 0.0.4 that ``generate_latest`` writes, without
-the ``_created`` series (the service's dashboards and alerts do not read them).
+(0.17 s now, mostly the value reads).  The output is the text format 0.0.4 that
+``generate_latest`` writes, without the ``_created`` series (the service's dashboards
+and alerts do not read them).
 
 A rendering makes no container whose size grows with the number of models and lives
 while the garbage collector runs: the text is encoded :data:`_CHUNK` children at a
-time (a list of thousands of pieces, not of a hundred thousand lines), and the caches are kept across
-renderings and changed in place (a dict rebuilt at every rendering is young, and every
+time (a list of thousands of pieces, not of a hundred thousand lines), and the caches
+are kept across renderings and changed in place (a dict rebuilt at every rendering is young, and every
 collection of the young generations, triggered by any thread while the rendering runs,
 walks all of its entries with the interpreter held: 10 to 50 ms with 10,000 models, the
-event loop's largest stall).  For the same reason no single step copies the whole text:
-the interpreter is held while a string is joined, and ``b"".join`` of the 60 MB of
-10,000 models held it 36-38 ms of CPU at once, a stall of the event loop at every
-rendering.  The pieces are appended to one buffer instead (a piece per step, between
-which the interpreter changes hands), and the exposition is that ``bytearray``.
-:meth:`ExpositionRenderer.rendering` is the same work a step at a time, for a caller on
-the event loop that lets the loop run between steps.
+event loop's largest stall).  For the same reason the text is never copied into one
+buffer: the interpreter is held while bytes are joined, and ``b"".join`` of the 60 MB of
+10,000 models held it 36-38 ms of CPU at once; appending the pieces to one growing
+``bytearray`` a step at a time still copied all of it at once whenever the buffer grew
+where ``realloc`` could not remap it (steps of 21-63 ms of CPU in the service, the loop's
+largest).  A rendering is an :class:`Exposition`, the pieces themselves (most of them the
+cached bytes of idle children, shared, not copied), which the route gzips and sends a
+piece at a time.  :meth:`ExpositionRenderer.rendering` is the work a step at a time, for a
+caller on the event loop that lets the loop run between steps.
 """
 
 from __future__ import annotations
@@ -39,8 +42,6 @@ from prometheus_client import Counter, Gauge, Histogram
 _LABEL = "\x00labels\x00"
 #: children per piece of text kept across renderings (an idle piece is reused whole)
 _CHUNK = 128
-#: bytes copied into the exposition's buffer per step
-_STEP_BYTES = 1 << 20
 _HistogramKey = Any  # a histogram child (hashed by identity: cheap, stable while it lives)
 
 
@@ -57,30 +58,18 @@ def number(value: float) -> str:
     return repr(float(value))
 
 
-class _Text:
-    """The exposition as encoded pieces, copied into one buffer a step at a time."""
+class Exposition:
+    """A rendering: the text as the encoded pieces it was written in, never joined (see the
+    module); ``bytes(exposition)`` joins them, for a caller that can afford the copy."""
 
-    def __init__(self) -> None:
-        self._pieces: list[bytes] = []
+    __slots__ = ("pieces", "size")
 
-    def write(self, text: str) -> None:
-        self._pieces.append(text.encode())
+    def __init__(self, pieces: list[bytes]) -> None:
+        self.pieces = pieces
+        self.size = sum(map(len, pieces))
 
-    def add(self, piece: bytes) -> None:
-        """Append text already encoded."""
-        self._pieces.append(piece)
-
-    def joined(self) -> Generator[None, None, bytearray]:
-        """The text, a step per :data:`_STEP_BYTES` copied."""
-        text = bytearray()
-        copied = 0
-        for piece in self._pieces:
-            text += piece
-            copied += len(piece)
-            if copied >= _STEP_BYTES:
-                copied = 0
-                yield
-        return text
+    def __bytes__(self) -> bytes:
+        return b"".join(self.pieces)
 
 
 def _escape(value: str) -> str:
@@ -113,8 +102,12 @@ class ExpositionRenderer:
     def _label_text(names: tuple[str, ...], values: tuple[str, ...]) -> str:
         return ",".join(f'{n}="{_escape(v)}"' for n, v in zip(names, values, strict=True))
 
-    def render(self) -> bytearray:
-        """The whole exposition (a buffer: see the module), in one go."""
+    def render(self) -> bytes:
+        """The whole exposition joined into one ``bytes``, in one go (tests, one-off use)."""
+        return bytes(self.exposition())
+
+    def exposition(self) -> Exposition:
+        """The whole exposition, in one go."""
         steps = self.rendering()
         while True:
             try:
@@ -122,16 +115,17 @@ class ExpositionRenderer:
             except StopIteration as done:
                 return done.value  # type: ignore[no-any-return]
 
-    def rendering(self) -> Generator[None, None, bytearray]:
+    def rendering(self) -> Generator[None, None, Exposition]:
         """The whole exposition, a step (at most :data:`_CHUNK` children) per ``next``: a
         caller on the event loop lets the loop run between steps (see
         :mod:`service.routes.metrics`); the generator's value is the text."""
-        out = _Text()
+        out: list[bytes] = []
         children_seen = 0
         for metric in self.metrics:
             name, kind = metric._name, metric._type
             family = f"{name}_total" if kind == "counter" else name
-            out.write(f"# HELP {family} {_help(metric._documentation)}\n# TYPE {family} {kind}\n")
+            header = f"# HELP {family} {_help(metric._documentation)}\n# TYPE {family} {kind}\n"
+            out.append(header.encode())
             if metric._labelnames:
                 # one list, no tuple per child: the garbage collector tracks every container
                 # made here (this one lives while one metric is written)
@@ -141,11 +135,11 @@ class ExpositionRenderer:
                 children = [metric]  # an unlabelled metric holds its own value
             children_seen += len(children)
             for piece in self._pieces(metric, family, children):
-                out.add(piece)
+                out.append(piece)
                 yield
         if len(self._labels) > children_seen:  # children were deleted: forget them
             self._forget_deleted()
-        return (yield from out.joined())
+        return Exposition(out)
 
     def _pieces(self, metric: Any, family: str, children: list[Any]) -> Iterator[bytes]:
         """The encoded lines of ``children``, :data:`_CHUNK` children a piece; a piece whose

@@ -119,7 +119,7 @@ class ModelRegistry(LearningRegistry):
             name=name, uid=record["uid"], learner=learner, policy=resolved,
             store=self.store, metrics=self.metrics.for_model(name),
             wake_learner=self._waker(name), on_gone=self.want_discovery,
-            on_behind=self.went_back,
+            on_behind=self.went_back, on_initial_snapshot=self.freezer.soon,
         )  # fmt: skip
         self.records[name] = record_json
         self._publish(runtime)

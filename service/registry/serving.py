@@ -44,6 +44,7 @@ class ServingRegistry(RegistryBase):
             name=name, uid=uid, learner=learner, policy=policy, store=self.store,
             metrics=metrics, last_checkpoint=info, wake_learner=self._waker(name),
             on_gone=self.want_discovery, on_behind=self.went_back,
+            on_initial_snapshot=self.freezer.soon,
         )  # fmt: skip
         await runtime.refresh_bounds()
         self.records[name] = record_json

@@ -3,10 +3,12 @@
 The exposition is written by :class:`service.metrics_render.ExpositionRenderer` (its cost
 is bounded per model: an idle model's lines are not written again) on the event loop, a
 slice of at most about :data:`SLICE_SECONDS` at a time, and gzipped in a worker thread;
-concurrent scrapes share one rendering.
+concurrent scrapes share one rendering.  The text stays in the pieces it was written in
+(:class:`service.metrics_render.Exposition`): it is gzipped and sent a piece at a time,
+never copied into one buffer on the loop.
 :meth:`CachedExposition.refresh_loop`, started with the service, renders every
 :data:`RENDER_GAP_FACTOR` renderings' time (at least every :data:`MIN_REFRESH_SECONDS`),
-so a rendering exists before the first scrape and the rendering thread takes a bounded
+so a rendering exists before the first scrape and renderings take a bounded
 share of the CPU.  A scrape answers a fresh rendering when rendering takes at most
 :data:`FRESH_BUDGET_SECONDS`, else the latest one at once (thousands of models: figures a
 few seconds old).  A scrape never waits more than :data:`FIRST_WAIT_SECONDS`: with no
@@ -20,14 +22,15 @@ not touch the store.
 from __future__ import annotations
 
 import asyncio
-import gzip
 import sys
 import time
+import zlib
 
 from fastapi import APIRouter, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry
+from starlette.types import Receive, Scope, Send
 
-from service.metrics_render import ExpositionRenderer, registry_metrics
+from service.metrics_render import Exposition, ExpositionRenderer, registry_metrics
 
 router = APIRouter(tags=["metrics"])
 
@@ -47,7 +50,7 @@ SLICE_SECONDS = 0.002
 
 
 class CachedExposition:
-    """The text exposition of ``registry``, rendered in a worker thread."""
+    """The text exposition of ``registry``, rendered on the event loop in slices."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
         metrics = registry_metrics(registry)
@@ -56,12 +59,12 @@ class CachedExposition:
         self.process_renderer = ExpositionRenderer(
             [m for m in metrics if "model" not in m._labelnames]
         )
-        self.body: bytearray | None = None
+        self.body: Exposition | None = None
         self.gzipped: bytes | None = None  # the same body, gzip (set before ``body``)
         self.render_seconds = 0.0
-        self._rendering: asyncio.Task[bytearray] | None = None
+        self._rendering: asyncio.Task[Exposition] | None = None
 
-    async def _render(self) -> bytearray:
+    async def _render(self) -> Exposition:
         started = time.perf_counter()
         sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
         # on the event loop, a slice at a time: a thread running Python beside the loop
@@ -75,17 +78,17 @@ class CachedExposition:
                 while time.perf_counter() < sliced:
                     next(steps)
             except StopIteration as done:
-                body: bytearray = done.value
+                body: Exposition = done.value
                 break
             await asyncio.sleep(0)
         # compressed off the loop (zlib lets go of the interpreter): 10,000 models are
         # about 60 MB of text and 3 MB of gzip
-        self.gzipped = await asyncio.to_thread(gzip.compress, body, compresslevel=1, mtime=0)
+        self.gzipped = await asyncio.to_thread(gzip_pieces, body.pieces)
         self.render_seconds = time.perf_counter() - started
         self.body = body
         return body
 
-    def _start(self) -> asyncio.Task[bytearray]:
+    def _start(self) -> asyncio.Task[Exposition]:
         if self._rendering is None or self._rendering.done():
             self._rendering = asyncio.create_task(self._render())
         return self._rendering
@@ -101,7 +104,7 @@ class CachedExposition:
             await asyncio.shield(self._start())
             await asyncio.sleep(max(MIN_REFRESH_SECONDS, RENDER_GAP_FACTOR * self.render_seconds))
 
-    async def latest(self) -> bytearray:
+    async def latest(self) -> Exposition:
         """A fresh rendering when rendering is quick; else the latest, at once."""
         if self.body is not None and self.slow:
             return self.body
@@ -111,7 +114,7 @@ class CachedExposition:
         except TimeoutError:
             if self.body is not None:
                 return self.body
-            return await asyncio.to_thread(self.process_renderer.render)
+            return await asyncio.to_thread(self.process_renderer.exposition)
 
 
 @router.get("/metrics", response_class=Response)
@@ -125,9 +128,34 @@ async def metrics(request: Request) -> Response:
             media_type=CONTENT_TYPE_LATEST,
             headers={"content-encoding": "gzip", "vary": "accept-encoding"},
         )
-    # a view, not a copy, of the rendering's buffer
-    text = memoryview(body)
-    return Response(text, media_type=CONTENT_TYPE_LATEST, headers={"vary": "accept-encoding"})
+    return PiecesResponse(body, headers={"vary": "accept-encoding"})
+
+
+def gzip_pieces(pieces: list[bytes]) -> bytes:
+    """``pieces`` as one gzip member (level 1, no timestamp), compressed a piece at a time:
+    the text is never joined (a worker thread's call; zlib lets go of the interpreter)."""
+    packer = zlib.compressobj(1, zlib.DEFLATED, 31)  # 31: a gzip header, mtime 0
+    packed = [packer.compress(piece) for piece in pieces]
+    packed.append(packer.flush())
+    return b"".join(packed)  # about 3 MB for 10,000 models
+
+
+class PiecesResponse(Response):
+    """An exposition sent as its pieces, one body message each, with its full length."""
+
+    media_type = CONTENT_TYPE_LATEST
+
+    def __init__(self, exposition: Exposition, headers: dict[str, str]) -> None:
+        super().__init__(b"", headers=headers)
+        self.pieces = exposition.pieces
+        self.headers["content-length"] = str(exposition.size)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        start = {"type": "http.response.start", "status": self.status_code}
+        await send({**start, "headers": self.raw_headers})
+        for piece in self.pieces:
+            await send({"type": "http.response.body", "body": piece, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 def _accepts_gzip(request: Request) -> bool:

@@ -75,10 +75,11 @@ class ModelRuntime(OperatorWrites):
         wake_learner: Callable[[], None] | None = None,
         on_gone: Callable[[], None] | None = None,
         on_behind: Callable[[str, str], None] | None = None,
+        on_initial_snapshot: Callable[[], None] | None = None,
     ) -> None:
         self.name, self.uid = name, uid
         self.policy, self.store, self.metrics = policy, store, metrics
-        self.served = ServedSnapshot(self, learner, last_checkpoint)
+        self.served = ServedSnapshot(self, learner, last_checkpoint, on_initial_snapshot)
         self.wake_learner = wake_learner  # work for this process's learner: look now
         self.on_gone = on_gone  # the store no longer holds the model: deleted, or data lost
         self.on_behind = on_behind  # (name, uid): the store came back from an older snapshot
