@@ -25,7 +25,6 @@ _MAX_BUFFERED = 64
 #: ``benchmarks/bandit_vs_vw.py``)
 EAGER_ROUNDS = 16
 _add_all = np.add.reduce  # the ufunc method itself: ndarray.sum adds a Python wrapper
-_subtract, _multiply = np.subtract, np.multiply
 #: ``np.isfinite(a).all()`` without ``ndarray.all``'s Python wrapper
 _all, _isfinite = np.logical_and.reduce, np.isfinite
 
