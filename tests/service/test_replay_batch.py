@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 
 import numpy as np
+import orjson
 import pytest
 
 from banditree.learners import Feedback, build_learner
@@ -49,6 +50,11 @@ def entries(n: int = 200) -> list[LogEntry]:
             add(decision_payload(UID, d), '{"losses": [0.1, 0.2]}')  # refused by learn
         if i % 47 == 5:
             add('{"uid": "u1", "decision": [1, 2]}', feedback_json(Feedback(loss=0.0)))
+        if i % 53 == 6:  # a field no decision has, then one missing: refused, named
+            unknown = {"event_id": "x", "context": [1, 2, 3, 4], "model_version": 0, "hue": 1}
+            add(orjson.dumps({"uid": UID, "decision": unknown}).decode(), '{"loss": 1}')
+            del unknown["hue"], unknown["model_version"]
+            add(orjson.dumps({"uid": UID, "decision": unknown}).decode(), '{"loss": 1}')
     return out
 
 
