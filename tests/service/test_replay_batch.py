@@ -6,6 +6,7 @@ included, and ``apply_slice`` (decoded and learned in chunks) against ``replay``
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 import numpy as np
@@ -98,3 +99,12 @@ def test_apply_slice_learns_what_replay_learns(default_loss: float | None) -> No
     for name in a:
         np.testing.assert_array_equal(a[name], b[name], err_msg=name)
     assert live.version == offline.version > 0
+
+
+def test_a_log_entry_is_a_frozen_value() -> None:
+    entry = LogEntry(3, "e3", "d", None, 1.5)
+    assert entry == LogEntry(offset=3, event_id="e3", decision="d", feedback=None, acked_at=1.5)
+    assert hash(entry) == hash(LogEntry(3, "e3", "d", None, 1.5))
+    assert list(vars(entry)) == ["offset", "event_id", "decision", "feedback", "acked_at"]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        entry.offset = 4  # type: ignore[misc]
