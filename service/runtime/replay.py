@@ -158,12 +158,11 @@ def decode_entries(
             continue
         try:
             decision = decision_from_parsed(data["decision"])
+            if entry.feedback is None:
+                feedback = default_feedback(decision, default_loss)
+            elif (feedback := feedbacks[entry.feedback]) is None:
+                raise ValueError("not a feedback")  # read alone below, which names it
         except (InvalidInput, ValueError, KeyError, TypeError, AttributeError):
-            out.append(decode_entry(entry, uid=uid, default_loss=default_loss))  # names it
-            continue
-        if entry.feedback is None:
-            feedback = default_feedback(decision, default_loss)
-        elif (feedback := feedbacks[entry.feedback]) is None:
             out.append(decode_entry(entry, uid=uid, default_loss=default_loss))  # names it
             continue
         out.append(None if feedback is None else (decision, feedback))
