@@ -74,7 +74,7 @@ def decision_from_parsed(record: dict[str, Any]) -> Decision:
         record["probes"] = (float(lo), float(hi))
     extras = record.get("extras")
     record["extras"] = dict(extras) if extras else {}
-    return Decision(**record)
+    return Decision.from_fields(record)
 
 
 def record_json(envelope: Mapping[str, Any]) -> str:

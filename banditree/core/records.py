@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any
 
 _set_attribute = object.__setattr__
@@ -121,6 +121,32 @@ class Decision:
             data["probes"] = (float(lo), float(hi))
         data["extras"] = dict(data.get("extras") or {})
         return cls(**data)
+
+    @classmethod
+    def from_fields(cls, values: dict[str, Any]) -> Decision:
+        """``Decision(**values)``: the same decision (the values taken as they are, the
+        fields in field order), without the keyword call, which was a third of a
+        decoded log entry's cost.  A missing or unknown field raises the constructor's
+        TypeError."""
+        state = {**_DECISION_DEFAULTS, **values}  # the fields in field order
+        if len(state) != len(_DECISION_DEFAULTS) or not (
+            "event_id" in values and "context" in values and "model_version" in values
+        ):  # an unknown field, or a required one missing
+            return cls(**values)  # raises the constructor's own error
+        if state["extras"] is None:
+            state["extras"] = {}
+        decision = _new(cls)
+        _set_attribute(decision, "__dict__", state)
+        return decision
+
+
+#: every field of a Decision in field order, with its default (None for the required
+#: ones and for ``extras``, made a new dict per decision): what
+#: :meth:`Decision.from_fields` starts from
+_DECISION_DEFAULTS: dict[str, Any] = {
+    f.name: None if f.default is MISSING else f.default for f in fields(Decision)
+}
+_new = object.__new__
 
 
 @dataclass(frozen=True)

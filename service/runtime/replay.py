@@ -120,22 +120,37 @@ def _json_array(texts: list[str]) -> list[Any] | None:
     return values if isinstance(values, list) and len(values) == len(texts) else None
 
 
+def _feedbacks(texts: list[str]) -> dict[str, Feedback | None] | None:
+    """The feedback of each distinct text of ``texts``, parsed by one JSON call (None for
+    one that does not make a feedback: its entry is read on its own), or None when the
+    batch reading cannot take them.  A log repeats the same few feedbacks (a loss of 0
+    or 1): each is parsed and checked once; a Feedback is immutable, so shared."""
+    distinct = list(dict.fromkeys(texts))
+    answers = _json_array(distinct)
+    if answers is None:
+        return None
+    out: dict[str, Feedback | None] = {}
+    for text, data in zip(distinct, answers, strict=True):
+        try:
+            out[text] = Feedback.from_dict(data) if type(data) is dict else None
+        except (InvalidInput, ValueError, KeyError, TypeError, AttributeError):
+            out[text] = None
+    return out
+
+
 def decode_entries(
     entries: list[LogEntry], *, uid: str, default_loss: float | None
 ) -> list[tuple[Decision, Feedback] | None]:
-    """:func:`decode_entry` of every entry, the batch's decisions and its feedbacks each
-    parsed by one JSON call (an entry the batch reading cannot take is read on its own,
-    so its outcome and its log line are :func:`decode_entry`'s)."""
+    """:func:`decode_entry` of every entry, the batch's decisions parsed by one JSON call
+    and its distinct feedbacks by another (an entry the batch reading cannot take is
+    read on its own, so its outcome and its log line are :func:`decode_entry`'s)."""
     records = _json_array([e.decision for e in entries])
-    given = [e.feedback for e in entries if e.feedback is not None]
-    answers = _json_array(given)
-    if records is None or answers is None:
+    feedbacks = _feedbacks([e.feedback for e in entries if e.feedback is not None])
+    if records is None or feedbacks is None:
         return [decode_entry(e, uid=uid, default_loss=default_loss) for e in entries]
     out: list[tuple[Decision, Feedback] | None] = []
-    answer = iter(answers)
     for entry, data in zip(entries, records, strict=True):
-        fb = None if entry.feedback is None else next(answer)
-        if type(data) is not dict or not (fb is None or type(fb) is dict):
+        if type(data) is not dict:
             out.append(decode_entry(entry, uid=uid, default_loss=default_loss))
             continue
         if data.get("uid") != uid:
@@ -143,9 +158,10 @@ def decode_entries(
             continue
         try:
             decision = decision_from_parsed(data["decision"])
-            feedback = (
-                default_feedback(decision, default_loss) if fb is None else Feedback.from_dict(fb)
-            )
+            if entry.feedback is None:
+                feedback = default_feedback(decision, default_loss)
+            elif (feedback := feedbacks[entry.feedback]) is None:
+                raise ValueError("not a feedback")  # read alone below, which names it
         except (InvalidInput, ValueError, KeyError, TypeError, AttributeError):
             out.append(decode_entry(entry, uid=uid, default_loss=default_loss))  # names it
             continue

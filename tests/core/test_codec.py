@@ -61,3 +61,34 @@ def test_the_schema_and_the_client_read_the_codecs_public_fields() -> None:
     assert tuple(DecisionPublic.model_fields) == PUBLIC_FIELDS
     assert tuple(f.name for f in fields(PredictResult)) == PUBLIC_FIELDS
     assert PredictResult.from_json(decision_public(TWO_POINT)).probes == (1.5, 0.5)
+
+
+@pytest.mark.parametrize("decision", [CLASSIFICATION, REGRESSION, TWO_POINT])
+def test_from_fields_is_the_constructor(decision: Decision) -> None:
+    record = decision_record(decision)
+    made = Decision.from_fields(dict(record))
+    assert made == Decision(**record) == decision
+    assert list(vars(made)) == [f.name for f in fields(Decision)]  # stored in field order
+    assert made.extras is not Decision.from_fields(dict(record, extras=None)).extras
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        {"event_id": "e", "context": [1.0], "model_version": 0, "colour": "red"},
+        {"event_id": "e", "context": [1.0]},
+        {"context": [1.0], "model_version": 0, "action": 1},
+    ],
+)
+def test_from_fields_refuses_what_the_constructor_refuses(record: dict[str, object]) -> None:
+    with pytest.raises(TypeError) as by_constructor:
+        Decision(**record)  # type: ignore[arg-type]
+    with pytest.raises(TypeError) as by_fields:
+        Decision.from_fields(record)
+    assert str(by_fields.value) == str(by_constructor.value)
+    assert (
+        Decision.from_fields(
+            {"extras": None, "event_id": "e", "context": (), "model_version": 1}
+        ).extras
+        == {}
+    )

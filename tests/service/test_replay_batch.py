@@ -6,9 +6,11 @@ included, and ``apply_slice`` (decoded and learned in chunks) against ``replay``
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 import numpy as np
+import orjson
 import pytest
 
 from banditree.learners import Feedback, build_learner
@@ -49,6 +51,11 @@ def entries(n: int = 200) -> list[LogEntry]:
             add(decision_payload(UID, d), '{"losses": [0.1, 0.2]}')  # refused by learn
         if i % 47 == 5:
             add('{"uid": "u1", "decision": [1, 2]}', feedback_json(Feedback(loss=0.0)))
+        if i % 53 == 6:  # a field no decision has, then one missing: refused, named
+            unknown = {"event_id": "x", "context": [1, 2, 3, 4], "model_version": 0, "hue": 1}
+            add(orjson.dumps({"uid": UID, "decision": unknown}).decode(), '{"loss": 1}')
+            del unknown["hue"], unknown["model_version"]
+            add(orjson.dumps({"uid": UID, "decision": unknown}).decode(), '{"loss": 1}')
     return out
 
 
@@ -92,3 +99,12 @@ def test_apply_slice_learns_what_replay_learns(default_loss: float | None) -> No
     for name in a:
         np.testing.assert_array_equal(a[name], b[name], err_msg=name)
     assert live.version == offline.version > 0
+
+
+def test_a_log_entry_is_a_frozen_value() -> None:
+    entry = LogEntry(3, "e3", "d", None, 1.5)
+    assert entry == LogEntry(offset=3, event_id="e3", decision="d", feedback=None, acked_at=1.5)
+    assert hash(entry) == hash(LogEntry(3, "e3", "d", None, 1.5))
+    assert list(vars(entry)) == ["offset", "event_id", "decision", "feedback", "acked_at"]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        entry.offset = 4  # type: ignore[misc]
