@@ -76,3 +76,20 @@ def test_supervised_forest_anchor_averages_its_trees(tmp_path: Path) -> None:
     _, cells = tiny_run(tmp_path, "two_point", "--supervised-trees", "2")
     assert float(cells["supervised DGT"]) == pytest.approx(single, abs=1e-3)
     assert float(cells["supervised forest"]) == pytest.approx(forest, abs=1e-3)
+
+
+def test_tail_passes_report_the_spread_of_the_last_passes(tmp_path: Path) -> None:
+    """``--tail-passes N``: the test RMSE after each of the last N passes, whose last is
+    the final figure of the main table."""
+    args = ["--datasets", "abalone", "--passes", "3", "--tail-passes", "2"]
+    args += ["--supervised-epochs", "1", "--supervised-heights", "2", "--supervised-trees", "1"]
+    main([*args, "--learners", "two_point", "--out", str(tmp_path), "--no-progress"])
+    lines = (tmp_path / "report.md").read_text().splitlines()
+    final = float(lines[2].strip().strip("|").split("|")[2])
+    header = next(i for i, line in enumerate(lines) if "last 2 passes: mean" in line)
+    row = [c.strip() for c in lines[header + 2].strip().strip("|").split("|")]
+    assert row[:2] == ["abalone", "two_point"]
+    tail_final, mean, low, high = (float(v) for v in row[2:])
+    assert tail_final == pytest.approx(final, rel=1e-3)
+    assert low <= mean <= high and low <= tail_final <= high
+    assert low < high  # two different passes' models
