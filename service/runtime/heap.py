@@ -12,8 +12,9 @@ generations, so that their garbage is collected rather than frozen.  That collec
 walks whatever the burst made so far, on the event loop: with the delay alone, half a
 second of the initial-checkpoint swaps that follow 10,000 creates (about 10,000
 objects, 110,000 references) took 13 ms of CPU at once on a loaded machine; the count
-bound keeps each freeze's walk to :data:`FREEZE_EVERY_CALLS` models' objects.  What a freeze costs: reference cycles among the objects of a model
-deleted later are kept (a deleted model's objects without cycles are freed as usual).
+bound keeps each freeze's walk to :data:`FREEZE_EVERY_CALLS` models' objects.  What a
+freeze costs: reference cycles among the objects of a model deleted later are kept (a
+deleted model's objects without cycles are freed as usual).
 """
 
 from __future__ import annotations
