@@ -81,7 +81,7 @@ class SqliteBase(StoreLifecycle):
             raise
         self.imported_models: list[str] = imported
         self._checkpointer = WalCheckpointer(self.path, write_lock=self._mutex)
-        self._read_db: sqlite3.Connection | None = None  # gauge counts, in worker threads
+        self._read_db: sqlite3.Connection | None = None  # reads in worker threads
         self._read_mutex = threading.Lock()
 
     def _tx(self, work: Callable[[sqlite3.Connection], T]) -> T:
@@ -103,7 +103,8 @@ class SqliteBase(StoreLifecycle):
     def _read(self, sql: str, args: tuple[Any, ...]) -> list[Any]:
         """The rows of a query on the reading connection (committed data; in a worker thread).
 
-        The writing connection's mutex is not taken, so the event loop never waits on it.
+        The writing connection's mutex is not taken, so the event loop never waits on it:
+        a worker thread that reads there holds no lock the loop's transactions need.
         """
         with self._read_mutex:
             try:
