@@ -7,7 +7,8 @@ a committed transaction survives the process being killed (the WAL is written be
 the answer); with ``FULL`` it also survives a power cut, at one fsync per commit.
 
 One process owns the database at a time (an exclusive lock on ``banditree.lock``).
-Small statements run on the caller's thread; checkpoint bytes move in a worker thread.
+Small statements run on the caller's thread; checkpoint bytes move in a worker thread,
+and loads read them on a reading connection, so the loop's commits never wait for one.
 The WAL is checkpointed by a thread of its own (:mod:`service.store.sqlite.wal`).
 """
 
