@@ -35,7 +35,7 @@ from pathlib import Path
 import httpx
 from prometheus_client import generate_latest
 
-from benchmarks import stall_probe
+from benchmarks import sqlite_locks, stall_probe
 from benchmarks.tombstone_memory import free_port, start_redis
 from service.metrics import ServiceMetrics
 from service.metrics_render import ExpositionRenderer, registry_metrics
@@ -242,6 +242,7 @@ def run_store(store: str, models: int, scrapes: int, probe: Path | None = None) 
     print(f"scrape / baseline: {scrape / baseline:.3f}", flush=True)
     if probe is not None:
         stall_probe.report(probe, PREDICTIONS, quiet_median, STALL_GOAL_MS)
+        sqlite_locks.report(probe.with_suffix(".locks.jsonl"), PREDICTIONS[0][0])
 
 
 def main() -> None:

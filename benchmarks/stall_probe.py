@@ -17,6 +17,9 @@ every process of the machine, so a client can match its slow requests.
   :data:`BURST_SECONDS` of the main thread's CPU or more: the work a request waits
   behind, whatever the machine's load, with its task's name and the stack samples.
 
+With the embedded store, :mod:`benchmarks.sqlite_locks` also writes who held its
+writer and for how long to ``OUT.locks.jsonl``.
+
 A development tool for :mod:`benchmarks.metrics_scale` (``--probe``); the service itself
 knows nothing of it.
 """
@@ -33,6 +36,8 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
+
+from benchmarks import sqlite_locks
 
 STALL_SECONDS = 0.02  # a ping answered this late is a stall
 BURST_SECONDS = 0.005  # a callback that ran this much of the main thread's CPU is recorded
@@ -339,6 +344,7 @@ def main() -> None:
     from banditree_cli import app
 
     out = Path(sys.argv[1])
+    sqlite_locks.install(out.with_suffix(".locks.jsonl"))
     service.main.create_app_from_env = _probed_factory(out)  # type: ignore[assignment]
     run = uvicorn.run
 

@@ -7,7 +7,8 @@ a committed transaction survives the process being killed (the WAL is written be
 the answer); with ``FULL`` it also survives a power cut, at one fsync per commit.
 
 One process owns the database at a time (an exclusive lock on ``banditree.lock``).
-Small statements run on the caller's thread; checkpoint bytes move in a worker thread.
+Small statements run on the caller's thread; checkpoint bytes move in a worker thread,
+and loads read them on a reading connection, so the loop's commits never wait for one.
 The WAL is checkpointed by a thread of its own (:mod:`service.store.sqlite.wal`).
 """
 
@@ -81,7 +82,7 @@ class SqliteBase(StoreLifecycle):
             raise
         self.imported_models: list[str] = imported
         self._checkpointer = WalCheckpointer(self.path, write_lock=self._mutex)
-        self._read_db: sqlite3.Connection | None = None  # gauge counts, in worker threads
+        self._read_db: sqlite3.Connection | None = None  # reads in worker threads
         self._read_mutex = threading.Lock()
 
     def _tx(self, work: Callable[[sqlite3.Connection], T]) -> T:
@@ -103,7 +104,8 @@ class SqliteBase(StoreLifecycle):
     def _read(self, sql: str, args: tuple[Any, ...]) -> list[Any]:
         """The rows of a query on the reading connection (committed data; in a worker thread).
 
-        The writing connection's mutex is not taken, so the event loop never waits on it.
+        The writing connection's mutex is not taken, so the event loop never waits on it:
+        a worker thread that reads there holds no lock the loop's transactions need.
         """
         with self._read_mutex:
             try:
