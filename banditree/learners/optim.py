@@ -58,6 +58,13 @@ class RMSprop:
         self._rate = scalar_array(0.0)
 
     def step(self, params: Mapping[str, FloatArray], grads: Mapping[str, FloatArray]) -> Params:
+        # one errstate for the whole step (entered per parameter it cost ~1 us each): only
+        # the square can overflow (a finite square bounds the step by ``rate / sqrt(1 -
+        # alpha)``), and a step that is not finite is refused below or by the learner
+        with np.errstate(over="ignore", invalid="ignore"):
+            return self._step(params, grads)
+
+    def _step(self, params: Mapping[str, FloatArray], grads: Mapping[str, FloatArray]) -> Params:
         new: Params = {}
         for name, p in params.items():
             g = grads.get(name)
@@ -66,8 +73,7 @@ class RMSprop:
                 continue
             if name in self.regularised and (self.l1 or self.l2):
                 g = g + self.l2 * p + self.l1 * np.sign(p)
-            with np.errstate(over="ignore", invalid="ignore"):
-                g2 = g * g
+            g2 = g * g
             if not _all(_isfinite(g2), None):
                 # refused whole: the running average is only ever fed finite values (one
                 # absurd gradient would otherwise shrink every later step for good)

@@ -95,6 +95,9 @@ class ModelSpec(ABC):
     #: (the same leaf and outputs: a service may then decide one-context requests
     #: together); False where a batched pass sums in another order
     rows_exact: bool = False
+    #: parameter names a learner fits another way (the per-action ridge fits ``bias`` and
+    #: ``linear``): :meth:`gradients_batch` may leave their gradients out (DGT does)
+    fitted_elsewhere: frozenset[str] = frozenset()
 
     def __init__(self, n_features: int, n_outputs: int) -> None:
         if n_features < 1 or n_outputs < 1:

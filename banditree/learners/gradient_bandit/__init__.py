@@ -7,6 +7,7 @@ The class is assembled from its seams: :mod:`.decide` (serving), :mod:`.learn`
 
 from __future__ import annotations
 
+import copy
 import math
 from typing import Any, cast
 
@@ -16,7 +17,7 @@ from banditree.estimators import Estimator
 from banditree.explore import EpsilonGreedy, Explorer
 from banditree.learners.drift import LossRiseDetector
 from banditree.learners.gradient_bandit.decide import Deciding
-from banditree.learners.gradient_bandit.learn import EAGER_ROUNDS, Learning
+from banditree.learners.gradient_bandit.learn import EAGER_ROUNDS, RIDGE_FITTED, Learning
 from banditree.learners.gradient_bandit.state import Checkpointing
 from banditree.learners.optim import RMSprop
 from banditree.learners.ridge import PerActionRidge
@@ -160,6 +161,10 @@ class GradientBandit(Deciding, Learning, Checkpointing):
         if ridge is not None:
             if self.task != "classification" or not {"bias", "linear"} <= set(self._params):
                 raise ValueError("ridge needs a classification model with bias and linear")
+            # their gradients would be dropped: the model may leave them out (a copy of
+            # the spec, which the caller may share with a learner without a ridge)
+            self.model = model = copy.copy(model)
+            model.fitted_elsewhere = RIDGE_FITTED
             self._serve_ridge(self._params)
         self._standardizer = RunningStandardizer(self.n_features)
         self._clip = FeedbackClip(gradient_clip) if gradient_clip is not None else None

@@ -80,7 +80,9 @@ class GradientBase(Learner):
     def _make_snapshot(self, version: int) -> Snapshot:
         std = self._standardizer
         mean, inv_scale = (
-            (std.mean.copy(), _ONE / std.scale())
+            # the mean itself: the standardizer replaces it whole at each update, never
+            # writing into it (RunningStandardizer.update), so the snapshot keeps its own
+            (std.mean, _ONE / std.scale())
             if self.standardize
             else (
                 np.zeros(self.n_features),

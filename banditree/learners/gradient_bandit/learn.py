@@ -24,6 +24,8 @@ _MAX_BUFFERED = 64
 #: on nothing (on coil2000, a set with no signal, the first rounds cost the most;
 #: ``benchmarks/bandit_vs_vw.py``)
 EAGER_ROUNDS = 16
+#: the parameters the per-action ridge fits (``ModelSpec.fitted_elsewhere``)
+RIDGE_FITTED = frozenset({"bias", "linear"})
 _add_all = np.add.reduce  # the ufunc method itself: ndarray.sum adds a Python wrapper
 #: ``np.isfinite(a).all()`` without ``ndarray.all``'s Python wrapper
 _all, _isfinite = np.logical_and.reduce, np.isfinite
@@ -154,8 +156,10 @@ class Learning(GradientBase):
             self._refused += window
             return False
         ridge = self._ridge
-        if ridge is not None:  # fitted by ridge regression in _flush, not by gradient
-            grads = {k: v for k, v in grads.items() if k not in ("bias", "linear")}
+        if ridge is not None and not RIDGE_FITTED.isdisjoint(grads):  # a model that
+            # still gave them (not every one honours ``fitted_elsewhere``): fitted by
+            # ridge regression in _flush, not by gradient
+            grads = {k: v for k, v in grads.items() if k not in RIDGE_FITTED}
         if self.learning_rate_decay is not None:
             decay = 1.0 / (1.0 + self._n_learned / self.learning_rate_decay)
             self._optimizer.lr = self.learning_rate * max(decay, self.learning_rate_floor)

@@ -147,7 +147,14 @@ class DGTSpec(ModelSpec):
             self.height,
             bias=params.get("bias"),
             linear=params.get("linear"),
+            graded=self._graded_extras,
         )
+
+    @property
+    def _graded_extras(self) -> tuple[bool, bool]:
+        """Whether ``bias`` and ``linear`` get gradients (not when fitted elsewhere)."""
+        skip = self.fitted_elsewhere
+        return "bias" not in skip, "linear" not in skip
 
     def export(self, frozen: FrozenTree) -> dict[str, Any]:
         return frozen.to_json()
@@ -214,6 +221,7 @@ def dgt_gradients_batch(
     weights: FloatArray | None = None,
     bias: FloatArray | None = None,
     linear: FloatArray | None = None,
+    graded: tuple[bool, bool] = (True, True),
 ) -> Params:
     """Algorithm 2 summed over a batch ``(B, d)``, example ``b`` with ``upstreams[b]``.
 
@@ -221,7 +229,9 @@ def dgt_gradients_batch(
     shared ``bias`` ``(K,)`` leaf ``l`` outputs ``theta[l] + bias`` and with the
     ``linear`` term ``(K, d)`` example ``b`` adds ``linear @ x[b]``; the result holds
     their gradients too.  Both are the same for every leaf, so they cancel from the
-    node gradient (``dq`` sums to zero over the leaves).  The path
+    node gradient (``dq`` sums to zero over the leaves).  ``graded``: whether the result
+    holds ``bias``'s and ``linear``'s gradients (a learner that fits them another way
+    saves their products, their finiteness checks and their accumulation).  The path
     algebra uses the dense path matrix ``S`` (``q = sign S^T``, adjoint ``dq S``):
     two small products instead of ``2h`` reshapes.  The reached leaf is the unique
     one with ``q = h``.
@@ -243,9 +253,9 @@ def dgt_gradients_batch(
     grad_theta = np.zeros(theta.shape)
     np.add.at(grad_theta, leaves, g)
     grads: Params = {"theta": grad_theta}
-    if bias is not None:
+    if bias is not None and graded[0]:
         grads["bias"] = np.add.reduce(g, axis=0)
-    if linear is not None:
+    if linear is not None and graded[1]:
         grads["linear"] = g.T @ x
     p = np.exp(q - _height(height))  # softmax over leaves; the maximum q is h
     p /= np.add.reduce(p, axis=1, keepdims=True)
