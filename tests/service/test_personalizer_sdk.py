@@ -4,10 +4,12 @@ and a restart that keeps what was learned."""
 
 from __future__ import annotations
 
+import contextlib
 import random
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -36,9 +38,25 @@ def _reward(user: str, action: str) -> float:
     return 1.0 if action in likes[user] else 0.0
 
 
+Connect = Callable[[str, str], Any]  # a PersonalizerClient (imported only when installed)
+
+
+@pytest.fixture
+def connect() -> Iterator[Connect]:
+    """Makes Personalizer clients (endpoint, key), each closed when the test ends (a client
+    keeps its connection alive)."""
+    with contextlib.ExitStack() as opened:
+
+        def client(endpoint: str, key: str) -> Any:
+            made = personalizer.PersonalizerClient(endpoint, AzureKeyCredential(key))
+            return opened.enter_context(made)
+
+        yield client
+
+
 @pytest.mark.slow
 def test_the_personalizer_sdk_works_unchanged(
-    live_servers: Callable[[dict[str, str]], LiveServer], tmp_path: Path
+    live_servers: Callable[[dict[str, str]], LiveServer], tmp_path: Path, connect: Connect
 ) -> None:
     env = {
         **KEYS,
@@ -49,9 +67,7 @@ def test_the_personalizer_sdk_works_unchanged(
     admin = {"Authorization": "Bearer admin-key"}
     created = httpx.put(f"{server.url}/v1/models/food", json={"task": "ranking"}, headers=admin)
     assert created.status_code == 201, created.text
-    client = personalizer.PersonalizerClient(
-        f"{server.url}/v1/models/food", AzureKeyCredential("app-key")
-    )
+    client = connect(f"{server.url}/v1/models/food", "app-key")
     rng = random.Random(0)
     for t in range(200):
         user = rng.choice(["ann", "bob"])
@@ -109,9 +125,7 @@ def test_the_personalizer_sdk_works_unchanged(
     with pytest.raises(HttpResponseError) as unknown:
         client.reward("never-ranked", {"value": 1.0})
     assert unknown.value.status_code == 404
-    wrong_key = personalizer.PersonalizerClient(
-        f"{server.url}/v1/models/food", AzureKeyCredential("nope")
-    )
+    wrong_key = connect(f"{server.url}/v1/models/food", "nope")
     with pytest.raises(HttpResponseError) as refused:
         wrong_key.rank({"actions": _actions()})
     assert refused.value.status_code == 401
@@ -124,9 +138,7 @@ def test_the_personalizer_sdk_works_unchanged(
     after = httpx.get(f"{restarted.url}/v1/models/food", headers=admin).json()
     assert after["version"] == before["version"] >= 200
     assert after["counters"]["progressive_mean_loss"] < 0.4  # uniform play: 0.5
-    client = personalizer.PersonalizerClient(
-        f"{restarted.url}/v1/models/food", AzureKeyCredential("app-key")
-    )
+    client = connect(f"{restarted.url}/v1/models/food", "app-key")
     hits = 0
     for t in range(40):
         user = ("ann", "bob")[t % 2]
