@@ -174,6 +174,7 @@ class WireConnection:
         self.timeout_seconds = timeout_seconds
         self._resp: _Resp | None = None
         self._opening: asyncio.Future[_Resp] | None = None
+        self._closed = False
 
     @property
     def connected(self) -> bool:
@@ -239,6 +240,8 @@ class WireConnection:
         """Open the connection unless it is open (concurrent callers share one attempt)."""
         if self.connected:
             return
+        if self._closed:
+            raise RedisConnectionError("the store is closing")
         if self._opening is None:
             self._opening = asyncio.ensure_future(self._connect())
             self._opening.add_done_callback(_retrieve)
@@ -264,6 +267,8 @@ class WireConnection:
                 await self._checked(resp, ("AUTH", *auth))
             if self.db:
                 await self._checked(resp, ("SELECT", self.db))
+            if self._closed:  # closed while this connection was being made: never kept
+                raise RedisConnectionError("the store is closing")
         except BaseException:
             resp.fail(RedisConnectionError("redis connection setup failed"))
             raise
@@ -276,6 +281,8 @@ class WireConnection:
             raise RedisConnectionError(f"redis refused {args[0]}: {reply}")
 
     def close(self) -> None:
+        """Fail every write in flight and close the connection, and one being opened."""
+        self._closed = True
         resp, self._resp = self._resp, None
         if resp is not None:
             resp.fail(RedisConnectionError("the store is closing"))
