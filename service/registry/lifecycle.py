@@ -60,7 +60,10 @@ class ModelRegistry(LearningRegistry):
         async with self._locked(name):
             self.touch(name)  # a discovery pass that read the list before leaves it alone
             await self._name_free(name)
-            held, limit = len(self.runtimes) + self._creating, self.settings.max_models
+            limit = self.settings.max_models
+            if len(self.runtimes) + self._creating >= limit:
+                await self._forget_deleted_elsewhere()
+            held = len(self.runtimes) + self._creating
             if held >= limit:
                 raise CapacityReached(held, limit)
             self._creating += 1
@@ -84,6 +87,23 @@ class ModelRegistry(LearningRegistry):
             if await self.store.epoch() != self.epoch:
                 raise ModelExists(name)
             await self._forget(name)  # deleted elsewhere
+
+    async def _forget_deleted_elsewhere(self) -> None:
+        """Forget the runtimes of models another process deleted, before a create is
+        refused at the cap: this process serves them until its discovery sees the deletes,
+        and they must not take places the store has free.  Names whose lock is held (a
+        create, load or delete under way) are left to it; after the store lost its data
+        the models held here are being written back, so none is forgotten."""
+        records = await self.store.load_models()
+        if await self.store.epoch() != self.epoch:
+            return
+        for gone in [n for n in self.runtimes if n not in records]:
+            lock = self._locks.get(gone)
+            if lock is not None and lock.locked():
+                continue
+            async with self._locked(gone):
+                if gone in self.runtimes and await self.store.load_model(gone) is None:
+                    await self._forget(gone)
 
     async def _create(
         self,

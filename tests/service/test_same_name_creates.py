@@ -117,13 +117,16 @@ async def test_same_name_creates_at_the_cap_keep_the_acknowledged_model_whole(
         # start full (the creates race the delete), half with a place free
         full = round_ % 2 == 0
         if full:
-            assert (await clients[0].put("/v1/models/k-last", json=MODEL)).status_code == 201
+            last = await clients[0].put("/v1/models/k-last", json=MODEL)
+            assert last.status_code == 201, (round_, last.text)
         answers = await asyncio.gather(
             clients[0].put("/v1/models/x", json=MODEL),
             clients[1].put("/v1/models/x", json=MODEL),
             *([clients[1].delete("/v1/models/k-last")] if full else []),
         )
         created = [a for a in answers[:2] if a.status_code == 201]
+        if full:  # the place freed (the other service reads the record from the store)
+            assert answers[2].status_code == 204, (round_, [a.text for a in answers])
         assert len(created) <= 1, [a.text for a in answers]
         assert all(a.status_code in (201, 409) for a in answers[:2]), [a.text for a in answers]
         if created:  # acknowledged: its record, held, learning its feedback
@@ -131,7 +134,7 @@ async def test_same_name_creates_at_the_cap_keep_the_acknowledged_model_whole(
             winner = clients[answers.index(created[0])]
             decision = await winner.post("/v1/models/x/predict", json={"context": [0.1, 0.2]})
             assert decision.status_code == 200, decision.text
-            await winner.delete("/v1/models/x")
+            assert (await winner.delete("/v1/models/x")).status_code == 204
         else:  # refused twice: nothing of "x" left behind
             assert await store.load_model("x") is None
             assert await store.list_checkpoints("x") == []
@@ -160,3 +163,19 @@ async def test_a_name_deleted_through_another_process_can_be_created_at_once(
         assert decided.status_code == 200, decided.text
         assert await store.load_model("m") is not None and await held(store, "m")
         assert (await first.delete("/v1/models/m")).status_code == 204
+
+
+async def test_a_place_freed_through_another_process_can_be_taken_at_once(
+    services: tuple[list[httpx.AsyncClient], Store],
+) -> None:
+    """At the cap, a model deleted through the other process is still served here until
+    discovery sees the delete; a create here must not count it and be refused."""
+    (first, other), _ = services
+    if first is other:
+        pytest.skip("one embedded service: no other process")
+    for i in range(CAP):
+        assert (await first.put(f"/v1/models/k{i}", json=MODEL)).status_code == 201
+    for round_ in range(3):
+        assert (await other.delete(f"/v1/models/k{round_}")).status_code == 204
+        created = await first.put(f"/v1/models/n{round_}", json=MODEL)
+        assert created.status_code == 201, (round_, created.text)
