@@ -94,10 +94,12 @@ class ModelRegistry(LearningRegistry):
         and they must not take places the store has free.  Names whose lock is held (a
         create, load or delete under way) are left to it; after the store lost its data
         the models held here are being written back, so none is forgotten."""
+        generation = self.generation  # what this process makes later is not in the list
         records = await self.store.load_models()
         if await self.store.epoch() != self.epoch:
             return
-        for gone in [n for n in self.runtimes if n not in records]:
+        listed_before = [n for n in self.runtimes if not self.changed_since(n, generation)]
+        for gone in [n for n in listed_before if n not in records]:
             lock = self._locks.get(gone)
             if lock is not None and lock.locked():
                 continue
