@@ -91,21 +91,18 @@ class ModelRegistry(LearningRegistry):
     async def _forget_deleted_elsewhere(self) -> None:
         """Forget the runtimes of models another process deleted, before a create is
         refused at the cap: this process serves them until its discovery sees the deletes,
-        and they must not take places the store has free.  Names whose lock is held (a
-        create, load or delete under way) are left to it; after the store lost its data
-        the models held here are being written back, so none is forgotten."""
-        generation = self.generation  # what this process makes later is not in the list
+        and they must not take places the store has free.  Discovery's own drop
+        (:meth:`_drop`: what this process made or loaded after the list was read stays);
+        names whose lock is held (a create, load or delete under way) are left to it, and
+        after the store lost its data the models held here are being written back."""
+        generation = self.generation
         records = await self.store.load_models()
         if await self.store.epoch() != self.epoch:
             return
-        listed_before = [n for n in self.runtimes if not self.changed_since(n, generation)]
-        for gone in [n for n in listed_before if n not in records]:
+        for gone in [n for n in self.runtimes if n not in records]:
             lock = self._locks.get(gone)
-            if lock is not None and lock.locked():
-                continue
-            async with self._locked(gone):
-                if gone in self.runtimes and await self.store.load_model(gone) is None:
-                    await self._forget(gone)
+            if lock is None or not lock.locked():
+                await self._drop(gone, generation)
 
     async def _create(
         self,
