@@ -58,13 +58,53 @@ def is_cluster(url: str, timeout_seconds: float) -> bool:
         client.close()
 
 
+class _NodeTable(dict[str, ClusterNode]):
+    """A client's table of nodes (name -> node) that remembers the nodes taken out of it."""
+
+    def __init__(self, nodes: dict[str, ClusterNode], dropped: list[ClusterNode]) -> None:
+        super().__init__(nodes)
+        self.dropped = dropped
+
+    def pop(self, name: str, *default: Any) -> Any:
+        node = super().pop(name, *default)
+        if isinstance(node, ClusterNode):
+            self.dropped.append(node)
+        return node
+
+
+class OwnedCluster(RedisCluster):
+    """redis-py's cluster client that also closes the nodes it dropped from its topology.
+
+    When the topology is learnt again, a node that left it (a master killed and failed
+    over) is only marked: its connections in use at that moment are closed when they
+    are next released, and :meth:`aclose` closes the nodes still in the topology.  A
+    connection that was opened to the dropped node and never released (a call that
+    failed on it) then stays open until the garbage collector finds it.  This client
+    remembers every node taken out of its tables and closes those too.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._dropped: list[ClusterNode] = []
+        manager = self.nodes_manager  # (its tables are filled in place, never replaced)
+        manager.nodes_cache = _NodeTable(manager.nodes_cache, self._dropped)
+        manager.startup_nodes = _NodeTable(manager.startup_nodes, self._dropped)
+
+    async def aclose(self) -> None:
+        try:
+            await super().aclose()
+        finally:
+            dropped, self._dropped[:] = list(self._dropped), []
+            await asyncio.gather(*(node.disconnect() for node in dropped), return_exceptions=True)
+
+
 def cluster_client(url: str, timeout_seconds: float) -> RedisCluster:
     """A cluster client on ``url`` with the store's timeouts.
 
     A call that meets a dead master retries twice with a short backoff, learning the
     topology again in between; a request's store budget bounds the whole.
     """
-    return RedisCluster.from_url(
+    return OwnedCluster.from_url(
         url,
         decode_responses=False,
         socket_timeout=timeout_seconds,

@@ -214,3 +214,31 @@ async def test_a_single_redis_without_replicas_does_not_wait(own_redis: OwnRedis
         assert not store.cluster and store.wait_replicas == 0
     finally:
         await store.close()
+
+
+async def test_closing_the_store_closes_connections_to_a_node_dropped_from_the_topology(
+    own_cluster: OwnCluster,
+) -> None:
+    store = RedisStore.from_url(
+        own_cluster.url, prefix=f"t{uuid.uuid4().hex[:8]}:", timeout_seconds=0.5, wait_replicas=0
+    )
+    await store.ping()
+    await store.hold_model("m")
+    victim = own_cluster.master_of_key(store._key("log", "m"))
+    node = store.client.get_node(host="127.0.0.1", port=victim)
+    in_use = node.acquire_connection()  # a call in flight on the master when it dies
+    await in_use.connect()
+    own_cluster.kill(victim)
+    own_cluster.wait_failover(victim)
+    started = time.monotonic()
+    while True:  # a call learns the topology again: the dead master leaves it
+        try:
+            await store.put_events("m", [("e", "p")], now=T0, ttl_seconds=60)
+            break
+        except StoreUnavailable:
+            assert time.monotonic() - started < 10, "the store never found the new master"
+            await asyncio.sleep(0.1)
+    assert store.client.get_node(host="127.0.0.1", port=victim) is None
+    assert in_use.is_connected  # never released: redis-py's own close would not reach it
+    await store.close()
+    assert not in_use.is_connected
