@@ -73,14 +73,19 @@ class _NodeTable(dict[str, ClusterNode]):
 
 
 class OwnedCluster(RedisCluster):
-    """redis-py's cluster client that also closes the nodes it dropped from its topology.
+    """redis-py's cluster client whose :meth:`aclose` closes every connection it opened.
 
-    When the topology is learnt again, a node that left it (a master killed and failed
-    over) is only marked: its connections in use at that moment are closed when they
-    are next released, and :meth:`aclose` closes the nodes still in the topology.  A
-    connection that was opened to the dropped node and never released (a call that
-    failed on it) then stays open until the garbage collector finds it.  This client
-    remembers every node taken out of its tables and closes those too.
+    redis-py's own close misses two kinds:
+
+    * a client whose last call failed on a lost connection is marked to learn its
+      topology again, and its close then closes nothing at all;
+    * when the topology is learnt again, a node that left it (a master killed and
+      failed over) is only marked: its connections in use at that moment are closed
+      when they are next released, which a call that failed on one never does.
+
+    Either stayed open until the garbage collector found it.  This client remembers
+    every node taken out of its tables, and its close disconnects those and every node
+    still in them, whatever state the client is in.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -94,8 +99,18 @@ class OwnedCluster(RedisCluster):
         try:
             await super().aclose()
         finally:
-            dropped, self._dropped[:] = list(self._dropped), []
-            await asyncio.gather(*(node.disconnect() for node in dropped), return_exceptions=True)
+            manager = self.nodes_manager
+            nodes = {
+                id(node): node
+                for node in (
+                    *manager.nodes_cache.values(), *manager.startup_nodes.values(),
+                    *self._dropped,
+                )
+            }  # fmt: skip
+            self._dropped.clear()
+            await asyncio.gather(
+                *(node.disconnect() for node in nodes.values()), return_exceptions=True
+            )
 
 
 def cluster_client(url: str, timeout_seconds: float) -> RedisCluster:

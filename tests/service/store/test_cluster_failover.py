@@ -242,3 +242,23 @@ async def test_closing_the_store_closes_connections_to_a_node_dropped_from_the_t
     assert in_use.is_connected  # never released: redis-py's own close would not reach it
     await store.close()
     assert not in_use.is_connected
+
+
+async def test_closing_the_store_after_a_call_failed_on_a_dead_master_closes_every_connection(
+    own_cluster: OwnCluster,
+) -> None:
+    store = RedisStore.from_url(
+        own_cluster.url, prefix=f"t{uuid.uuid4().hex[:8]}:", timeout_seconds=0.5, wait_replicas=0
+    )
+    await store.ping()
+    await store.hold_model("m")
+    await store.put_events("m", [("e", "p")], now=T0, ttl_seconds=60)
+    own_cluster.kill(own_cluster.master_of_key(store._key("log", "m")))
+    with pytest.raises(StoreUnavailable):  # before any replica took over
+        await store.put_events("m", [("f", "p")], now=T0, ttl_seconds=60)
+    manager = store.client.nodes_manager
+    nodes = [*manager.nodes_cache.values(), *manager.startup_nodes.values()]
+    connections = [c for node in nodes for c in node._connections]
+    assert any(c.is_connected for c in connections)  # to the masters still alive
+    await store.close()  # redis-py's own close does nothing after such a failure
+    assert not any(c.is_connected for c in connections)
