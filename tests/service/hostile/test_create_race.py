@@ -125,5 +125,9 @@ def test_concurrent_creates_are_listed_learned_and_capped(server: LiveServer) ->
         deadline = time.monotonic() + 5.0
         while _leases_held(http) != set(created) and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert _leases_held(http) == set(created)
+        held, lapses = _leases_held(http), server.log_text().count("lost model")
+        assert held == set(created), (
+            f"{len(set(created) - held)} models led by no learner, "
+            f"{sorted(held - set(created))} led and not created ({lapses} leases lapsed)"
+        )
     assert "Traceback" not in server.log_text()
