@@ -165,8 +165,18 @@ class FeatureEncoder:
         self, context: Mapping[str, Any], served: bool = True, field: str = "context"
     ) -> np.ndarray:
         """The ``(width,)`` vector of one context (``served``: the published view)."""
-        flat = self.flat(context, field)
-        out = np.zeros(self.width)
+        return self.encode_flat(self.flat(context, field), served, field)
+
+    def encode_flat(
+        self,
+        flat: Mapping[str, Any],
+        served: bool = True,
+        field: str = "context",
+        out: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """:meth:`encode` of a context already flattened (:meth:`flat`), into ``out``
+        (zeros of shape ``(width,)``) when given."""
+        out = np.zeros(self.width) if out is None else out
         means = self.served_mean if served else self.mean
         get = flat.get
         for name, numeric, at, missing, aux, other in self._plan:
@@ -215,20 +225,32 @@ class FeatureEncoder:
     # -- learning ----------------------------------------------------------------------
     def update(self, context: Mapping[str, Any], field: str = "context") -> None:
         """Learn from one context (learn time, log order): vocabularies and numeric means."""
-        flat = self.flat(context, field)
-        for name, spec in self.schema.features.items():
-            value = flat.get(name)
-            if _is_missing(value):
+        self.update_flat(self.flat(context, field), field)
+
+    def update_flat(self, flat: Mapping[str, Any], field: str = "context") -> None:
+        """:meth:`update` from a context already flattened (:meth:`flat`)."""
+        get, count, mean = flat.get, self.count, self.mean
+        for name, numeric, _, _, aux, _ in self._plan:
+            value = get(name)
+            if value is None or value != value:  # missing (None, NaN)
                 continue
-            where = f"{field}.{name}"
-            if spec.type in ("numeric", "boolean"):
-                j = self._numeric[name]
-                self.count[j] += 1
-                self.mean[j] += (_number(value, spec, where) - self.mean[j]) / self.count[j]
+            kind = type(value)
+            if numeric:
+                if (kind is float or kind is int) and numeric == 1 and not value - value:
+                    x = float(value)  # a finite number: the common case
+                else:
+                    x = _number(value, self.schema.features[name], f"{field}.{name}")
+                # the running mean in Python floats: numpy's float64 arithmetic, faster
+                n = float(count[aux]) + 1.0
+                m = float(mean[aux])
+                count[aux], mean[aux] = n, m + (x - m) / n
+            elif kind is str and len(value) <= MAX_STRING_LENGTH:
+                if value not in aux.slots:
+                    aux.observe(value)
             else:
-                vocab = self._vocab[name]
-                for key in self._keys(value, spec, where):
-                    vocab.observe(key)
+                spec = self.schema.features[name]
+                for key in self._keys(value, spec, f"{field}.{name}"):
+                    aux.observe(key)
 
     def publish(self, view: EncoderView | None = None) -> None:
         """Make everything learned so far visible to decisions (``encode(served=True)``),

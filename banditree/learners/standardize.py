@@ -42,6 +42,32 @@ class RunningStandardizer:
         spread += self.m2
         self.mean, self.m2 = new, spread
 
+    def update_rows(self, x: FloatArray) -> None:
+        """:meth:`update` with every row of ``x`` ``(B, n_features)``, in one step: the
+        batch's own mean and spread merged into the running ones (Chan, Golub and
+        LeVeque's pairwise rule; the same statistics as row by row, other roundings).
+        One row is :meth:`update` itself."""
+        n = x.shape[0]
+        if n <= 1:
+            if n:
+                self.update(x[0])
+            return
+        total = self.count + n
+        mean = np.add.reduce(x, 0)
+        mean /= n
+        spread = x - mean
+        spread *= spread
+        m2 = np.add.reduce(spread, 0)
+        delta = mean - self.mean
+        # new arrays (a checkpoint may hold the old ones)
+        mean = delta * (n / total)
+        mean += self.mean
+        m2 += self.m2
+        delta *= delta
+        delta *= self.count * n / total
+        m2 += delta
+        self.count, self.mean, self.m2 = total, mean, m2
+
     def scale(self) -> FloatArray:
         """Current std, with 1 where the spread is (still) zero."""
         if self.count < 2:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from banditree.features import FeatureEncoder, FeatureSchema, InvalidInput, infer_schema
 from banditree.learners.ranking_options import MAX_SIDE_WIDTH
 from banditree.ranking.learner import MAX_CANDIDATES
@@ -81,3 +83,29 @@ def check_before_schema(
         encoder = FeatureEncoder(schema)  # the values' checks of the encoder
         for i, obj in enumerate(objs):
             encoder.encode(obj, True, "context" if side == "context" else f"actions[{i}].features")
+
+
+def learn_encoders(
+    context_encoder: FeatureEncoder | None,
+    action_encoder: FeatureEncoder | None,
+    context: Mapping[str, Any],
+    features: Sequence[Mapping[str, Any]],
+) -> tuple[np.ndarray, np.ndarray]:
+    """Update the encoders from a decision's context and candidates (learn time, log
+    order), then encode them by what the encoders learned: ``(c (dc,), a (n, da))``,
+    each object flattened once."""
+    n = len(features)
+    c, a = np.zeros(0), np.zeros((n, 0))
+    if context_encoder is not None:
+        flat = context_encoder.flat(context, "decision.context")
+        context_encoder.update_flat(flat)
+        c = context_encoder.encode_flat(flat, False)
+    if action_encoder is not None:
+        fields = [f"actions[{i}].features" for i in range(n)]
+        flats = [action_encoder.flat(f, field) for f, field in zip(features, fields, strict=True)]
+        for flat, field in zip(flats, fields, strict=True):
+            action_encoder.update_flat(flat, field)
+        a = np.zeros((n, action_encoder.width))
+        for flat, field, row in zip(flats, fields, a, strict=True):
+            action_encoder.encode_flat(flat, False, field, row)
+    return c, a

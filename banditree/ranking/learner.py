@@ -44,10 +44,16 @@ from banditree.ranking.records import RankDecision
 from banditree.ranking.settings import (
     ID_BUCKETS,
     MAX_CANDIDATES,
+    RIDGE_DEFER,
     RankingConfig,
     check_candidates,
     id_buckets,
 )
+
+#: the ridge's checkpoint tensors (``pending``: the rounds not folded into ``inv_gram``
+#: yet, absent from checkpoints made before the deferred update)
+RIDGE_ARRAYS = ("inv_gram", "weights", "mix_stats", "prior", "pending", "pending_rounds")
+_SINCE_DEFER = ("pending", "pending_rounds")
 
 
 class RankingLearner:
@@ -70,7 +76,7 @@ class RankingLearner:
         self._dc, self._da = dc, da
         self._joint = dc + da
         n_phi = self._joint + (dc * da if config.crosses else 0)
-        self._ridge = PerActionRidge(1, n_phi, l2=config.ridge_l2)
+        self._ridge = PerActionRidge(1, n_phi, l2=config.ridge_l2, defer=RIDGE_DEFER)
         self._context_stats = RunningStandardizer(max(dc, 1))
         self._action_stats = RunningStandardizer(max(da, 1))
         self._explorer = make_explorer(config.explorer, config.gamma_scale, config.gamma_exponent)
@@ -209,8 +215,7 @@ class RankingLearner:
         if self._dc:
             self._context_stats.update(c)
         if self._da:
-            for row in a_all:
-                self._action_stats.update(row)
+            self._action_stats.update_rows(a_all)
         cs, as_ = self._standardize(c, a_all[chosen : chosen + 1])
         joint, phi = self._features(cs, as_)
         self._ridge.update(phi[0], 0, reward)
@@ -244,7 +249,7 @@ class RankingLearner:
         tensors: dict[str, FloatArray] = {f"param.{k}": v for k, v in self.params.items()}
         tensors.update({f"optim.{k}": v for k, v in self._optim.state_tensors().items()})
         ridge = self._ridge
-        for key in ("inv_gram", "weights", "mix_stats", "prior"):
+        for key in RIDGE_ARRAYS:
             tensors[f"ridge.{key}"] = getattr(ridge, key)
         if self._id_plays.size:
             tensors["id_plays"] = self._id_plays
@@ -280,10 +285,18 @@ class RankingLearner:
         if not all(np.isfinite(a).all() for a in arrays):
             raise ValueError("checkpoint holds non-finite values")
         ridge = self._ridge
-        for key in ("inv_gram", "weights", "mix_stats", "prior"):
-            value = np.array(tensors[f"ridge.{key}"], dtype=np.float64)
-            if value.shape != getattr(ridge, key).shape:
+        values = {}
+        for key in RIDGE_ARRAYS:
+            value = tensors.get(f"ridge.{key}")
+            if value is None and key in _SINCE_DEFER:  # every round folded in: none kept
+                value = np.zeros_like(getattr(ridge, key))
+            values[key] = np.array(tensors[f"ridge.{key}"] if value is None else value)
+            if values[key].shape != getattr(ridge, key).shape:
                 raise ValueError(f"checkpoint ridge.{key} does not match the configuration")
+        kept = values["pending_rounds"]
+        if not np.isin(kept, np.arange(ridge.defer)).all():
+            raise ValueError("checkpoint ridge.pending_rounds does not match the configuration")
+        for key, value in values.items():
             setattr(ridge, key, value)
         if self._id_plays.size:
             plays = np.array(tensors.get("id_plays", self._id_plays * 0), dtype=np.float64)

@@ -40,6 +40,7 @@ from banditree.ranking.inputs import (
     check_actions,
     check_before_schema,
     infer_or_none,
+    learn_encoders,
 )
 from banditree.ranking.learner import MAX_CANDIDATES, RankingConfig, RankingLearner
 from banditree.ranking.model_state import export_ranking, load_ranking_state, ranking_state
@@ -258,16 +259,7 @@ class RankingModel(Learner):
         if self.core is None:
             self._infer_schemas(context, features)
         assert self.core is not None
-        # flattened once (namespaces to dotted names), then updated and encoded
-        if self.context_encoder is not None:
-            context = dict(self.context_encoder.flat(context, "decision.context"))
-            self.context_encoder.update(context)
-        if self.action_encoder is not None:
-            enc = self.action_encoder
-            features = [dict(enc.flat(f, f"actions[{i}].features")) for i, f in enumerate(features)]
-            for i, f in enumerate(features):
-                enc.update(f, f"actions[{i}].features")
-        c, a = self._encode(context, features, served=False)
+        c, a = learn_encoders(self.context_encoder, self.action_encoder, context, features)
         changed = self.core.learn_arrays(c, a, decision.action, 1.0 - feedback.loss, ranking["ids"])
         for encoder in (self.context_encoder, self.action_encoder):
             if encoder is not None:

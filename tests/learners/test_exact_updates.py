@@ -44,3 +44,23 @@ def test_ridge_rows_are_sherman_morrison_bit_for_bit() -> None:
         w[a] += gain * (r - float(w[a] @ u))
         inv[a] -= np.outer(gain, iu)
     assert ridge.inv_gram.tobytes() == inv.tobytes() and ridge.weights.tobytes() == w.tobytes()
+
+
+def test_standardizer_rows_merge_to_the_row_by_row_statistics() -> None:
+    """``update_rows`` (a batch's mean and spread merged in) keeps the statistics of
+    ``update`` row by row; a single row is ``update`` bit for bit."""
+    rng = np.random.default_rng(3)
+    rows, merged = RunningStandardizer(4), RunningStandardizer(4)
+    for n in [1, 0, 5, 1, 12, 2, 7, 1, 30]:
+        x = rng.normal(loc=3.0, scale=[1e-3, 1.0, 1e3, 1e6], size=(n, 4))
+        for row in x:
+            rows.update(row)
+        merged.update_rows(x)
+        assert merged.count == rows.count
+        np.testing.assert_allclose(merged.mean, rows.mean, rtol=1e-12)
+        np.testing.assert_allclose(merged.m2, rows.m2, rtol=1e-12)
+    one, single = RunningStandardizer(2), RunningStandardizer(2)
+    for row in rng.normal(size=(5, 2)):
+        one.update(row)
+        single.update_rows(row[None, :])
+    assert one.mean.tobytes() == single.mean.tobytes() and one.m2.tobytes() == single.m2.tobytes()

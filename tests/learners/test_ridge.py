@@ -235,3 +235,42 @@ def test_contexts_are_clipped_after_standardisation_for_decisions_and_learning()
         d = unclipped.act(row)
         unclipped.learn(d, Feedback(loss=float(d.action != label)))
     assert not np.array_equal(unclipped.reward_estimates(far), unclipped.reward_estimates(edge))
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    n=st.integers(0, 80),
+    d=st.integers(1, 6),
+    defer=st.integers(1, 9),
+)
+def test_deferred_ridge_is_the_same_exact_solution(seed: int, n: int, d: int, defer: int) -> None:
+    """The rank-one changes kept apart (``defer``) and folded later give, round by round,
+    the eager update's weights and inverse (other roundings), so the batch solution."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, d)) * rng.uniform(0.1, 10.0, size=d)
+    actions = rng.integers(0, 2, size=n).tolist()
+    rewards = rng.uniform(0.0, 1.0, size=n).tolist()
+    eager = PerActionRidge(2, d, 2.0, 0.5)
+    deferred = PerActionRidge(2, d, 2.0, 0.5, defer=defer)
+    for row, a, r in zip(x, actions, rewards, strict=True):
+        assert eager.update(row, a, r) and deferred.update(row, a, r)
+        np.testing.assert_allclose(deferred.weights, eager.weights, rtol=1e-9, atol=1e-12)
+    for a in range(2):
+        assert deferred.pending_rounds[a] == actions.count(a) % defer
+        np.testing.assert_allclose(deferred.inverse(a), eager.inv_gram[a], rtol=1e-9, atol=1e-12)
+        played = np.array(actions, dtype=int) == a
+        expected = batch_ridge(x[played], np.array(rewards)[played], 2.0, 2.0, 0.5)
+        np.testing.assert_allclose(deferred.weights[a], expected, rtol=1e-6, atol=1e-8)
+    assert np.array_equal(deferred.inverse(0), deferred.inverse(0).T)  # S^T S is symmetric
+
+
+def test_deferred_ridge_refuses_a_non_finite_row_whole() -> None:
+    ridge = PerActionRidge(1, 2, defer=3)
+    assert ridge.update(np.array([1.0, 2.0]), 0, 1.0)
+    before = (ridge.weights.copy(), ridge.pending.copy(), ridge.pending_rounds.copy())
+    assert not ridge.update(np.array([np.nan, 1.0]), 0, 1.0)
+    for now, then in zip((ridge.weights, ridge.pending, ridge.pending_rounds), before, strict=True):
+        np.testing.assert_array_equal(now, then)
+    with pytest.raises(ValueError, match="defer"):
+        PerActionRidge(1, 2, defer=-1)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from banditree.ranking import MAX_CANDIDATES, RankingConfig, RankingLearner
+from banditree.ranking.settings import RIDGE_DEFER
 
 
 def _learner(**kw: object) -> RankingLearner:
@@ -107,3 +108,49 @@ def test_id_ramp_scales_the_tree_by_the_ids_plays() -> None:
     assert off.scores(c, f, ["never-played"])[0] == pytest.approx(full)
     with pytest.raises(ValueError, match="id_ramp"):
         _learner(id_ramp=-1.0)
+
+
+def _run(learner: RankingLearner, rounds: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    for t in range(rounds):
+        c, f = rng.normal(size=3), rng.normal(size=(4, 2))
+        d = learner.rank(c, f, [f"a{j}" for j in range(4)], f"e{seed}-{t}")
+        learner.learn(d, reward=float(f[d.chosen, 0] * c[0] > 0))
+
+
+def _assert_same_state(a: RankingLearner, b: RankingLearner) -> None:
+    (ta, ma), (tb, mb) = a.state_tensors(), b.state_tensors()
+    assert ma == mb and set(ta) == set(tb)
+    for key, value in ta.items():
+        assert value.tobytes() == tb[key].tobytes(), key
+
+
+def test_checkpoint_between_folds_resumes_bit_for_bit() -> None:
+    """A checkpoint holds the ridge's rounds not yet folded into its inverse: a learner
+    restored between two folds goes on as the live one, bit for bit."""
+    live = _learner(seed=6)
+    _run(live, 3 * RIDGE_DEFER + 5, seed=7)
+    assert live._ridge.pending_rounds[0] == 5
+    restored = _learner(seed=6)
+    restored.load_state_tensors(*live.state_tensors())
+    _assert_same_state(live, restored)
+    _run(live, RIDGE_DEFER, seed=8)
+    _run(restored, RIDGE_DEFER, seed=8)
+    _assert_same_state(live, restored)
+
+
+def test_checkpoint_from_before_the_deferred_ridge_loads() -> None:
+    """A checkpoint without the ridge's pending rounds (made before they existed, every
+    round folded in) restores with none pending; a bad count is refused."""
+    live = _learner(seed=6)
+    _run(live, 2 * RIDGE_DEFER, seed=7)
+    assert live._ridge.pending_rounds[0] == 0
+    tensors, meta = live.state_tensors()
+    old = {k: v for k, v in tensors.items() if k not in ("ridge.pending", "ridge.pending_rounds")}
+    restored = _learner(seed=6)
+    restored.load_state_tensors(old, meta)
+    _assert_same_state(live, restored)
+    for bad in (-1.0, 0.5, float(RIDGE_DEFER)):
+        broken = {**tensors, "ridge.pending_rounds": np.array([bad])}
+        with pytest.raises(ValueError, match="pending_rounds"):
+            _learner(seed=6).load_state_tensors(broken, meta)
