@@ -232,8 +232,8 @@ class FeatureEncoder:
         get, count, mean = flat.get, self.count, self.mean
         for name, numeric, _, _, aux, _ in self._plan:
             value = get(name)
-            if value is None or value != value:  # missing (None, NaN)
-                continue
+            if value is None or (isinstance(value, float) and value != value):
+                continue  # missing (None, NaN)
             kind = type(value)
             if numeric:
                 if (kind is float or kind is int) and numeric == 1 and not value - value:

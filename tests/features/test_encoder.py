@@ -86,6 +86,27 @@ def test_refusals_name_the_field(context: object, field: str) -> None:
     assert err.value.field == field
 
 
+@pytest.mark.parametrize(
+    ("context", "field"),
+    [
+        ({"age": "old"}, "context.age"),
+        ({"age": float("inf")}, "context.age"),
+        ({"age": np.array([1.0, 2.0])}, "context.age"),
+        ({"premium": "maybe"}, "context.premium"),
+        ({"country": ["DE"]}, "context.country"),
+        ({"country": np.array(["DE", "FR"])}, "context.country"),
+        ({"country": "x" * (MAX_STRING_LENGTH + 1)}, "context.country"),
+        ({"tags": [{"a": 1}]}, "context.tags[0]"),
+    ],
+)
+def test_learning_refuses_what_encoding_refuses_naming_the_field(
+    context: object, field: str
+) -> None:
+    with pytest.raises(InvalidInput) as err:
+        encoder().update(context)  # type: ignore[arg-type]
+    assert err.value.field == field
+
+
 def test_missing_is_never_an_error_and_unknown_names_are_ignored() -> None:
     x = encoder().encode({"age": None, "tags": None, "extra": "ignored", "user": {}})
     named = dict(zip(encoder().columns(), x.tolist(), strict=True))
