@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 import redis
+from redis.crc import key_slot
 
 from tests.service.live_server import free_port
 
@@ -190,7 +191,8 @@ class OwnCluster:
         raise LookupError(f"no master serves slot {slot}")
 
     def wait_ok(self, timeout: float = 30.0) -> None:
-        """Until every live node says ``cluster_state:ok`` and every live replica is in sync."""
+        """Until every live node says ``cluster_state:ok`` and every live replica is in sync
+        (its link up, and online in its master's view)."""
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -208,7 +210,34 @@ class OwnCluster:
         replication = self.info(port, "replication")
         if replication.get("role") == "slave":
             return replication.get("master_link_status") == "up"
-        return True
+        return self._acknowledged(port, int(replication.get("connected_slaves", "0")))
+
+    def _acknowledged(self, port: int, replicas: int) -> bool:
+        """Whether the ``replicas`` of master ``port`` acknowledge a write within 1 s.
+
+        A replica whose link is up may still not acknowledge for a second or so after its
+        first copy (seen: offset 0 beside the master's 926, ``lag`` 1): a test's first
+        ``WAIT`` would time out.  A write to a key of the master's own slots, then
+        ``WAIT`` on the same connection, is what a feedback's claim does.
+        """
+        if not replicas:
+            return True
+        client = self._client(port)
+        try:
+            ranges = [
+                (int(start), int(end))
+                for start, end, master, *_ in client.execute_command("CLUSTER", "SLOTS")
+                if int(master[1]) == port
+            ]
+            key = next(
+                name
+                for name in (f"own-cluster:settle:{i}" for i in range(1 << 16))
+                if any(start <= key_slot(name.encode()) <= end for start, end in ranges)
+            )
+            client.set(key, b"1", px=60_000)
+            return int(client.execute_command("WAIT", replicas, 1000)) >= replicas
+        finally:
+            client.close()
 
     def kill(self, port: int, sig: signal.Signals = signal.SIGKILL) -> None:
         node = self.node(port)
