@@ -14,14 +14,29 @@ beforehand, in the same run.  Goals (issue 28): pace >= 0.9x the bare loop and >
 feedbacks/s; recovery of 100,000 entries < 5 s.  On a shared machine the wall-clock
 figures move with the load; the CPU-second figures (this process's CPU time) do less.  ``bare_learn_batch_per_cpu_second`` is
 the library's ``learn_batch`` alone (64 pairs a call), which the service's learner uses.
+The service's CPU is split: ``loop_thread_us_per_entry`` (the event loop's thread: log
+reads, lease and checkpoint calls), ``other_threads_us_per_entry`` (the learner's slices,
+checkpoint serialising and saving, the store's own threads) and ``gc_us_per_entry``
+(the garbage collector's share of both, timed through ``gc.callbacks``).
+
+Each timed part (the bare loops, the service's learner) runs with the heap as a serving
+process keeps it: what was made before it frozen out of the collector's walks
+(``gc.freeze``, as ``banditree serve`` does at start-up and its ``HeapFreezer`` once a
+learner leads), so that the benchmark's own data (its 100,000 pairs) is not walked by
+every collection of the old generation, which no service's collections do.
+``--no-freeze`` times them with that data walked (the collector then takes 0.6-1.5 us
+more an entry of the service's learner, little of the bare loops).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import gc
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
@@ -35,36 +50,72 @@ from service.runtime.replay import read_decision
 from service.store import RedisStore, SqliteStore, Store
 
 
-def bare_rate(pairs: list[tuple[str, str, str]]) -> tuple[float, float]:
+@contextlib.contextmanager
+def served_heap(freeze: bool) -> Iterator[None]:
+    """The heap as a serving process keeps it (see the module): with ``freeze``, every
+    object made so far is left out of the collections until the block ends (then all
+    frozen objects are given back: the benchmark freezes nothing else)."""
+    if not freeze:
+        yield
+        return
+    gc.collect()
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
+def bare_rate(pairs: list[tuple[str, str, str]], freeze: bool = True) -> tuple[float, float]:
     """Feedbacks per second of ``learner.learn`` alone (decoded beforehand): per wall
     second and per CPU second of this process."""
     decoded = [(read_decision(d, UID), Feedback.from_dict(orjson.loads(f))) for _, d, f in pairs]
     learner = build_learner(CONFIG)
-    started, cpu = time.perf_counter(), time.process_time()
-    for decision, feedback in decoded:
-        assert decision is not None
-        learner.learn(decision, feedback)
+    with served_heap(freeze):
+        started, cpu = time.perf_counter(), time.process_time()
+        for decision, feedback in decoded:
+            assert decision is not None
+            learner.learn(decision, feedback)
     return (
         len(decoded) / (time.perf_counter() - started),
         len(decoded) / (time.process_time() - cpu),
     )
 
 
-def bare_batch_rate(pairs: list[tuple[str, str, str]], chunk: int = 64) -> float:
+def bare_batch_rate(
+    pairs: list[tuple[str, str, str]], chunk: int = 64, freeze: bool = True
+) -> float:
     """Feedbacks per CPU second of ``learner.learn_batch`` alone, ``chunk`` pairs a call
     (what the service's learner calls; the same state as the ``learn`` loop)."""
     decoded = [(read_decision(d, UID), Feedback.from_dict(orjson.loads(f))) for _, d, f in pairs]
     learner = build_learner(CONFIG)
-    cpu = time.process_time()
-    for start in range(0, len(decoded), chunk):
-        part = decoded[start : start + chunk]
-        learner.learn_batch([d for d, _ in part], [f for _, f in part])  # type: ignore[misc]
-    return len(decoded) / (time.process_time() - cpu)
+    with served_heap(freeze):
+        cpu = time.process_time()
+        for start in range(0, len(decoded), chunk):
+            part = decoded[start : start + chunk]
+            learner.learn_batch([d for d, _ in part], [f for _, f in part])  # type: ignore[misc]
+        return len(decoded) / (time.process_time() - cpu)
 
 
-async def service_learner_seconds(store: Store, entries: int) -> tuple[float, float]:
-    """Seconds from a ModelLearner's start to its last entry applied: wall, and CPU of
-    this process (the event loop, the learner's thread, the store client)."""
+class _CollectorClock:
+    """CPU seconds spent in the garbage collector while installed (``gc.callbacks``)."""
+
+    def __init__(self) -> None:
+        self.seconds, self._started = 0.0, 0.0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.thread_time()
+        else:
+            self.seconds += time.thread_time() - self._started
+
+
+async def service_learner_seconds(
+    store: Store, entries: int, freeze: bool = True
+) -> dict[str, float]:
+    """A ModelLearner from its start to its last entry applied: the wall seconds, the CPU
+    seconds of this process (the event loop, the learner's thread, the store client),
+    of the event loop's thread alone, and of the garbage collector (in every thread)."""
     metrics = ServiceMetrics()
     idle = IdleLearners(store, holder="bench", lease_seconds=3.0)
     learner = ModelLearner(
@@ -73,11 +124,20 @@ async def service_learner_seconds(store: Store, entries: int) -> tuple[float, fl
                              lease_seconds=3.0),
         store=store, metrics=metrics.for_model("m"), holder="bench", idle=idle,
     )  # fmt: skip
-    started, cpu = time.perf_counter(), time.process_time()
-    learner.start()
-    while learner.offset < entries:
-        await asyncio.sleep(0.005)
-    took = time.perf_counter() - started, time.process_time() - cpu
+    collector = _CollectorClock()
+    with served_heap(freeze):
+        gc.callbacks.append(collector)
+        started, cpu, loop_cpu = time.perf_counter(), time.process_time(), time.thread_time()
+        learner.start()
+        while learner.offset < entries:
+            await asyncio.sleep(0.005)
+        took = {
+            "wall": time.perf_counter() - started,
+            "cpu": time.process_time() - cpu,
+            "loop_cpu": time.thread_time() - loop_cpu,
+            "gc_cpu": collector.seconds,
+        }
+        gc.callbacks.remove(collector)
     await learner.stop()
     await idle.stop()
     return took
@@ -86,7 +146,8 @@ async def service_learner_seconds(store: Store, entries: int) -> tuple[float, fl
 async def run(args: argparse.Namespace) -> dict[str, float]:
     pairs = make_pairs(args.entries)
     sample = pairs[: min(len(pairs), 20_000)]
-    bare, bare_cpu = bare_rate(sample)
+    freeze = not args.no_freeze
+    bare, bare_cpu = bare_rate(sample, freeze)
     with tempfile.TemporaryDirectory() as tmp:
         if args.store == "redis":
             store: Store = RedisStore.from_url(
@@ -95,15 +156,16 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
         else:
             store = SqliteStore(Path(tmp))
         await fill(store, pairs, time.time())
-        seconds, cpu_seconds = await service_learner_seconds(store, len(pairs))
+        took = await service_learner_seconds(store, len(pairs), freeze)
+        seconds, cpu_seconds = took["wall"], took["cpu"]
         if isinstance(store, RedisStore):
             keys = [k async for k in store.client.scan_iter(match=store.prefix + "*")]
             for key in keys:
                 await store.client.delete(key)
         await store.close()
-    again, again_cpu = bare_rate(sample)  # before and after: the better of the two
+    again, again_cpu = bare_rate(sample, freeze)  # before and after: the better of the two
     bare, bare_cpu = max(bare, again), max(bare_cpu, again_cpu)
-    batch_cpu = bare_batch_rate(sample)
+    batch_cpu = bare_batch_rate(sample, freeze=freeze)
     return {
         "entries": float(len(pairs)),
         "bare_learn_per_second": bare,
@@ -114,6 +176,10 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
         "cpu_ratio": len(pairs) / cpu_seconds / bare_cpu,
         "bare_learn_batch_per_cpu_second": batch_cpu,
         "recovery_seconds": seconds,
+        # where the service's CPU goes (see the module's docstring)
+        "loop_thread_us_per_entry": took["loop_cpu"] / len(pairs) * 1e6,
+        "other_threads_us_per_entry": (cpu_seconds - took["loop_cpu"]) / len(pairs) * 1e6,
+        "gc_us_per_entry": took["gc_cpu"] / len(pairs) * 1e6,
     }
 
 
@@ -122,6 +188,10 @@ def main() -> None:
     parser.add_argument("--entries", type=int, default=100_000)
     parser.add_argument("--store", choices=["sqlite", "redis"], default="sqlite")
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/0")
+    parser.add_argument(
+        "--no-freeze", action="store_true",
+        help="time with the benchmark's own data walked by the collector (see the docstring)",
+    )  # fmt: skip
     args = parser.parse_args()
     figures = asyncio.run(run(args))
     for key, value in figures.items():

@@ -1,0 +1,45 @@
+"""``benchmarks.learner_keepup``: the service's learner is timed with the heap frozen as a
+serving process freezes it, the heap is given back after, and its CPU is split by part."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+from pathlib import Path
+
+from benchmarks.learner_keepup import bare_rate, served_heap, service_learner_seconds
+from benchmarks.log_scale import fill, make_pairs
+from service.store import SqliteStore
+
+
+def test_served_heap_freezes_then_gives_the_heap_back() -> None:
+    with served_heap(True):
+        assert gc.get_freeze_count() > 0  # the objects made before: out of the walks
+    assert gc.get_freeze_count() == 0
+    with served_heap(False):
+        assert gc.get_freeze_count() == 0
+
+
+def test_the_service_learner_is_timed_with_its_cpu_split(tmp_path: Path) -> None:
+    pairs = make_pairs(300)
+
+    async def scenario() -> dict[str, float]:
+        store = SqliteStore(tmp_path)
+        try:
+            await fill(store, pairs, 1_000.0)
+            seen: list[int] = []
+            gc.callbacks.append(lambda phase, info: seen.append(gc.get_freeze_count()))
+            try:
+                took = await service_learner_seconds(store, len(pairs))
+            finally:
+                gc.callbacks.pop()
+            assert max(seen) > 0  # the collections while it was timed: heap frozen
+            return took
+        finally:
+            await store.close()
+
+    took = asyncio.run(scenario())
+    assert gc.get_freeze_count() == 0
+    assert took["wall"] > 0 and took["cpu"] > 0
+    assert 0 < took["loop_cpu"] <= took["cpu"] and 0 <= took["gc_cpu"] <= took["cpu"]
+    assert bare_rate(pairs)[1] > 0 and gc.get_freeze_count() == 0
