@@ -216,14 +216,20 @@ async def test_a_single_redis_without_replicas_does_not_wait(own_redis: OwnRedis
         await store.close()
 
 
-async def test_closing_the_store_closes_connections_to_a_node_dropped_from_the_topology(
-    own_cluster: OwnCluster,
-) -> None:
+async def _holding_m(own_cluster: OwnCluster) -> RedisStore:
+    """A store of its own on the cluster (no wait for replicas) that holds model ``m``."""
     store = RedisStore.from_url(
         own_cluster.url, prefix=f"t{uuid.uuid4().hex[:8]}:", timeout_seconds=0.5, wait_replicas=0
     )
     await store.ping()
     await store.hold_model("m")
+    return store
+
+
+async def test_closing_the_store_closes_connections_to_a_node_dropped_from_the_topology(
+    own_cluster: OwnCluster,
+) -> None:
+    store = await _holding_m(own_cluster)
     victim = own_cluster.master_of_key(store._key("log", "m"))
     node = store.client.get_node(host="127.0.0.1", port=victim)
     in_use = node.acquire_connection()  # a call in flight on the master when it dies
@@ -247,11 +253,7 @@ async def test_closing_the_store_closes_connections_to_a_node_dropped_from_the_t
 async def test_closing_the_store_after_a_call_failed_on_a_dead_master_closes_every_connection(
     own_cluster: OwnCluster,
 ) -> None:
-    store = RedisStore.from_url(
-        own_cluster.url, prefix=f"t{uuid.uuid4().hex[:8]}:", timeout_seconds=0.5, wait_replicas=0
-    )
-    await store.ping()
-    await store.hold_model("m")
+    store = await _holding_m(own_cluster)
     await store.put_events("m", [("e", "p")], now=T0, ttl_seconds=60)
     own_cluster.kill(own_cluster.master_of_key(store._key("log", "m")))
     with pytest.raises(StoreUnavailable):  # before any replica took over
