@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import operator
 import sqlite3
+
+import orjson
 
 from service.store.base import LogBounds, LogEntry
 from service.store.protocols import LogStore
@@ -27,17 +30,40 @@ def append_entry(
     return offset
 
 
+_READ_ROWS = (
+    "SELECT offset, event_id, decision, feedback, acked_at FROM log "
+    "WHERE model = ? AND offset > ? ORDER BY offset LIMIT ?"
+)
+#: the same entries as one JSON text ``[[offset, event_id, decision, feedback, acked_at],
+#: ...]``, and whether every ``acked_at`` in it is exact.  Python's ``sqlite3`` lets go of
+#: the interpreter lock around each row's step and takes it back after: a read of 512
+#: rows on the event loop hands the lock back and forth 512 times with the learner's
+#: thread, which then learned a third slower (38 against 28 us an entry).  One row is
+#: one hand-off.  SQLite writes a REAL with 17 significant digits exactly between 1e-30
+#: and 1e30 (no miss in 500,000 draws; misses beyond): outside it the rows are read.
+_READ_AS_JSON = (
+    "SELECT '[' || group_concat('[' || offset || ',' || json_quote(event_id) || ',' || "
+    "json_quote(decision) || ',' || json_quote(feedback) || ',' || "
+    "printf('%!.17g', acked_at) || ']', ',') || ']', "
+    "min(acked_at = 0 OR abs(acked_at) BETWEEN 1e-30 AND 1e30) "
+    f"FROM ({_READ_ROWS})"
+)
+_offset = operator.itemgetter(0)
+
+
 class SqliteLog(SqliteBase, LogStore):
     """Read the log (appends come with a claimed decision: :mod:`.decisions`)."""
 
     async def read_log(self, name: str, *, after: int, limit: int) -> list[LogEntry]:
-        rows = self._tx(
-            lambda db: db.execute(
-                "SELECT offset, event_id, decision, feedback, acked_at FROM log "
-                "WHERE model = ? AND offset > ? ORDER BY offset LIMIT ?",
-                (name, after, limit),
-            ).fetchall()
-        )
+        args = (name, after, limit)
+        text, exact = self._tx(lambda db: db.execute(_READ_AS_JSON, args).fetchone())
+        if text is None:
+            return []
+        if exact:
+            rows = orjson.loads(text)
+            rows.sort(key=_offset)  # (in the subquery's order already: one pass)
+            return [LogEntry(*row) for row in rows]
+        rows = self._tx(lambda db: db.execute(_READ_ROWS, args).fetchall())
         return [LogEntry(*row) for row in rows]
 
     async def log_bounds(self, name: str) -> LogBounds:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import sqlite3
 from pathlib import Path
@@ -186,3 +187,47 @@ async def test_a_checkpoint_load_never_waits_for_the_writer(tmp_path: Path) -> N
         assert await store.load_checkpoint("m", info.sequence + 1) is None
     finally:
         await store.close()
+
+
+AWKWARD_IDS = ["plain", 'quo"te\\back', "nul\x00in", "é\u2028\x01", "x" * 128]
+ACKED = [1_000_000.0, 1732500000.1234567, 0.1, 1 / 3, 0.0, 1e29, 2.5e-30]
+
+
+async def test_a_log_read_in_one_step_is_the_rows_exactly(tmp_path: Path) -> None:
+    from service.store.sqlite.log import append_entry
+
+    store = SqliteStore(tmp_path)
+    entries = [
+        (f"{event_id}-{i}", json.dumps({"a": i, "s": event_id}), None if i % 3 else '{"loss": 1}', at)
+        for i, (event_id, at) in enumerate(
+            (e, a) for e in AWKWARD_IDS for a in ACKED
+        )
+    ]  # fmt: skip
+    store._tx(lambda db: [append_entry(db, "m", *entry) for entry in entries])
+    for after, limit in ((0, 1000), (0, 7), (10, 5), (len(entries), 10), (3, 1)):
+        read = await store.read_log("m", after=after, limit=limit)
+        rows = store._tx(functools.partial(_rows, args=("m", after, limit)))
+        assert [tuple(vars(e).values()) for e in read] == rows
+        assert all(type(e.acked_at) is float and type(e.offset) is int for e in read)
+    assert await store.read_log("other", after=0, limit=10) == []
+    await store.close()
+
+
+def _rows(db: sqlite3.Connection, args: tuple[object, ...]) -> list[object]:
+    from service.store.sqlite.log import _READ_ROWS
+
+    return db.execute(_READ_ROWS, args).fetchall()
+
+
+@pytest.mark.parametrize("acked_at", [1e300, 4.9e-324, -1e-200])
+async def test_a_time_outside_the_exact_range_reads_the_rows(
+    tmp_path: Path, acked_at: float
+) -> None:
+    from service.store.sqlite.log import append_entry
+
+    store = SqliteStore(tmp_path)
+    store._tx(lambda db: append_entry(db, "m", "e", "{}", "{}", acked_at))
+    store._tx(lambda db: append_entry(db, "m", "f", "{}", "{}", 5.0))
+    (first, second) = await store.read_log("m", after=0, limit=10)
+    assert (first.acked_at, second.acked_at) == (acked_at, 5.0)
+    await store.close()
