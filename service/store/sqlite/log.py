@@ -35,16 +35,16 @@ _READ_ROWS = (
     "WHERE model = ? AND offset > ? ORDER BY offset LIMIT ?"
 )
 #: the same entries as one JSON text ``[[offset, event_id, decision, feedback, acked_at],
-#: ...]``, and whether every ``acked_at`` in it is exact.  Python's ``sqlite3`` lets go of
-#: the interpreter lock around each row's step and takes it back after: a read of 512
-#: rows on the event loop hands the lock back and forth 512 times with the learner's
-#: thread, which then learned a third slower (38 against 28 us an entry).  One row is
-#: one hand-off.  SQLite writes a REAL with 17 significant digits exactly between 1e-30
-#: and 1e30 (no miss in 500,000 draws; misses beyond): outside it the rows are read.
+#: ...]`` (``acked_at`` a string), and whether every ``acked_at`` is exact (NULL: no
+#: entry).  Python's ``sqlite3`` lets go of the interpreter lock around each row's step
+#: and takes it back after: a read of 512 rows on the event loop handed the lock back and
+#: forth 512 times with the learner's thread, which then learned a third slower (38
+#: against 28 us an entry).  One row is one hand-off.  SQLite writes a REAL with 17
+#: significant digits exactly between 1e-30 and 1e30 (no miss in 500,000 draws; misses
+#: beyond): outside it the rows are read as before.
 _READ_AS_JSON = (
-    "SELECT '[' || group_concat('[' || offset || ',' || json_quote(event_id) || ',' || "
-    "json_quote(decision) || ',' || json_quote(feedback) || ',' || "
-    "printf('%!.17g', acked_at) || ']', ',') || ']', "
+    "SELECT json_group_array(json_array(offset, event_id, decision, feedback, "
+    "printf('%!.17g', acked_at))), "
     "min(acked_at = 0 OR abs(acked_at) BETWEEN 1e-30 AND 1e30) "
     f"FROM ({_READ_ROWS})"
 )
@@ -57,12 +57,12 @@ class SqliteLog(SqliteBase, LogStore):
     async def read_log(self, name: str, *, after: int, limit: int) -> list[LogEntry]:
         args = (name, after, limit)
         text, exact = self._tx(lambda db: db.execute(_READ_AS_JSON, args).fetchone())
-        if text is None:
+        if exact is None:  # no entry
             return []
         if exact:
             rows = orjson.loads(text)
             rows.sort(key=_offset)  # (in the subquery's order already: one pass)
-            return [LogEntry(*row) for row in rows]
+            return [LogEntry(o, e, d, f, float(at)) for o, e, d, f, at in rows]
         rows = self._tx(lambda db: db.execute(_READ_ROWS, args).fetchall())
         return [LogEntry(*row) for row in rows]
 
