@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import operator
 import sqlite3
 
@@ -51,18 +53,31 @@ _READ_AS_JSON = (
 _offset = operator.itemgetter(0)
 
 
+@functools.cache
+def one_row_reads() -> bool:
+    """Whether this SQLite has the JSON functions of :data:`_READ_AS_JSON` (built in
+    since 3.38; an older library built without them reads rows)."""
+    try:
+        with contextlib.closing(sqlite3.connect(":memory:")) as db:
+            db.execute("SELECT json_group_array(json_array(1, printf('%!.17g', 0.5)))")
+    except sqlite3.Error:
+        return False
+    return True
+
+
 class SqliteLog(SqliteBase, LogStore):
     """Read the log (appends come with a claimed decision: :mod:`.decisions`)."""
 
     async def read_log(self, name: str, *, after: int, limit: int) -> list[LogEntry]:
         args = (name, after, limit)
-        text, exact = self._tx(lambda db: db.execute(_READ_AS_JSON, args).fetchone())
-        if exact is None:  # no entry
-            return []
-        if exact:
-            rows = orjson.loads(text)
-            rows.sort(key=_offset)  # (in the subquery's order already: one pass)
-            return [LogEntry(o, e, d, f, float(at)) for o, e, d, f, at in rows]
+        if one_row_reads():
+            text, exact = self._tx(lambda db: db.execute(_READ_AS_JSON, args).fetchone())
+            if exact is None:  # no entry
+                return []
+            if exact:
+                rows = orjson.loads(text)
+                rows.sort(key=_offset)  # (in the subquery's order already: one pass)
+                return [LogEntry(o, e, d, f, float(at)) for o, e, d, f, at in rows]
         rows = self._tx(lambda db: db.execute(_READ_ROWS, args).fetchall())
         return [LogEntry(*row) for row in rows]
 

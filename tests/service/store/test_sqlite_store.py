@@ -231,3 +231,20 @@ async def test_a_time_outside_the_exact_range_reads_the_rows(
     (first, second) = await store.read_log("m", after=0, limit=10)
     assert (first.acked_at, second.acked_at) == (acked_at, 5.0)
     await store.close()
+
+
+async def test_a_sqlite_without_json_functions_reads_the_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from service.store.sqlite import log
+
+    assert log.one_row_reads()  # this machine's SQLite has them
+    monkeypatch.setattr(log, "one_row_reads", lambda: False)
+    store = SqliteStore(tmp_path)
+    store._tx(lambda db: log.append_entry(db, "m", "e", '{"a": 1}', None, 7.5))
+    (entry,) = await store.read_log("m", after=0, limit=10)
+    assert (entry.offset, entry.event_id, entry.decision, entry.feedback, entry.acked_at) == (
+        1, "e", '{"a": 1}', None, 7.5,
+    )  # fmt: skip
+    assert await store.read_log("m", after=1, limit=10) == []
+    await store.close()
