@@ -43,6 +43,7 @@ import orjson
 
 from banditree.learners import Feedback, build_learner
 from benchmarks.log_scale import CONFIG, UID, fill, make_pairs
+from service.main import freeze_startup_objects
 from service.metrics import ServiceMetrics
 from service.runtime.idle import IdleLearners
 from service.runtime.learner import LearnerPolicy, ModelLearner
@@ -58,8 +59,7 @@ def served_heap(freeze: bool) -> Iterator[None]:
     if not freeze:
         yield
         return
-    gc.collect()
-    gc.freeze()
+    freeze_startup_objects()
     try:
         yield
     finally:

@@ -123,7 +123,7 @@ def _openapi_with_settings(app: FastAPI, settings: Settings) -> None:
     app.openapi = openapi  # type: ignore[method-assign]
 
 
-def _freeze_startup_objects() -> None:
+def freeze_startup_objects() -> None:
     """Leave the objects of the started service (modules, app, models: hundreds of
     thousands with torch loaded) out of every later garbage collection.
 
@@ -139,7 +139,7 @@ def create_app(settings: Settings | None = None, *, freeze_startup: bool = False
     """A service app for ``settings`` (default: from the ``BANDITREE_*`` environment).
 
     ``freeze_startup`` (a serving process) leaves every object of the started service
-    out of later garbage collections (see :func:`_freeze_startup_objects`).
+    out of later garbage collections (see :func:`freeze_startup_objects`).
     """
     settings = settings if settings is not None else load_settings()
     service_metrics = ServiceMetrics()
@@ -165,7 +165,7 @@ def create_app(settings: Settings | None = None, *, freeze_startup: bool = False
             asyncio.create_task(watch_loop_lag(service_metrics.loop_lag)),
         ]
         if freeze_startup:
-            _freeze_startup_objects()
+            freeze_startup_objects()
         try:
             yield
         finally:

@@ -233,7 +233,7 @@ class FeatureEncoder:
         for name, numeric, _, _, aux, _ in self._plan:
             value = get(name)
             if value is None or (isinstance(value, float) and value != value):
-                continue  # missing (None, NaN)
+                continue  # missing: _is_missing, written out (a call per value costs here)
             kind = type(value)
             if numeric:
                 if (kind is float or kind is int) and numeric == 1 and not value - value:

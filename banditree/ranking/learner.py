@@ -287,12 +287,13 @@ class RankingLearner:
         ridge = self._ridge
         values = {}
         for key in RIDGE_ARRAYS:
-            value = tensors.get(f"ridge.{key}")
-            if value is None and key in _SINCE_DEFER:  # every round folded in: none kept
-                value = np.zeros_like(getattr(ridge, key))
-            values[key] = np.array(tensors[f"ridge.{key}"] if value is None else value)
+            name = f"ridge.{key}"
+            if key in _SINCE_DEFER and name not in tensors:  # every round folded in
+                values[key] = np.zeros_like(getattr(ridge, key))
+            else:
+                values[key] = np.array(tensors[name], dtype=np.float64)
             if values[key].shape != getattr(ridge, key).shape:
-                raise ValueError(f"checkpoint ridge.{key} does not match the configuration")
+                raise ValueError(f"checkpoint {name} does not match the configuration")
         kept = values["pending_rounds"]
         if not np.isin(kept, np.arange(ridge.defer)).all():
             raise ValueError("checkpoint ridge.pending_rounds does not match the configuration")

@@ -24,6 +24,14 @@ def batch_ridge(
     return np.linalg.solve(u.T @ u + penalty, u.T @ r + penalty @ w0)
 
 
+def _stream(seed: int, n: int, d: int, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``n`` contexts ``(n, d)`` of mixed scales, the actions played among ``k`` and their
+    rewards in ``[0, 1]``."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, d)) * rng.uniform(0.1, 10.0, size=d)
+    return x, rng.integers(0, k, size=n), rng.uniform(0.0, 1.0, size=n)
+
+
 @settings(max_examples=30, deadline=None)
 @given(
     seed=st.integers(0, 2**31 - 1),
@@ -36,10 +44,7 @@ def batch_ridge(
 def test_online_ridge_equals_the_batch_solution_per_action(
     seed: int, n: int, d: int, l2: float, intercept_l2: float, prior: float
 ) -> None:
-    rng = np.random.default_rng(seed)
-    x = rng.normal(size=(n, d)) * rng.uniform(0.1, 10.0, size=d)
-    actions = rng.integers(0, 3, size=n)
-    rewards = rng.uniform(0.0, 1.0, size=n)
+    x, actions, rewards = _stream(seed, n, d, 3)
     ridge = PerActionRidge(3, d, l2, prior, intercept_l2)
     for row, a, r in zip(x, actions.tolist(), rewards.tolist(), strict=True):
         assert ridge.update(row, a, r)
@@ -247,10 +252,8 @@ def test_contexts_are_clipped_after_standardisation_for_decisions_and_learning()
 def test_deferred_ridge_is_the_same_exact_solution(seed: int, n: int, d: int, defer: int) -> None:
     """The rank-one changes kept apart (``defer``) and folded later give, round by round,
     the eager update's weights and inverse (other roundings), so the batch solution."""
-    rng = np.random.default_rng(seed)
-    x = rng.normal(size=(n, d)) * rng.uniform(0.1, 10.0, size=d)
-    actions = rng.integers(0, 2, size=n).tolist()
-    rewards = rng.uniform(0.0, 1.0, size=n).tolist()
+    x, played_actions, played_rewards = _stream(seed, n, d, 2)
+    actions, rewards = played_actions.tolist(), played_rewards.tolist()
     eager = PerActionRidge(2, d, 2.0, 0.5)
     deferred = PerActionRidge(2, d, 2.0, 0.5, defer=defer)
     for row, a, r in zip(x, actions, rewards, strict=True):
