@@ -26,7 +26,7 @@ from typing import Any, Literal, TypeVar
 
 from service.store.base import ModelGone, StoreUnavailable
 from service.store.protocols import StoreLifecycle
-from service.store.sqlite.schema import SCHEMA, import_file_store
+from service.store.sqlite.schema import SCHEMA, import_file_store, index_due
 from service.store.sqlite.wal import WalCheckpointer
 
 T = TypeVar("T")
@@ -76,6 +76,7 @@ class SqliteBase(StoreLifecycle):
             self._db.execute("PRAGMA wal_autocheckpoint=0")  # WalCheckpointer's thread does it
             self._db.executescript(SCHEMA)
             imported = self._tx(lambda db: import_file_store(db, self.data_dir))
+            self._tx(index_due)
         except BaseException:
             self._db.close()
             self._lock_file.close()

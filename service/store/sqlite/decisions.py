@@ -1,19 +1,59 @@
-"""Pending decisions in the embedded store: the ``decisions`` table.
+"""Pending decisions in the embedded store: the ``decisions`` table, and ``due``.
 
 A row is ``pending`` until claimed; a claimed row stays as a tombstone (``used`` or
 ``expired``, without its payload) until ``keep_until``, so a repeat gets a precise answer.
 The decision writes of one event-loop tick share one transaction (group commit).
+
+What is due when is kept per commit, not per decision: each commit adds one ``due`` row
+per model, listing the event ids it wrote under the latest deadline and keep-until of
+them.  An index entry per decision (``decisions (model, state, deadline)``, the layout
+before) cost a third of the insert of a batch of 256 decisions, and another write at
+every claim; a ``due`` row is one small write per commit.  A ``due`` row is a hint, the
+decision rows are the truth: the sweep expires, at stage :data:`EXPIRE` once the
+row's time passed, the listed decisions still pending past their own deadline, then
+(stage :data:`DELETE`, at the row's keep-until) deletes those whose own keep-until
+passed.  A decision written again (an activation) is listed by its new commit's row
+too, and each pass skips it where its own times have not passed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import sqlite3
+from collections.abc import Iterator
+from typing import Any
 
-from service.store.base import MIN_TOMBSTONE_SECONDS, EventLookup, StoreBehind, event_deadlines
+import orjson
+
+from service.store.base import EventLookup, StoreBehind, event_deadlines
 from service.store.protocols import DecisionStore
 from service.store.sqlite.connection import SqliteBase
 from service.store.sqlite.log import append_entry
+from service.store.sqlite.schema import DUE_DELETE, DUE_EXPIRE
+
+#: stages of a ``due`` row: its decisions expire at ``at`` (their deadline), then their
+#: tombstones are deleted at ``at`` (their keep-until)
+EXPIRE, DELETE = DUE_EXPIRE, DUE_DELETE
+#: event ids looked up per statement (SQLite's bound on variables is 32,766 and up)
+_IDS_PER_QUERY = 500
+_INSERT = (
+    "INSERT OR REPLACE INTO decisions(model, event_id, deadline, keep_until, payload, state) "
+    "VALUES (?, ?, ?, ?, ?, 'pending')"
+)
+_COUNT = (
+    "INSERT INTO counters(model, decisions) VALUES (?, ?) "
+    "ON CONFLICT(model) DO UPDATE SET decisions = decisions + excluded.decisions"
+)
+_DUE = "INSERT INTO due(model, stage, at, keep_until, event_ids) VALUES (?, ?, ?, ?, ?)"
+
+
+def _chunks(ids: list[str]) -> Iterator[list[str]]:
+    for start in range(0, len(ids), _IDS_PER_QUERY):
+        yield ids[start : start + _IDS_PER_QUERY]
+
+
+def _in(ids: list[str]) -> str:
+    return ",".join("?" * len(ids))
 
 
 def _lookup(db: sqlite3.Connection, name: str, event_id: str, now: float) -> EventLookup:
@@ -73,21 +113,25 @@ class SqliteDecisions(SqliteBase, DecisionStore):
         """Commit the decisions queued in this tick in one transaction; wake their callers."""
         batch, self._puts = self._puts, []
         counts: dict[str, int] = {}
+        due: dict[str, tuple[float, float, list[str]]] = {}
         for rows, counted, _ in batch:
-            if rows and counted:
-                counts[rows[0][0]] = counts.get(rows[0][0], 0) + len(rows)
+            if not rows:
+                continue
+            name, _, deadline, keep_until, _ = rows[0]  # one request: one model, one time
+            if counted:
+                counts[name] = counts.get(name, 0) + len(rows)
+            at, keep, ids = due.get(name, (deadline, keep_until, []))
+            ids += [row[1] for row in rows]
+            due[name] = (max(at, deadline), max(keep, keep_until), ids)
 
         def work(db: sqlite3.Connection) -> None:
+            db.executemany(_INSERT, [row for rows, _, _ in batch for row in rows])
+            db.executemany(_COUNT, counts.items())
             db.executemany(
-                "INSERT OR REPLACE INTO decisions(model, event_id, deadline, keep_until, "
-                "payload, state) VALUES (?, ?, ?, ?, ?, 'pending')",
-                [row for rows, _, _ in batch for row in rows],
-            )
-            db.executemany(
-                "INSERT INTO counters(model, decisions) VALUES (?, ?) "
-                "ON CONFLICT(model) DO UPDATE SET decisions = decisions + excluded.decisions",
-                counts.items(),
-            )
+                _DUE,
+                [(name, EXPIRE, at, keep, orjson.dumps(ids).decode())
+                 for name, (at, keep, ids) in due.items()],
+            )  # fmt: skip
 
         try:
             self._tx(work)
@@ -129,28 +173,8 @@ class SqliteDecisions(SqliteBase, DecisionStore):
             self._mark(db, name)
             if log:
                 _check_seen(db, name, seen)
-            # keep_until >= deadline + MIN_TOMBSTONE_SECONDS, so the deadline bound lets the
-            # decisions_due index skip the rows still young, instead of a whole-table scan
-            db.execute(
-                "DELETE FROM decisions INDEXED BY decisions_due WHERE model = ? "
-                "AND state IN ('pending', 'used', 'expired') "
-                "AND deadline <= ? AND keep_until <= ?",
-                (name, now - MIN_TOMBSTONE_SECONDS, now),
-            )
-            rows = db.execute(
-                "SELECT event_id, payload FROM decisions WHERE model = ? AND state = 'pending' "
-                "AND deadline < ? ORDER BY deadline, event_id LIMIT ?",
-                (name, now, limit),
-            ).fetchall()
-            for event_id, payload in rows:
-                db.execute(
-                    "UPDATE decisions SET state = 'expired', payload = NULL "
-                    "WHERE model = ? AND event_id = ?",
-                    (name, event_id),
-                )
-                if log:
-                    append_entry(db, name, event_id, payload, None, now)
-            return len(rows)
+            _delete_tombstones(db, name, now)
+            return _expire(db, name, now, limit, log)
 
         return self._tx(work)
 
@@ -173,3 +197,67 @@ def _check_seen(db: sqlite3.Connection, name: str, seen: int) -> None:
             f"the store's log of model {name!r} ends at {last}, before offset {seen} "
             "this process was given: the database was restored from an older copy"
         )
+
+
+def _delete_tombstones(db: sqlite3.Connection, name: str, now: float) -> None:
+    """Delete the decisions of the ``due`` rows at their keep-until whose own keep-until
+    passed (their tombstones), and those ``due`` rows."""
+    rows = db.execute(
+        "SELECT rowid, event_ids FROM due WHERE model = ? AND stage = ? AND at <= ?",
+        (name, DELETE, now),
+    ).fetchall()
+    for rowid, listed in rows:
+        for ids in _chunks(orjson.loads(listed)):
+            db.execute(
+                f"DELETE FROM decisions WHERE model = ? AND event_id IN ({_in(ids)}) "
+                "AND keep_until <= ?",
+                (name, *ids, now),
+            )
+        db.execute("DELETE FROM due WHERE rowid = ?", (rowid,))
+
+
+def _expire(db: sqlite3.Connection, name: str, now: float, limit: int, log: bool) -> int:
+    """Expire up to ``limit`` decisions pending past their deadline, oldest ``due`` row
+    first; a row whose decisions are all settled moves on to its keep-until."""
+    expired = 0
+    while expired < limit:
+        rows = db.execute(
+            "SELECT rowid, keep_until, event_ids FROM due WHERE model = ? AND stage = ? "
+            "AND at < ? ORDER BY at, rowid LIMIT 64",
+            (name, EXPIRE, now),
+        ).fetchall()
+        if not rows:
+            break
+        for rowid, keep_until, listed in rows:
+            pending = _pending(db, name, orjson.loads(listed), now)
+            for event_id, payload in pending[: limit - expired]:
+                db.execute(
+                    "UPDATE decisions SET state = 'expired', payload = NULL "
+                    "WHERE model = ? AND event_id = ?",
+                    (name, event_id),
+                )
+                if log:
+                    append_entry(db, name, event_id, payload, None, now)
+            if len(pending) > limit - expired:  # the rest at the next sweep
+                return limit
+            expired += len(pending)
+            db.execute(
+                "UPDATE due SET stage = ?, at = ? WHERE rowid = ?", (DELETE, keep_until, rowid)
+            )
+            if expired >= limit:
+                break
+    return expired
+
+
+def _pending(db: sqlite3.Connection, name: str, ids: list[str], now: float) -> list[Any]:
+    """``(event_id, payload)`` of the decisions of ``ids`` pending past their deadline,
+    by deadline."""
+    found: list[Any] = []
+    for chunk in _chunks(ids):
+        found += db.execute(
+            f"SELECT deadline, event_id, payload FROM decisions WHERE model = ? "
+            f"AND event_id IN ({_in(chunk)}) AND state = 'pending' AND deadline < ?",
+            (name, *chunk, now),
+        ).fetchall()
+    found.sort(key=lambda row: (row[0], row[1]))
+    return [(event_id, payload) for _, event_id, payload in found]

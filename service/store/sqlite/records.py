@@ -12,7 +12,7 @@ from service.store.sqlite.checkpoints import save_rows
 from service.store.sqlite.connection import SqliteBase
 
 #: every table with a model's rows, emptied when the model is deleted (``models`` aside)
-MODEL_TABLES = ("decisions", "log", "lease", "checkpoints", "requests", "counters", "held")
+MODEL_TABLES = ("decisions", "due", "log", "lease", "checkpoints", "requests", "counters", "held")
 
 
 class SqliteRecords(SqliteBase, RecordStore):

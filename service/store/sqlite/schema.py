@@ -10,6 +10,7 @@ message naming it.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import sqlite3
@@ -29,7 +30,10 @@ CREATE TABLE IF NOT EXISTS decisions (
   model TEXT NOT NULL, event_id TEXT NOT NULL, deadline REAL NOT NULL,
   keep_until REAL NOT NULL, payload TEXT, state TEXT NOT NULL,
   PRIMARY KEY (model, event_id)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS decisions_due ON decisions (model, state, deadline);
+CREATE TABLE IF NOT EXISTS due (
+  model TEXT NOT NULL, stage INTEGER NOT NULL, at REAL NOT NULL, keep_until REAL NOT NULL,
+  event_ids TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS due_at ON due (model, stage, at);
 CREATE TABLE IF NOT EXISTS log (
   model TEXT NOT NULL, offset INTEGER NOT NULL, event_id TEXT NOT NULL,
   decision TEXT NOT NULL, feedback TEXT, acked_at REAL NOT NULL,
@@ -47,6 +51,45 @@ CREATE TABLE IF NOT EXISTS held (
   model TEXT PRIMARY KEY, mark TEXT NOT NULL, base INTEGER NOT NULL,
   offered INTEGER NOT NULL DEFAULT 0);
 """
+
+#: stage of a ``due`` row (:mod:`service.store.sqlite.decisions`): decisions to expire
+#: at ``at``, or tombstones to delete at ``at``
+DUE_EXPIRE, DUE_DELETE = 0, 1
+
+
+def index_due(db: sqlite3.Connection) -> None:
+    """List the decisions of a database of the layout before ``due`` in ``due`` rows, and
+    drop that layout's index of every decision by state and deadline (once).
+
+    The pending decisions are listed by the second of their deadline, the others by the
+    second of their keep-until: each is then expired, or deleted, within a second of
+    when the old layout's sweep would have.
+    """
+    old = db.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'decisions_due'"
+    ).fetchone()
+    if old is None:
+        return
+    groups: dict[tuple[str, int, int], tuple[float, float, list[str]]] = {}
+    rows = db.execute("SELECT model, event_id, deadline, keep_until, state FROM decisions")
+    for model, event_id, deadline, keep_until, state in rows:
+        stage = DUE_EXPIRE if state == "pending" else DUE_DELETE
+        at = deadline if stage == DUE_EXPIRE else keep_until
+        key = (model, stage, int(at))
+        latest, keep, ids = groups.get(key, (at, keep_until, []))
+        ids.append(event_id)
+        groups[key] = (max(latest, at), max(keep, keep_until), ids)
+    db.executemany(
+        "INSERT INTO due(model, stage, at, keep_until, event_ids) VALUES (?, ?, ?, ?, ?)",
+        [(model, stage, at, keep, json.dumps(ids))
+         for (model, stage, _), (at, keep, ids) in groups.items()],
+    )  # fmt: skip
+    db.execute("DROP INDEX decisions_due")
+    log.warning(
+        "indexed %d decisions by when they are due (table due)",
+        sum(len(ids) for _, _, ids in groups.values()),
+    )
+
 
 _CHECKPOINT_FILE = re.compile(r"^(\d{10})-v(\d+)\.safetensors$")
 _IMPORTED = "file_store_imported"

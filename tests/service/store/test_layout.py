@@ -1,4 +1,5 @@
-"""The data layout is the one written before the stores were split by concern.
+"""The data layout is the one written before the stores were split by concern (but one
+change since: ``due`` in place of an index of every decision).
 
 A frozen copy of the old tables (SQLite) and of the old keys (Redis) is written by
 hand, as the store of ``f3d7e71`` wrote them, and the stores of today must read it,
@@ -150,15 +151,54 @@ async def test_a_data_directory_of_the_old_layout_loads(tmp_path: Path) -> None:
         await store.close()
 
 
-async def test_the_tables_are_those_of_the_old_layout(tmp_path: Path) -> None:
+#: the one change since: decisions are listed by when they are due per commit (``due``),
+#: not indexed one by one (:mod:`service.store.sqlite.decisions`)
+DUE_LAYOUT = [
+    ("index", "due_at", "CREATE INDEX due_at ON due (model, stage, at)"),
+    (
+        "table",
+        "due",
+        "CREATE TABLE due (\n  model TEXT NOT NULL, stage INTEGER NOT NULL, at REAL NOT NULL, "
+        "keep_until REAL NOT NULL,\n  event_ids TEXT NOT NULL)",
+    ),
+]
+
+
+async def test_the_tables_are_those_of_the_old_layout_but_due(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path / "new")
     await store.close()
     with sqlite3.connect(tmp_path / "new" / DATABASE_NAME) as new:
         written = _tables(new)
     old = sqlite3.connect(":memory:")
     old.executescript(OLD_SCHEMA)
-    assert written == _tables(old)
+    before = [t for t in _tables(old) if t[1] != "decisions_due"]
+    assert written == sorted(before + DUE_LAYOUT)
     old.close()
+
+
+async def test_the_old_layouts_decisions_expire_and_are_deleted_when_due(tmp_path: Path) -> None:
+    """Opening a database of the old layout lists its decisions in ``due`` (and drops the
+    old index): the pending one expires after its deadline, both are deleted at their
+    keep-until, as the old sweep did."""
+    _write_old_sqlite(tmp_path)
+    store = SqliteStore(tmp_path)
+    try:
+        await store.hold_model("m")
+        assert await store.expire_events("m", now=DEADLINE - 1, limit=10, log=False) == 0
+        assert (await store.peek_event("m", "e1", now=DEADLINE - 1)).status == "pending"
+        assert await store.expire_events("m", now=DEADLINE + 1, limit=10, log=False) == 1
+        assert (await store.peek_event("m", "e1", now=DEADLINE + 1)).status == "expired"
+        await store.expire_events("m", now=KEEP_UNTIL - 1, limit=10, log=False)
+        with sqlite3.connect(store.path) as db:
+            assert db.execute("SELECT COUNT(*) FROM decisions").fetchone() == (2,)
+        await store.expire_events("m", now=KEEP_UNTIL + 1, limit=10, log=False)
+        with sqlite3.connect(store.path) as db:
+            assert db.execute("SELECT COUNT(*) FROM decisions").fetchone() == (0,)
+            assert db.execute("SELECT COUNT(*) FROM due").fetchone() == (0,)
+            index = "SELECT name FROM sqlite_master WHERE name = 'decisions_due'"
+            assert db.execute(index).fetchall() == []
+    finally:
+        await store.close()
 
 
 async def test_a_redis_of_the_old_layout_loads(redis_prefix: str) -> None:
