@@ -113,3 +113,23 @@ async def test_a_decision_rewritten_uncounted_keeps_the_count(store: Store) -> N
     assert (found.status, found.payload) == ("pending", "active")
     await store.put_events("m", [("f", "p"), ("g", "q")], now=T0, ttl_seconds=5)
     assert (await store.log_bounds("m")).decisions == 3
+
+
+async def test_a_decision_rewritten_expires_at_its_new_deadline_only(store: Store) -> None:
+    """The sweep that passes a decision's first deadline leaves it, rewritten since, pending;
+    its first keep-until does not delete it; its new deadline expires it, once."""
+    await store.hold_model("m")
+    await store.put_events("m", [("e", "deferred"), ("x", "other")], now=T0, ttl_seconds=5)
+    await store.put_events("m", [("e", "active")], now=T0 + 4, ttl_seconds=600, counted=False)
+    assert await store.expire_events("m", now=T0 + 6, limit=10, log=True) == 1  # x only
+    first_keep_until = T0 + 5 + 300
+    assert await store.expire_events("m", now=first_keep_until + 1, limit=10, log=True) == 0
+    found = await store.peek_event("m", "e", now=first_keep_until + 1)
+    assert (found.status, found.payload) == ("pending", "active")
+    assert await store.expire_events("m", now=T0 + 605, limit=10, log=True) == 1
+    assert await store.expire_events("m", now=T0 + 606, limit=10, log=True) == 0
+    entries = await store.read_log("m", after=0, limit=10)
+    assert [(e.event_id, e.decision, e.feedback) for e in entries] == [
+        ("x", "other", None),
+        ("e", "active", None),
+    ]
