@@ -54,16 +54,19 @@ from service.store import RedisStore, SqliteStore, Store
 @contextlib.contextmanager
 def served_heap(freeze: bool) -> Iterator[None]:
     """The heap as a serving process keeps it (see the module): with ``freeze``, every
-    object made so far is left out of the collections until the block ends (then all
-    frozen objects are given back: the benchmark freezes nothing else)."""
+    object made so far is left out of the collections, and the young generation is
+    collected as rarely as there, until the block ends (then all frozen objects and the
+    collector's thresholds are given back: the benchmark freezes nothing else)."""
     if not freeze:
         yield
         return
+    threshold = gc.get_threshold()
     freeze_startup_objects()
     try:
         yield
     finally:
         gc.unfreeze()
+        gc.set_threshold(*threshold)
 
 
 def bare_rate(pairs: list[tuple[str, str, str]], freeze: bool = True) -> tuple[float, float]:

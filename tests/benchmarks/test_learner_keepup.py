@@ -7,21 +7,31 @@ import asyncio
 import gc
 from pathlib import Path
 
+import pytest
+
 from benchmarks.learner_keepup import bare_rate, served_heap, service_learner_seconds
 from benchmarks.log_scale import fill, make_pairs
+from service.main import YOUNG_THRESHOLD
 from service.store import SqliteStore
 
 
 def test_served_heap_freezes_then_gives_the_heap_back() -> None:
+    threshold = gc.get_threshold()
     with served_heap(True):
         assert gc.get_freeze_count() > 0  # the objects made before: out of the walks
+        assert gc.get_threshold()[0] == YOUNG_THRESHOLD  # as a serving process
     assert gc.get_freeze_count() == 0
+    assert gc.get_threshold() == threshold
     with served_heap(False):
         assert gc.get_freeze_count() == 0
 
 
-def test_the_service_learner_is_timed_with_its_cpu_split(tmp_path: Path) -> None:
+def test_the_service_learner_is_timed_with_its_cpu_split(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pairs = make_pairs(300)
+    # collections often enough that 300 entries see some (a serving process: rarely)
+    monkeypatch.setattr("service.main.YOUNG_THRESHOLD", 100)
 
     async def scenario() -> dict[str, float]:
         store = SqliteStore(tmp_path)
