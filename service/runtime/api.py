@@ -53,6 +53,11 @@ from service.store.budget import wait_within_budget
 log = logging.getLogger("banditree.service")
 
 #: store status (also the ``outcome`` label) -> HTTP status and message
+#: the pending count of a model is read again only once this many times the time its
+#: last read took has passed: the count is O(pending decisions) in a store (a million
+#: rows of the embedded store: about 0.2 s of a worker thread), so at most 1% of the
+#: time goes to it, and a small model's is read at every pass
+PENDING_READ_SPACING = 100.0
 _UNAVAILABLE = (
     "the store is unreachable: the feedback may not have been recorded; retry it "
     "(a repeat of a feedback that was recorded answers 409)"
@@ -87,6 +92,7 @@ class ModelRuntime(OperatorWrites):
         self.decisions_total = 0  # as last seen in the store, plus this process's since
         self._leaves_sum, self._leaves_count = 0.0, 0
         self._tick = TickDecisions(self)  # one-context predictions decided per loop tick
+        self._pending_due = 0.0  # when the pending count is read again (refresh_gauges)
 
     @property
     def learner(self) -> Learner:
@@ -250,9 +256,13 @@ class ModelRuntime(OperatorWrites):
         self.metrics.log_entries.set(bounds.length)
 
     async def refresh_gauges(self, now: float) -> None:
-        """Pending decisions, log length, lease holder and checkpoint age, as of ``now``."""
+        """Pending decisions, log length, lease holder and checkpoint age, as of ``now``
+        (pending decisions at most every :data:`PENDING_READ_SPACING` times the read)."""
         m = self.metrics
-        m.pending.set(await self.store.pending_count(self.name))
+        if now >= self._pending_due:
+            started = time.perf_counter()
+            m.pending.set(await self.store.pending_count(self.name))
+            self._pending_due = now + PENDING_READ_SPACING * (time.perf_counter() - started)
         await self.refresh_bounds()
         m.checkpoint_age.set(now - self.served.published_at if self.served.published_at else 0)
         lease = await self.store.lease(self.name, now=now)
