@@ -14,7 +14,10 @@ its process is over its share (another process joined).
 
 The CPU work (``learner.learn``, serialising a checkpoint) runs in a worker thread, in
 slices of at most ``_SLICE_SECONDS``: the event loop keeps answering requests and the
-lease keeps being renewed.
+lease keeps being renewed.  A checkpoint is serialised between two slices and saved while
+the next one learns (the save's outcome is taken before the next save, before the lease
+is given back and before the learner idles; the log's next read waits for it, so that
+it does not wait for the store's write lock on the event loop).
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ from service.store import FencedOut, LogEntry, ModelGone, Store, StoreUnavailabl
 
 log = logging.getLogger("banditree.service")
 
-_BATCH = 512  # log entries read per round trip
+_BATCH = 1024  # log entries read per round trip
 _REQUEST_CHECK_SECONDS = 0.1  # how often a busy learner looks for a checkpoint request
 
 
@@ -78,6 +81,7 @@ class ModelLearner:
         self.token: int | None = None
         self.offset = 0  # the last log entry applied while leading
         self._wake = asyncio.Event()
+        self._saving: asyncio.Task[None] | None = None  # a checkpoint's save under way
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
 
@@ -152,6 +156,7 @@ class ModelLearner:
                 if self._reader is not None:
                     self._reader.close()
                     self._reader = None
+                await self._drop_save()
                 self.token = None
                 self.metrics.lease_held.set(0)
                 if self.share is not None:
@@ -252,10 +257,11 @@ class ModelLearner:
             leaving = self._should_leave()
             if asked or (dirty and (due or self._stopping or leaving)):
                 # the store refuses this write if the lease was taken over meanwhile
-                await self._publish(learner, token, offset, oldest_unpublished)
+                await self._publish(learner, token, offset, oldest_unpublished, wait=False)
                 published_offset, oldest_unpublished, updates = offset, 0.0, 0
                 last_publish = time.monotonic()
             if self._stopping or leaving:
+                await self._saved()
                 await self.store.release_lease(self.name, self.holder, token)
                 if leaving:
                     raise HandedOver()
@@ -263,6 +269,7 @@ class ModelLearner:
             renewed = await self._renew(token, renewed)
             if entries or asked:
                 continue
+            await self._saved()  # idle only once the checkpoint is in the store
             if offset != published_offset:  # learned, not yet published: until it is due
                 publish_at = last_publish + self.policy.every_seconds
                 renew_at = renewed + self.policy.lease_seconds / 3
@@ -300,6 +307,8 @@ class ModelLearner:
         return now
 
     async def _read(self, offset: int) -> list[LogEntry]:
+        if self._saving is not None:  # its outcome is the lead's to take
+            await asyncio.wait([self._saving])
         entries = await self.store.read_log(self.name, after=offset, limit=_BATCH)
         if entries and entries[0].offset != offset + 1:
             # entries up to entries[0].offset - 1 were trimmed: only a checkpoint holding
@@ -314,12 +323,40 @@ class ModelLearner:
             metrics=self.metrics,
         )  # fmt: skip
 
-    async def _publish(self, learner: Learner, token: int, offset: int, acked_at: float) -> None:
+    async def _publish(
+        self, learner: Learner, token: int, offset: int, acked_at: float, *, wait: bool = True
+    ) -> None:
+        """Serialise ``learner`` and save it; with ``wait`` False the save goes on while
+        the lead does (:meth:`_saved` takes its outcome), after the previous one's."""
+        await self._saved()
         started = time.perf_counter()
         blob = await asyncio.to_thread(dumps, learner)
+        save = self._save(learner.version, blob, token, offset, acked_at, started)
+        if wait:
+            await save
+        else:
+            self._saving = asyncio.ensure_future(save)
+
+    async def _saved(self) -> None:
+        """The outcome of the save under way, if any (LeaseLost, StoreUnavailable...)."""
+        saving, self._saving = self._saving, None
+        if saving is not None:
+            await saving
+
+    async def _drop_save(self) -> None:
+        """Wait for a save under way whose outcome no one takes (the lead failed)."""
+        saving, self._saving = self._saving, None
+        if saving is not None:
+            await asyncio.wait([saving])
+            if not saving.cancelled():
+                saving.exception()  # retrieved: counted by _save, the lead failed anyway
+
+    async def _save(
+        self, version: int, blob: bytes, token: int, offset: int, acked_at: float, started: float
+    ) -> None:
         try:
             info = await self.store.save_checkpoint(
-                self.name, version=learner.version, blob=blob, keep=self.policy.keep,
+                self.name, version=version, blob=blob, keep=self.policy.keep,
                 now=time.time(), offset=offset, acked_at=acked_at, token=token,
             )  # fmt: skip
         except FencedOut as err:

@@ -102,6 +102,18 @@ class SqliteBase(StoreLifecycle):
             except sqlite3.Error as err:
                 raise StoreUnavailable(f"sqlite: {err}") from err
 
+    def _query(self, sql: str, args: tuple[Any, ...]) -> Any:
+        """The first row of one read-only statement, in a transaction of its own (SQLite
+        reads each statement from one snapshot).  The same answer as in a :meth:`_tx`
+        without its ``BEGIN`` and ``COMMIT``: each statement lets go of the interpreter
+        lock and takes it back, and a learner's thread that holds it meanwhile hands it
+        back only after its switch interval."""
+        with self._mutex:
+            try:
+                return self._db.execute(sql, args).fetchone()
+            except sqlite3.Error as err:
+                raise StoreUnavailable(f"sqlite: {err}") from err
+
     def _read(self, sql: str, args: tuple[Any, ...]) -> list[Any]:
         """The rows of a query on the reading connection (committed data; in a worker thread).
 

@@ -6,7 +6,9 @@ import asyncio
 import functools
 import json
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -210,6 +212,72 @@ async def test_a_log_read_in_one_step_is_the_rows_exactly(tmp_path: Path) -> Non
         assert [tuple(vars(e).values()) for e in read] == rows
         assert all(type(e.acked_at) is float and type(e.offset) is int for e in read)
     assert await store.read_log("other", after=0, limit=10) == []
+    await store.close()
+
+
+#: decisions as stored (not escaped): JSON with floats at the edges of what a REAL or a
+#: JSON number holds, unicode, nesting; raw control characters, an empty text
+AWKWARD_DECISIONS = [
+    json.dumps({"uid": "u", "decision": {"context": [1e-30, 2.5e-308, 5e-324, 1.7976931348623157e308,
+                -0.0, 0.1, 1 / 3], "extras": {"nested": {"deep": [1, [2, {"x": None}]]}}}}),
+    json.dumps({"uid": "u", "s": "é\u2028😀 quo\"te back\\"}, ensure_ascii=False),
+    '{"uid": "u", "raw": "nul\x00in ctl\x01\x1f"}',
+    "",
+    "not json at all",
+]  # fmt: skip
+
+
+def _count_row_reads(
+    store: SqliteStore, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Callable[[Callable[[sqlite3.Connection], Any]], Any], list[int]]:
+    """The store's own transactions, and a list that grows by one at each of its
+    transactions from now on (a log read in one step takes none)."""
+    tx, calls = store._tx, []
+
+    def counted(work: Callable[[sqlite3.Connection], Any]) -> Any:
+        calls.append(1)
+        return tx(work)
+
+    monkeypatch.setattr(store, "_tx", counted)
+    return tx, calls
+
+
+async def test_a_log_read_in_one_step_gives_each_decision_as_stored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from service.store.sqlite.log import append_entry
+
+    store = SqliteStore(tmp_path)
+    texts = AWKWARD_DECISIONS * 3
+    store._tx(
+        lambda db: [append_entry(db, "m", f"e{i}", d, None, 1.5) for i, d in enumerate(texts)]
+    )
+    tx, row_reads = _count_row_reads(store, monkeypatch)
+    for after, limit in ((0, 100), (2, 4), (len(texts) - 1, 10)):
+        read = await store.read_log("m", after=after, limit=limit)
+        assert [e.decision for e in read] == texts[after : after + limit]
+        assert [tuple(vars(e).values()) for e in read] == tx(
+            functools.partial(_rows, args=("m", after, limit))
+        )
+    assert not row_reads  # each one a read in one step
+    await store.close()
+
+
+async def test_a_decision_holding_the_separator_reads_the_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from service.store.sqlite.log import _SEPARATOR, append_entry
+
+    store = SqliteStore(tmp_path)
+    texts = ["{}", f'{{"s": "a{_SEPARATOR}b"}}', f"{_SEPARATOR}", '{"t": 1}']
+    store._tx(
+        lambda db: [append_entry(db, "m", f"e{i}", d, "{}", 2.0) for i, d in enumerate(texts)]
+    )
+    _, row_reads = _count_row_reads(store, monkeypatch)
+    assert [e.decision for e in await store.read_log("m", after=0, limit=10)] == texts
+    assert row_reads == [1]  # read row by row
+    assert [e.decision for e in await store.read_log("m", after=3, limit=10)] == texts[3:]
+    assert row_reads == [1]  # a batch without one: in one step
     await store.close()
 
 
