@@ -47,7 +47,7 @@ from service.store import FencedOut, LogEntry, ModelGone, Store, StoreUnavailabl
 
 log = logging.getLogger("banditree.service")
 
-_BATCH = 1024  # log entries read per round trip
+_BATCH = 512  # log entries read per round trip
 _REQUEST_CHECK_SECONDS = 0.1  # how often a busy learner looks for a checkpoint request
 
 
