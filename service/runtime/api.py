@@ -52,12 +52,12 @@ from service.store.budget import wait_within_budget
 
 log = logging.getLogger("banditree.service")
 
-#: store status (also the ``outcome`` label) -> HTTP status and message
 #: the pending count of a model is read again only once this many times the time its
 #: last read took has passed: the count is O(pending decisions) in a store (a million
-#: rows of the embedded store: about 0.2 s of a worker thread), so at most 1% of the
+#: rows of the embedded store: about 0.15 s of a worker thread), so at most 1% of the
 #: time goes to it, and a small model's is read at every pass
 PENDING_READ_SPACING = 100.0
+#: store status (also the ``outcome`` label) -> HTTP status and message
 _UNAVAILABLE = (
     "the store is unreachable: the feedback may not have been recorded; retry it "
     "(a repeat of a feedback that was recorded answers 409)"

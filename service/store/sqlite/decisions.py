@@ -9,9 +9,9 @@ per model, listing the event ids it wrote under the latest deadline and keep-unt
 them.  An index entry per decision (``decisions (model, state, deadline)``, the layout
 before) cost a third of the insert of a batch of 256 decisions, and another write at
 every claim; a ``due`` row is one small write per commit.  A ``due`` row is a hint, the
-decision rows are the truth: the sweep expires, at stage :data:`EXPIRE` once the
+decision rows are the truth: the sweep expires, at stage :data:`DUE_EXPIRE` once the
 row's time passed, the listed decisions still pending past their own deadline, then
-(stage :data:`DELETE`, at the row's keep-until) deletes those whose own keep-until
+(stage :data:`DUE_DELETE`, at the row's keep-until) deletes those whose own keep-until
 passed.  A decision written again (an activation) is listed by its new commit's row
 too, and each pass skips it where its own times have not passed.
 """
@@ -31,9 +31,6 @@ from service.store.sqlite.connection import SqliteBase
 from service.store.sqlite.log import append_entry
 from service.store.sqlite.schema import DUE_DELETE, DUE_EXPIRE
 
-#: stages of a ``due`` row: its decisions expire at ``at`` (their deadline), then their
-#: tombstones are deleted at ``at`` (their keep-until)
-EXPIRE, DELETE = DUE_EXPIRE, DUE_DELETE
 #: event ids looked up per statement (SQLite's bound on variables is 32,766 and up)
 _IDS_PER_QUERY = 500
 _INSERT = (
@@ -129,7 +126,7 @@ class SqliteDecisions(SqliteBase, DecisionStore):
             db.executemany(_COUNT, counts.items())
             db.executemany(
                 _DUE,
-                [(name, EXPIRE, at, keep, orjson.dumps(ids).decode())
+                [(name, DUE_EXPIRE, at, keep, orjson.dumps(ids).decode())
                  for name, (at, keep, ids) in due.items()],
             )  # fmt: skip
 
@@ -204,7 +201,7 @@ def _delete_tombstones(db: sqlite3.Connection, name: str, now: float) -> None:
     passed (their tombstones), and those ``due`` rows."""
     rows = db.execute(
         "SELECT rowid, event_ids FROM due WHERE model = ? AND stage = ? AND at <= ?",
-        (name, DELETE, now),
+        (name, DUE_DELETE, now),
     ).fetchall()
     for rowid, listed in rows:
         for ids in _chunks(orjson.loads(listed)):
@@ -224,7 +221,7 @@ def _expire(db: sqlite3.Connection, name: str, now: float, limit: int, log: bool
         rows = db.execute(
             "SELECT rowid, keep_until, event_ids FROM due WHERE model = ? AND stage = ? "
             "AND at < ? ORDER BY at, rowid LIMIT 64",
-            (name, EXPIRE, now),
+            (name, DUE_EXPIRE, now),
         ).fetchall()
         if not rows:
             break
@@ -242,7 +239,7 @@ def _expire(db: sqlite3.Connection, name: str, now: float, limit: int, log: bool
                 return limit
             expired += len(pending)
             db.execute(
-                "UPDATE due SET stage = ?, at = ? WHERE rowid = ?", (DELETE, keep_until, rowid)
+                "UPDATE due SET stage = ?, at = ? WHERE rowid = ?", (DUE_DELETE, keep_until, rowid)
             )
             if expired >= limit:
                 break

@@ -10,12 +10,13 @@ message naming it.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import sqlite3
 import uuid
 from pathlib import Path
+
+import orjson
 
 log = logging.getLogger("banditree.service")
 
@@ -81,7 +82,7 @@ def index_due(db: sqlite3.Connection) -> None:
         groups[key] = (max(latest, at), max(keep, keep_until), ids)
     db.executemany(
         "INSERT INTO due(model, stage, at, keep_until, event_ids) VALUES (?, ?, ?, ?, ?)",
-        [(model, stage, at, keep, json.dumps(ids))
+        [(model, stage, at, keep, orjson.dumps(ids).decode())
          for (model, stage, _), (at, keep, ids) in groups.items()],
     )  # fmt: skip
     db.execute("DROP INDEX decisions_due")
