@@ -13,7 +13,7 @@ its pace, against the bare ``learner.learn`` loop on the same pairs, decoded
 beforehand, in the same run.  Goals (issue 28): pace >= 0.9x the bare loop and >= 5,000
 feedbacks/s; recovery of 100,000 entries < 5 s.  On a shared machine the wall-clock
 figures move with the load; the CPU-second figures (this process's CPU time) do less.  ``bare_learn_batch_per_cpu_second`` is
-the library's ``learn_batch`` alone (64 pairs a call), which the service's learner uses.
+the library's ``learn_batch`` alone (512 pairs a call), which the service's learner uses.
 The service's CPU is split: ``loop_thread_us_per_entry`` (the event loop's thread: log
 reads, lease and checkpoint calls), ``other_threads_us_per_entry`` (the learner's slices,
 checkpoint serialising and saving, the store's own threads) and ``gc_us_per_entry``
@@ -47,6 +47,7 @@ from service.main import freeze_startup_objects
 from service.metrics import ServiceMetrics
 from service.runtime.idle import IdleLearners
 from service.runtime.learner import LearnerPolicy, ModelLearner
+from service.runtime.learner_steps import MAX_CHUNK
 from service.runtime.replay import read_decision
 from service.store import RedisStore, SqliteStore, Store
 
@@ -86,10 +87,10 @@ def bare_rate(pairs: list[tuple[str, str, str]], freeze: bool = True) -> tuple[f
 
 
 def bare_batch_rate(
-    pairs: list[tuple[str, str, str]], chunk: int = 64, freeze: bool = True
+    pairs: list[tuple[str, str, str]], chunk: int = MAX_CHUNK, freeze: bool = True
 ) -> float:
     """Feedbacks per CPU second of ``learner.learn_batch`` alone, ``chunk`` pairs a call
-    (what the service's learner calls; the same state as the ``learn`` loop)."""
+    (at most what the service's learner calls; the same state as the ``learn`` loop)."""
     decoded = [(read_decision(d, UID), Feedback.from_dict(orjson.loads(f))) for _, d, f in pairs]
     learner = build_learner(CONFIG)
     with served_heap(freeze):
@@ -132,8 +133,7 @@ async def service_learner_seconds(
         gc.callbacks.append(collector)
         started, cpu, loop_cpu = time.perf_counter(), time.process_time(), time.thread_time()
         learner.start()
-        while learner.offset < entries:
-            await asyncio.sleep(0.005)
+        await learner.reached(entries)
         took = {
             "wall": time.perf_counter() - started,
             "cpu": time.process_time() - cpu,

@@ -80,6 +80,7 @@ class ModelLearner:
         self._reader: LogReader | None = None  # the log's reads while leading
         self.token: int | None = None
         self.offset = 0  # the last log entry applied while leading
+        self._moved = asyncio.Event()  # set each time ``offset`` moves (see reached())
         self._wake = asyncio.Event()
         self._saving: asyncio.Task[None] | None = None  # a checkpoint's save under way
         self._task: asyncio.Task[None] | None = None
@@ -90,6 +91,14 @@ class ModelLearner:
         self._task = asyncio.create_task(
             self._run(), name=f"learner-{self.name}", context=contextvars.Context()
         )
+
+    async def reached(self, offset: int) -> None:
+        """Return once the entries up to ``offset`` are applied (woken as each batch is,
+        rather than polled: a poll every few milliseconds takes the interpreter from
+        the learner's thread as often)."""
+        while self.offset < offset:
+            self._moved.clear()
+            await self._moved.wait()
 
     def wake(self) -> None:
         """A new log entry was appended by this process: look at the log now."""
@@ -208,6 +217,7 @@ class ModelLearner:
         learner, restored = await self._restore()
         offset = await self._start_offset(restored)
         self.offset = offset
+        self._moved.set()
         if offset == 0 and not await self.store.list_checkpoints(self.name, limit=1):
             # a new model: its first checkpoint is the initial one, at offset 0, so the
             # kept checkpoints (and the log after the oldest) always rebuild it
@@ -242,6 +252,7 @@ class ModelLearner:
                 done, changed = await asyncio.to_thread(self._apply, learner, entries)
                 offset, updates = entries[done - 1].offset, updates + changed
                 self.offset = offset
+                self._moved.set()
                 if self.share is not None and self.share.applied is not None:
                     self.share.applied.inc(done)
             asked = False

@@ -72,8 +72,8 @@ async def test_the_next_slice_learns_while_a_checkpoint_is_saved(tmp_path: Path)
         await fill(store, pairs, time.time())
         learner, slices = _learner(store, idle)
         learner.start()
-        while learner.offset < len(pairs):
-            await asyncio.sleep(0.01)
+        await asyncio.wait_for(learner.reached(len(pairs)), timeout=60)
+        assert learner.offset == len(pairs)
         # idle only once the last checkpoint is in the store
         while not learner.idle._parked:
             await asyncio.sleep(0.01)
