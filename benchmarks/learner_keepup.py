@@ -2,7 +2,7 @@
 
 One command::
 
-    python -m benchmarks.learner_keepup [--entries 100000] [--store sqlite|redis]
+    python -m benchmarks.learner_keepup [--entries 100000] [--store sqlite|redis] [--rounds 3]
 
 A model (DGT h=6, 16 features, 10 actions) whose log holds ``--entries`` feedbacks after
 its only checkpoint (what a learner finds after ``kill -9``) is learned by the service's
@@ -12,7 +12,10 @@ from its start to the last entry applied (the recovery time, process start aside
 its pace, against the bare ``learner.learn`` loop on the same pairs, decoded
 beforehand, in the same run.  Goals (issue 28): pace >= 0.9x the bare loop and >= 5,000
 feedbacks/s; recovery of 100,000 entries < 5 s.  On a shared machine the wall-clock
-figures move with the load; the CPU-second figures (this process's CPU time) do less.  ``bare_learn_batch_per_cpu_second`` is
+figures move with the load (one run's ratio by +-0.05 on a 2-core machine); the
+CPU-second figures (this process's CPU time) do less.  Each of ``--rounds`` rounds
+learns a fresh log and times the bare loop right after it; every round is printed, and
+the figures and the goals' verdicts are the rounds' medians.  ``bare_learn_batch_per_cpu_second`` is
 the library's ``learn_batch`` alone (512 pairs a call), which the service's learner uses.
 The service's CPU is split: ``loop_thread_us_per_entry`` (the event loop's thread: log
 reads, lease and checkpoint calls), ``other_threads_us_per_entry`` (the learner's slices,
@@ -34,6 +37,7 @@ import argparse
 import asyncio
 import contextlib
 import gc
+import statistics
 import tempfile
 import time
 from collections.abc import Iterator
@@ -146,8 +150,8 @@ async def service_learner_seconds(
     return took
 
 
-async def run(args: argparse.Namespace) -> dict[str, float]:
-    pairs = make_pairs(args.entries)
+async def run(args: argparse.Namespace, pairs: list[tuple[str, str, str]]) -> dict[str, float]:
+    """One round: a fresh log learned by the service's learner, the bare loops after."""
     sample = pairs[: min(len(pairs), 20_000)]
     freeze = not args.no_freeze
     bare, bare_cpu = bare_rate(sample, freeze)
@@ -186,6 +190,11 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
     }
 
 
+def medians(rounds: list[dict[str, float]]) -> dict[str, float]:
+    """Each figure's median over the rounds."""
+    return {key: statistics.median(r[key] for r in rounds) for key in rounds[0]}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--entries", type=int, default=100_000)
@@ -195,8 +204,21 @@ def main() -> None:
         "--no-freeze", action="store_true",
         help="time with the benchmark's own data walked by the collector (see the docstring)",
     )  # fmt: skip
+    parser.add_argument("--rounds", type=int, default=3, help="rounds; the medians are reported")
     args = parser.parse_args()
-    figures = asyncio.run(run(args))
+    if args.rounds < 1:
+        parser.error(f"--rounds must be at least 1, got {args.rounds}")
+    pairs = make_pairs(args.entries)
+    rounds = []
+    for number in range(1, args.rounds + 1):
+        rounds.append(asyncio.run(run(args, pairs)))
+        print(
+            f"round {number}: ratio {rounds[-1]['ratio']:.2f}, cpu_ratio "
+            f"{rounds[-1]['cpu_ratio']:.2f}, recovery {rounds[-1]['recovery_seconds']:.2f} s",
+            flush=True,
+        )
+    figures = medians(rounds)
+    print(f"medians of {len(rounds)} rounds:")
     for key, value in figures.items():
         print(f"{key:32s} {value:,.2f}")
     print(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.learner_keepup import bare_rate, served_heap, service_learner_seconds
+from benchmarks.learner_keepup import bare_rate, medians, served_heap, service_learner_seconds
 from benchmarks.log_scale import fill, make_pairs
 from service.main import YOUNG_THRESHOLD
 from service.store import SqliteStore
@@ -53,3 +53,9 @@ def test_the_service_learner_is_timed_with_its_cpu_split(
     assert took["wall"] > 0 and took["cpu"] > 0
     assert 0 < took["loop_cpu"] <= took["cpu"] and 0 <= took["gc_cpu"] <= took["cpu"]
     assert bare_rate(pairs)[1] > 0 and gc.get_freeze_count() == 0
+
+
+def test_the_figures_are_the_rounds_medians() -> None:
+    rounds = [{"ratio": 0.80, "recovery_seconds": 5.4}, {"ratio": 0.95, "recovery_seconds": 4.6},
+              {"ratio": 0.91, "recovery_seconds": 4.9}]  # fmt: skip
+    assert medians(rounds) == {"ratio": 0.91, "recovery_seconds": 4.9}
