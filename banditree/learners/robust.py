@@ -47,8 +47,11 @@ class _Clipped:
 
     def __call__(self, output: FloatArray) -> FloatArray:
         g = np.asarray(self.inner(output), dtype=np.float64)
-        with np.errstate(all="ignore"):
-            peak = float(np.max(np.abs(g))) if g.size else 0.0
+        if g.size == 1:  # a scalar output (regression): the same peak without numpy's calls
+            peak = abs(g.item())
+        else:
+            with np.errstate(all="ignore"):
+                peak = float(np.max(np.abs(g))) if g.size else 0.0
         if not math.isfinite(peak):
             self.peak = math.inf
             return np.zeros_like(g)  # refused: contributes nothing

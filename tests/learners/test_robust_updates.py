@@ -134,3 +134,30 @@ def test_clip_counters_survive_a_checkpoint() -> None:
     assert isinstance(restored, GradientBandit) and restored._clip is not None
     assert learner._clip is not None
     assert restored._clip.scale == learner._clip.scale
+
+
+@pytest.mark.parametrize("shape", [(1,), (1, 1), (3,)])
+def test_a_clipped_upstream_judges_scalar_and_vector_estimates_alike(
+    shape: tuple[int, ...],
+) -> None:
+    """A scalar output takes a path of its own (no numpy reductions): the same peak, the
+    same clip and the same refusal of a non-finite estimate as a vector's."""
+    clip = FeedbackClip(5.0)
+    warmup = clip.wrap([lambda out: np.ones(shape)] * WARMUP)
+    for wrapped in warmup:
+        wrapped(np.zeros(shape))
+    clip.record(warmup)
+    assert clip.bound() == 5.0  # the scale: 1
+    for value, expected, peak in (
+        (-3.0, -3.0, 3.0),  # within the bound: as it is
+        (-7.0, -5.0, 7.0),  # past it: clipped to the bound, its raw size remembered
+        (math.inf, 0.0, math.inf),  # non-finite: refused, contributes nothing
+        (math.nan, 0.0, math.inf),
+    ):
+
+        def upstream(out: np.ndarray, v: float = value) -> np.ndarray:
+            return np.full(shape, v)
+
+        (wrapped,) = clip.wrap([upstream])
+        g = wrapped(np.zeros(shape))
+        assert g.shape == shape and np.all(g == expected) and wrapped.peak == peak
