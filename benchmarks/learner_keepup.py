@@ -211,10 +211,11 @@ def main() -> None:
     pairs = make_pairs(args.entries)
     rounds = []
     for number in range(1, args.rounds + 1):
-        rounds.append(asyncio.run(run(args, pairs)))
+        one = asyncio.run(run(args, pairs))
+        rounds.append(one)
         print(
-            f"round {number}: ratio {rounds[-1]['ratio']:.2f}, cpu_ratio "
-            f"{rounds[-1]['cpu_ratio']:.2f}, recovery {rounds[-1]['recovery_seconds']:.2f} s",
+            f"round {number}: ratio {one['ratio']:.2f}, cpu_ratio {one['cpu_ratio']:.2f}, "
+            f"recovery {one['recovery_seconds']:.2f} s",
             flush=True,
         )
     figures = medians(rounds)

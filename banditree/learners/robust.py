@@ -49,9 +49,11 @@ class _Clipped:
         g = np.asarray(self.inner(output), dtype=np.float64)
         if g.size == 1:  # a scalar output (regression): the same peak without numpy's calls
             peak = abs(g.item())
-        else:
+        elif g.size:
             with np.errstate(all="ignore"):
-                peak = float(np.max(np.abs(g))) if g.size else 0.0
+                peak = float(np.max(np.abs(g)))
+        else:
+            peak = 0.0
         if not math.isfinite(peak):
             self.peak = math.inf
             return np.zeros_like(g)  # refused: contributes nothing

@@ -100,6 +100,11 @@ class ModelLearner:
             self._moved.clear()
             await self._moved.wait()
 
+    def _advance(self, offset: int) -> None:
+        """The entries up to ``offset`` are applied: note it and wake :meth:`reached`."""
+        self.offset = offset
+        self._moved.set()
+
     def wake(self) -> None:
         """A new log entry was appended by this process: look at the log now."""
         self._wake.set()
@@ -216,8 +221,7 @@ class ModelLearner:
         and whether it is a new model whose initial checkpoint was just published."""
         learner, restored = await self._restore()
         offset = await self._start_offset(restored)
-        self.offset = offset
-        self._moved.set()
+        self._advance(offset)
         if offset == 0 and not await self.store.list_checkpoints(self.name, limit=1):
             # a new model: its first checkpoint is the initial one, at offset 0, so the
             # kept checkpoints (and the log after the oldest) always rebuild it
@@ -251,8 +255,7 @@ class ModelLearner:
                     oldest_unpublished = entries[0].acked_at
                 done, changed = await asyncio.to_thread(self._apply, learner, entries)
                 offset, updates = entries[done - 1].offset, updates + changed
-                self.offset = offset
-                self._moved.set()
+                self._advance(offset)
                 if self.share is not None and self.share.applied is not None:
                     self.share.applied.inc(done)
             asked = False

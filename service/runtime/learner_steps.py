@@ -84,12 +84,13 @@ def apply_slice(
         pairs = decode_entries(chunk, uid=uid, default_loss=default_loss)
         t0 = time.perf_counter()
         outcomes = apply_entries(learner, chunk, pairs)
-        spent = time.perf_counter() - t0
+        now = time.perf_counter()
+        spent = now - t0
         learned = sum(1 for o in outcomes if o.learned)
         changed += sum(1 for o in outcomes if o.changed)
         latencies += [spent / learned] * learned if learned else []
         done += len(chunk)
-        elapsed = time.perf_counter() - started
+        elapsed = now - started
         if elapsed >= _SLICE_SECONDS:
             break
         size = chunk_size(elapsed / done, _SLICE_SECONDS - elapsed)

@@ -23,10 +23,10 @@ def test_a_chunk_is_what_fits_in_the_time_left_within_bounds() -> None:
 
 
 class _Clock:
-    """A clock that moves only as the learner learns: ``per_entry`` seconds an entry."""
+    """A clock that moves only when the test moves it (as the learner learns)."""
 
-    def __init__(self, per_entry: float) -> None:
-        self.now, self.per_entry = 100.0, per_entry
+    def __init__(self) -> None:
+        self.now = 100.0
 
     def __call__(self) -> float:
         return self.now
@@ -45,7 +45,7 @@ class _Clock:
 def test_chunks_follow_the_pace_and_end_the_slice(
     per_entry: float, expected: list[int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    clock = _Clock(per_entry)
+    clock = _Clock()
     monkeypatch.setattr(learner_steps.time, "perf_counter", clock)
     chunks: list[int] = []
     apply = learner_steps.apply_entries
