@@ -1,22 +1,29 @@
 """Bounded per-feedback updates: one feedback cannot move a model further than a bound.
 
 A learner turns each feedback into a gradient estimate ``g = d loss / d output`` (the
-estimator's "upstream").  :class:`FeedbackClip` bounds every estimate, elementwise, by
-``factor`` times the running mean of the magnitudes of the estimates before it
-(``|g|``'s exponential average over the last ``1 / SCALE_RATE`` feedbacks, the clipped
-values entering it), and refuses a non-finite one.  For two-point regression with the
-squared loss ``g = 2 (y_hat - y)``, so the clip is the Huber loss with a threshold that
-follows the residuals' own scale.
+estimator's "upstream").  :class:`FeedbackClip` judges every estimate against the
+running mean of the magnitudes of the estimates before it (``|g|``'s exponential
+average over the last ``1 / SCALE_RATE`` feedbacks, the bounded values entering it):
 
-The bound it gives: a feedback whose loss is 1e100 (or 1e300) counts as one feedback
-whose gradient estimate is ``factor`` times the typical one (``factor`` 5 moves the
-running scale up by ``(factor - 1) * SCALE_RATE`` = 4 %), and the optimiser then moves
-each parameter by at most its step times ``1 / sqrt(1 - alpha)`` (RMSprop's own bound).
-A real change of scale is followed: while every estimate is clipped the scale grows by
-``1 + (factor - 1) SCALE_RATE`` a feedback (x 1.04 at 5: x 50 in ~100 feedbacks), so
-the model never stops learning.  The first feedback has no scale to be judged against
-and passes unclipped (but finite); the scale is the median of the first
-:data:`WARMUP` estimates, so that one extreme early value cannot set it.
+- within ``factor`` times that scale it passes as it is;
+- past it, it is clipped, elementwise, to ``factor`` times the scale (for two-point
+  regression with the squared loss ``g = 2 (y_hat - y)``, so the clip is the Huber loss
+  with a threshold that follows the residuals' own scale);
+- past :data:`OUTLIER_RATIO` times the scale (a loss of 1e100 or 1e300), or not finite,
+  it is refused: the feedback contributes nothing to the gradient.  No measurement is
+  a thousand times the typical one; clipping such a value would still push the model
+  as hard as the largest ordinary feedback, on nothing.
+
+The bound it gives: a feedback moves the model no further than one feedback whose
+gradient estimate is ``factor`` times the typical one, and the optimiser then moves
+each parameter by at most its step times ``1 / sqrt(1 - alpha)`` (RMSprop's own bound);
+an absurd one does not move it at all.  A real change of scale is followed: a clipped
+or refused estimate enters the scale at the clip's bound, so while every estimate is
+past it the scale grows by ``1 + (factor - 1) SCALE_RATE`` a feedback (x 1.04 at 5:
+x 50 in ~100 feedbacks; x 1.99 at 100), and the model never stops learning.  The first
+feedback has no scale to be judged against and passes unclipped (but finite); the
+scale is the median of the first :data:`WARMUP` estimates, so that one extreme early
+value cannot set it.
 """
 
 from __future__ import annotations
@@ -33,17 +40,21 @@ from banditree.core.arrays import FloatArray
 SCALE_RATE = 0.01
 #: feedbacks whose median is the scale before the running average takes over
 WARMUP = 16
+#: an estimate past this multiple of the scale is refused, not clipped (never below the
+#: clip's own bound)
+OUTLIER_RATIO = 1000.0
 
 UpstreamFn = Callable[[FloatArray], FloatArray]
 
 
 class _Clipped:
-    """An upstream clipped to ``[-bound, bound]``; remembers the largest raw magnitude."""
+    """An upstream clipped to ``[-bound, bound]`` and refused past ``limit`` (or not
+    finite); remembers the largest raw magnitude (``inf`` once refused)."""
 
-    __slots__ = ("bound", "inner", "peak")
+    __slots__ = ("bound", "inner", "limit", "peak")
 
-    def __init__(self, inner: UpstreamFn, bound: float) -> None:
-        self.inner, self.bound, self.peak = inner, bound, -1.0  # -1: never called
+    def __init__(self, inner: UpstreamFn, bound: float, limit: float) -> None:
+        self.inner, self.bound, self.limit, self.peak = inner, bound, limit, -1.0  # -1: never called
 
     def __call__(self, output: FloatArray) -> FloatArray:
         g = np.asarray(self.inner(output), dtype=np.float64)
@@ -54,7 +65,7 @@ class _Clipped:
                 peak = float(np.max(np.abs(g)))
         else:
             peak = 0.0
-        if not math.isfinite(peak):
+        if not peak <= self.limit:  # NaN and inf included
             self.peak = math.inf
             return np.zeros_like(g)  # refused: contributes nothing
         self.peak = max(self.peak, peak)
@@ -64,7 +75,8 @@ class _Clipped:
 
 
 class FeedbackClip:
-    """Clips each feedback's gradient estimate to ``factor`` x its running mean magnitude.
+    """Clips each feedback's gradient estimate to ``factor`` x its running mean magnitude
+    and refuses one past :data:`OUTLIER_RATIO` x (or not finite).
 
     Use: :meth:`wrap` the upstreams of a batch (they share the bound of the scale
     before the batch), take the gradients, then :meth:`record` the wrapped upstreams to
@@ -85,9 +97,13 @@ class FeedbackClip:
         """The largest magnitude accepted now (``inf`` before any positive scale)."""
         return self.factor * self.scale if self.scale > 0.0 else math.inf
 
+    def limit(self) -> float:
+        """The largest magnitude not refused now (``inf`` before any positive scale)."""
+        return max(OUTLIER_RATIO * self.scale, self.bound()) if self.scale > 0.0 else math.inf
+
     def wrap(self, upstreams: Sequence[UpstreamFn]) -> list[_Clipped]:
-        bound = self.bound()
-        return [_Clipped(up, bound) for up in upstreams]
+        bound, limit = self.bound(), self.limit()
+        return [_Clipped(up, bound, limit) for up in upstreams]
 
     def record(self, wrapped: Sequence[_Clipped]) -> None:
         """Fold the magnitudes the wrapped upstreams saw into the scale, in order."""
@@ -96,6 +112,8 @@ class FeedbackClip:
                 continue
             if not math.isfinite(w.peak):
                 self.refused += 1
+                if math.isfinite(w.limit):  # past the limit: it still counts at the
+                    self._observe(w.bound)  # bound, so a real change of scale is followed
                 continue
             if w.peak > w.bound:
                 self.clipped += 1

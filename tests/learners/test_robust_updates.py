@@ -12,7 +12,7 @@ from banditree.datasets import load
 from banditree.learners import build_learner
 from banditree.learners.gradient_bandit import GradientBandit
 from banditree.learners.optim import RMSprop
-from banditree.learners.robust import SCALE_RATE, WARMUP, FeedbackClip
+from banditree.learners.robust import OUTLIER_RATIO, SCALE_RATE, WARMUP, FeedbackClip
 
 WARM, AFTER = 500, 300
 
@@ -63,8 +63,19 @@ def test_one_absurd_loss_leaves_the_model_within_two_percent_of_a_control(
     for poison in (1e100, 1e300):
         rmse, learner = _poisoned_rmse(mode, poison, seed)
         assert abs(rmse / control - 1.0) <= 0.02, (poison, rmse, control)
-        assert learner.counters["feedback_clipped"] >= 1
-        assert learner.counters["feedback_refused"] == 0
+        assert learner.counters["feedback_refused"] == 1  # refused, not clipped
+
+
+@pytest.mark.parametrize("mode", ["one_point", "two_point"])
+def test_a_large_loss_short_of_absurd_is_clipped_and_bounded(mode: str) -> None:
+    """A loss of 1,000 (Abalone's squared errors are ~5-10) is past the clip's bound but
+    short of the outlier limit: clipped, counted, and the model stays within the bound
+    one large ordinary feedback gives (2 % of the control's RMSE)."""
+    control, base = _poisoned_rmse(mode, None, 0)
+    rmse, learner = _poisoned_rmse(mode, 1e3, 0)
+    assert learner.counters["feedback_refused"] == 0
+    assert learner.counters["feedback_clipped"] == base.counters["feedback_clipped"] + 1
+    assert abs(rmse / control - 1.0) <= 0.02, (rmse, control)
 
 
 def test_without_the_clip_the_same_feedback_cripples_the_one_point_model() -> None:
@@ -89,11 +100,15 @@ def test_the_scale_follows_a_real_change_and_one_outlier_moves_it_by_a_bounded_a
     for _ in range(WARMUP + 200):
         _feed(clip, 1.0)
     assert clip.scale == pytest.approx(1.0) and clip.clipped == 0
-    assert _feed(clip, 1e300) == pytest.approx(5.0)  # clipped to 5 x the scale
+    assert _feed(clip, 50.0) == pytest.approx(5.0)  # clipped to 5 x the scale
     assert clip.clipped == 1
-    assert clip.scale == pytest.approx(1.0 + SCALE_RATE * 4.0)  # one outlier: +4 %
+    assert clip.scale == pytest.approx(1.0 + SCALE_RATE * 4.0)  # one clipped: +4 %
+    scale = clip.scale
+    assert _feed(clip, 1e300) == 0.0  # past OUTLIER_RATIO x the scale: refused
+    assert clip.refused == 1 and clip.clipped == 1
+    assert clip.scale == pytest.approx(scale * (1.0 + SCALE_RATE * 4.0))  # counted at the bound
     assert _feed(clip, math.inf) == 0.0
-    assert clip.refused == 1
+    assert clip.refused == 2
     # every estimate 100 x larger from now on: the scale catches up, learning goes on
     rounds = 0
     while clip.scale < 50.0:
@@ -101,6 +116,21 @@ def test_the_scale_follows_a_real_change_and_one_outlier_moves_it_by_a_bounded_a
         rounds += 1
     # x (1 + 4 SCALE_RATE) a feedback while clipped: ~100 feedbacks to x 50
     assert rounds <= 1.3 * math.log(50.0) / math.log(1.0 + 4.0 * SCALE_RATE)
+
+
+def test_a_change_of_scale_past_the_outlier_limit_is_followed_too() -> None:
+    """Estimates 1e6 x the scale from now on are refused at first, but each counts at the
+    bound, so the scale catches up and they are taken (clipped) again: the model does
+    not stop learning for good."""
+    clip = FeedbackClip(5.0)
+    for _ in range(WARMUP + 200):
+        _feed(clip, 1.0)
+    seen = [_feed(clip, 1e6) for _ in range(500)]
+    first = next(i for i, v in enumerate(seen) if v != 0.0)
+    # refused while 1e6 > OUTLIER_RATIO x scale, the scale x 1.04 a feedback
+    assert 0 < first <= 1.05 * math.log(1e6 / OUTLIER_RATIO) / math.log(1.0 + 4.0 * SCALE_RATE)
+    assert clip.refused == first and all(v > 0.0 for v in seen[first:])  # taken from then on
+    assert seen[-1] == 1e6  # and, the scale caught up, no longer clipped
 
 
 def test_an_extreme_first_estimate_does_not_set_the_scale() -> None:
@@ -151,6 +181,8 @@ def test_a_clipped_upstream_judges_scalar_and_vector_estimates_alike(
     for value, expected, peak in (
         (-3.0, -3.0, 3.0),  # within the bound: as it is
         (-7.0, -5.0, 7.0),  # past it: clipped to the bound, its raw size remembered
+        (OUTLIER_RATIO, 5.0, OUTLIER_RATIO),  # at the outlier limit: still clipped
+        (-2.0 * OUTLIER_RATIO, 0.0, math.inf),  # past it: refused, as a non-finite one
         (math.inf, 0.0, math.inf),  # non-finite: refused, contributes nothing
         (math.nan, 0.0, math.inf),
     ):
