@@ -54,7 +54,12 @@ class _Clipped:
     __slots__ = ("bound", "inner", "limit", "peak")
 
     def __init__(self, inner: UpstreamFn, bound: float, limit: float) -> None:
-        self.inner, self.bound, self.limit, self.peak = inner, bound, limit, -1.0  # -1: never called
+        self.inner, self.bound, self.limit, self.peak = (
+            inner,
+            bound,
+            limit,
+            -1.0,
+        )  # -1: never called
 
     def __call__(self, output: FloatArray) -> FloatArray:
         g = np.asarray(self.inner(output), dtype=np.float64)
