@@ -54,12 +54,8 @@ class _Clipped:
     __slots__ = ("bound", "inner", "limit", "peak")
 
     def __init__(self, inner: UpstreamFn, bound: float, limit: float) -> None:
-        self.inner, self.bound, self.limit, self.peak = (
-            inner,
-            bound,
-            limit,
-            -1.0,
-        )  # -1: never called
+        self.inner, self.bound, self.limit = inner, bound, limit
+        self.peak = -1.0  # -1: never called
 
     def __call__(self, output: FloatArray) -> FloatArray:
         g = np.asarray(self.inner(output), dtype=np.float64)
@@ -99,7 +95,7 @@ class FeedbackClip:
         self._warmup: list[float] = []
 
     def bound(self) -> float:
-        """The largest magnitude accepted now (``inf`` before any positive scale)."""
+        """The largest magnitude passed unclipped now (``inf`` before any positive scale)."""
         return self.factor * self.scale if self.scale > 0.0 else math.inf
 
     def limit(self) -> float:
