@@ -22,7 +22,8 @@ Competitors: banditree's default (and the named :data:`VARIANTS`); VW ``--cb_exp
 learner), each on z-scored features and, for those ``--raw`` names (default: all), on
 raw ones.  Reported (:mod:`benchmarks.bandit_drift_report`):
 pre-drift loss, post-drift loss, recovery rounds (a 500-round average back within 0.05
-of the run's own pre-drift loss), worst 500-round average after the change, ratios to
+of the run's own pre-drift loss), the rounds until such an average first left that band
+(when the change first shows), worst 500-round average after the change, ratios to
 the best VW and to VW bag5's recovery in the same run; ``drift.png``, the moving loss
 around the change.  ``--report-only`` re-renders from ``results.jsonl``.
 """

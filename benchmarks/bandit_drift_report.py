@@ -51,6 +51,7 @@ def summarise(records: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, 
                 "post": float(np.mean([r["post"] for r in runs])),
                 "worst": float(np.mean([r["worst"] for r in runs])),
                 "recovery": _median([r["recovery"] for r in runs]),
+                "left": _median([r.get("left") for r in runs]),
                 "return_recovery": _median([r.get("return_recovery") for r in runs])
                 if "return_recovery" in runs[0]
                 else None,
@@ -81,8 +82,8 @@ def write_report(records: list[dict[str, Any]], out: Path, focus: str = "default
     table = summarise(records)
     lines = [
         "| stream | kind | learner | pre | post | post / best VW | recovery (median) "
-        "| recovery / bag5 | worst 500 | return recovery |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| recovery / bag5 | worst 500 | return recovery | left the band (median) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     ratios: list[float] = []
     goals: list[tuple[str, str, bool, bool]] = []
@@ -105,7 +106,7 @@ def write_report(records: list[dict[str, Any]], out: Path, focus: str = "default
             lines.append(
                 f"| {stream} | {kind} | {name}{mark} | {s['pre']:.3f} | {s['post']:.3f} "
                 f"| {_fmt(ratio)} | {_fmt(s['recovery'], '.0f')} | {rec_ratio} "
-                f"| {s['worst']:.3f} | {back} |"
+                f"| {s['worst']:.3f} | {back} | {_fmt(s['left'], '.0f')} |"
             )
     if ratios:
         geo = float(np.exp(np.mean(np.log(ratios))))

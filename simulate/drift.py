@@ -18,7 +18,10 @@ the end (for a recurring change, while the new map is in force, ``[at, 2 at)``);
 ``recovery`` the rounds after the change until a :data:`WINDOW`-round mean is back
 within :data:`TOLERANCE` of the run's own ``pre`` after leaving that band (0: it never
 left; ``None``: it did not come back within the stream; a gradual change is counted
-from its start, so from the round its rising share first costs the learner);
+from its start, so from the round its rising share first costs the learner); ``left``
+the rounds after the change until the end of the first window that left that band
+(``None``: none did), when the change first shows: on a gradual change a recovery only
+a little after it is a mean that touched the band's edge, not a learner that caught up;
 ``worst`` the largest :data:`WINDOW`-round mean after the change; for a recurring change
 ``return_recovery`` and ``post_return``, the same after the old map comes back.
 """
@@ -86,16 +89,20 @@ def moving_average(losses: np.ndarray, window: int = WINDOW) -> np.ndarray:
     return (c[window:] - c[:-window]) / window
 
 
-def _recovery(avg: np.ndarray, start: int, stop: int, target: float) -> int | None:
+def _left_and_recovery(
+    avg: np.ndarray, start: int, stop: int, target: float
+) -> tuple[int | None, int | None]:
     """Rounds from ``start`` until the end of the first window (before ``stop``) whose
-    mean is back within ``TOLERANCE`` of ``target`` after a window that was not; 0 if
-    no window after ``start`` left the band, ``None`` if none came back."""
+    mean is more than ``TOLERANCE`` above ``target`` (``None``: none was), and until the
+    end of the first window back within it after that one (0 if none left the band,
+    ``None`` if none came back)."""
     band = avg[start : stop - WINDOW + 1] <= target + TOLERANCE
     left = np.flatnonzero(~band)
     if not left.size:
-        return 0
+        return None, 0
     back = np.flatnonzero(band[left[0] :])
-    return None if not back.size else int(left[0] + back[0]) + WINDOW
+    recovery = None if not back.size else int(left[0] + back[0]) + WINDOW
+    return int(left[0]) + WINDOW, recovery
 
 
 def drift_figures(losses: np.ndarray, at: int, kind: str) -> dict[str, Any]:
@@ -107,15 +114,17 @@ def drift_figures(losses: np.ndarray, at: int, kind: str) -> dict[str, Any]:
     avg = moving_average(losses)
     pre = float(losses[max(0, at - PRE_ROUNDS) : at].mean())
     end = min(2 * at, n) if kind == "recurring" else n
+    left, recovery = _left_and_recovery(avg, at, end, pre)
     out: dict[str, Any] = {
         "pre": pre,
         "post": float(losses[at:end].mean()),
-        "recovery": _recovery(avg, at, end, pre),
+        "recovery": recovery,
+        "left": left,
         "worst": float(avg[at : max(at + 1, end - WINDOW + 1)].max()),
         "total": float(losses.mean()),
     }
     if kind == "recurring" and n > 2 * at + WINDOW:
-        out["return_recovery"] = _recovery(avg, 2 * at, n, pre)
+        out["return_recovery"] = _left_and_recovery(avg, 2 * at, n, pre)[1]
         out["post_return"] = float(losses[2 * at :].mean())
     return out
 
@@ -134,14 +143,15 @@ def resolve_drift_at(kind: DriftKind, at: int | None, n_rounds: int) -> int:
 
 
 def seed_figures(runs: list[np.ndarray], at: int, kind: DriftKind) -> dict[str, Any]:
-    """:func:`drift_figures` over the seeds' losses: means, the median recovery (a run
-    that never recovers counting as the longest; ``None`` if that is the median)."""
+    """:func:`drift_figures` over the seeds' losses: means, the median recovery and
+    ``left`` (a run that never recovers, or never left, counting as the longest; ``None``
+    if that is the median)."""
     each = [drift_figures(losses, at, kind) for losses in runs]
     out: dict[str, Any] = {"kind": kind, "at": at, "seeds": len(each)}
     for key in ("pre", "post", "worst", "post_return"):
         if key in each[0]:
             out[key] = float(np.mean([f[key] for f in each]))
-    for key in ("recovery", "return_recovery"):
+    for key in ("recovery", "left", "return_recovery"):
         if key in each[0]:
             values = sorted(float("inf") if f[key] is None else f[key] for f in each)
             mid = float(np.median(values))

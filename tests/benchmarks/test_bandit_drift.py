@@ -33,6 +33,21 @@ def test_report_ratios_against_the_best_vw_and_bag5(tmp_path: Path) -> None:
     assert (tmp_path / "drift.png").stat().st_size > 0
 
 
+def test_report_gives_the_median_round_the_mean_left_the_band(tmp_path: Path) -> None:
+    """Three seeds leaving after 500, 700 and never: the median is 700 (never counting
+    as the longest); records written before the figure existed read as never."""
+    records = [
+        _record("default", 0.2, 600, left=500),
+        {**_record("default", 0.2, 900, left=700), "seed": 1},
+        {**_record("default", 0.2, 0, left=None), "seed": 2},
+        _record("vw_bag5_z", 0.25, 1200),
+    ]
+    text = write_report(records, tmp_path)
+    assert "left the band (median) |" in text
+    assert "| s | abrupt | default | 0.100 | 0.200 | 0.800 | 600 | 0.50 | 0.500 | - | 700 |" in text
+    assert "| vw_bag5_z (best VW) |" in text and "| - | never |" in text
+
+
 @pytest.mark.slow
 def test_a_tiny_run_writes_results_and_a_report(tmp_path: Path) -> None:
     pytest.importorskip("vowpalwabbit")

@@ -36,11 +36,15 @@ def test_figures_around_a_change() -> None:
     # the first 500-round window within 0.05 of 0.1 holds 19 rounds at 0.9 (mean
     # 0.12 + 0.78 * 19 / 500 = 0.1496): rounds 3,681 .. 4,180, the 1,181st after the change
     assert f["recovery"] == 1181
-    assert drift_figures(np.full(4000, 0.5), 3000, "abrupt")["recovery"] == 0  # never left
+    assert f["left"] == 500  # the first window after the change is out of the band
+    flat = drift_figures(np.full(4000, 0.5), 3000, "abrupt")
+    assert flat["recovery"] == 0 and flat["left"] is None  # never left
     # a loss that rises 1,000 rounds after the change: the first window back in the band
     # starts at round 4,269 (31 rounds at 0.9 in it), so it ends 1,769 rounds after
     late = np.concatenate([np.full(4000, 0.1), np.full(300, 0.9), np.full(2000, 0.1)])
     assert drift_figures(late, 3000, "abrupt")["recovery"] == 1769
+    # and it left once a window held 32 rounds at 0.9 (mean 0.1512): rounds 3,532 .. 4,031
+    assert drift_figures(late, 3000, "abrupt")["left"] == 1032
     never = drift_figures(np.concatenate([np.zeros(3000), np.ones(1000)]), 3000, "abrupt")
     assert never["recovery"] is None
     with pytest.raises(ValueError, match="rounds"):
