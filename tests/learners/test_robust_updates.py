@@ -119,18 +119,19 @@ def test_the_scale_follows_a_real_change_and_one_outlier_moves_it_by_a_bounded_a
 
 
 def test_a_change_of_scale_past_the_outlier_limit_is_followed_too() -> None:
-    """Estimates 1e6 x the scale from now on are refused at first, but each counts at the
-    bound, so the scale catches up and they are taken (clipped) again: the model does
-    not stop learning for good."""
+    """Estimates 1,000 x OUTLIER_RATIO x the scale from now on are refused at first, but
+    each counts at the bound, so the scale catches up and they are taken (clipped) again:
+    the model does not stop learning for good."""
     clip = FeedbackClip(5.0)
     for _ in range(WARMUP + 200):
         _feed(clip, 1.0)
-    seen = [_feed(clip, 1e6) for _ in range(500)]
+    value = 1e3 * OUTLIER_RATIO
+    seen = [_feed(clip, value) for _ in range(1000)]
     first = next(i for i, v in enumerate(seen) if v != 0.0)
-    # refused while 1e6 > OUTLIER_RATIO x scale, the scale x 1.04 a feedback
-    assert 0 < first <= 1.05 * math.log(1e6 / OUTLIER_RATIO) / math.log(1.0 + 4.0 * SCALE_RATE)
+    # refused while value > OUTLIER_RATIO x scale, the scale x 1.04 a feedback
+    assert 0 < first <= 1.05 * math.log(1e3) / math.log(1.0 + 4.0 * SCALE_RATE)
     assert clip.refused == first and all(v > 0.0 for v in seen[first:])  # taken from then on
-    assert seen[-1] == 1e6  # and, the scale caught up, no longer clipped
+    assert seen[-1] == value  # and, the scale caught up, no longer clipped
 
 
 def test_an_extreme_first_estimate_does_not_set_the_scale() -> None:

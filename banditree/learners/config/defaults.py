@@ -254,7 +254,7 @@ def gradient_clip(config: Fields) -> float | None:
     """``gradient_clip``: null is 5 for one-point regression, 50 for two-point and full
     information, off for classification; 0 is off.
 
-    Whatever the factor, an estimate past ``OUTLIER_RATIO`` (1,000) times the running
+    Whatever the factor, an estimate past ``OUTLIER_RATIO`` (a million) times the running
     scale, such as that of a loss of 1e100, is refused (``banditree.learners.robust``).
     A one-point estimate ``loss u / delta`` carries the loss's own size, so the clip is
     also its variance control (5). A two-point estimate is the residual itself, where a

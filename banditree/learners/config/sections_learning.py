@@ -71,7 +71,7 @@ class EstimationSection(Section):
         description=(
             "clip each feedback's gradient estimate to this multiple of the running mean "
             "magnitude of the estimates before it (about the last 100 feedbacks); one past "
-            "1,000 times that magnitude (a loss of 1e100) or not finite is refused, so that "
+            "a million times that magnitude (a loss of 1e100) or not finite is refused, so that "
             "one absurd loss does not move the model and a large one moves it no more than "
             "an ordinary large one; counted in the feedback_clipped / feedback_refused "
             "counters; null: 5 for one-point regression, 50 for two-point and full "
