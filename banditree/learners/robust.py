@@ -22,7 +22,7 @@ each parameter by at most its step times ``1 / sqrt(1 - alpha)`` (RMSprop's own 
 an absurd one does not move it at all.  A real change of scale is followed: a clipped
 or refused estimate enters the scale at the clip's bound, so while every estimate is
 past it the scale grows by ``1 + (factor - 1) SCALE_RATE`` a feedback (x 1.04 at 5:
-x 50 in ~100 feedbacks; x 1.99 at 100), and the model never stops learning.  The first
+x 50 in ~100 feedbacks; x 1.49 at 50), and the model never stops learning.  The first
 feedback has no scale to be judged against and passes unclipped (but finite); the
 scale is the median of the first :data:`WARMUP` estimates, so that one extreme early
 value cannot set it.
