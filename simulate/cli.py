@@ -252,7 +252,7 @@ def simulate_command(
         )
     for name, fig in report.get("drift", {}).items():
         recovery = "never" if fig["recovery"] is None else f"{fig['recovery']:.0f} rounds"
-        left = "never" if fig.get("left") is None else f"after {fig['left']:.0f} rounds"
+        left = "never" if fig["left"] is None else f"after {fig['left']:.0f} rounds"
         typer.echo(
             f"{name:28s} {fig['kind']} change at {fig['at']}: loss {fig['pre']:.4f} before, "
             f"{fig['post']:.4f} after, out of the band {left}, recovery {recovery}, "

@@ -102,7 +102,7 @@ class FeedbackClip:
 
     def limit(self) -> float:
         """The largest magnitude not refused now (``inf`` before any positive scale)."""
-        return max(OUTLIER_RATIO * self.scale, self.bound()) if self.scale > 0.0 else math.inf
+        return max(OUTLIER_RATIO, self.factor) * self.scale if self.scale > 0.0 else math.inf
 
     def wrap(self, upstreams: Sequence[UpstreamFn]) -> list[_Clipped]:
         bound, limit = self.bound(), self.limit()
@@ -115,12 +115,13 @@ class FeedbackClip:
                 continue
             if not math.isfinite(w.peak):
                 self.refused += 1
-                if math.isfinite(w.limit):  # past the limit: it still counts at the
-                    self._observe(w.bound)  # bound, so a real change of scale is followed
-                continue
-            if w.peak > w.bound:
+            elif w.peak > w.bound:
                 self.clipped += 1
-            self._observe(min(w.peak, w.bound))
+            # a clipped or refused estimate counts at the bound, so a real change of
+            # scale is followed; with no scale yet, a refused one does not count
+            seen = min(w.peak, w.bound)
+            if math.isfinite(seen):
+                self._observe(seen)
 
     def _observe(self, magnitude: float) -> None:
         self.count += 1

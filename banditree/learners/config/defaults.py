@@ -264,11 +264,10 @@ def gradient_clip(config: Fields) -> float | None:
     Past their first 100 estimates (the warm-up's scale is the median of a handful: pol
     clips 5 of its first 12) no estimate of the bundled regression sets' two-point runs
     passed 35 times the scale (Abalone 13, Comp-Activ 31, pol 27, house_16H 35), so 50
-    leaves them unclipped and
-    bounds a feedback short of the refusal: on Abalone (two-point, one loss whose
-    estimate is clipped at 50 after 500 rounds, 300 rounds after it, seeds 0-29) test RMSE
-    within 3.6 % of a model that never saw it (mean 1.1 %; 1.9 % and 0.6 % for one
-    ordinary feedback left out).
+    leaves them unclipped and bounds a feedback short of the refusal: on Abalone
+    (two-point, one loss whose estimate is clipped at 50 after 500 rounds, 300 rounds
+    after it, seeds 0-29) test RMSE within 3.6 % of a model that never saw it (mean
+    1.1 %; 1.9 % and 0.6 % for one ordinary feedback left out).
     """
     if config.gradient_clip is None:
         if config.task != "regression":
