@@ -138,9 +138,9 @@ def freeze_startup_objects() -> None:
     that never become garbage.  Objects made afterwards are collected as usual.  Most of
     a request's containers are freed by their reference counts, yet at CPython's 700 a
     batch predict of 256 contexts set off about one collection of the young generation
-    per request, 0.3 s of every 5 s of the event loop under load (about 100 us a
-    request, 6%); at 10,000 it sets off none in that time.  A collection then walks at
-    most 10,000 young objects (well under a millisecond).
+    per request; at 10,000 it sets off none (the figures:
+    ``docs/decisions/0007-event-loop-garbage.md``).  A collection then walks at most
+    10,000 young objects.
     """
     gc.collect()
     gc.freeze()
@@ -192,7 +192,7 @@ def create_app(settings: Settings | None = None, *, freeze_startup: bool = False
         docs_url=None,  # served from local assets by install_docs, not a CDN
         redoc_url=None,
         # the service's own metrics are Prometheus's; FastAPI's OpenTelemetry otherwise
-        # looks up the global providers on every request (about 6 us)
+        # looks up the global providers on every request (docs/decisions/0001)
         telemetry=None if settings.opentelemetry else _NO_TELEMETRY,
     )
     app.state.settings = settings
@@ -230,8 +230,8 @@ def create_app_from_env() -> FastAPI:
 
     Serving runs on numpy and never imports torch.  Where something in the process has
     loaded it, its intra-op thread pool only adds contention for many small concurrent
-    requests (a TEL round took ~100x longer with two threads on a busy 2-core machine),
-    so it is held to one thread.  Once started, the process's objects are left out of
+    requests (``docs/decisions/0007-event-loop-garbage.md``), so it is held to one
+    thread.  Once started, the process's objects are left out of
     later garbage collections (``freeze_startup``).
     """
     torch = sys.modules.get("torch")

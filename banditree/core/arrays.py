@@ -20,7 +20,8 @@ __all__ = ["FloatArray", "IntArray", "clip_ufunc", "scalar_array"]
 
 def scalar_array(value: float) -> FloatArray:
     """``value`` as a 0-d float64 array, for a hot loop's arithmetic: numpy 2 takes an
-    array operand about 0.3 us faster than a Python float (it converts a scalar at every
-    call), and the arithmetic is the same (float64 either way).  Keep one and assign
+    array operand faster than a Python float (it converts a scalar at every call; the
+    figure: ``docs/decisions/0008-library-hot-paths.md``), and the arithmetic is the
+    same (float64 either way).  Keep one and assign
     ``out[()] = value`` where the value changes."""
     return np.array(value, dtype=np.float64)

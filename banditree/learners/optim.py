@@ -58,7 +58,7 @@ class RMSprop:
         self._rate = scalar_array(0.0)
 
     def step(self, params: Mapping[str, FloatArray], grads: Mapping[str, FloatArray]) -> Params:
-        # one errstate for the whole step (entered per parameter it cost ~1 us each): only
+        # one errstate for the whole step (entered per parameter: docs/decisions/0008): only
         # the square can overflow (a finite square bounds the step by ``rate / sqrt(1 -
         # alpha)``), and a step that is not finite is refused below or by the learner
         with np.errstate(over="ignore", invalid="ignore"):

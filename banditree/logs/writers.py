@@ -77,7 +77,8 @@ def _wire_values(row: dict[str, Any]) -> tuple[Any, ...]:
 @contextlib.contextmanager
 def gc_paused() -> Iterator[None]:
     """Pause the cyclic garbage collector: building many short-lived tuples otherwise
-    triggers full collections over every live row (measured: 2.4x slower batches)."""
+    triggers full collections over every live row (the figure:
+    ``docs/decisions/0008-library-hot-paths.md``)."""
     enabled = gc.isenabled()
     gc.disable()
     try:

@@ -19,7 +19,8 @@ ID_BUCKETS = 1 << 12
 #: rounds whose rank-one change of the ridge's inverse Gram matrix are kept apart before
 #: one product folds them in (:class:`~banditree.learners.ridge.PerActionRidge`'s
 #: ``defer``): a fold per 24 learns instead of two passes over the ``(d, d)`` matrix per
-#: learn (``d`` 345 for 22 context and 14 candidate columns: 110 to 32 us a learn), and
+#: learn (``d`` 345 for 22 context and 14 candidate columns; the figure:
+#: ``docs/decisions/0008-library-hot-paths.md``), and
 #: the rows kept, 23 at most, stay small products that OpenBLAS runs on the calling thread
 RIDGE_DEFER = 24
 

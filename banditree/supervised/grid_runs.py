@@ -2,8 +2,8 @@
 
 On the CPU the runs go to worker processes (forked, so the data are not copied):
 a run at ``L = 1`` spends most of its time in Python between small kernels, holding
-the GIL, so threads barely overlap (measured 0.9-1.1x on 2 cores) while processes
-do.  On a GPU (which does not survive a fork) they go to threads.  Each finished
+the GIL, so threads barely overlap while processes do (the figure:
+``docs/decisions/0008-library-hot-paths.md``).  On a GPU (which does not survive a fork) they go to threads.  Each finished
 epoch is reported back (a queue from the workers) to the progress bar and its
 time-left estimate.
 """

@@ -1,7 +1,7 @@
 """Work units and the time-left estimate of ``banditree train``'s grid search.
 
-A grid mixes runs whose cost differs by 50x (an ``L = 3`` run of height 8 against an
-``L = 1`` run), so counting runs says little about the time left.  Each run's cost is
+A grid mixes runs whose cost differs by more than an order of magnitude (an ``L = 3``
+run of height 8 against an ``L = 1`` run), so counting runs says little about the time left.  Each run's cost is
 its mini-batches times a per-batch cost that grows with the multiply-adds of one
 row through the tree (:func:`row_macs`):
 

@@ -1,14 +1,13 @@
 """The Prometheus text exposition of the service's registry, at a bounded cost per model.
 
 ``prometheus_client.generate_latest`` builds a sample object for every series on every
-rendering: about 0.8 ms per model, 8 s for 10,000 models.  :class:`ExpositionRenderer`
+rendering, seconds for 10,000 models (the figures, and why this module exists:
+``docs/decisions/0003-metrics-exposition.md``).  :class:`ExpositionRenderer`
 writes the text itself from the metric children and keeps each histogram child's lines
 (17 to 22 per model and histogram, most of the text) until that histogram observes
 something, and keeps each metric's encoded text :data:`_CHUNK` children a piece: a
 piece whose children and values (read into a list in C) are those of the last rendering
-is reused as it is.  An idle model costs a value read per series, no line written: a
-rendering of 10,000 idle models wrote 200,000 counter and gauge lines, 0.33 s of CPU
-(0.17 s now, mostly the value reads).  The output is the text format 0.0.4 that
+is reused as it is.  An idle model costs a value read per series, no line written.  The output is the text format 0.0.4 that
 ``generate_latest`` writes, without the ``_created`` series (the service's dashboards
 and alerts do not read them).
 
@@ -17,13 +16,11 @@ while the garbage collector runs: the text is encoded :data:`_CHUNK` children at
 time (a list of thousands of pieces, not of a hundred thousand lines), and the caches
 are kept across renderings and changed in place (a dict rebuilt at every rendering is young, and every
 collection of the young generations, triggered by any thread while the rendering runs,
-walks all of its entries with the interpreter held: 10 to 50 ms with 10,000 models, the
-event loop's largest stall).  For the same reason the text is never copied into one
-buffer: the interpreter is held while bytes are joined, and ``b"".join`` of the 60 MB of
-10,000 models held it 36-38 ms of CPU at once; appending the pieces to one growing
-``bytearray`` a step at a time still copied all of it at once whenever the buffer grew
-where ``realloc`` could not remap it (steps of 21-63 ms of CPU in the service, the loop's
-largest).  A rendering is an :class:`Exposition`, the pieces themselves (most of them the
+walks all of its entries with the interpreter held, the event loop's largest stall).  For the same reason the text is never copied into one
+buffer: the interpreter is held while bytes are joined, and ``b"".join`` of the text of
+10,000 models held it at once; appending the pieces to one growing ``bytearray`` a step
+at a time still copied all of it whenever the buffer grew where ``realloc`` could not
+remap it.  A rendering is an :class:`Exposition`, the pieces themselves (most of them the
 cached bytes of idle children, shared, not copied), which the route gzips and sends a
 piece at a time.  :meth:`ExpositionRenderer.rendering` is the work a step at a time, for a
 caller on the event loop that lets the loop run between steps.

@@ -19,8 +19,8 @@ from typing import Any, Literal, Protocol
 RIDGE_AUTO_MAX = 250_000
 #: :data:`RIDGE_AUTO_MAX` of a config with ``features``: one-hot category columns make
 #: contexts wide, and there the ridge carries the most (``benchmarks/bandit_vs_vw.py
-#: --categorical``, progressive loss against AdaGrad: soybean 0.546 / 0.679, fars 0.233 /
-#: 0.251, kddcup at 16 categories 0.009 / 0.014); the ridge state is 20 MB at this bound
+#: --categorical``; the figures: ``benchmarks/results/bandit_vs_vw_categorical.md``);
+#: the ridge state is 20 MB at this bound
 RIDGE_AUTO_MAX_FEATURES = 2_500_000
 #: Trees of the default regression model, a ``dgt_forest`` whose trees' outputs are
 #: averaged.

@@ -80,6 +80,8 @@ class GradientBandit(Deciding, Learning, Checkpointing):
         With the detector: a signal multiplies the tree's leaf values (``theta``) by
         this; 1: kept.
 
+    Notes
+    -----
     Decisions read an immutable snapshot that is replaced whole after each update,
     so a reader never sees a half-applied update.
     """

@@ -114,8 +114,9 @@ class GradientBase(Learner):
 
 def clip_in_place(x: FloatArray, bound: float) -> None:
     """``np.clip(x, -bound, bound, out=x)`` by the clip ufunc itself, without ``np.clip``'s
-    Python wrapper (0.5 us against its 2.7 us per decision; the same values), the bounds
-    as 0-d arrays (numpy's faster operand; made once per bound)."""
+    Python wrapper (the same values, a fifth of the time: ``docs/decisions/
+    0008-library-hot-paths.md``), the bounds as 0-d arrays (numpy's faster operand; made
+    once per bound)."""
     low, high = _clip_bounds(bound)
     clip_ufunc(x, low, high, out=x)
 

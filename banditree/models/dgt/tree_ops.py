@@ -52,7 +52,8 @@ def path_scores(sign: FloatArray, height: int) -> FloatArray:
 
 
 #: a batch of at most this many rows through a tree of at most this height is routed by
-#: :func:`_route_small` (one small product: a few us against ~5 us per level); larger
+#: :func:`_route_small` (one small product, cheaper than the levels' gathers there:
+#: ``docs/decisions/0008-library-hot-paths.md``); larger
 #: products cost more than the levels' gathers (and may wake BLAS threads)
 SMALL_BATCH, SMALL_HEIGHT = 16, 7
 

@@ -21,9 +21,9 @@ Options (``LearnerConfig.options``): ``ferns`` (bool, default False), ``pool`` (
 ``[0, 4096]``, default 0 = decisions on the contexts), ``reduction`` (``"sum"``
 default, or ``"mean"``).  ``n_trees`` (default 10) and ``height`` (the depth ``D``,
 default 6 for classification, 8 for regression) come from the config.  With the
-mean, a step moves the output ``T`` times less than with the sum; in single-pass
-runs on pendigits (3,000 rounds, learning rate 0.01) the mean reached 22%
-progressive accuracy against 45% for the sum, hence the default.  More trees and a
+mean, a step moves the output ``T`` times less than with the sum, and single-pass
+runs learned less with it, hence the default (the figures:
+``docs/explanation/defaults.md``, hinge forests).  More trees and a
 pool help on harder data (Letter) at some cost in speed.
 """
 

@@ -37,8 +37,7 @@ _add, _subtract, _multiply, _dot = np.add, np.subtract, np.multiply, np.dot
 DENSE_MAX_LEAVES = 4096
 _multiply_levels = np.multiply.reduce
 #: entries of a dense batch pass computed together: a chunk's ``(rows, 2 nodes)`` arrays
-#: stay in the CPU cache (half a MiB; 52 rows of 10 trees of depth 6 run 3x faster per
-#: row than 256 at once)
+#: stay in the CPU cache (half a MiB; the figure: ``docs/decisions/0008-library-hot-paths.md``)
 _DENSE_BATCH_ENTRIES = 1 << 16
 
 
@@ -169,7 +168,7 @@ class FrozenTEL:
         cost, not arithmetic, sets the time.
         """
         # np.dot and the ufuncs, not ``@`` and the operators (their Python-level
-        # dispatch was 1.4 of 13 us here; the same numbers)
+        # dispatch is a tenth of the call here, docs/decisions/0008; the same numbers)
         steps = _multiply(self._odd_steps(_dot(x, self._double_nodes_t)), _SIGN_COLUMN)
         _add(steps, 2.0, out=steps)  # (2, nodes): 4 S, then 4 (1 - S)
         prob = _multiply_levels(steps.take(self._parent_paths), axis=0)  # last level's nodes

@@ -142,9 +142,8 @@ class LearningRegistry(ServingRegistry):
         the others.
 
         Every loop over the names takes a turn of the event loop (:class:`LoopShare`)
-        every :data:`NAMES_PER_TURN` names, also where there is nothing to do for them:
-        with 10,000 models, one pass that only compares names held the loop 8-21 ms of
-        CPU at a time.
+        every :data:`NAMES_PER_TURN` names, also where there is nothing to do for them
+        (the figure: ``docs/decisions/0007-event-loop-garbage.md``).
         """
         share = LoopShare()
         names = list(records)

@@ -8,7 +8,7 @@ applied, or a checkpoint request) in one store call per chunk of learners
 (:meth:`Store.scan_idle`, a chunk sized to take about one loop slice:
 :func:`chunk_size`; requests run between two), and wakes those, and those whose
 lease was lost.  Work this process gives a learner (an append, a checkpoint request) wakes it at once; the passes
-are for the work of other processes.  A pass runs every 10 ms, or less often when it
+are for the work of other processes.  A pass runs every :data:`_PASS_SECONDS`, or less often when it
 takes long (:func:`~service.domain.runtime.tasks.pause_after_pass`), but at least every third
 of the lease's length, so that every lease is renewed in time.
 """
@@ -124,8 +124,8 @@ class IdleLearners:
         """The parked learners, the leases renewed longest ago first: a learner parked
         during a long pass (its lease taken a second or more before) is renewed at the
         start of the next one.  The renewal times are read :data:`_NAMES_PER_TURN` at a
-        time, with a turn of the loop between (with 10,000 learners, reading them all
-        for one sort held the loop 8-9 ms of CPU), and sorted as one list of floats."""
+        time, with a turn of the loop between (reading 10,000 at once held the loop:
+        ``docs/decisions/0007-event-loop-garbage.md``), and sorted as one list of floats."""
         names, renewed = list(self._parked), dict[str, float]()
         for start in range(0, len(names), _NAMES_PER_TURN):
             await share.turn()

@@ -12,9 +12,9 @@ A model's initial checkpoint (offset 0, published once when a learner first lead
 replaces the learner the process built when it created or restored the model: right
 after thousands of creates, thousands of swaps in a few seconds.  Each swap frees about
 as many tracked objects as it makes, so the collector's count of new objects does not
-rise and the new learners piled up in the youngest generation (17,000-31,000 objects,
-167,000-309,000 references) until one collection walked them all on the event loop
-(20-45 ms of CPU on a loaded machine, predict stalls of 106-120 ms).  ``on_initial``
+rise and the new learners piled up in the youngest generation until one collection
+walked them all on the event loop (the figures:
+``docs/decisions/0007-event-loop-garbage.md``).  ``on_initial``
 (the registry's :class:`service.domain.runtime.heap.HeapFreezer`) is told of each such swap,
 so those learners leave the collector's walks with the model's other objects.  Later
 swaps are not frozen: a replaced frozen learner's reference cycles would be kept.

@@ -69,8 +69,8 @@ class CachedExposition:
         sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
         # on the event loop, a slice at a time: a thread running Python beside the loop
         # took the interpreter back at each of the loop's system calls (a request waits
-        # for it a switch interval each time), and predictions stalled 60-100 ms behind
-        # renderings of 10,000 models; a slice holds the loop up once, at most ~SLICE
+        # for it a switch interval each time), and predictions stalled behind renderings
+        # of 10,000 models (docs/decisions/0003); a slice holds the loop up once, at most ~SLICE
         steps = self.renderer.rendering()
         while True:
             sliced = time.perf_counter() + SLICE_SECONDS

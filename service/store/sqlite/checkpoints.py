@@ -102,7 +102,7 @@ class SqliteCheckpoints(SqliteBase, CheckpointStore):
         # on the reading connection: a checkpoint is never changed once committed, and a
         # load (learners and snapshot refreshes, in worker threads) held the writer's
         # mutex and SQLite's write lock while it read the blob, so the event loop's
-        # commits waited behind it (5-10 ms at a time after 10,000 creates)
+        # commits waited behind it (docs/decisions/0005-sqlite-store.md)
         def read() -> bytes | None:
             rows = self._read(
                 "SELECT blob FROM checkpoints WHERE model = ? AND sequence = ?", (name, sequence)

@@ -41,13 +41,12 @@ _READ_ROWS = (
 #: the same order, and whether every ``acked_at`` is exact (NULL: no entry).  Python's
 #: ``sqlite3`` lets go of the interpreter lock around each row's step and takes it back
 #: after: a read of 512 rows on the event loop handed the lock back and forth 512 times
-#: with the learner's thread, which then learned a third slower (38 against 28 us an
-#: entry).  One row is one hand-off.  The decisions (the bulk of an entry, JSON with
+#: with the learner's thread, which then learned a third slower.  One row is one
+#: hand-off (the figures: ``docs/decisions/0005-sqlite-store.md``).  The decisions (the bulk of an entry, JSON with
 #: dozens of quotes) are joined as they are rather than escaped into the JSON text and
-#: unescaped by its parse: SQLite's part of the read takes 40% less time (0.8 against
-#: 1.3 us an entry).  SQLite writes a REAL with 17 significant digits exactly between
-#: 1e-30 and 1e30 (no miss in 500,000 draws; misses beyond): outside it the rows are
-#: read as before.
+#: unescaped by its parse: SQLite's part of the read takes less time.  SQLite writes a
+#: REAL with 17 significant digits exactly between 1e-30 and 1e30 (no miss found in
+#: random draws; misses beyond): outside it the rows are read as before.
 _READ_AS_JSON = (
     "SELECT json_group_array(json_array(offset, event_id, feedback, "
     "printf('%!.17g', acked_at))), group_concat(decision, char(30)), "
