@@ -50,7 +50,7 @@ class FastCB(SquareCB):
     >>> import numpy as np
     >>> FastCB(10.0, 0.0)(np.array([0.5, 0.0])).tolist()  # loss 0.5: SquareCB at 20
     [0.9166666666666666, 0.08333333333333333]
-    >>> round(FastCB(10.0, 0.0)(np.array([0.9, 0.4]))[1], 6)  # loss 0.1: SquareCB at 100
+    >>> round(float(FastCB(10.0, 0.0)(np.array([0.9, 0.4]))[1]), 6)  # loss 0.1: SquareCB at 100
     0.019231
     """
 
