@@ -18,7 +18,7 @@ def test_train_writes_model_report_and_plot(tmp_path) -> None:
     import numpy as np
 
     from banditree.datasets import load
-    from banditree.supervised.model_file import TrainedTree
+    from banditree.models.dgt.trained import TrainedTree
 
     grid = tmp_path / "grid.json"
     grid.write_text(json.dumps({"momentum": [0.0, 0.8]}))

@@ -15,12 +15,12 @@ from typing import Any
 
 import numpy as np
 
+from banditree.core.columns import DecisionColumns
 from banditree.core.records import Decision, Feedback
 from banditree.features import FeatureEncoder, FeatureSchema, InvalidInput
 from banditree.features.export import FORMAT as NAMED_FORMAT
 from banditree.features.export import ReferenceEvaluator, export_tree
 from banditree.learners.base import Learner, Tensors
-from banditree.learners.decision_columns import DecisionColumns
 from banditree.learners.gradient_bandit import GradientBandit
 
 #: prefix of the encoder's tensors in a checkpoint

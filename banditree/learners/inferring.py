@@ -31,11 +31,11 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
+from banditree.core.columns import DecisionColumns
 from banditree.core.records import Decision, Feedback
 from banditree.features import FeatureEncoder, FeatureSchema, InvalidInput, infer_schema
 from banditree.learners.base import Learner, Tensors
 from banditree.learners.config import LearnerConfig
-from banditree.learners.decision_columns import DecisionColumns
 from banditree.learners.featured import FeaturedLearner, _as_list, _as_mapping, _with_context
 
 #: the one column the placeholder model reads before the schema is inferred

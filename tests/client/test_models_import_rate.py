@@ -12,8 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from banditree.import_command import WARM_START_LEARNING_RATE
+from banditree.models.dgt.trained import TrainedTree
 from banditree.supervised import DGTClassifier
-from banditree.supervised.model_file import TrainedTree
 from banditree_cli import app
 
 

@@ -84,7 +84,7 @@ COMMANDS = textwrap.dedent(
     seen["evaluate"] = "torch" in sys.modules
 
     # what `models import` reads: a trained tree's file
-    from banditree.supervised.model_file import TrainedTree
+    from banditree.models.dgt.trained import TrainedTree
     seen["model file"] = "torch" in sys.modules
     print(json.dumps(seen))
     """

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from simulate.data import load_source
+from banditree.datasets.sources import load_source
 from simulate.experiment import SimulationOptions, simulate
 
 

@@ -7,10 +7,10 @@ import pytest
 
 from banditree.datasets import load
 from banditree.learners import build_learner
+from banditree.learners.warm_start import ModelMismatch, reward_logits
+from banditree.models.dgt.trained import InvalidModelFile, TrainedTree
 from banditree.persistence import dumps, loads
 from banditree.supervised import DGTClassifier, DGTRegressor
-from banditree.supervised.model_file import InvalidModelFile, TrainedTree
-from banditree.supervised.warm_start import ModelMismatch, reward_logits
 
 
 @pytest.fixture(scope="module")

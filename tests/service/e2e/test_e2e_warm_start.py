@@ -11,8 +11,8 @@ import numpy as np
 from typer.testing import CliRunner
 
 from banditree.datasets import load
+from banditree.models.dgt.trained import TrainedTree
 from banditree.supervised import DGTClassifier, DGTRegressor
-from banditree.supervised.model_file import TrainedTree
 from banditree_cli import app
 from tests.service.live_server import LiveServer
 
