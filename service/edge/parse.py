@@ -11,6 +11,10 @@ Python, several times so for a batch).  Anything else, a bad body or one merely
 unusual, gives None: the caller hands the request to the FastAPI route, whose schema
 answers it (the same 422 naming the field and the bound).  So these checks may refuse
 more than the schema does, never less.
+
+The keys and the length bounds checked here are read from the schemas' fields at
+import (:func:`length_bounds`), so the two paths cannot drift apart; the only key left
+to the route on purpose is predict's ``explain``.
 """
 
 from __future__ import annotations
@@ -18,17 +22,40 @@ from __future__ import annotations
 import math
 from typing import Annotated, Any
 
-from pydantic import Field, TypeAdapter, ValidationError
+from annotated_types import MaxLen, MinLen
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from banditree.core.columns import FloatRows
-from banditree.ranking import MAX_CANDIDATES
-from banditree.ranking.inputs import MAX_ID_LENGTH as MAX_CANDIDATE_ID
 from service.domain.requests import FeedbackBody, PredictBody, RankBody
-from service.domain.runtime.ranking import MAX_EVENT_ID_LENGTH
-from service.domain.schemas import MAX_BATCH_LENGTH, Context, NumberContext
+from service.domain.schemas import (
+    MAX_BATCH_LENGTH,
+    Context,
+    FeedbackCreate,
+    NumberContext,
+    PredictCreate,
+)
+from service.http.routes.ranking import CandidateCreate, RankCreate
 
-_PREDICT_KEYS = frozenset({"context", "contexts", "default_action", "default_actions"})
-_FEEDBACK_KEYS = frozenset({"event_id", "loss", "reward", "losses"})
+
+def length_bounds(model: type[BaseModel], field: str) -> tuple[int, int]:
+    """The ``(min_length, max_length)`` of ``model``'s ``field`` (0 when it has no minimum).
+
+    Raises
+    ------
+    LookupError
+        When the field has no ``max_length``: a hand check needs an upper bound.
+    """
+    metadata = model.model_fields[field].metadata
+    lows = [m.min_length for m in metadata if isinstance(m, MinLen)]
+    highs = [m.max_length for m in metadata if isinstance(m, MaxLen)]
+    if not highs:
+        raise LookupError(f"{model.__name__}.{field} has no max_length")
+    return (lows[0] if lows else 0), highs[0]
+
+
+#: predict's ``explain`` is left to the route (the hot path answers no explanation)
+_PREDICT_KEYS = frozenset(PredictCreate.model_fields) - {"explain"}
+_FEEDBACK_KEYS = frozenset(FeedbackCreate.model_fields)
 #: compiled checks of one context and of a batch (pydantic-core validators of plain
 #: lists, no model per request: faster than a loop in Python, a batch several times so)
 _CONTEXT: TypeAdapter[list[float]] = TypeAdapter(Context)
@@ -40,8 +67,8 @@ _CONTEXTS: TypeAdapter[list[list[float]]] = TypeAdapter(
 _NUMBER_ROWS: TypeAdapter[list[list[float]]] = TypeAdapter(
     Annotated[list[NumberContext], Field(max_length=MAX_BATCH_LENGTH)]
 )
-#: largest ``event_id`` the feedback schema takes, in characters
-_MAX_EVENT_ID = 128
+#: longest ``event_id`` the feedback schema takes, in characters
+_MAX_EVENT_ID = length_bounds(FeedbackCreate, "event_id")[1]
 
 
 def _contexts(value: Any, validator: TypeAdapter[Any]) -> Any:
@@ -124,9 +151,14 @@ def feedback_body(data: Any) -> FeedbackBody | None:
     return FeedbackBody(event_id, None, number, None)
 
 
-#: the keys of a rank body (:class:`~service.http.routes.ranking.RankCreate`)
-_RANK_KEYS = frozenset({"context", "actions", "excluded_actions", "event_id", "defer_activation"})
-_CANDIDATE_KEYS = frozenset({"id", "features"})
+#: the keys of a rank body (:class:`~service.http.routes.ranking.RankCreate`) and of a candidate
+_RANK_KEYS = frozenset(RankCreate.model_fields)
+_CANDIDATE_KEYS = frozenset(CandidateCreate.model_fields)
+#: the rank body's bounds: candidates, excluded ids, a candidate's id, the event id
+MAX_CANDIDATES = length_bounds(RankCreate, "actions")[1]
+_MAX_EXCLUDED = length_bounds(RankCreate, "excluded_actions")[1]
+MAX_CANDIDATE_ID = length_bounds(CandidateCreate, "id")[1]
+MAX_EVENT_ID_LENGTH = length_bounds(RankCreate, "event_id")[1]
 
 
 def _features(value: Any) -> bool:
@@ -156,7 +188,7 @@ def rank_body(data: Any) -> RankBody | None:
             return None
         append((action_id, features))
     excluded = data.get("excluded_actions", [])
-    if type(excluded) is not list or len(excluded) > MAX_CANDIDATES:
+    if type(excluded) is not list or len(excluded) > _MAX_EXCLUDED:
         return None
     if not all(type(e) is str for e in excluded):
         return None
