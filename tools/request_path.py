@@ -1,0 +1,116 @@
+"""The service files one predict and one feedback run through, in the order first entered.
+
+``python -m tools.request_path`` starts an app on the embedded store in a temporary
+directory (in process, through httpx's ASGI transport: the fast front answers as it
+does behind uvicorn), creates a model, sends a warm-up predict and feedback, then
+records with :func:`sys.setprofile` every Python function called on the event loop's
+thread during one more predict and one more feedback, and prints the files of
+``service/`` (and the count of ``banditree/`` files) that each entered.  The code map
+(``docs/explanation/architecture.md``) quotes its output.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import tempfile
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _area(path: str) -> str | None:
+    relative = Path(path).resolve()
+    try:
+        parts = relative.relative_to(ROOT).parts
+    except ValueError:
+        return None
+    return "/".join(parts) if parts and parts[0] in ("service", "banditree") else None
+
+
+class Recorder:
+    """Files of the project entered by calls while it is on, in first-entry order.
+
+    Only calls in the request's own task, or in callbacks of the loop outside any task
+    (a loop tick's decisions), count: the service's background tasks (the learner, the
+    loop-lag timer, maintenance) run on the same thread and are left out.
+    """
+
+    def __init__(self) -> None:
+        self.files: dict[str, None] = {}
+        self.task: asyncio.Task[Any] | None = None
+
+    def __call__(self, frame: FrameType, event: str, arg: Any) -> None:
+        if event != "call":
+            return
+        try:
+            current = asyncio.current_task()
+        except RuntimeError:
+            return
+        if current is not None and current is not self.task:
+            return
+        found = _area(frame.f_code.co_filename)
+        if found is not None:
+            self.files.setdefault(found, None)
+
+    async def during(self, call: Any) -> httpx.Response:
+        self.task = asyncio.current_task()
+        sys.setprofile(self)
+        try:
+            return await call
+        finally:
+            sys.setprofile(None)
+
+
+async def _paths() -> dict[str, list[str]]:
+    from service.main import create_app
+    from service.settings import Settings
+
+    with tempfile.TemporaryDirectory() as data:
+        settings = Settings.model_validate(
+            {"data_dir": data, "api_keys": ["app"], "admin_keys": ["admin"]}
+        )
+        app = create_app(settings)
+        async with app.router.lifespan_context(app):
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:
+                admin = {"authorization": "Bearer admin"}
+                user = {"authorization": "Bearer app"}
+                body = {"n_actions": 3, "n_features": 2, "seed": 0}
+                made = await http.put("/v1/models/m", json=body, headers=admin)
+                made.raise_for_status()
+                out = {}
+                for round_ in ("warm-up", "traced"):
+                    predict = Recorder()
+                    answer = await predict.during(
+                        http.post(
+                            "/v1/models/m/predict", json={"context": [0.1, 0.2]}, headers=user
+                        )
+                    )
+                    answer.raise_for_status()
+                    feedback = Recorder()
+                    sent = {"event_id": answer.json()["event_id"], "loss": 0.5}
+                    done = await feedback.during(
+                        http.post("/v1/models/m/feedback", json=sent, headers=user)
+                    )
+                    done.raise_for_status()
+                    if round_ == "traced":
+                        out = {"predict": list(predict.files), "feedback": list(feedback.files)}
+                return out
+
+
+def main() -> None:
+    for name, files in asyncio.run(_paths()).items():
+        service = [f for f in files if f.startswith("service/")]
+        library = [f for f in files if f.startswith("banditree/")]
+        print(f"{name}: {len(service)} service files, {len(library)} banditree files")
+        for path in service:
+            print(f"  {path}")
+
+
+if __name__ == "__main__":
+    main()
