@@ -66,7 +66,8 @@ class Recorder:
             sys.setprofile(None)
 
 
-async def _paths() -> dict[str, list[str]]:
+async def request_paths() -> dict[str, list[str]]:
+    """The project files one traced predict and one traced feedback entered."""
     from service.main import create_app
     from service.settings import Settings
 
@@ -104,7 +105,7 @@ async def _paths() -> dict[str, list[str]]:
 
 
 def main() -> None:
-    for name, files in asyncio.run(_paths()).items():
+    for name, files in asyncio.run(request_paths()).items():
         service = [f for f in files if f.startswith("service/")]
         library = [f for f in files if f.startswith("banditree/")]
         print(f"{name}: {len(service)} service files, {len(library)} banditree files")

@@ -1,6 +1,6 @@
 """Apprentice mode in the domain: decisions with the caller's default actions.
 
-Called by the predict operation (:func:`service.http.routes.decisions.decide`, which
+Called by the predict operation (:func:`service.domain.operations.decide`, which
 the fast front runs too); a refusal is :class:`~service.domain.errors.InvalidRequest`
 (422, naming the field), raised before anything is decided.
 """

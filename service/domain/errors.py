@@ -87,6 +87,10 @@ class DecisionExpired(FeedbackRefused):
     text = "expired before its feedback arrived"
 
 
+class BatchTooLarge(DomainError):
+    """A batch holds more items than the service takes at once (``max_batch``)."""
+
+
 class Unavailable(DomainError):
     """The service cannot do it now (the store is away, no learner answered, the role)."""
 
@@ -98,6 +102,7 @@ FEEDBACK_REFUSALS: dict[str, type[FeedbackRefused]] = {
 
 __all__ = [
     "FEEDBACK_REFUSALS",
+    "BatchTooLarge",
     "CapacityReached",
     "Conflict",
     "DecisionExpired",

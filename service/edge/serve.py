@@ -6,8 +6,9 @@ times a whole decision.  :class:`HotPaths` answers ``POST /v1/models/{name}/pred
 ``/feedback`` and ``/rank`` with a declared-length JSON body itself, after
 :class:`~service.edge.http_middleware.ServiceHttp` checked the API key and the body bound
 and while it times, counts and logs the request: the body is parsed by ``orjson`` and
-checked by hand (:mod:`service.edge.parse`), the route's own :func:`decide`,
-:func:`give_feedback` or :func:`rank_answer` answers it, and an error it raises gets the answer of the app's
+checked by hand (:mod:`service.edge.parse`), the operation the route runs
+(:mod:`service.domain.operations`: ``decide``, ``give_feedback`` or ``rank_answer``)
+answers it, and an error it raises gets the answer of the app's
 handlers (:func:`~service.http.errors.error_answer`).
 
 A request these paths do not take as it stands (another content type, a chunked body,
@@ -27,12 +28,11 @@ from starlette.datastructures import State
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from service.domain.operations import decide, give_feedback, rank_answer
 from service.domain.requests import PredictBody, RankBody
 from service.edge.parse import feedback_body, predict_body, rank_body
 from service.http.deps import MODEL_NAME_PATTERN
 from service.http.errors import error_answer
-from service.http.routes.decisions import decide, give_feedback
-from service.http.routes.ranking import rank_answer
 
 #: route templates the hot paths answer (the ``route`` label of the HTTP metrics)
 PREDICT_ROUTE = "/v1/models/{name}/predict"
@@ -132,9 +132,9 @@ class HotPaths:
             return
         try:
             if isinstance(parsed, PredictBody):
-                content = await decide(self.state, name, parsed)
+                content = orjson.dumps(await decide(self.state, name, parsed))
             elif isinstance(parsed, RankBody):
-                content = await rank_answer(self.state, name, parsed)
+                content = orjson.dumps(await rank_answer(self.state, name, parsed))
             else:
                 await give_feedback(self.state, name, parsed)
                 content = orjson.dumps({"status": "accepted", "event_id": parsed.event_id})

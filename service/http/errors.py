@@ -28,6 +28,7 @@ from starlette.routing import compile_path
 
 from banditree.learners import InvalidInput
 from service.domain.errors import (
+    BatchTooLarge,
     Conflict,
     DecisionExpired,
     DomainError,
@@ -66,6 +67,7 @@ DOMAIN_STATUS: dict[type[DomainError], int] = {
     FeedbackDuplicate: 409,
     DecisionExpired: 410,
     InvalidRequest: 422,
+    BatchTooLarge: 413,
     Unavailable: 503,
 }
 

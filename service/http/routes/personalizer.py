@@ -24,6 +24,7 @@ from pydantic.json_schema import models_json_schema
 from banditree.features import InvalidInput
 from banditree.ranking import MAX_CANDIDATES
 from service.domain.errors import DomainError
+from service.domain.operations import ranking_list
 from service.domain.registry import ModelRegistry
 from service.domain.runtime.api import ModelRuntime
 from service.domain.runtime.ranking import (
@@ -41,7 +42,6 @@ from service.domain.runtime.ranking import (
 from service.http.deps import ModelName
 from service.http.errors import STORE_ERRORS, domain_status
 from service.http.personalizer_errors import personalizer_error
-from service.http.routes.ranking import ranking_list
 
 #: in the OpenAPI document with Personalizer's field names, statuses and error body
 #: (:mod:`service.http.personalizer_errors`); the bodies are parsed here, not by FastAPI, so a

@@ -13,13 +13,12 @@ import orjson
 from fastapi import APIRouter, Path, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
-from starlette.datastructures import State
 
-from banditree.core import Decision
 from banditree.ranking import MAX_CANDIDATES
+from service.domain.operations import rank_answer
 from service.domain.registry import ModelRegistry
 from service.domain.requests import RankBody
-from service.domain.runtime.ranking import MAX_EVENT_ID_LENGTH, activate, played_id, rank
+from service.domain.runtime.ranking import MAX_EVENT_ID_LENGTH, activate
 from service.http.deps import ModelName
 
 router = APIRouter(prefix="/v1/models", tags=["ranking"])
@@ -75,53 +74,21 @@ class RankPublic(BaseModel):
     logged: bool = True
 
 
-def ranking_list(decision: Decision) -> list[dict[str, Any]]:
-    """``[{id, probability}]``: the played candidate first, then by probability, then the
-    excluded ones (probability 0)."""
-    ranking = decision.ranking
-    assert ranking is not None and decision.action is not None
-    ids, probabilities, chosen = ranking["ids"], ranking["probabilities"], decision.action
-    # by probability, ties in index order (a stable sort, reversed, keeps that order)
-    order = sorted(range(len(ids)), key=probabilities.__getitem__, reverse=True)
-    order.remove(chosen)
-    order.insert(0, chosen)
-    out = [{"id": ids[i], "probability": probabilities[i]} for i in order]
-    out += [{"id": a, "probability": 0.0} for a in ranking.get("excluded", [])]
-    return out
-
-
-async def rank_answer(state: State, name: str, body: RankCreate | RankBody) -> bytes:
-    """The JSON answer of a rank: the route and the hot path (:mod:`service.edge`)."""
-    registry: ModelRegistry = state.registry
-    runtime = await registry.get(name)
-    if isinstance(body, RankBody):
-        actions = body.actions
-    else:
-        actions = [(a.id, a.features) for a in body.actions]
-    decision, logged = await rank(
-        runtime, body.context, actions, excluded=body.excluded_actions,
-        event_id=body.event_id, defer=body.defer_activation,
-    )  # fmt: skip
-    content: dict[str, Any] = {
-        "event_id": decision.event_id,
-        "model_version": decision.model_version,
-        "reward_action_id": played_id(decision),
-        "ranking": ranking_list(decision),
-    }
-    if not logged:
-        content["logged"] = False
-    return orjson.dumps(content)
-
-
 @router.post("/{name}/rank", responses={200: {"model": RankPublic}})
 async def rank_route(name: ModelName, body: RankCreate, request: Request) -> Response:
     """Rank 1 to 256 candidates for a context; the answer names the one to show.
 
     The decision (with every candidate and its features) waits for its reward at
     ``POST .../feedback``.  Requests with a JSON body are usually answered by the hot
-    path in front of the app (:mod:`service.edge`), which runs the same :func:`rank_answer`.
+    path in front of the app (:mod:`service.edge`), which runs the same
+    :func:`~service.domain.operations.rank_answer`.
     """
-    return Response(await rank_answer(request.app.state, name, body), media_type="application/json")
+    checked = RankBody(
+        body.context, [(a.id, a.features) for a in body.actions], body.excluded_actions,
+        body.event_id, body.defer_activation,
+    )  # fmt: skip
+    content = await rank_answer(request.app.state, name, checked)
+    return Response(orjson.dumps(content), media_type="application/json")
 
 
 class ActivatePublic(BaseModel):

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from banditree.ranking import MAX_CANDIDATES
 from service.domain.errors import InvalidRequest
+from service.domain.operations import ranking_list
 from service.domain.registry import ModelRegistry
 from service.domain.runtime.ranking import (
     MAX_EVENT_ID_LENGTH,
@@ -36,7 +37,7 @@ from service.domain.runtime.ranking import (
     reward_slots,
 )
 from service.http.deps import ModelName
-from service.http.routes.ranking import CandidateCreate, Features, RankedAction, ranking_list
+from service.http.routes.ranking import CandidateCreate, Features, RankedAction
 
 router = APIRouter(prefix="/v1/models", tags=["ranking"])
 EventId = Annotated[str, Path(min_length=1, max_length=MAX_EVENT_ID_LENGTH)]

@@ -1,0 +1,135 @@
+"""The operations predict, feedback and rank: what both the fast front and the routes run.
+
+:func:`decide`, :func:`give_feedback` and :func:`rank_answer` take the app's state (any
+object with ``settings`` and ``registry``: :class:`ServiceState`), the model's name and
+a checked body, and return the answer's content as plain data; the caller encodes it
+(``orjson``) and sends it.  A refusal is a :class:`~service.domain.errors.DomainError`,
+which :mod:`service.http.errors` alone turns into a status and an error body.  The fast
+front (:mod:`service.edge.serve`) and the FastAPI routes (:mod:`service.http.routes`)
+call the same functions, so a body answers the same on either path.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from banditree.core import Decision, Feedback
+from banditree.core.codec import columns_public, decision_public
+from banditree.learners.base import Learner
+from banditree.learners.featured import FeaturedLearner
+from banditree.learners.inferring import InferringLearner
+from banditree.learners.reward import feedback_from_reward
+from service.domain.apprentice import apprentice_predict
+from service.domain.errors import BatchTooLarge, InvalidRequest
+from service.domain.registry import ModelRegistry
+from service.domain.requests import FeedbackBody, PredictBody, RankBody
+from service.domain.runtime.ranking import played_id, rank
+from service.domain.schemas import FeedbackCreate, PredictCreate
+from service.settings import Settings
+
+__all__ = ["ServiceState", "decide", "give_feedback", "rank_answer", "ranking_list"]
+
+
+class ServiceState(Protocol):
+    """What the operations read of the app's state."""
+
+    settings: Settings
+    registry: ModelRegistry
+
+
+def _explanations(learner: Learner, body: PredictCreate | PredictBody) -> list[list[str]]:
+    """Each context's leaf path as named conditions (models with features, single trees)."""
+    if not isinstance(learner, FeaturedLearner | InferringLearner):
+        raise InvalidRequest("explain needs a model whose contexts are named features", "explain")
+    contexts = [body.context] if body.context is not None else list(body.contexts or [])
+    return [learner.explain(_named(c)) for c in contexts]
+
+
+def _named(context: Any) -> dict[str, Any]:
+    if not isinstance(context, dict):
+        raise InvalidRequest("must be an object of named features", "context")
+    return context
+
+
+async def decide(
+    state: ServiceState, name: str, body: PredictCreate | PredictBody
+) -> dict[str, Any]:
+    """The content of a predict's answer: one decision, or ``{"decisions": [...]}``."""
+    settings, registry = state.settings, state.registry
+    runtime = await registry.get(name)
+    if body.contexts is not None and len(body.contexts) > settings.max_batch:
+        raise BatchTooLarge(
+            f"contexts holds {len(body.contexts)} items, more than max_batch={settings.max_batch}",
+            "contexts",
+        )
+    defaults = body.defaults()  # checked, and played, only where the model takes them
+    content: dict[str, Any]
+    # explained before deciding, with no await between: the same snapshot decides
+    explained = _explanations(runtime.learner, body) if body.explain else None
+    if explained is not None and body.context is not None:
+        decisions, logged = await apprentice_predict(
+            runtime, [body.context], defaults, runtime.predict
+        )
+        content = decision_public(decisions[0])
+    elif body.context is not None:  # decided with the others of this loop tick
+        content, logged = await apprentice_predict(
+            runtime, [body.context], defaults, runtime.predict_in_tick
+        )
+    else:  # a batch: its decisions held column by column
+        columns, logged = await apprentice_predict(
+            runtime, body.contexts or [], defaults, runtime.predict_columns
+        )
+        content = {"decisions": columns_public(columns)}
+    if explained is not None:
+        for row, why in zip(content.get("decisions", [content]), explained, strict=True):
+            row["explanation"] = why
+    if not logged:  # the store is away: answered from memory, feedback cannot be taken
+        content["logged"] = False
+    return content
+
+
+async def give_feedback(
+    state: ServiceState, name: str, body: FeedbackCreate | FeedbackBody
+) -> None:
+    """Log the feedback of a predict (checked against its pending decision)."""
+    runtime = await state.registry.get(name)
+    if body.losses is not None:
+        fb, field = Feedback(losses=(body.losses[0], body.losses[1])), "losses"
+    elif body.reward is not None:
+        fb, field = feedback_from_reward(body.reward, runtime.learner.task), "reward"
+    else:
+        fb, field = Feedback(loss=body.loss), "loss"
+    await runtime.feedback(body.event_id, fb, field=field)
+
+
+def ranking_list(decision: Decision) -> list[dict[str, Any]]:
+    """``[{id, probability}]``: the played candidate first, then by probability, then the
+    excluded ones (probability 0)."""
+    ranking = decision.ranking
+    assert ranking is not None and decision.action is not None
+    ids, probabilities, chosen = ranking["ids"], ranking["probabilities"], decision.action
+    # by probability, ties in index order (a stable sort, reversed, keeps that order)
+    order = sorted(range(len(ids)), key=probabilities.__getitem__, reverse=True)
+    order.remove(chosen)
+    order.insert(0, chosen)
+    out = [{"id": ids[i], "probability": probabilities[i]} for i in order]
+    out += [{"id": a, "probability": 0.0} for a in ranking.get("excluded", [])]
+    return out
+
+
+async def rank_answer(state: ServiceState, name: str, body: RankBody) -> dict[str, Any]:
+    """The content of a rank's answer: the event id, the played id and the ranking."""
+    runtime = await state.registry.get(name)
+    decision, logged = await rank(
+        runtime, body.context, body.actions, excluded=body.excluded_actions,
+        event_id=body.event_id, defer=body.defer_activation,
+    )  # fmt: skip
+    content: dict[str, Any] = {
+        "event_id": decision.event_id,
+        "model_version": decision.model_version,
+        "reward_action_id": played_id(decision),
+        "ranking": ranking_list(decision),
+    }
+    if not logged:
+        content["logged"] = False
+    return content
