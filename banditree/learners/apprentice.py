@@ -162,6 +162,11 @@ class Apprentice(Learner):
         self._mode: Mode = check_mode(mode)
 
     @property
+    def apprentice(self) -> Apprentice:
+        """Itself: it takes the caller's default actions."""
+        return self
+
+    @property
     def mode(self) -> Mode:
         return self._mode
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -13,6 +13,35 @@ from banditree.core.columns import DecisionColumns
 from banditree.core.records import Decision, Feedback
 from banditree.learners.counted_loss import warmup_sum, winsorise_loss
 from banditree.learners.validation import InvalidInput, as_contexts
+
+
+class DefaultTaker(Protocol):
+    """A learner that takes the caller's default actions (apprentice mode): it plays them
+    while its ``mode`` is ``"apprentice"`` and ignores them once ``"online"``."""
+
+    @property
+    def mode(self) -> str: ...
+
+    def act(
+        self,
+        context: Sequence[float] | FloatArray,
+        event_id: str | None = None,
+        default_action: int | None = None,
+    ) -> Decision: ...
+
+    def act_columns(
+        self,
+        contexts: Sequence[Sequence[float]] | FloatArray,
+        event_ids: Sequence[str | None] | None = None,
+        default_actions: Sequence[int] | None = None,
+    ) -> DecisionColumns: ...
+
+
+class Explainer(Protocol):
+    """A learner that names the conditions of a context's leaf path (named features)."""
+
+    def explain(self, context: Mapping[str, Any]) -> list[str]: ...
+
 
 Tensors = dict[str, np.ndarray]
 
@@ -132,6 +161,20 @@ class Learner(ABC):
     def config(self) -> dict[str, Any]:
         """The JSON-ready configuration :func:`banditree.learners.build_learner` rebuilds from."""
         return dict(self._config)
+
+    # -- capabilities: what a caller may ask of this learner, instead of its class ------
+
+    @property
+    def apprentice(self) -> DefaultTaker | None:
+        """This learner when it takes the caller's default actions (apprentice mode: an
+        :class:`~banditree.learners.apprentice.Apprentice`), else None."""
+        return None
+
+    @property
+    def explainer(self) -> Explainer | None:
+        """This learner when it can :meth:`~Explainer.explain` a context's decision as
+        conditions on named features, else None."""
+        return None
 
     # -- bookkeeping shared by every learner ----------------------------------------
     def _next_event_id(self, event_id: str | None) -> str:

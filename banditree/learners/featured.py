@@ -20,7 +20,7 @@ from banditree.core.records import Decision, Feedback
 from banditree.features import FeatureEncoder, FeatureSchema, InvalidInput
 from banditree.features.export import FORMAT as NAMED_FORMAT
 from banditree.features.export import ReferenceEvaluator, export_tree
-from banditree.learners.base import Learner, Tensors
+from banditree.learners.base import Explainer, Learner, Tensors
 from banditree.learners.gradient_bandit import GradientBandit
 
 #: prefix of the encoder's tensors in a checkpoint
@@ -177,6 +177,11 @@ class FeaturedLearner(Learner):
         exported["columns"] = self.encoder.columns()
         self._named = (version, exported)
         return exported
+
+    @property
+    def explainer(self) -> Explainer:
+        """Itself: its contexts are named features."""
+        return self
 
     def explain(self, context: Mapping[str, Any]) -> list[str]:
         """The served leaf's path for ``context`` as named conditions (a hard tree only)."""

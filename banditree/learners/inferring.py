@@ -34,7 +34,7 @@ from pydantic import ValidationError
 from banditree.core.columns import DecisionColumns
 from banditree.core.records import Decision, Feedback
 from banditree.features import FeatureEncoder, FeatureSchema, InvalidInput, infer_schema
-from banditree.learners.base import Learner, Tensors
+from banditree.learners.base import Explainer, Learner, Tensors
 from banditree.learners.config import LearnerConfig
 from banditree.learners.featured import FeaturedLearner, _as_list, _as_mapping, _with_context
 
@@ -143,6 +143,11 @@ class InferringLearner(Learner):
             raise ValueError("action_probabilities is for classification learners")
         result: np.ndarray = probabilities(_BLANK)
         return result
+
+    @property
+    def explainer(self) -> Explainer:
+        """Itself: its contexts are named features."""
+        return self
 
     def explain(self, context: Mapping[str, Any]) -> list[str]:
         """:meth:`FeaturedLearner.explain` once the schema is inferred."""

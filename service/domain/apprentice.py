@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from banditree.learners import Apprentice
 from service.domain.errors import InvalidRequest
 from service.domain.runtime import ModelRuntime
 
@@ -29,7 +28,8 @@ async def apprentice_predict(
     An apprentice-mode model plays the defaults; an online model ignores them.
     """
     learner = runtime.learner
-    apprenticed = isinstance(learner, Apprentice) and learner.mode == "apprentice"
+    apprentice = learner.apprentice
+    apprenticed = apprentice is not None and apprentice.mode == "apprentice"
     if defaults is None:
         if apprenticed:
             raise InvalidRequest(

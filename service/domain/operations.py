@@ -16,8 +16,6 @@ from typing import Any, Protocol
 from banditree.core import Decision, Feedback
 from banditree.core.codec import columns_public, decision_public
 from banditree.learners.base import Learner
-from banditree.learners.featured import FeaturedLearner
-from banditree.learners.inferring import InferringLearner
 from banditree.learners.reward import feedback_from_reward
 from service.domain.apprentice import apprentice_predict
 from service.domain.errors import BatchTooLarge, InvalidRequest
@@ -39,10 +37,11 @@ class ServiceState(Protocol):
 
 def _explanations(learner: Learner, body: PredictCreate | PredictBody) -> list[list[str]]:
     """Each context's leaf path as named conditions (models with features, single trees)."""
-    if not isinstance(learner, FeaturedLearner | InferringLearner):
+    explainer = learner.explainer
+    if explainer is None:
         raise InvalidRequest("explain needs a model whose contexts are named features", "explain")
     contexts = [body.context] if body.context is not None else list(body.contexts or [])
-    return [learner.explain(_named(c)) for c in contexts]
+    return [explainer.explain(_named(c)) for c in contexts]
 
 
 def _named(context: Any) -> dict[str, Any]:

@@ -20,7 +20,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from banditree.learners import (
-    Apprentice,
     Decision,
     DecisionColumns,
     Feedback,
@@ -149,8 +148,9 @@ class ModelRuntime(OperatorWrites):
         """:meth:`predict` of a batch, its decisions held column by column (no object per row)."""
         started = time.perf_counter()
         learner, event_ids = self.learner, new_event_ids(len(contexts))
-        if defaults is not None and isinstance(learner, Apprentice):
-            columns = learner.act_columns(contexts, event_ids, default_actions=defaults)
+        apprentice = learner.apprentice
+        if defaults is not None and apprentice is not None:
+            columns = apprentice.act_columns(contexts, event_ids, default_actions=defaults)
         else:
             columns = learner.act_columns(contexts, event_ids)
         events = list(zip(columns.event_ids, column_payloads(self.uid, columns), strict=True))

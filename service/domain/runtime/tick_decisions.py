@@ -26,7 +26,7 @@ import time
 from typing import Any, Protocol
 
 from banditree.core.codec import columns_public, decision_public
-from banditree.learners import Apprentice, Decision, Learner
+from banditree.learners import Decision, Learner
 from service.domain.runtime.event_ids import new_event_ids
 from service.domain.runtime.policy import Policy
 from service.domain.runtime.replay import column_payloads, decision_payload
@@ -58,8 +58,9 @@ class Decided:
 def act_one(learner: Learner, context: Any, default: int | None, event_id: str) -> Decision:
     """``act`` for one context: the caller's default action played by an apprentice-mode
     learner, ignored by others."""
-    if default is not None and isinstance(learner, Apprentice):
-        return learner.act(context, event_id=event_id, default_action=default)
+    apprentice = learner.apprentice
+    if default is not None and apprentice is not None:
+        return apprentice.act(context, event_id=event_id, default_action=default)
     return learner.act(context, event_id=event_id)
 
 
