@@ -110,7 +110,8 @@ class ExpositionRenderer:
             try:
                 next(steps)
             except StopIteration as done:
-                return done.value  # type: ignore[no-any-return]
+                finished: Exposition = done.value
+                return finished
 
     def rendering(self) -> Generator[None, None, Exposition]:
         """The whole exposition, a step (at most :data:`_CHUNK` children) per ``next``: a

@@ -192,10 +192,8 @@ def apply_entries(
     ``pairs``' item, by one :meth:`~banditree.learners.Learner.learn_batch`: the same
     state, the same outcomes and log lines."""
     wanted = [i for i, pair in enumerate(pairs) if pair is not None]
-    results = learner.learn_batch(
-        [pairs[i][0] for i in wanted],  # type: ignore[index]
-        [pairs[i][1] for i in wanted],  # type: ignore[index]
-    )
+    kept = [pair for pair in pairs if pair is not None]
+    results = learner.learn_batch([pair[0] for pair in kept], [pair[1] for pair in kept])
     out = [_NOT_LEARNED] * len(entries)
     for i, result in zip(wanted, results, strict=True):
         if isinstance(result, bool):

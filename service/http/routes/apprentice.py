@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
+from banditree.learners import Learner
 from banditree.learners.apprentice import apprentice_model
 from service.domain.schemas import ModelPublic, ModelUpdate
 from service.http.deps import RuntimeDep
@@ -32,5 +33,12 @@ async def update_model(body: ModelUpdate, runtime: RuntimeDep) -> ModelPublic:
         )
     if learner.mode != body.mode:
         mode = body.mode
-        await runtime.replace(lambda copy: copy.set_mode(mode))  # type: ignore[attr-defined]
+        await runtime.replace(lambda copy: _set_mode(copy, mode))
     return model_public(runtime)
+
+
+def _set_mode(copy: Learner, mode: str) -> None:
+    """Switch the mode of ``copy``, a copy of a model created in apprentice mode."""
+    model = apprentice_model(copy)
+    assert model is not None, "a copy of an apprentice-mode model is one too"
+    model.set_mode(mode)
