@@ -6,8 +6,9 @@ own (a ridge and a hard tree over context and candidate features), so of VW's ar
 only the exploration maps: ``--epsilon`` (epsilon-greedy), ``--squarecb`` with
 ``--gamma_scale`` / ``--gamma_exponent``, ``--softmax`` with ``--lambda`` (the inverse of
 banditree's temperature) and banditree's own ``--fastcb`` (no VW counterpart: an
-inverse-gap weighting reweighted by the greedy candidate's predicted loss).  Every other
-argument is refused with the reason, never ignored.
+inverse-gap weighting reweighted by the greedy candidate's predicted loss) and
+``--explorer_exponent`` (banditree's: epsilon and temperature decay as
+``(1 + t)^-exponent``).  Every other argument is refused with the reason, never ignored.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ REASONS = {
 }
 #: the VW argument that picks each banditree explorer ("" for epsilon-greedy: --epsilon)
 _FLAG = {"squarecb": "--squarecb", "softmax": "--softmax", "fastcb": "--fastcb"}
-_VALUED = {"--epsilon", "--gamma_scale", "--gamma_exponent", "--lambda"}
+_VALUED = {"--epsilon", "--gamma_scale", "--gamma_exponent", "--lambda", "--explorer_exponent"}
 
 
 @dataclass(frozen=True)
@@ -69,14 +70,14 @@ def policy_arguments(settings: ExplorerSettings) -> str:
     if settings.explorer == "epsilon_greedy":
         parts += ["--epsilon", _number(0.3 if p is None else p)]
         if x:
-            raise ValueError("a decaying epsilon (explorer_exponent > 0) has no VW argument")
+            parts += ["--explorer_exponent", _number(x)]
     elif settings.explorer == "softmax":
         temperature = 0.1 if p is None else p
         if temperature <= 0:
             raise ValueError("softmax with temperature 0 (greedy) has no VW --lambda")
         parts += ["--softmax", "--lambda", _number(1.0 / temperature)]
         if x:
-            raise ValueError("a decaying temperature (explorer_exponent > 0) has no VW argument")
+            parts += ["--explorer_exponent", _number(x)]
     elif settings.explorer in ("squarecb", "fastcb"):
         parts.append(_FLAG[settings.explorer])
         if p is not None:
@@ -156,15 +157,20 @@ def _settings(chosen: list[str], values: dict[str, float]) -> ExplorerSettings:
         raise ValueError(f"arguments: {sorted(gamma)[0]} is for --squarecb or --fastcb")
     if "--lambda" in values and explorer != "--softmax":
         raise ValueError("arguments: --lambda is for --softmax")
+    decay = values.get("--explorer_exponent")
+    if decay is not None and explorer not in ("--epsilon", "--softmax"):
+        raise ValueError("arguments: --explorer_exponent is for --epsilon or --softmax")
+    if decay is not None and decay > 2:
+        raise ValueError("arguments: --explorer_exponent must be in [0, 2]")
     if explorer == "--epsilon":
         epsilon = values["--epsilon"]
         if epsilon > 1:
             raise ValueError(f"arguments: --epsilon must be in [0, 1], got {epsilon:g}")
-        return ExplorerSettings("epsilon_greedy", epsilon)
+        return ExplorerSettings("epsilon_greedy", epsilon, decay)
     if explorer == "--softmax":
         if not values.get("--lambda"):
             raise ValueError("arguments: --softmax needs --lambda L > 0")
-        return ExplorerSettings("softmax", 1.0 / values["--lambda"])
+        return ExplorerSettings("softmax", 1.0 / values["--lambda"], decay)
     if values.get("--gamma_exponent", 0.0) > 2:
         raise ValueError("arguments: --gamma_exponent must be in [0, 2]")
     name = "squarecb" if explorer == "--squarecb" else "fastcb"

@@ -60,9 +60,12 @@ def test_refusals_name_the_argument_and_why(arguments: str, named: str) -> None:
     assert named in str(refused.value)
 
 
-def test_a_decaying_epsilon_has_no_vw_form() -> None:
-    with pytest.raises(ValueError, match="decaying epsilon"):
-        policy_arguments(ExplorerSettings("epsilon_greedy", 0.2, 0.5))
+def test_a_decaying_epsilon_uses_banditrees_own_argument() -> None:
+    settings = ExplorerSettings("epsilon_greedy", 0.2, 0.5)
+    assert policy_arguments(settings).endswith("--epsilon 0.2 --explorer_exponent 0.5")
+    assert parse_policy_arguments(policy_arguments(settings)) == settings
+    with pytest.raises(ValueError, match="--explorer_exponent is for --epsilon or --softmax"):
+        parse_policy_arguments("--squarecb --explorer_exponent 0.5")
 
 
 def _trained() -> RankingModel:
