@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from banditree.core import Decision, DecisionColumns, Feedback
-from banditree.explore import event_uniforms, sample_action
+from banditree.explore import event_uniforms, make_explorer, sample_action
 from banditree.features import FeatureEncoder, FeatureSchema, InvalidInput
 from banditree.learners.apprentice import AgreementTracker, Mode, check_mode
 from banditree.learners.base import Learner, Tensors
@@ -293,6 +293,17 @@ class RankingModel(Learner):
         """``(explorer, parameter, exponent)`` the model explores with now."""
         return self._explorer
 
+    def check_explorer(
+        self, explorer: str, parameter: float | None = None, exponent: float | None = None
+    ) -> None:
+        """``ValueError`` when the model cannot explore so (the config's and the explorer's
+        own checks); nothing changes."""
+        LearnerConfig.model_validate(
+            {**self._config, "explorer": explorer, "explorer_parameter": parameter,
+             "explorer_exponent": exponent}
+        )  # fmt: skip
+        make_explorer(explorer, parameter, exponent)
+
     def set_explorer(
         self, explorer: str, parameter: float | None = None, exponent: float | None = None
     ) -> None:
@@ -302,10 +313,7 @@ class RankingModel(Learner):
         model was created with, a checkpoint holds this one.  ``ValueError`` (from the
         config's own checks) for a bad setting.
         """
-        LearnerConfig.model_validate(
-            {**self._config, "explorer": explorer, "explorer_parameter": parameter,
-             "explorer_exponent": exponent}
-        )  # fmt: skip
+        self.check_explorer(explorer, parameter, exponent)
         if self.core is not None:
             self.core.set_explorer(explorer, parameter, exponent)
         self._explorer = (explorer, parameter, exponent)

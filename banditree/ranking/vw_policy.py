@@ -43,6 +43,8 @@ REASONS = {
 }
 #: the VW argument that picks each banditree explorer ("" for epsilon-greedy: --epsilon)
 _FLAG = {"squarecb": "--squarecb", "softmax": "--softmax", "fastcb": "--fastcb"}
+#: the largest value of an argument (the config's bound on ``explorer_parameter``)
+MAX_VALUE = 1e6
 _VALUED = {"--epsilon", "--gamma_scale", "--gamma_exponent", "--lambda", "--explorer_exponent"}
 
 
@@ -139,6 +141,8 @@ def _value(flag: str, text: str) -> float:
         raise ValueError(f"arguments: {flag} needs a number, got {text!r}") from None
     if not math.isfinite(value) or value < 0:
         raise ValueError(f"arguments: {flag} must be a finite number >= 0, got {text}")
+    if value > MAX_VALUE:
+        raise ValueError(f"arguments: {flag} must be <= {MAX_VALUE:g}, got {text}")
     return value
 
 
@@ -168,8 +172,8 @@ def _settings(chosen: list[str], values: dict[str, float]) -> ExplorerSettings:
             raise ValueError(f"arguments: --epsilon must be in [0, 1], got {epsilon:g}")
         return ExplorerSettings("epsilon_greedy", epsilon, decay)
     if explorer == "--softmax":
-        if not values.get("--lambda"):
-            raise ValueError("arguments: --softmax needs --lambda L > 0")
+        if values.get("--lambda", 0.0) < 1 / MAX_VALUE:
+            raise ValueError(f"arguments: --softmax needs --lambda L >= {1 / MAX_VALUE:g}")
         return ExplorerSettings("softmax", 1.0 / values["--lambda"], decay)
     if values.get("--gamma_exponent", 0.0) > 2:
         raise ValueError("arguments: --gamma_exponent must be in [0, 2]")

@@ -49,6 +49,8 @@ def test_vw_forms_map_onto_explorers() -> None:
         ("--epsilon nan", "--epsilon must be a finite number >= 0"),
         ("--epsilon 0.1 --squarecb", "one explorer at a time"),
         ("--softmax", "--softmax needs --lambda"),
+        ("--softmax --lambda 1e-9", "--softmax needs --lambda L >= 1e-06"),
+        ("--squarecb --gamma_scale 2e6", "--gamma_scale must be <= 1e+06"),
         ("--epsilon 0.1 --gamma_scale 3", "--gamma_scale is for --squarecb or --fastcb"),
         ("--squarecb --gamma_exponent 3", "--gamma_exponent must be in [0, 2]"),
         ("--epsilon '0.1", "cannot be split into words"),

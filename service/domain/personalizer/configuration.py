@@ -128,6 +128,8 @@ def configuration_change(runtime: ModelRuntime, body: Any) -> Callable[[Learner]
             raise InvalidRequest(f"{field}: {shown} cannot be applied: {FIXED[field]}", field)
     if explorer is None and mode is None:
         return None
+    if explorer is not None:
+        check_explorer(model, explorer, "explorationPercentage")
 
     def change(learner: Learner) -> None:
         assert isinstance(learner, RankingModel)
@@ -164,6 +166,16 @@ def _mode(model: RankingModel, sent: Any) -> str:
             "learningMode",
         )
     return wanted
+
+
+def check_explorer(model: RankingModel, settings: ExplorerSettings, field: str) -> None:
+    """400 naming ``field`` when the model's config refuses ``settings`` (checked before
+    the change is written, so a refusal changes nothing)."""
+    try:
+        model.check_explorer(settings.explorer, settings.parameter, settings.exponent)
+    except ValueError as err:
+        reason = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise InvalidRequest(f"{field}: {reason}", field) from None
 
 
 def policy_body(model: RankingModel) -> dict[str, str]:

@@ -72,8 +72,10 @@ async def update_policy(request: Request, api_version: str | None = None) -> Res
     """Explore as the VW arguments say (400 naming an argument that does not map)."""
 
     async def work(runtime: ModelRuntime) -> Response:
-        conf.ranking_model(runtime.learner, runtime.name)
-        await _change(runtime, _set_explorer(conf.policy_settings(await read_body(request))))
+        model = conf.ranking_model(runtime.learner, runtime.name)
+        settings = conf.policy_settings(await read_body(request))
+        conf.check_explorer(model, settings, "arguments")
+        await _change(runtime, _set_explorer(settings))
         return json_response(conf.policy_body(conf.ranking_model(runtime.learner, runtime.name)))
 
     return await run_admin(request, api_version, work)
@@ -99,6 +101,8 @@ async def apply_from_evaluation(request: Request, api_version: str | None = None
             raise InvalidRequest("evaluationId: the evaluation's id is required", "evaluationId")
         job = jobs(request).get(runtime.name, ev.KIND, body["evaluationId"])
         settings = ev.applied_settings(job, str(body.get("policyName")))
+        model = conf.ranking_model(runtime.learner, runtime.name)
+        conf.check_explorer(model, settings, "policyName")
         await _change(runtime, _set_explorer(settings))
         return Response(status_code=204)
 

@@ -17,7 +17,7 @@ from fastapi.responses import Response
 from service.domain.errors import InvalidRequest
 from service.domain.jobs import Job
 from service.domain.personalizer import evaluations as ev
-from service.domain.personalizer.configuration import ranking_model
+from service.domain.personalizer.configuration import check_explorer, ranking_model
 from service.domain.runtime import ModelRuntime
 from service.http.routes.personalizer_resolve import jobs, json_response, read_body, run_admin
 
@@ -33,7 +33,11 @@ def _checked_id(job_id: str) -> str:
 
 
 def _page(request: Request, items: list[dict[str, object]]) -> list[dict[str, object]]:
-    """``skip`` and ``top`` of the Python SDK's lists."""
+    """``skip`` and ``top`` of the Python SDK's lists; a ``filter`` is refused (400)."""
+    if request.query_params.get("filter"):
+        raise InvalidRequest(
+            "filter: banditree does not filter evaluations by metadata; list them all", "filter"
+        )
     try:
         skip = int(request.query_params.get("skip", 0))
         top = request.query_params.get("top")
@@ -47,7 +51,9 @@ def _page(request: Request, items: list[dict[str, object]]) -> list[dict[str, ob
 
 async def _create_evaluation(request: Request, runtime: ModelRuntime, job_id: str) -> Job:
     checked = ev.evaluation_request(await read_body(request))
-    ranking_model(runtime.learner, runtime.name)
+    model = ranking_model(runtime.learner, runtime.name)
+    for i, (_, settings) in enumerate(checked["policies"]):
+        check_explorer(model, settings, f"policies[{i}].arguments")
     return jobs(request).start(
         runtime.name, ev.KIND, job_id, checked, lambda: ev.run_evaluation(runtime, checked)
     )

@@ -9,8 +9,13 @@ import pytest
 
 from banditree.learners import LearnerConfig, build_learner
 from banditree.ranking import RankingModel
+from banditree.ranking.vw_policy import ExplorerSettings
 from service.domain.errors import InvalidRequest
-from service.domain.personalizer.configuration import configuration_change, service_configuration
+from service.domain.personalizer.configuration import (
+    check_explorer,
+    configuration_change,
+    service_configuration,
+)
 from service.domain.personalizer.times import iso_duration, parse_duration, parse_time
 from service.domain.runtime.policy import Policy
 
@@ -103,3 +108,15 @@ def test_a_refusal_changes_nothing_even_after_an_applicable_field() -> None:
     with pytest.raises(InvalidRequest, match="rewardWaitTime"):
         configuration_change(runtime, {"explorationPercentage": 10, "rewardWaitTime": "PT1H"})
     assert runtime.learner.explorer_settings == ("fastcb", None, None)
+
+
+def test_an_explorer_the_config_refuses_is_a_400_before_any_change() -> None:
+    runtime = _runtime()
+    model = runtime.learner
+    assert isinstance(model, RankingModel)
+    with pytest.raises(InvalidRequest, match=r"^arguments: .*epsilon"):
+        check_explorer(model, ExplorerSettings("epsilon_greedy", 3.0), "arguments")
+    with pytest.raises(InvalidRequest, match=r"^arguments: .*temperature must be > 0"):
+        check_explorer(model, ExplorerSettings("softmax", 0.0), "arguments")
+    check_explorer(model, ExplorerSettings("squarecb", 20.0, 0.5), "arguments")
+    assert model.explorer_settings == ("fastcb", None, None)

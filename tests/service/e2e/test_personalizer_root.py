@@ -184,6 +184,7 @@ def test_both_python_clients_work_at_the_root(
         assert 0.0 <= low <= result["summary"]["expectedReward"] <= high <= 1.0
     assert done["optimalPolicy"] in results
     assert [e["id"] for e in admin.list_evaluations()] == ["ev1"]
+    _refused(lambda: list(admin.list_evaluations(filter_expression="x eq 'y'")), 400, "filter:")
     _refused(
         lambda: admin.create_evaluation("ev1", {"name": "again", **window}), 409, "exists already"
     )
