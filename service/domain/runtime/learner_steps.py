@@ -71,8 +71,8 @@ def apply_slice(
     :func:`apply_entry` entry by entry, whatever the chunks (``learn_batch`` is exact).
     A chunk is what fits in the slice's time left at the pace seen so far
     (:func:`chunk_size`): a fast model learns a whole read in one call (each call and
-    each decoding has a cost of its own: 64-entry chunks took 5% longer than 512 for
-    DGT h=6), a slow one looks at the time often enough.  Each feedback learned is
+    each decoding has a cost of its own: ``docs/decisions/0007-event-loop-garbage.md``),
+    a slow one looks at the time often enough.  Each feedback learned is
     observed in ``update_latency`` at its chunk's mean time per feedback.
     """
     started = time.perf_counter()

@@ -4,8 +4,8 @@ A predict is answered only once its decisions are in Redis, so this write is on 
 answer.  :class:`DecisionWrites` queues the decisions of concurrent predictions and
 sends them together: one transaction per model (``MULTI``, a ``SET ... PX`` per decision,
 one ``ZADD`` of every deadline to the model's ``due`` set, one ``HINCRBY`` of its
-decision count, ``EXEC``: about 40% less Redis CPU than the same writes in a Lua
-script), all transactions of a batch in one socket write on the store's
+decision count, ``EXEC``: less Redis CPU than the same writes in a Lua script, see
+``docs/decisions/0002-redis-wire.md``), all transactions of a batch in one socket write on the store's
 :class:`~service.store.redis.wire.WireConnection`, at most :data:`MAX_IN_FLIGHT`
 batches in flight at a time (unless the queue holds a full batch: what is queued while
 they travel goes as the next one, so under load a batch holds many requests).  Queueing, sending and handing out
