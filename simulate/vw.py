@@ -128,13 +128,19 @@ class VowpalWabbitAgent:
 
 #: Vowpal Wabbit's contextual-bandit algorithms that the benchmark compares against
 #: (``{k}``: the number of actions; ``_adf`` ones read the context in namespace ``s``
-#: and the action id in namespace ``a``, crossed by ``-q sa``)
+#: and the action id in namespace ``a``, crossed by ``-q sa``).  RegCB-opt and Cover-NU
+#: are the two strongest of Bietti, Agarwal and Langford's bake-off (JMLR 2021), with
+#: their grid's values: mellowness (C0) 0.1 (VW's default) and 0.01; cover 4 with
+#: psi 0.1 and no uniform share.
 VW_ALGORITHMS: dict[str, str] = {
     "vw_adf_squarecb": "--cb_explore_adf --squarecb -q sa",
     "vw_bag5": "--cb_explore {k} --bag 5",
     "vw_eps0.05": "--cb_explore {k} --epsilon 0.05",
     "vw_adf_eps0.05": "--cb_explore_adf --epsilon 0.05 -q sa",
     "vw_cover4": "--cb_explore {k} --cover 4",
+    "vw_adf_regcbopt": "--cb_explore_adf --regcbopt --mellowness 0.1 -q sa",
+    "vw_adf_regcbopt_m0.01": "--cb_explore_adf --regcbopt --mellowness 0.01 -q sa",
+    "vw_adf_cover4_nu": "--cb_explore_adf --cover 4 --psi 0.1 --nounif -q sa",
 }
 
 VWExample = str | list[str]

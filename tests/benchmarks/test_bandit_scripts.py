@@ -103,3 +103,19 @@ def test_report_sets_a_default_behind_the_constant_beside_the_best_vw(tmp_path: 
     # ahead of it: no comparison
     assert "- b: 1000: -0.200, 2000: -0.300\n" in markdown
     assert "Largest margin from 2,000 rounds on: +0.010" in markdown
+
+
+@pytest.mark.parametrize("algorithm", ["vw_adf_regcbopt", "vw_adf_cover4_nu"])
+def test_the_bake_offs_strongest_vw_explorers_learn(algorithm: str) -> None:
+    pytest.importorskip("vowpalwabbit")
+    from banditree.datasets import load
+    from benchmarks.bandit_vs_vw import best_constant, run_vw
+    from simulate.vw import VW_ALGORITHMS
+
+    ds = load("satimage")
+    ours = run_vw(ds, VW_ALGORITHMS[algorithm], True, 0, 1500)
+    constant = best_constant(ds, 0, 1500)
+    # six classes, the largest a quarter of the rows: a learner that explores well ends
+    # far below the constant (seed 0: RegCB-opt 0.31, cover-NU 0.27, constant 0.77)
+    assert ours["progressive_loss"] < constant["progressive_loss"] - 0.35
+    assert ours["test_accuracy"] > 0.7
