@@ -286,7 +286,7 @@ def run_task(task: dict[str, Any]) -> list[dict[str, Any]]:
     name, seed, max_rounds = task["dataset"], task["seed"], task["max_rounds"]
     categorical = bool(task.get("categorical"))
     ds = load_external(name) if name in EXTERNAL else load(name)
-    head = {"dataset": name, "seed": seed, "n_actions": ds.n_classes}
+    head = {"dataset": name, "seed": seed, "n_actions": ds.n_classes, "categorical": categorical}
     records = [{**head, "learner": "best_constant", **best_constant(ds, seed, max_rounds)}]
     ours = [("banditree", variant) for variant in task["variants"]]
     # z-scoring changes nothing where every column is a category
