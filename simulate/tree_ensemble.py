@@ -145,7 +145,9 @@ class TreeEnsembleBandit:
         m = np.asarray(contexts).reshape(-1, self.n_features).shape[0]
         if self._booster is None:
             return np.zeros((m, self.n_actions)), np.zeros((m, self.n_actions))
-        leaves = np.asarray(self._booster.predict(self.design(contexts), pred_leaf=True), np.int64)
+        leaves = np.asarray(
+            self._booster.predict(self.design(contexts), pred_leaf=True, num_threads=1), np.int64
+        )
         leaves = leaves.reshape(m * self.n_actions, -1)  # (m K, T)
         trees = np.arange(leaves.shape[1])
         mean = self._values[trees, leaves].sum(axis=1)
@@ -210,7 +212,8 @@ class TreeEnsembleBandit:
         for t, tree in enumerate(booster.dump_model()["tree_info"]):
             for leaf in range(int(tree["num_leaves"])):
                 values[t, leaf] = booster.get_leaf_output(t, leaf)
-        leaves = np.asarray(booster.predict(X, pred_leaf=True), np.int64).reshape(len(y), -1)
+        leaves = booster.predict(X, pred_leaf=True, num_threads=1)
+        leaves = np.asarray(leaves, np.int64).reshape(len(y), -1)
         self._counts, self._variances = leaf_statistics(leaves, y, n_leaves)
         self._values, self._booster = values, booster
         self.fits += 1
