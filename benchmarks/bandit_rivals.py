@@ -3,7 +3,8 @@
 Usage::
 
     python -m benchmarks.bandit_rivals [--learner '{"kind": "dgt_forest"}'] [--name NAME]
-        [--tables numeric external categorical] [--datasets letter ...] [--seeds 2]
+        [--tables numeric external categorical] [--datasets letter ...] [--half tuning]
+        [--seeds 2]
         [--max-rounds 10000] [--vw vw_adf_regcbopt ...] [--rivals teucb tets]
         [--jobs 1] [--out runs/bandit_rivals] [--report-only]
 
@@ -42,6 +43,7 @@ from benchmarks import categorical_sets
 from benchmarks.bandit_rivals_report import write_report
 from benchmarks.bandit_vs_vw import _summary, best_constant, run_banditree, run_tasks, run_vw
 from benchmarks.external_sets import EXTERNAL, load_external
+from benchmarks.protocol import CHECK, TUNING
 from simulate.tree_ensemble import Rule, TreeEnsembleBandit
 from simulate.vw import VW_ALGORITHMS
 
@@ -116,6 +118,12 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--tables", nargs="+", default=list(TABLES), choices=TABLES)
     parser.add_argument("--datasets", nargs="+", default=None, help="only these sets")
+    parser.add_argument(
+        "--half",
+        choices=("tuning", "check"),
+        default=None,
+        help="only this half of the bundled sets (benchmarks.protocol); tune on 'tuning'",
+    )
     parser.add_argument("--seeds", type=int, default=2)
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--max-rounds", type=int, default=10_000)
@@ -135,6 +143,10 @@ def main(argv: list[str] | None = None) -> None:
     if not isinstance(learner, dict):
         parser.error("--learner must be a JSON object of LearnerConfig fields")
     name = args.name or ("default" if not learner else "candidate")
+    if args.half is not None:
+        args.tables = ["numeric"]
+        half = TUNING if args.half == "tuning" else CHECK
+        args.datasets = [d for d in half if args.datasets is None or d in args.datasets]
     args.out.mkdir(parents=True, exist_ok=True)
     results_path = args.out / "results.jsonl"
     if not args.report_only:

@@ -44,7 +44,7 @@ from tqdm import tqdm
 from banditree.datasets import CATEGORICAL, CLASSIFICATION, Dataset, load
 from banditree.explore import event_uniforms
 from banditree.learners import Feedback, build_learner
-from benchmarks import categorical_sets
+from benchmarks import categorical_sets, protocol
 from benchmarks.bandit_vs_vw_report import write_report
 from benchmarks.external_sets import EXTERNAL, load_external
 from simulate.vw import VW_ALGORITHMS, VWPolicy
@@ -351,6 +351,12 @@ def main(argv: list[str] | None = None) -> None:
             "at most 20,000 rounds, out runs/bandit_vs_vw_categorical)"
         ),
     )
+    parser.add_argument(
+        "--half",
+        choices=("tuning", "check"),
+        default=None,
+        help="only this half of the 14 bundled sets (benchmarks.protocol); tune on 'tuning'",
+    )
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--first-seed", type=int, default=0, help="seeds run: first .. first+S-1")
     parser.add_argument("--max-rounds", type=int, default=None, help="50,000 (20,000 categorical)")
@@ -364,6 +370,10 @@ def main(argv: list[str] | None = None) -> None:
     if "default" not in args.variants:
         parser.error("--variants must include default")
     cat = args.categorical
+    if args.half is not None:
+        if cat or args.datasets is not None:
+            parser.error("--half picks the bundled numeric sets: no --datasets, no --categorical")
+        args.datasets = list(protocol.TUNING if args.half == "tuning" else protocol.CHECK)
     if args.datasets is None:
         args.datasets = list(categorical_sets.CATEGORICAL_SETS if cat else CLASSIFICATION)
     if args.max_rounds is None:

@@ -79,3 +79,17 @@ def test_bad_learner_json_is_refused(tmp_path: Path, capsys: pytest.CaptureFixtu
     with pytest.raises(SystemExit):
         main(["--learner", "[1]", "--out", str(tmp_path)])
     assert "--learner must be a JSON object" in capsys.readouterr().err
+
+
+def test_half_runs_only_that_half_of_the_bundled_sets(tmp_path: Path) -> None:
+    pytest.importorskip("vowpalwabbit")
+    from benchmarks.protocol import TUNING
+
+    args = ["--half", "tuning", "--datasets", "segmentation", "letter", "--seeds", "1"]
+    args += ["--max-rounds", "120", "--vw", "--rivals", "--no-progress", "--out", str(tmp_path)]
+    main(args)
+    sets = {
+        line.split('"dataset": "')[1].split('"')[0]
+        for line in (tmp_path / "results.jsonl").read_text().splitlines()
+    }
+    assert sets == {"segmentation"} and "segmentation" in TUNING  # letter is in the check half
