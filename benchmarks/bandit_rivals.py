@@ -41,7 +41,14 @@ import numpy as np
 from banditree.datasets import CLASSIFICATION, Dataset, load
 from benchmarks import categorical_sets
 from benchmarks.bandit_rivals_report import write_report
-from benchmarks.bandit_vs_vw import _summary, best_constant, run_banditree, run_tasks, run_vw
+from benchmarks.bandit_vs_vw import (
+    _summary,
+    best_constant,
+    run_banditree,
+    run_tasks,
+    run_vw,
+    stream,
+)
 from benchmarks.external_sets import EXTERNAL, load_external
 from benchmarks.protocol import CHECK, TUNING
 from simulate.tree_ensemble import Rule, TreeEnsembleBandit
@@ -65,8 +72,6 @@ def table_sets(table: str) -> tuple[str, ...]:
 
 def run_tree_ensemble(ds: Dataset, rule: Rule, seed: int, max_rounds: int) -> dict[str, Any]:
     """One pass of TEUCB / TETS on the seed's stream (codes of categories as numbers)."""
-    from benchmarks.bandit_vs_vw import stream
-
     x, y, uniforms = stream(ds, seed, max_rounds)
     bandit = TreeEnsembleBandit(ds.n_classes, ds.n_features, rule=rule, seed=seed)
     losses: list[float] = []
