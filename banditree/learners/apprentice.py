@@ -245,6 +245,12 @@ class Apprentice(Learner):
         self._agreement.learned(decision, feedback)
         return changed
 
+    def note_unanswered(self, decision: Decision) -> None:
+        self.inner.note_unanswered(decision)
+
+    def leaf_stats(self) -> dict[str, Any] | None:
+        return self.inner.leaf_stats()
+
     def predict(self, contexts: FloatArray) -> FloatArray:
         return self.inner.predict(contexts)
 

@@ -115,6 +115,14 @@ class FeaturedLearner(Learner):
             self.encoder.publish()
         return changed
 
+    def note_unanswered(self, decision: Decision) -> None:
+        """The inner learner counts the decision, its context encoded as learning would
+        (the encoder does not learn from it: it got no feedback)."""
+        self.inner.note_unanswered(self._encoded(decision))
+
+    def leaf_stats(self) -> dict[str, Any] | None:
+        return self.inner.leaf_stats()
+
     def learn_batch(
         self, decisions: Sequence[Decision], feedbacks: Sequence[Feedback]
     ) -> list[bool | ValueError | KeyError | TypeError]:

@@ -168,6 +168,15 @@ class InferringLearner(Learner):
             featured = self._infer(_as_mapping(decision.context, "decision.context"))
         return featured.learn(decision, feedback)
 
+    def note_unanswered(self, decision: Decision) -> None:
+        """Counted by the featured model once the schema is inferred (before it, the
+        model has no tree to count at)."""
+        if self.featured is not None:
+            self.featured.note_unanswered(decision)
+
+    def leaf_stats(self) -> dict[str, Any] | None:
+        return None if self.featured is None else self.featured.leaf_stats()
+
     def learn_batch(
         self, decisions: Sequence[Decision], feedbacks: Sequence[Feedback]
     ) -> list[bool | ValueError | KeyError | TypeError]:

@@ -19,6 +19,7 @@ from banditree.learners.drift import LossRiseDetector
 from banditree.learners.gradient_bandit.decide import Deciding
 from banditree.learners.gradient_bandit.learn import EAGER_ROUNDS, RIDGE_FITTED, Learning
 from banditree.learners.gradient_bandit.state import Checkpointing
+from banditree.learners.leaf_stats import LeafStats
 from banditree.learners.optim import RMSprop
 from banditree.learners.ridge import PerActionRidge
 from banditree.learners.ridge_challenger import RidgeChallenger
@@ -179,6 +180,8 @@ class GradientBandit(Deciding, Learning, Checkpointing):
             raise ValueError(f"leaf_shrink must be in [0, 1], got {leaf_shrink}")
         self.leaf_shrink = float(leaf_shrink)
         self._explore_origin = 0
+        layout = model.leaf_layout()
+        self._leaf_stats = None if layout is None else LeafStats(*layout, self.n_actions)
         self._accum = {}
         self._accum_finite = True
         self._buffer = []
