@@ -251,6 +251,15 @@ class Apprentice(Learner):
     def leaf_stats(self) -> dict[str, Any] | None:
         return self.inner.leaf_stats()
 
+    def leaf_probabilities(self) -> list[list[list[float]]] | None:
+        return self.inner.leaf_probabilities()
+
+    def input_scaling(self) -> dict[str, list[float]] | None:
+        return self.inner.input_scaling()
+
+    def trace(self, context: Any) -> dict[str, Any]:
+        return self.inner.trace(context)
+
     def predict(self, contexts: FloatArray) -> FloatArray:
         return self.inner.predict(contexts)
 

@@ -135,6 +135,22 @@ class Learner(ABC):
         without leaves."""
         return None
 
+    def trace(self, context: Any) -> dict[str, Any]:
+        """What the served model does with ``context`` without deciding: each tree's
+        path and leaf, the greedy answer, the probabilities (gradient-learned models)."""
+        raise InvalidInput(
+            "context", f"a {self._config.get('kind', 'model')} model cannot be traced"
+        )
+
+    def leaf_probabilities(self) -> list[list[list[float]]] | None:
+        """Per tree and leaf, the explorer's probabilities on the leaf's own values
+        (classification with one tree); None otherwise."""
+        return None
+
+    def input_scaling(self) -> dict[str, list[float]] | None:
+        """The served standardisation (``mean``, ``scale``) of numeric contexts, or None."""
+        return None
+
     def export_model(self) -> dict[str, Any]:
         """The served model as JSON (the hard tree for tree models)."""
         return {"kind": "none"}

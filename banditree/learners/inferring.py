@@ -177,6 +177,16 @@ class InferringLearner(Learner):
     def leaf_stats(self) -> dict[str, Any] | None:
         return None if self.featured is None else self.featured.leaf_stats()
 
+    def leaf_probabilities(self) -> list[list[list[float]]] | None:
+        return None if self.featured is None else self.featured.leaf_probabilities()
+
+    def trace(self, context: Any) -> dict[str, Any]:
+        if self.featured is None:
+            raise InvalidInput(
+                "context", "the model has no schema yet: it is inferred at the first feedback"
+            )
+        return self.featured.trace(context)
+
     def learn_batch(
         self, decisions: Sequence[Decision], feedbacks: Sequence[Feedback]
     ) -> list[bool | ValueError | KeyError | TypeError]:
