@@ -7,7 +7,7 @@ from the served snapshot without deciding: no event id is drawn, nothing is coun
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,6 +28,12 @@ def leaf_path(leaf: int, height: int) -> list[int]:
 
 class Introspecting(GradientBase):
     """:meth:`trace` and :meth:`leaf_probabilities` over the served snapshot."""
+
+    if TYPE_CHECKING:  # the serving half's (:class:`~.decide.Deciding`), beside this one
+
+        def reward_estimates(self, context: Sequence[float] | FloatArray) -> FloatArray: ...
+
+        def action_probabilities(self, context: Sequence[float] | FloatArray) -> FloatArray: ...
 
     def trace(self, context: Sequence[float] | FloatArray) -> dict[str, Any]:
         """What the served snapshot does with ``context``, without deciding.
