@@ -35,7 +35,7 @@ export function lineChart(series, { width = 720, height = 240, marks = [], xLabe
   const ticks = [y0, (y0 + y1) / 2, y1].map((y) => `<text x="4" y="${sy(y) + 4}">${fmt(y)}</text>`).join("");
   const xt = [x0, x1].map((x, i) => `<text x="${sx(x) - (i ? 40 : 0)}" y="${height - 8}">${fmt(x)}</text>`).join("");
   const drift = marks.map((x) => `<line class="drift" x1="${sx(x)}" x2="${sx(x)}" y1="${pad.t}" y2="${height - pad.b}"><title>drift signal</title></line>`).join("");
-  const legend = series.map((s, i) => `<span><i class="s${i}" style="background: currentColor"></i>${esc(s.name)}</span>`).join("");
+  const legend = series.map((s, i) => `<span><i class="s${i}"></i>${esc(s.name)}</span>`).join("");
   return `<svg class="chart" viewBox="0 0 ${width} ${height}" width="100%" role="img" aria-label="${esc(yLabel)} by ${esc(xLabel)}">
     <line class="axis" x1="${pad.l}" x2="${width - pad.r}" y1="${height - pad.b}" y2="${height - pad.b}"/>
     <line class="axis" x1="${pad.l}" x2="${pad.l}" y1="${pad.t}" y2="${height - pad.b}"/>

@@ -20,7 +20,7 @@ export function treesOf(exported, scaling) {
       return { id: n.id, depth: n.depth, terms: splitTerms(w || n.weights, b ?? n.bias, names, 3), userUnits: inUserUnits, text: n.split || null };
     });
     const leaves = tree.leaves.map((l) => ({ leaf: l.leaf, value: l.value }));
-    return { index: t, height: tree.height, nodes, leaves };
+    return { index: t, height: tree.height, nodes, leaves, linear: Boolean(tree.linear) };
   });
 }
 
@@ -72,7 +72,7 @@ export function drawTree(container, tree, { stats = null, path = null, onLeaf = 
   for (let id = 0; id < nInt; id++) { // edges, width by traffic
     for (const c of [2 * id + 1, 2 * id + 2]) {
       const share = of(c).share, cls = on.has(id) && on.has(c) ? "edge on" : "edge";
-      out.push(`<path class="${cls}" stroke-width="${(1 + share * 6).toFixed(2)}" d="M${x[id]},${y(id) + boxH} L${x[c]},${y(c)}"/>`);
+      out.push(`<path class="${cls}" data-edge="${c}" stroke-width="${(1 + share * 6).toFixed(2)}" d="M${x[id]},${y(id) + boxH} L${x[c]},${y(c)}"/>`);
     }
   }
   for (let id = 0; id < nInt; id++) {
@@ -86,7 +86,7 @@ export function drawTree(container, tree, { stats = null, path = null, onLeaf = 
   }
   for (let j = 0; j < nLeaves; j++) {
     const id = nInt + j, s = of(id), leaf = tree.leaves[j];
-    const best = bestAction(leaf.value);
+    const best = tree.linear ? null : bestAction(leaf.value); // with a linear term the context decides
     const name = best === null ? "" : actionNames ? actionNames[best] : `action ${best}`;
     const title = `leaf ${j}: traffic ${fmt(100 * s.share, 3)}%, ${s.decisions} decisions, mean loss ${fmt(s.meanLoss)}${name ? `, best ${name}` : ""}`;
     out.push(`<g class="leaf${on.has(id) ? " on" : ""}" data-leaf="${j}" tabindex="0" role="button" aria-label="${esc(title)}"><title>${esc(title)}</title>` +
@@ -115,3 +115,14 @@ function bestAction(value) {
 }
 
 function clip(text, n) { return text.length > n ? `${text.slice(0, n - 1)}…` : text; }
+
+/** Highlight ``path`` (node ids, root first) in a drawn tree, in place (no redraw). */
+export function highlight(container, path) {
+  container.querySelectorAll(".on").forEach((el) => el.classList.remove("on"));
+  const nInt = container.querySelectorAll("g.node").length;
+  path.forEach((id, i) => {
+    const g = id < nInt ? container.querySelector(`g.node[data-node="${id}"]`) : container.querySelector(`g.leaf[data-leaf="${id - nInt}"]`);
+    if (g) g.classList.add("on");
+    if (i) { const edge = container.querySelector(`path[data-edge="${id}"]`); if (edge) edge.classList.add("on"); }
+  });
+}

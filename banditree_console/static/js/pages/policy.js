@@ -23,13 +23,16 @@ export async function renderPolicy(body, model) {
   body.replaceChildren(
     h("p", { class: "muted" }, `Splits: the few largest terms of each node, in the units the caller sends${trees[0].nodes[0] && !trees[0].nodes[0].userUnits ? " (standardised: this server gave no scaling)" : ""}; go right when true. Edge width: traffic share.`),
     h("div", { class: "split" }, drawn, detail));
+  performance.mark("policy-draw-start");
   trees.forEach((tree, t) => {
     const wrap = h("div", { class: "tree-wrap", "data-tree": t });
     drawn.append(wrap);
     drawTree(wrap, tree, { stats: stats[t] || null, label: trees.length > 1 ? `tree ${t + 1} of ${trees.length}` : "tree",
       onLeaf: (leaf) => showLeaf(detail, model, tree, t, leaf, leaves) });
   });
+  drawn.getBoundingClientRect(); // the layout of the drawn trees, inside the measure
   performance.mark("policy-drawn");
+  performance.measure("policy-draw", "policy-draw-start", "policy-drawn");
   performance.measure("policy", "policy-start", "policy-drawn");
 }
 
@@ -40,11 +43,12 @@ async function showLeaf(detail, model, tree, t, leaf, leaves) {
   const rows = values.map((v, a) => `<tr><td>${a}</td><td class="num">${fmt(v)}</td><td class="num">${probs ? fmt(probs[a]) : "–"}</td><td class="num">${stat && stat.action_counts ? fmt(stat.action_counts[a]) : "–"}</td></tr>`).join("");
   detail.innerHTML = `<h2>Leaf ${leaf}${t ? ` of tree ${t + 1}` : ""}</h2>` +
     (stat ? `<p>${fmt(stat.decisions)} decisions · ${fmt(stat.feedbacks)} feedbacks · mean loss ${fmt(stat.mean_loss)} · ${fmt(100 * stat.share, 3)}% of traffic</p>` : "") +
+    (tree.linear ? `<p class="muted">Values at the mean context: a per-action linear term in the context is added to them.</p>` : "") +
     `<table class="grid" id="leaf-values"><thead><tr><th>${values.length > 1 ? "Action" : "Output"}</th><th class="num">Value</th><th class="num">Probability</th><th class="num">Played</th></tr></thead><tbody>${rows}</tbody></table>` +
     `<h3>Recent decisions reaching it</h3><div id="leaf-decisions" class="muted">loading…</div>`;
   const where = detail.querySelector("#leaf-decisions");
   try {
-    const recent = (await api.log(model.name, { since: 0, limit: 1000000 })).slice(-500);
+    const recent = await api.recentLog(model.name, 256); // one trace request (at most max_batch contexts)
     if (!recent.length) { where.textContent = "The log holds no decisions yet."; return; }
     const traced = await api.trace(model.name, recent.map((r) => r.context));
     const hits = recent.filter((_, i) => traced.traces[i].trees[t].leaf === leaf).reverse().slice(0, 25);

@@ -8,9 +8,12 @@ export async function renderSettings(body, model, ctx) {
   const config = h("table", { class: "grid", id: "config-table", html: Object.entries({ ...model.config, ...model.policy })
     .map(([k, v]) => `<tr><th scope="row">${esc(k)}</th><td><code>${esc(JSON.stringify(v))}</code></td></tr>`).join("") });
   const checkpoints = h("div", { id: "checkpoints" });
+  const switchable = Boolean(model.apprentice); // created with mode apprentice: it may switch
   const mode = h("fieldset", { id: "mode" }, h("legend", {}, "Mode"),
-    ["online", "apprentice"].map((m) => h("label", {}, h("input", { type: "radio", name: "mode", value: m, checked: model.mode === m, disabled: !ctx.admin }), ` ${m} `)),
-    h("small", { class: "muted" }, "online: the model decides; apprentice: it learns while the caller's default action is played."));
+    ["online", "apprentice"].map((m) => h("label", {}, h("input", { type: "radio", name: "mode", value: m, checked: model.mode === m, disabled: !ctx.admin || !switchable }), ` ${m} `)),
+    h("small", { class: "muted" }, switchable
+      ? "online: the model decides; apprentice: it learns while the caller's default action is played."
+      : "This model was created online; a model created with mode apprentice can switch between the two."));
   const copy = h("form", { id: "copy-form", class: "stack" },
     h("h2", {}, "A copy with changes"),
     h("label", {}, h("span", {}, "New name"), h("input", { name: "name", value: `${model.name}-copy` }), h("small", { class: "error-text", "data-error-for": "name" })),

@@ -1,7 +1,7 @@
 // Trace: a context's path through every tree, highlighted, with the answer predict would give.
 import { api } from "../api.js";
 import { esc, fmt, h, showError } from "../dom.js";
-import { drawTree } from "../tree.js";
+import { drawTree, highlight } from "../tree.js";
 import { policyData } from "./policy.js";
 
 export async function renderTrace(body, model) {
@@ -16,16 +16,16 @@ export async function renderTrace(body, model) {
   const answer = h("div", { id: "trace-answer", "aria-live": "polite" });
   const drawn = h("div", { id: "trace-trees" });
   body.replaceChildren(form, h("div", { class: "split" }, drawn, answer));
-  const draw = (paths) => {
+  const draw = () => {
     drawn.replaceChildren();
     data.trees.forEach((tree, t) => {
       const wrap = h("div", { class: "tree-wrap" });
       drawn.append(wrap);
       const stats = data.leaves && data.leaves.leaf_stats ? data.leaves.leaf_stats.trees[t] : null;
-      drawTree(wrap, tree, { stats, path: paths ? paths[t] : null, label: data.trees.length > 1 ? `tree ${t + 1}` : "tree" });
+      drawTree(wrap, tree, { stats, label: data.trees.length > 1 ? `tree ${t + 1}` : "tree" });
     });
   };
-  draw(null);
+  draw();
   pick.addEventListener("change", () => { if (pick.value !== "") { input.value = JSON.stringify(recent[Number(pick.value)].context); form.requestSubmit(); } });
   input.addEventListener("keydown", (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) { e.preventDefault(); form.requestSubmit(); } });
   form.addEventListener("submit", async (event) => {
@@ -40,14 +40,15 @@ export async function renderTrace(body, model) {
     try {
       const result = await api.trace(model.name, [context]);
       const trace = result.traces[0];
-      draw(trace.trees.map((t) => t.path));
-      answer.innerHTML = answerHtml(trace, model);
+      [...drawn.children].forEach((wrap, t) => highlight(wrap, trace.trees[t] ? trace.trees[t].path : []));
+      answer.innerHTML = answerHtml(trace, model, result.version);
+      answer.getBoundingClientRect(); // the answer laid out, inside the measure
       performance.measure("trace", { start: t0, end: performance.now() });
     } catch (err) { showError(err, form); }
   });
 }
 
-function answerHtml(trace, model) {
+function answerHtml(trace, model, version) {
   const d = trace.decision;
   const rows = (d.probabilities || []).map((p, a) => `<tr${a === d.greedy_action ? ' class="selected"' : ""}><td>${a}</td><td class="num">${fmt(p)}</td><td class="num">${d.scores ? fmt(d.scores[a]) : "–"}</td></tr>`).join("");
   return `<h2>Answer</h2>` +
@@ -55,6 +56,6 @@ function answerHtml(trace, model) {
       ? `<p id="trace-greedy">predict would play action <strong>${d.greedy_action}</strong> greedily (it samples from the probabilities below).</p>` +
         `<table class="grid" id="trace-probabilities"><thead><tr><th>Action</th><th class="num">Probability</th><th class="num">Estimate</th></tr></thead><tbody>${rows}</tbody></table>`
       : `<p id="trace-greedy">greedy value <strong>${fmt(d.greedy_value)}</strong></p>`) +
-    `<p>leaf ${trace.trees.map((t) => t.leaf).join(", ")} · version ${trace.version}</p>` +
+    `<p>leaf ${trace.trees.map((t) => t.leaf).join(", ")} · version ${version}</p>` +
     (trace.explanation ? `<h3>Why</h3><ol id="trace-explanation">${trace.explanation.map((s) => `<li><code>${esc(s)}</code></li>`).join("")}</ol>` : "");
 }
