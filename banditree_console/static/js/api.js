@@ -59,9 +59,11 @@ export const api = {
     const text = await response.text();
     return text.split("\n").filter(Boolean).map((line) => JSON.parse(line));
   },
-  /** The last ``limit`` rows of the log (reads the model's log length first). */
-  async recentLog(name, limit = 500) {
-    const rows = await api.log(name, { since: 0, limit: 1000000 });
-    return rows.slice(-limit);
+  /** The newest rows of the log: those among its last ``count`` entries. */
+  async recentLog(name, count = 500) {
+    const response = await fetch(`${m(name)}/log?last=${count}&limit=${count}`, { headers: headers({ Accept: "application/x-ndjson" }) });
+    if (!response.ok) return answer(response);
+    const text = await response.text();
+    return text.split("\n").filter(Boolean).map((line) => JSON.parse(line));
   },
 };

@@ -41,7 +41,7 @@ function figures(model, now) {
     windowLoss: df > 0 ? (last.lossSum - first.lossSum) / df : model.counters.progressive_mean_loss,
     trend: windows,
     pending: status.pending_decisions ?? null,
-    learner: status.learner ? `${status.learner.holder || "none"} · lag ${status.learner.lag_entries ?? model.pending_updates}` : `lag ${model.pending_updates}`,
+    learner: `${status.learner_holder || "no lease"} · lag ${model.pending_updates}`,
     checkpointAge: status.checkpoint_age_seconds ?? null,
   };
 }

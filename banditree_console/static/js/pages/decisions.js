@@ -3,7 +3,7 @@ import { api } from "../api.js";
 import { download, esc, fmt, h } from "../dom.js";
 
 export async function renderDecisions(body, model) {
-  const all = (await api.log(model.name, { since: 0, limit: 1000000 })).slice(-2000).reverse();
+  const all = (await api.recentLog(model.name, 2000)).reverse();
   const text = h("input", { type: "search", id: "decisions-filter", "data-filter": "", placeholder: "context contains…  ( / )", "aria-label": "Filter by context" });
   const action = h("input", { type: "number", id: "decisions-action", min: 0, placeholder: "action", "aria-label": "Action", style: "width:7em" });
   const source = h("select", { id: "decisions-source", "aria-label": "Source" }, ["any source", "feedback", "expired"].map((s) => h("option", { value: s === "any source" ? "" : s }, s)));

@@ -49,7 +49,7 @@ export async function renderFeatures(body, model) {
   const trees = m.format === "banditree.named_tree/v1" ? [m.tree] : m.trees ? m.trees : m.nodes ? [m] : [];
   if (!trees.length) { body.replaceChildren(h("p", { class: "muted" }, "This model has no splits to weigh.")); return; }
   const imp = importance(trees, leaves && leaves.leaf_stats ? leaves.leaf_stats.trees : null);
-  const rows = await api.log(model.name, { since: 0, limit: 1000000 }).then((r) => r.slice(-2000));
+  const rows = await api.recentLog(model.name, 2000);
   const list = features(model, exported).map((f, j) => {
     const values = rows.map((r) => valueOf(r.context, f.name, j));
     const missing = values.filter((v) => v === undefined || v === null || (typeof v === "number" && Number.isNaN(v))).length;

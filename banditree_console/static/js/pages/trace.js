@@ -6,7 +6,7 @@ import { policyData } from "./policy.js";
 
 export async function renderTrace(body, model) {
   const data = await policyData(model.name);
-  const recent = await api.log(model.name, { since: 0, limit: 1000000 }).then((r) => r.slice(-20)).catch(() => []);
+  const recent = await api.recentLog(model.name, 20);
   const example = recent.length ? recent[recent.length - 1].context : model.config.features ? {} : Array(model.config.n_features).fill(0);
   const input = h("textarea", { id: "trace-input", rows: 4, "aria-label": "Context (JSON object or list)", name: "context" }, JSON.stringify(example));
   const pick = h("select", { id: "trace-pick", "aria-label": "Pick a logged context" }, h("option", { value: "" }, "pick a recent logged context…"),
