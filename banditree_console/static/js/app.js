@@ -5,7 +5,7 @@ import { renderOverview } from "./overview.js";
 import { renderModel, TABS } from "./model.js";
 
 const THEME = "banditree.console.theme";
-const state = { role: "unknown", stop: null };
+const state = { role: "unknown", stop: null, prefetched: null };
 
 function applyTheme(theme) {
   document.documentElement.dataset.theme = theme;
@@ -42,7 +42,8 @@ async function route() {
   const main = document.getElementById("main");
   const hash = location.hash.replace(/^#\/?/, "");
   const [head, name, tab, ...rest] = hash.split("/").map(decodeURIComponent);
-  const ctx = { admin: state.role === "admin", onStop: (f) => { state.stop = f; } };
+  const ctx = { admin: state.role === "admin", onStop: (f) => { state.stop = f; }, prefetched: state.prefetched };
+  state.prefetched = null;
   if (head === "models" && name) {
     crumbs([["Models", "#/"], [name, null]]);
     await renderModel(main, name, TABS.includes(tab) ? tab : "learning", rest, ctx);
@@ -82,6 +83,11 @@ async function start() {
   document.getElementById("key-button").addEventListener("click", keyDialog);
   document.addEventListener("keydown", keyboard);
   window.addEventListener("hashchange", route);
+  // the overview's models are asked for while the key's role is (two requests at once)
+  if (!location.hash.startsWith("#/models/")) {
+    state.prefetched = api.models();
+    state.prefetched.catch(() => {}); // handled where the overview awaits it
+  }
   await detectRole();
   await route();
   document.body.dataset.ready = "true";

@@ -1,17 +1,14 @@
 // A model's page: a header with its state, tabs, and the tab's own module.
 import { api } from "./api.js";
 import { fmt, h, showError } from "./dom.js";
-import { renderDecisions } from "./pages/decisions.js";
-import { renderEvaluate } from "./pages/evaluate.js";
-import { renderFeatures } from "./pages/features.js";
-import { renderLearning } from "./pages/learning.js";
-import { renderPolicy } from "./pages/policy.js";
-import { renderSettings } from "./pages/settings.js";
-import { renderTrace } from "./pages/trace.js";
-
 export const TABS = ["learning", "policy", "trace", "features", "decisions", "evaluate", "settings"];
-const RENDER = { learning: renderLearning, policy: renderPolicy, trace: renderTrace, features: renderFeatures,
-  decisions: renderDecisions, evaluate: renderEvaluate, settings: renderSettings };
+/** Each tab's module, loaded when the tab is first opened (the overview loads none). */
+const PAGES = { learning: "learning", policy: "policy", trace: "trace", features: "features", decisions: "decisions", evaluate: "evaluate", settings: "settings" };
+
+async function pageRenderer(tab) {
+  const module = await import(`./pages/${PAGES[tab]}.js`);
+  return module[`render${tab[0].toUpperCase()}${tab.slice(1)}`];
+}
 
 export async function renderModel(main, name, tab, rest, ctx) {
   let model;
@@ -28,6 +25,6 @@ export async function renderModel(main, name, tab, rest, ctx) {
     h("h1", {}, name, " ", h("span", { class: "badge" }, `${c.kind} · ${c.task} · ${model.mode}`)),
     h("p", { class: "muted" }, `version ${fmt(model.version)} · ${fmt(model.counters.predictions)} decisions · ${fmt(model.counters.feedback)} feedbacks · pending updates ${fmt(model.pending_updates)}`),
     tabs, body);
-  try { await RENDER[tab](body, model, ctx, rest); } catch (err) { showError(err); body.append(h("p", { class: "bad", role: "alert" }, err.message)); }
+  try { await (await pageRenderer(tab))(body, model, ctx, rest); } catch (err) { showError(err); body.append(h("p", { class: "bad", role: "alert" }, err.message)); }
   main.focus({ preventScroll: true });
 }

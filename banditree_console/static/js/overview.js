@@ -86,9 +86,9 @@ export async function renderOverview(main, ctx) {
     });
   }
 
-  async function refresh() {
+  async function refresh(prefetched = null) {
     try {
-      const answer = await api.models();
+      const answer = await (prefetched || api.models());
       const now = Date.now();
       view.rows = answer.models.map((m) => figures(m, now));
       render();
@@ -110,10 +110,10 @@ export async function renderOverview(main, ctx) {
     if (!(await confirmDialog(`Delete model ${name} and its checkpoints?`))) return;
     try { await api.remove(name); history.delete(name); toast(`Deleted ${name}`); await refresh(); } catch (err) { showError(err); }
   });
-  await refresh();
+  await refresh(ctx.prefetched);
   performance.mark("overview-interactive");
   performance.measure("overview", "overview-start", "overview-interactive");
-  const timer = setInterval(refresh, POLL_MS);
+  const timer = setInterval(() => refresh(), POLL_MS);
   ctx.onStop(() => clearInterval(timer));
 }
 

@@ -53,8 +53,9 @@ export function nodeStats(height, leafStats) {
 
 /**
  * Draw ``tree`` into ``container`` (replacing its content): boxes with split terms for
- * small trees, compact marks for tall ones; ``path`` (node ids) highlighted; leaves
- * focusable, Enter or a click calls ``onLeaf(leaf)``.
+ * small trees, compact marks for tall ones (their details in a status line on hover or
+ * focus); edges as wide as their traffic, drawn as a few paths (one per width); ``path``
+ * (node ids) highlighted; leaves focusable, Enter or a click calls ``onLeaf(leaf)``.
  */
 export function drawTree(container, tree, { stats = null, path = null, onLeaf = null, label = "", actionNames = null } = {}) {
   const h = tree.height, nLeaves = 1 << h, nInt = nLeaves - 1;
@@ -62,42 +63,50 @@ export function drawTree(container, tree, { stats = null, path = null, onLeaf = 
   const cell = roomy ? 168 : 16, rowH = roomy ? 74 : 26, boxW = roomy ? 156 : 10, boxH = roomy ? 46 : 10;
   const width = nLeaves * cell + 8, height = (h + 1) * rowH + 8;
   const of = nodeStats(h, stats);
-  const on = new Set(path || []);
   const x = new Float64Array(nInt + nLeaves);
   for (let j = 0; j < nLeaves; j++) x[nInt + j] = 4 + j * cell + cell / 2;
   for (let id = nInt - 1; id >= 0; id--) x[id] = (x[2 * id + 1] + x[2 * id + 2]) / 2;
-  const depthOf = (id) => 31 - Math.clz32(id + 1);
-  const y = (id) => 4 + depthOf(id) * rowH;
-  const out = [];
-  for (let id = 0; id < nInt; id++) { // edges, width by traffic
-    for (const c of [2 * id + 1, 2 * id + 2]) {
-      const share = of(c).share, cls = on.has(id) && on.has(c) ? "edge on" : "edge";
-      out.push(`<path class="${cls}" data-edge="${c}" stroke-width="${(1 + share * 6).toFixed(2)}" d="M${x[id]},${y(id) + boxH} L${x[c]},${y(c)}"/>`);
-    }
+  const y = (id) => 4 + (31 - Math.clz32(id + 1)) * rowH;
+  const edges = Array.from({ length: 8 }, () => []); // by width: 1 + share x 6, in 8 steps
+  for (let c = 1; c < nInt + nLeaves; c++) {
+    const p = (c - 1) >> 1;
+    edges[Math.min(7, Math.round(of(c).share * 7))].push(`M${x[p]},${y(p) + boxH}L${x[c]},${y(c)}`);
   }
-  for (let id = 0; id < nInt; id++) {
-    const node = tree.nodes[id], s = of(id);
-    const title = `node ${id}: ${node.terms} (right when true); traffic ${fmt(100 * s.share, 3)}%, mean loss ${fmt(s.meanLoss)}`;
-    out.push(`<g class="node${on.has(id) ? " on" : ""}" data-node="${id}"><title>${esc(title)}</title>` +
-      `<rect x="${x[id] - boxW / 2}" y="${y(id)}" width="${boxW}" height="${boxH}" rx="4"/>` +
-      (roomy ? `<text x="${x[id]}" y="${y(id) + 15}" text-anchor="middle">${esc(clip(node.terms, 30))}</text>` +
-        `<text x="${x[id]}" y="${y(id) + 30}" text-anchor="middle" class="muted">${fmt(100 * s.share, 3)}% · loss ${fmt(s.meanLoss, 2)}</text>` : "") +
-      `</g>`);
-  }
-  for (let j = 0; j < nLeaves; j++) {
-    const id = nInt + j, s = of(id), leaf = tree.leaves[j];
-    const best = tree.linear ? null : bestAction(leaf.value); // with a linear term the context decides
+  const out = edges.map((d, k) => (d.length ? `<path class="edge" stroke-width="${(1 + (k * 6) / 7).toFixed(2)}" d="${d.join("")}"/>` : ""));
+  out.push('<path class="edge on" data-highlight d=""/>');
+  const describe = (id) => {
+    const s = of(id);
+    if (id < nInt) return `node ${id}: ${tree.nodes[id].terms} (right when true); traffic ${fmt(100 * s.share, 3)}%, mean loss ${fmt(s.meanLoss)}`;
+    const j = id - nInt, best = tree.linear ? null : bestAction(tree.leaves[j].value);
     const name = best === null ? "" : actionNames ? actionNames[best] : `action ${best}`;
-    const title = `leaf ${j}: traffic ${fmt(100 * s.share, 3)}%, ${s.decisions} decisions, mean loss ${fmt(s.meanLoss)}${name ? `, best ${name}` : ""}`;
-    out.push(`<g class="leaf${on.has(id) ? " on" : ""}" data-leaf="${j}" tabindex="0" role="button" aria-label="${esc(title)}"><title>${esc(title)}</title>` +
-      `<rect x="${x[id] - boxW / 2}" y="${y(id)}" width="${boxW}" height="${boxH}" rx="4"/>` +
-      (roomy ? `<text x="${x[id]}" y="${y(id) + 15}" text-anchor="middle">leaf ${j} · ${esc(name)}</text>` +
-        `<text x="${x[id]}" y="${y(id) + 30}" text-anchor="middle">${fmt(100 * s.share, 3)}% · loss ${fmt(s.meanLoss, 2)}</text>` : "") +
-      `</g>`);
+    return `leaf ${j}: traffic ${fmt(100 * s.share, 3)}%, ${s.decisions} decisions, mean loss ${fmt(s.meanLoss)}${name ? `, best ${name}` : ""}`;
+  };
+  for (let id = 0; id < nInt + nLeaves; id++) {
+    const leaf = id >= nInt, cls = leaf ? "leaf" : "node", s = of(id);
+    const rect = `<rect x="${x[id] - boxW / 2}" y="${y(id)}" width="${boxW}" height="${boxH}" rx="${roomy ? 4 : 2}"/>`;
+    const data = leaf ? `data-node="${id}" data-leaf="${id - nInt}" tabindex="0" role="button"` : `data-node="${id}"`;
+    if (!roomy) { // one element a node: its text comes from describe() on hover or focus
+      out.push(`<g class="${cls}" ${data}${leaf ? ` aria-label="leaf ${id - nInt}"` : ""}>${rect}</g>`);
+      continue;
+    }
+    const text = describe(id);
+    const head = leaf ? `leaf ${id - nInt}${text.includes(", best ") ? ` · ${text.split(", best ")[1]}` : ""}` : clip(tree.nodes[id].terms, 30);
+    out.push(`<g class="${cls}" ${data}${leaf ? ` aria-label="${esc(text)}"` : ""}><title>${esc(text)}</title>${rect}` +
+      `<text x="${x[id]}" y="${y(id) + 15}" text-anchor="middle">${esc(head)}</text>` +
+      `<text x="${x[id]}" y="${y(id) + 30}" text-anchor="middle">${fmt(100 * s.share, 3)}% · loss ${fmt(s.meanLoss, 2)}</text></g>`);
   }
-  container.innerHTML = `<h3>${esc(label)}</h3><svg class="tree" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" role="group" aria-label="${esc(label)}">${out.join("")}</svg>`;
+  container.innerHTML = `<h3>${esc(label)}</h3><svg class="tree" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" role="group" aria-label="${esc(label)}">${out.join("")}</svg>` +
+    (roomy ? "" : '<p class="muted tree-status" aria-live="polite">Point at or focus a node for its split, traffic and loss.</p>');
+  container._tree = { x, y, boxH, nInt };
+  const svg = container.querySelector("svg");
+  if (!roomy) {
+    const status = container.querySelector(".tree-status");
+    const show = (event) => { const g = event.target.closest("[data-node]"); if (g) status.textContent = describe(Number(g.dataset.node)); };
+    svg.addEventListener("mouseover", show);
+    svg.addEventListener("focusin", show);
+  }
+  if (path) highlight(container, path);
   if (onLeaf) {
-    const svg = container.querySelector("svg");
     const pick = (event) => {
       const g = event.target.closest("g.leaf");
       if (g) onLeaf(Number(g.dataset.leaf));
@@ -105,6 +114,19 @@ export function drawTree(container, tree, { stats = null, path = null, onLeaf = 
     svg.addEventListener("click", pick);
     svg.addEventListener("keydown", (event) => { if (event.key === "Enter" || event.key === " ") { event.preventDefault(); pick(event); } });
   }
+}
+
+/** Highlight ``path`` (node ids, root first) in a tree drawn by :func:`drawTree`, in place. */
+export function highlight(container, path) {
+  container.querySelectorAll("g.on").forEach((el) => el.classList.remove("on"));
+  const { x, y, boxH } = container._tree;
+  const d = [];
+  path.forEach((id, i) => {
+    const g = container.querySelector(`g[data-node="${id}"]`);
+    if (g) g.classList.add("on");
+    if (i) d.push(`M${x[path[i - 1]]},${y(path[i - 1]) + boxH}L${x[id]},${y(id)}`);
+  });
+  container.querySelector("path[data-highlight]").setAttribute("d", d.join(""));
 }
 
 function bestAction(value) {
@@ -116,13 +138,3 @@ function bestAction(value) {
 
 function clip(text, n) { return text.length > n ? `${text.slice(0, n - 1)}…` : text; }
 
-/** Highlight ``path`` (node ids, root first) in a drawn tree, in place (no redraw). */
-export function highlight(container, path) {
-  container.querySelectorAll(".on").forEach((el) => el.classList.remove("on"));
-  const nInt = container.querySelectorAll("g.node").length;
-  path.forEach((id, i) => {
-    const g = id < nInt ? container.querySelector(`g.node[data-node="${id}"]`) : container.querySelector(`g.leaf[data-leaf="${id - nInt}"]`);
-    if (g) g.classList.add("on");
-    if (i) { const edge = container.querySelector(`path[data-edge="${id}"]`); if (edge) edge.classList.add("on"); }
-  });
-}
