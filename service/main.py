@@ -15,6 +15,7 @@ from fastapi import FastAPI
 from fastapi.telemetry import TelemetryConfig
 
 from banditree import __version__
+from service.domain.jobs import Jobs
 from service.domain.registry import ModelRegistry
 from service.domain.runtime.tasks import pause_after_pass, stop_tasks
 from service.edge.app import ServiceApp
@@ -33,6 +34,7 @@ from service.http.routes import (
     metrics,
     models,
     personalizer,
+    personalizer_root,
     ranking,
     ranking_slots,
 )
@@ -165,6 +167,7 @@ def create_app(settings: Settings | None = None, *, freeze_startup: bool = False
         await store.ping()
         registry = ModelRegistry(store=store, settings=settings, metrics=service_metrics)
         app.state.registry = registry
+        app.state.jobs = Jobs()  # evaluations and feature importances (Personalizer's)
         if not settings.auth_enabled:
             log.warning("no API keys configured: every route is open (set BANDITREE_API_KEYS)")
         await registry.start()
@@ -184,6 +187,7 @@ def create_app(settings: Settings | None = None, *, freeze_startup: bool = False
         try:
             yield
         finally:
+            await app.state.jobs.close()
             await _shut_down(registry, store, tasks, settings.shutdown_seconds)
 
     app = ServiceApp(
@@ -205,7 +209,7 @@ def create_app(settings: Settings | None = None, *, freeze_startup: bool = False
     routers = [
         decisions.router, models.router, checkpoints.router, health.router, metrics.router,
         log_route.router, apprentice.router, ranking.router, ranking_slots.router,
-        personalizer.router, console.router,
+        personalizer.router, personalizer_root.router, console.router,
     ]  # fmt: skip
     document_errors(app, routers, set(ADMIN_OPERATIONS))
     add_links(routers)
