@@ -114,6 +114,12 @@ def simulate_command(
     api_key: str | None = typer.Option(
         None, "--api-key", envvar="BANDITREE_API_KEY", help="API key for --server."
     ),
+    keep_models: bool = typer.Option(
+        False,
+        "--keep-models",
+        help="HTTP mode: leave the models on the service at the end (to look at them in "
+        "the console at /ui).",
+    ),
     logged: bool = typer.Option(
         False, "--logged", help="DATA is a bandit log: train on it, estimate by IPS/SNIPS/DR."
     ),
@@ -236,6 +242,7 @@ def simulate_command(
                 server=server,
                 concurrency=concurrency,
                 api_key=api_key,
+                keep_models=keep_models,
                 progress=progress,
                 warm_start=warm_start,
                 drift=drift,

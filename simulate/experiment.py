@@ -71,6 +71,8 @@ class SimulationOptions:
     server: str | None = None
     concurrency: int = 1
     api_key: str | None = None
+    #: HTTP mode: leave the models on the service when the run ends (for the console)
+    keep_models: bool = False
     progress: bool = True
     warm_start: Path | None = None
     drift: str | None = None
@@ -119,7 +121,9 @@ def _competitors(
             name,
             kind,
             env,
-            lambda s: HttpAgent(server, f"{base}-s{s}", cfg(s), api_key=key),
+            lambda s: HttpAgent(
+                server, f"{base}-s{s}", cfg(s), api_key=key, keep=options.keep_models
+            ),
             cfg,
             True,
         )
