@@ -10,7 +10,7 @@ import typer
 
 #: the warm start's step unless one is given: RMSprop's first updates are up to 10x the
 #: rate, and at the cold default (3e-3) they undo part of the trained tree
-#: (``python -m benchmarks.warm_start --warm-learning-rate 1e-3``)
+#: (``python -m benchmarks.quality.warm_start --warm-learning-rate 1e-3``)
 WARM_START_LEARNING_RATE = 1e-3
 
 models_app = typer.Typer(

@@ -194,7 +194,7 @@ def _vw_competitor(
     epsilon = options.explore if name == "vw-epsilon" else None
     algorithm = simulator_vw_arguments(name, dataset.n_classes, epsilon, options.vw_learning_rate)
     k = dataset.n_classes
-    # z-scored with the training split's statistics, as benchmarks.bandit_vs_vw's VW
+    # z-scored with the training split's statistics, as benchmarks.quality.bandit_vs_vw's VW
     mean, sd = dataset.X_train.mean(axis=0), dataset.X_train.std(axis=0)
     sd[sd == 0.0] = 1.0
     return Competitor(

@@ -1,5 +1,5 @@
 """The Open Bandit Dataset as a ranking log, and off-policy estimates of a ranking
-configuration on it (``banditree simulate obd --task ranking``, ``benchmarks.ranking_obd``).
+configuration on it (``banditree simulate obd --task ranking``, ``benchmarks.quality.ranking_obd``).
 
 The bundled OBD sample (``obd_random_all``: 10,000 impressions of the uniform-random
 campaign, 80 items, clicks as rewards) becomes a ranking log: each impression's

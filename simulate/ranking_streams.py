@@ -12,7 +12,7 @@ a changing candidate subset each round, classes held back from the first half.
   start on actions never seen.
 
 The same stream and the same sampling uniforms serve every learner of a seed
-(``benchmarks.ranking_vs_vw`` and ``banditree simulate --task ranking``).
+(``benchmarks.quality.ranking_vs_vw`` and ``banditree simulate --task ranking``).
 """
 
 from __future__ import annotations

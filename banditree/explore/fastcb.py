@@ -43,7 +43,7 @@ class FastCB(SquareCB):
     minus the best score, clipped to ``[LOSS_FLOOR, 1]``.  At a loss of 1 it is SquareCB
     at the same gamma.  The paper pairs it with a log-loss regression oracle; here it
     reads the learner's reward regression like SquareCB does (measured in
-    ``benchmarks/bandit_vs_vw.py``).
+    ``benchmarks/quality/bandit_vs_vw.py``).
 
     Examples
     --------

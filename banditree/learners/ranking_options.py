@@ -21,7 +21,7 @@ AUTO_CROSS_FEATURES = 1024
 #: vocabulary slots of an inferred categorical feature of a ranking model (the crosses'
 #: width grows with the product of the two sides' columns)
 RANKING_MAX_CATEGORIES = 8
-#: the tree's per-id ramp by default (``benchmarks.ranking_vs_vw``)
+#: the tree's per-id ramp by default (``benchmarks.quality.ranking_vs_vw``)
 ID_RAMP = 5.0
 
 

@@ -17,7 +17,7 @@ The tree's term is ramped in per candidate id: ``n`` counts the plays of the id 
 into :data:`ID_BUCKETS` counters, CRC-32, the same in every process), so an id never
 played is scored by the ridge alone, which generalises from features, and the tree's
 correction, learned on the ids played, applies in full to ids played often
-(``id_ramp`` 5, measured by ``benchmarks.ranking_vs_vw``: better cold-start reward in the
+(``id_ramp`` 5, measured by ``benchmarks.quality.ranking_vs_vw``: better cold-start reward in the
 first rounds of new ids and a lower geometric-mean loss ratio to VW than the tree on
 every candidate, ``id_ramp`` 0).  Nothing else is kept per id: a candidate never seen
 before is scored from its features alone (cold start).  Exploration is the FastCB / SquareCB family over the

@@ -27,7 +27,7 @@ RIDGE_DEFER = 24
 
 @dataclass(frozen=True)
 class RankingConfig:
-    """Settings of a :class:`RankingLearner` (defaults measured by ``benchmarks.ranking_vs_vw``)."""
+    """Settings of a :class:`RankingLearner` (defaults measured by ``benchmarks.quality.ranking_vs_vw``)."""
 
     n_context_features: int
     n_action_features: int

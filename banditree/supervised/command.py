@@ -15,7 +15,7 @@ from banditree import __version__
 PROTOCOL_FIELDS = ("height", "epochs", "seed", "device", "progress")
 #: ``--grid`` by default: Table 11's L = 1 runs.  The full grid's 15 L = 3 runs cost
 #: 25-70x an L = 1 run each (35-40 min on a 10,000-row set on 2 cores) and did not
-#: win on the sets measured (``benchmarks/train_grid``); ``--grid paper`` keeps them.
+#: win on the sets measured (``benchmarks/quality/train_grid``); ``--grid paper`` keeps them.
 DEFAULT_GRID = "paper-l1"
 
 

@@ -18,7 +18,7 @@ from typing import Any, Literal, Protocol
 #: needs 42,250 (optdigits).
 RIDGE_AUTO_MAX = 250_000
 #: :data:`RIDGE_AUTO_MAX` of a config with ``features``: one-hot category columns make
-#: contexts wide, and there the ridge carries the most (``benchmarks/bandit_vs_vw.py
+#: contexts wide, and there the ridge carries the most (``benchmarks/quality/bandit_vs_vw.py
 #: --categorical``; the figures: ``benchmarks/results/bandit_vs_vw_categorical.md``);
 #: the ridge state is 20 MB at this bound
 RIDGE_AUTO_MAX_FEATURES = 2_500_000

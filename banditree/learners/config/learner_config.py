@@ -40,8 +40,8 @@ class LearnerConfig(
 ):
     """Everything needed to build (and rebuild) a learner: the fields of every section.
 
-    Defaults are the paper's bandit defaults except where ``benchmarks/bandit_vs_vw.py``
-    and ``benchmarks/bandit_regression.py`` measured better ones (the figures:
+    Defaults are the paper's bandit defaults except where ``benchmarks/quality/bandit_vs_vw.py``
+    and ``benchmarks/quality/bandit_regression.py`` measured better ones (the figures:
     ``docs/explanation/defaults.md``).  ``kind`` and ``n_trees`` default by ``task``; a
     config that names them keeps them.
     """

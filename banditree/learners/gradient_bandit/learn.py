@@ -23,7 +23,7 @@ _MAX_BUFFERED = 64
 #: the first feedbacks a learner gets each apply their update at once, whatever
 #: ``accumulate``: a model that knows nothing yet would otherwise decide the next rounds
 #: on nothing (on coil2000, a set with no signal, the first rounds cost the most;
-#: ``benchmarks/bandit_vs_vw.py``)
+#: ``benchmarks/quality/bandit_vs_vw.py``)
 EAGER_ROUNDS = 16
 #: the parameters the per-action ridge fits (``ModelSpec.fitted_elsewhere``)
 RIDGE_FITTED = frozenset({"bias", "linear"})

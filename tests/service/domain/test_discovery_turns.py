@@ -2,7 +2,7 @@
 
 A pass compares the store's list of names with the models this process serves and
 learns.  With 10,000 models and nothing to change, that comparison held the event loop
-for 8-21 ms of CPU at a time (measured with ``benchmarks.stall_probe``): the pass took
+for 8-21 ms of CPU at a time (measured with ``benchmarks.scale.stall_probe``): the pass took
 a turn of the loop only before a store call.  It now takes one every
 few hundred names it looks at.
 """

@@ -101,7 +101,7 @@ async def test_a_pass_over_thousands_of_learners_turns_the_loop_while_it_orders_
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Ordering 10,000 parked learners by their last renewal held the event loop 8-9 ms of
-    CPU at once (``benchmarks.stall_probe``, 10,000 models): it now takes a turn of the
+    CPU at once (``benchmarks.scale.stall_probe``, 10,000 models): it now takes a turn of the
     loop every few hundred learners, before the pass's first store call."""
     from service.domain.runtime import idle as idle_module
     from service.domain.runtime.tasks import LoopShare

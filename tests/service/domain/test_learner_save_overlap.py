@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks.log_scale import CONFIG, UID, fill, make_pairs
+from benchmarks.scale.log_scale import CONFIG, UID, fill, make_pairs
 from service.domain.runtime.idle import IdleLearners
 from service.domain.runtime.learner import LearnerPolicy, ModelLearner
 from service.store import FencedOut, SqliteStore

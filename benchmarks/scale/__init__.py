@@ -1,0 +1,1 @@
+"""Scale: many models, high feedback rates, several processes: staleness, memory, stalls."""

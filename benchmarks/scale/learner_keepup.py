@@ -1,0 +1,233 @@
+"""Does the service's learner keep up? Its pace against the bare ``learner.learn`` loop.
+
+One command::
+
+    python -m benchmarks.scale.learner_keepup [--entries 100000] [--store sqlite|redis] [--rounds 3]
+
+A model (DGT h=6, 16 features, 10 actions) whose log holds ``--entries`` feedbacks after
+its only checkpoint (what a learner finds after ``kill -9``) is learned by the service's
+own :class:`~service.domain.runtime.learner.ModelLearner` (lease, batched reads, the decoding,
+the learner thread, metrics, checkpoints at the service's default pace): the seconds
+from its start to the last entry applied (the recovery time, process start aside) and
+its pace, against the bare ``learner.learn`` loop on the same pairs, decoded
+beforehand, in the same run.  Goals (issue 28): pace >= 0.9x the bare loop and >= 5,000
+feedbacks/s; recovery of 100,000 entries < 5 s.  On a shared machine the wall-clock
+figures move with the load (one run's ratio by +-0.05 on a 2-core machine); the
+CPU-second figures (this process's CPU time) do less.  Each of ``--rounds`` rounds
+learns a fresh log and times the bare loop right after it; every round is printed, and
+the figures and the goals' verdicts are the rounds' medians.  ``bare_learn_batch_per_cpu_second`` is
+the library's ``learn_batch`` alone (512 pairs a call), which the service's learner uses.
+The service's CPU is split: ``loop_thread_us_per_entry`` (the event loop's thread: log
+reads, lease and checkpoint calls), ``other_threads_us_per_entry`` (the learner's slices,
+checkpoint serialising and saving, the store's own threads) and ``gc_us_per_entry``
+(the garbage collector's share of both, timed through ``gc.callbacks``).
+
+Each timed part (the bare loops, the service's learner) runs with the heap as a serving
+process keeps it: what was made before it frozen out of the collector's walks
+(``gc.freeze``, as ``banditree serve`` does at start-up and its ``HeapFreezer`` once a
+learner leads), so that the benchmark's own data (its 100,000 pairs) is not walked by
+every collection of the old generation, which no service's collections do.
+``--no-freeze`` times them with that data walked (the collector then takes 0.6-1.5 us
+more an entry of the service's learner, little of the bare loops).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import gc
+import statistics
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+
+from banditree.learners import Feedback, build_learner
+from benchmarks.scale.log_scale import CONFIG, UID, fill, make_pairs
+from service.domain.runtime.idle import IdleLearners
+from service.domain.runtime.learner import LearnerPolicy, ModelLearner
+from service.domain.runtime.learner_steps import MAX_CHUNK
+from service.domain.runtime.replay import read_decision
+from service.main import freeze_startup_objects
+from service.store import RedisStore, SqliteStore, Store
+from service.telemetry.metrics import ServiceMetrics
+
+
+@contextlib.contextmanager
+def served_heap(freeze: bool) -> Iterator[None]:
+    """The heap as a serving process keeps it (see the module): with ``freeze``, every
+    object made so far is left out of the collections, and the young generation is
+    collected as rarely as there, until the block ends (then all frozen objects and the
+    collector's thresholds are given back: the benchmark freezes nothing else)."""
+    if not freeze:
+        yield
+        return
+    threshold = gc.get_threshold()
+    freeze_startup_objects()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*threshold)
+
+
+def bare_rate(pairs: list[tuple[str, str, str]], freeze: bool = True) -> tuple[float, float]:
+    """Feedbacks per second of ``learner.learn`` alone (decoded beforehand): per wall
+    second and per CPU second of this process."""
+    decoded = [(read_decision(d, UID), Feedback.from_dict(orjson.loads(f))) for _, d, f in pairs]
+    learner = build_learner(CONFIG)
+    with served_heap(freeze):
+        started, cpu = time.perf_counter(), time.process_time()
+        for decision, feedback in decoded:
+            assert decision is not None
+            learner.learn(decision, feedback)
+    return (
+        len(decoded) / (time.perf_counter() - started),
+        len(decoded) / (time.process_time() - cpu),
+    )
+
+
+def bare_batch_rate(
+    pairs: list[tuple[str, str, str]], chunk: int = MAX_CHUNK, freeze: bool = True
+) -> float:
+    """Feedbacks per CPU second of ``learner.learn_batch`` alone, ``chunk`` pairs a call
+    (at most what the service's learner calls; the same state as the ``learn`` loop)."""
+    decoded = [(read_decision(d, UID), Feedback.from_dict(orjson.loads(f))) for _, d, f in pairs]
+    learner = build_learner(CONFIG)
+    with served_heap(freeze):
+        cpu = time.process_time()
+        for start in range(0, len(decoded), chunk):
+            part = decoded[start : start + chunk]
+            learner.learn_batch([d for d, _ in part], [f for _, f in part])  # type: ignore[misc]
+        return len(decoded) / (time.process_time() - cpu)
+
+
+class _CollectorClock:
+    """CPU seconds spent in the garbage collector while installed (``gc.callbacks``)."""
+
+    def __init__(self) -> None:
+        self.seconds, self._started = 0.0, 0.0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.thread_time()
+        else:
+            self.seconds += time.thread_time() - self._started
+
+
+async def service_learner_seconds(
+    store: Store, entries: int, freeze: bool = True
+) -> dict[str, float]:
+    """A ModelLearner from its start to its last entry applied: the wall seconds, the CPU
+    seconds of this process (the event loop, the learner's thread, the store client),
+    of the event loop's thread alone, and of the garbage collector (in every thread)."""
+    metrics = ServiceMetrics()
+    idle = IdleLearners(store, holder="bench", lease_seconds=3.0)
+    learner = ModelLearner(
+        name="m", uid=UID, config=CONFIG,
+        policy=LearnerPolicy(every_updates=1000, every_seconds=1.0, keep=3, default_loss=None,
+                             lease_seconds=3.0),
+        store=store, metrics=metrics.for_model("m"), holder="bench", idle=idle,
+    )  # fmt: skip
+    collector = _CollectorClock()
+    with served_heap(freeze):
+        gc.callbacks.append(collector)
+        started, cpu, loop_cpu = time.perf_counter(), time.process_time(), time.thread_time()
+        learner.start()
+        await learner.reached(entries)
+        took = {
+            "wall": time.perf_counter() - started,
+            "cpu": time.process_time() - cpu,
+            "loop_cpu": time.thread_time() - loop_cpu,
+            "gc_cpu": collector.seconds,
+        }
+        gc.callbacks.remove(collector)
+    await learner.stop()
+    await idle.stop()
+    return took
+
+
+async def run(args: argparse.Namespace, pairs: list[tuple[str, str, str]]) -> dict[str, float]:
+    """One round: a fresh log learned by the service's learner, the bare loops after."""
+    sample = pairs[: min(len(pairs), 20_000)]
+    freeze = not args.no_freeze
+    bare, bare_cpu = bare_rate(sample, freeze)
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.store == "redis":
+            store: Store = RedisStore.from_url(
+                args.redis_url, prefix=f"keepup:{time.time()}:", timeout_seconds=5.0
+            )
+        else:
+            store = SqliteStore(Path(tmp))
+        await fill(store, pairs, time.time())
+        took = await service_learner_seconds(store, len(pairs), freeze)
+        seconds, cpu_seconds = took["wall"], took["cpu"]
+        if isinstance(store, RedisStore):
+            keys = [k async for k in store.client.scan_iter(match=store.prefix + "*")]
+            for key in keys:
+                await store.client.delete(key)
+        await store.close()
+    again, again_cpu = bare_rate(sample, freeze)  # before and after: the better of the two
+    bare, bare_cpu = max(bare, again), max(bare_cpu, again_cpu)
+    batch_cpu = bare_batch_rate(sample, freeze=freeze)
+    return {
+        "entries": float(len(pairs)),
+        "bare_learn_per_second": bare,
+        "service_learner_per_second": len(pairs) / seconds,
+        "ratio": len(pairs) / seconds / bare,
+        "bare_learn_per_cpu_second": bare_cpu,
+        "service_learner_per_cpu_second": len(pairs) / cpu_seconds,
+        "cpu_ratio": len(pairs) / cpu_seconds / bare_cpu,
+        "bare_learn_batch_per_cpu_second": batch_cpu,
+        "recovery_seconds": seconds,
+        # where the service's CPU goes (see the module's docstring)
+        "loop_thread_us_per_entry": took["loop_cpu"] / len(pairs) * 1e6,
+        "other_threads_us_per_entry": (cpu_seconds - took["loop_cpu"]) / len(pairs) * 1e6,
+        "gc_us_per_entry": took["gc_cpu"] / len(pairs) * 1e6,
+    }
+
+
+def medians(rounds: list[dict[str, float]]) -> dict[str, float]:
+    """Each figure's median over the rounds."""
+    return {key: statistics.median(r[key] for r in rounds) for key in rounds[0]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--entries", type=int, default=100_000)
+    parser.add_argument("--store", choices=["sqlite", "redis"], default="sqlite")
+    parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/0")
+    parser.add_argument(
+        "--no-freeze", action="store_true",
+        help="time with the benchmark's own data walked by the collector (see the docstring)",
+    )  # fmt: skip
+    parser.add_argument("--rounds", type=int, default=3, help="rounds; the medians are reported")
+    args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error(f"--rounds must be at least 1, got {args.rounds}")
+    pairs = make_pairs(args.entries)
+    rounds = []
+    for number in range(1, args.rounds + 1):
+        one = asyncio.run(run(args, pairs))
+        rounds.append(one)
+        print(
+            f"round {number}: ratio {one['ratio']:.2f}, cpu_ratio {one['cpu_ratio']:.2f}, "
+            f"recovery {one['recovery_seconds']:.2f} s",
+            flush=True,
+        )
+    figures = medians(rounds)
+    print(f"medians of {len(rounds)} rounds:")
+    for key, value in figures.items():
+        print(f"{key:32s} {value:,.2f}")
+    print(
+        f"goals: ratio >= 0.9 {'met' if figures['ratio'] >= 0.9 else 'NOT met'}; "
+        f">= 5,000/s {'met' if figures['service_learner_per_second'] >= 5000 else 'NOT met'}; "
+        f"recovery < 5 s {'met' if figures['recovery_seconds'] < 5 else 'NOT met'}"
+    )
+
+
+if __name__ == "__main__":
+    main()

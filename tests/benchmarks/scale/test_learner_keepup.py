@@ -1,0 +1,61 @@
+"""``benchmarks.scale.learner_keepup``: the service's learner is timed with the heap frozen as a
+serving process freezes it, the heap is given back after, and its CPU is split by part."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+from pathlib import Path
+
+import pytest
+
+from benchmarks.scale.learner_keepup import bare_rate, medians, served_heap, service_learner_seconds
+from benchmarks.scale.log_scale import fill, make_pairs
+from service.main import YOUNG_THRESHOLD
+from service.store import SqliteStore
+
+
+def test_served_heap_freezes_then_gives_the_heap_back() -> None:
+    threshold = gc.get_threshold()
+    with served_heap(True):
+        assert gc.get_freeze_count() > 0  # the objects made before: out of the walks
+        assert gc.get_threshold()[0] == YOUNG_THRESHOLD  # as a serving process
+    assert gc.get_freeze_count() == 0
+    assert gc.get_threshold() == threshold
+    with served_heap(False):
+        assert gc.get_freeze_count() == 0
+
+
+def test_the_service_learner_is_timed_with_its_cpu_split(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pairs = make_pairs(300)
+    # collections often enough that 300 entries see some (a serving process: rarely)
+    monkeypatch.setattr("service.main.YOUNG_THRESHOLD", 100)
+
+    async def scenario() -> dict[str, float]:
+        store = SqliteStore(tmp_path)
+        try:
+            await fill(store, pairs, 1_000.0)
+            seen: list[int] = []
+            gc.callbacks.append(lambda phase, info: seen.append(gc.get_freeze_count()))
+            try:
+                took = await service_learner_seconds(store, len(pairs))
+            finally:
+                gc.callbacks.pop()
+            assert max(seen) > 0  # the collections while it was timed: heap frozen
+            return took
+        finally:
+            await store.close()
+
+    took = asyncio.run(scenario())
+    assert gc.get_freeze_count() == 0
+    assert took["wall"] > 0 and took["cpu"] > 0
+    assert 0 < took["loop_cpu"] <= took["cpu"] and 0 <= took["gc_cpu"] <= took["cpu"]
+    assert bare_rate(pairs)[1] > 0 and gc.get_freeze_count() == 0
+
+
+def test_the_figures_are_the_rounds_medians() -> None:
+    rounds = [{"ratio": 0.80, "recovery_seconds": 5.4}, {"ratio": 0.95, "recovery_seconds": 4.6},
+              {"ratio": 0.91, "recovery_seconds": 4.9}]  # fmt: skip
+    assert medians(rounds) == {"ratio": 0.91, "recovery_seconds": 4.9}
