@@ -1,0 +1,208 @@
+"""The ``boosted`` kind: its frozen trees, refit schedule, uncertainty and checkpoints."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import lightgbm as lgb
+import numpy as np
+import pytest
+
+from banditree.learners import Feedback, InvalidInput, build_learner
+from banditree.learners.boosted import BoostedBandit
+from banditree.models.boosted.fit import BoostingSettings, augment, fit_ensemble
+from banditree.models.boosted.linear import fit_linear_base
+from banditree.models.boosted.stats import leaf_uncertainty
+from banditree.persistence import dumps, loads
+
+D, K = 4, 3
+
+
+def rounds(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, D))
+    labels = (x[:, 0] * x[:, 1] > 0).astype(int) + (x[:, 2] > 1.0).astype(int)
+    return x, labels
+
+
+def boosted(seed: int = 0, **options: Any) -> BoostedBandit:
+    learner = build_learner(
+        {"kind": "boosted", "n_features": D, "n_actions": K, "seed": seed, "options": options}
+    )
+    assert isinstance(learner, BoostedBandit)
+    return learner
+
+
+def play(learner: BoostedBandit, x: np.ndarray, labels: np.ndarray) -> list[dict[str, Any]]:
+    out = []
+    for row, label in zip(x, labels.tolist(), strict=True):
+        d = learner.act(row)
+        learner.learn(d, Feedback(loss=float(d.action != label)))
+        out.append(d.to_dict())
+    return out
+
+
+def booster_params(settings: BoostingSettings) -> dict[str, Any]:
+    return {
+        "objective": "regression", "learning_rate": settings.learning_rate,
+        "max_depth": settings.depth, "num_leaves": 1 << settings.depth,
+        "min_data_in_leaf": settings.min_leaf_rows, "min_sum_hessian_in_leaf": 0.0,
+        "lambda_l2": settings.l2, "max_bin": settings.max_bins, "min_data_in_bin": 1,
+        "use_missing": False, "feature_pre_filter": False, "num_threads": 1,
+        "deterministic": True, "force_row_wise": True, "seed": 0, "verbosity": -1,
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("linear", [None, 3.0])
+def test_frozen_trees_predict_what_lightgbm_predicts(linear: float | None) -> None:
+    x, labels = rounds(600)
+    actions = np.random.default_rng(1).integers(0, K, size=600)
+    rewards = (actions == labels).astype(float)
+    settings = BoostingSettings(n_trees=20, depth=4, linear_l2=linear)
+    frozen = fit_ensemble(x, actions, rewards, K, settings, seed=0)
+    inputs = augment(x, actions, K)
+    params = booster_params(settings)
+    init = np.zeros(600)
+    if linear is not None:
+        mean, scale, w = fit_linear_base(x, actions, rewards, K, linear)
+        z = np.clip((x - mean) * scale, -5.0, 5.0)
+        init = w[actions, 0] + np.einsum("bd,bd->b", w[actions, 1:], z)
+        params["boost_from_average"] = False
+    data = lgb.Dataset(inputs, label=rewards, init_score=init if linear else None, params=params)
+    booster = lgb.train(params, data, num_boost_round=20)
+    expected = booster.predict(inputs) + init
+    np.testing.assert_allclose(frozen.predict_rows(inputs), expected, rtol=0, atol=1e-12)
+    # one context, every action: the rows of its K one-hot inputs
+    mean_k, var_k = frozen.action_scores(x[5])
+    every = augment(np.repeat(x[5:6], K, axis=0), np.arange(K), K)
+    np.testing.assert_allclose(mean_k, frozen.predict_rows(every), rtol=0, atol=1e-12)
+    assert (var_k > 0).all()
+
+
+def test_leaf_uncertainty_matches_a_loop() -> None:
+    rng = np.random.default_rng(0)
+    leaves = rng.integers(0, 4, size=(50, 2)) + np.array([0, 4])  # 2 trees of 4 leaves
+    targets = rng.random(50)
+    values = rng.normal(size=(2, 4))
+    for target in ("reward", "residual"):
+        got = leaf_uncertainty(
+            leaves, targets, values, target=target, prior=2.0, prior_variance=0.3
+        )
+        for t in range(2):
+            for j in range(4):
+                rows = leaves[:, t] == t * 4 + j
+                y = targets[rows]
+                if target == "residual" and t == 1:
+                    y = y - values.ravel()[leaves[rows, 0]]
+                n = rows.sum()
+                squares = ((y - y.mean()) ** 2).sum() if n else 0.0
+                want = (squares + 2.0 * 0.3) / (n + 2.0) / (n + 2.0)
+                assert got[t, j] == pytest.approx(want, rel=1e-12)
+
+
+def test_refits_follow_the_schedule_and_read_the_window() -> None:
+    x, labels = rounds(200)
+    learner = boosted(first_fit=20, refit_growth=1.5, max_refit_interval=25, window=30)
+    fitted_at = []
+    for row, label in zip(x, labels.tolist(), strict=True):
+        before = learner.fits
+        d = learner.act(row)
+        learner.learn(d, Feedback(loss=float(d.action != label)))
+        if learner.fits != before:
+            fitted_at.append(learner.counters["feedback"])
+    assert fitted_at[:5] == [20, 30, 45, 68, 93]  # x 1.5, then at most 25 apart
+    assert all(b - a <= 25 for a, b in itertools.pairwise(fitted_at))
+    contexts, _, _ = learner._window.rows()
+    np.testing.assert_array_equal(contexts, x[-30:])  # the 30 latest rounds, oldest first
+
+
+def test_checkpoints_resume_identically_before_and_after_the_first_fit() -> None:
+    x, labels = rounds(160)
+    for cut in (10, 70):  # the dgt starter still deciding; the ensemble deciding
+        live = boosted(first_fit=40, linear_base=1.0)
+        play(live, x[:cut], labels[:cut])
+        restored = loads(dumps(live))
+        assert play(live, x[cut:], labels[cut:]) == play(restored, x[cut:], labels[cut:])
+        assert live.counters == restored.counters
+        assert live.fits == restored.fits > 1
+
+
+def test_optimism_explores_where_the_leaves_are_uncertain() -> None:
+    x, labels = rounds(300)
+    greedy, bold = boosted(optimism=0.0, first_fit=50), boosted(optimism=5.0, first_fit=50)
+    g, b = play(greedy, x, labels), play(bold, x, labels)
+    assert all(d["action"] == d["greedy_action"] for d in g[60:])
+    assert sum(d["explored"] for d in b[60:]) > 10
+    assert all(d["propensity"] == 1.0 for d in b[60:])
+
+
+def test_explorer_mode_samples_the_pmf_by_event_id() -> None:
+    x, labels = rounds(120)
+    learner = boosted(exploration="explorer", first_fit=30)
+    play(learner, x, labels)
+    pmf = learner.action_probabilities(x[0])
+    assert pmf.sum() == pytest.approx(1.0) and (pmf > 0).all()
+    d = learner.act(x[0], event_id="e1")
+    assert d.propensity == pytest.approx(pmf[d.action])
+    twin = loads(dumps(learner))
+    assert twin.act(x[0], event_id="e1").action == d.action
+
+
+def test_huge_contexts_never_make_nan() -> None:
+    rng = np.random.default_rng(0)
+    learner = boosted(first_fit=10, linear_base=1.0, starter="uniform")
+    for i in range(40):
+        row = rng.normal(size=D) * (1e300 if i % 3 == 0 else 1.0)
+        d = learner.act(row)
+        learner.learn(d, Feedback(loss=float(i % 2)))
+    tensors, _ = learner.state()
+    floats = {k: v for k, v in tensors.items() if v.dtype.kind == "f"}
+    assert not any(np.isnan(v).any() for v in floats.values())
+    # the padding splits' thresholds are +inf (always LEFT); everything else is finite
+    assert all(np.isfinite(v).all() for k, v in floats.items() if k != "ensemble.thresholds")
+    mean, scores = learner.optimistic_scores(np.full(D, -1e300))
+    assert np.isfinite(mean).all() and np.isfinite(scores).all()
+
+
+@pytest.mark.parametrize(
+    "config,match",
+    [
+        ({"task": "regression", "estimator": "one_point"}, "boosted is for classification"),
+        ({"options": {"window": 1}}, r"options.window: Input should be greater than or equal to 2"),
+        ({"options": {"optimism": -1.0}}, "options.optimism"),
+        ({"options": {"trees": 3}}, "options.trees: Extra inputs are not permitted"),
+        ({"mode": "apprentice"}, "boosted does not take mode apprentice"),
+    ],
+)
+def test_bad_configs_are_refused_naming_the_field(config: dict[str, Any], match: str) -> None:
+    base = {"kind": "boosted", "n_features": D, "n_actions": K}
+    with pytest.raises(ValueError, match=match):
+        build_learner({**base, **config})
+
+
+def test_feedback_is_checked_before_anything_changes() -> None:
+    learner = boosted(first_fit=5)
+    d = learner.act(np.zeros(D))
+    with pytest.raises(InvalidInput, match=r"loss: must be in \[0.0, 1.0\]"):
+        learner.learn(d, Feedback(loss=2.0))
+    assert learner.counters["feedback"] == 0 and len(learner._window) == 0
+
+
+def test_named_features_are_encoded_for_the_ensemble() -> None:
+    schema = {"colour": {"type": "categorical"}, "size": {"type": "numeric"}}
+    learner = build_learner(
+        {"kind": "boosted", "features": schema, "n_actions": 2, "options": {"first_fit": 20}}
+    )
+    rng = np.random.default_rng(0)
+    losses = []
+    for _ in range(300):
+        colour = str(rng.choice(["red", "blue"]))
+        d = learner.act({"colour": colour, "size": float(rng.normal())})
+        loss = float(d.action != (colour == "red"))
+        learner.learn(d, Feedback(loss=loss))
+        losses.append(loss)
+    assert np.mean(losses[-100:]) < 0.1
+    restored = loads(dumps(learner))
+    context = {"colour": "red", "size": 0.5}
+    assert restored.act(context, "e").action == learner.act(context, "e").action == 1
