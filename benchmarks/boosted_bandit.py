@@ -45,6 +45,8 @@ CHECK = ("pendigits", "segmentation", "optdigits", "texture", "letter", "river_p
 
 _TEUCB = {
     "starter": "uniform",
+    "optimism": 1.0,
+    "linear_base": None,
     "window": 200_000,
     "max_refit_interval": 10_000_000,
     "shrinkage": 0.3,

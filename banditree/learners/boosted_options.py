@@ -43,7 +43,7 @@ class BoostedOptions(BaseModel):
         description="the most recent rounds a fit reads (the bound on a fit's cost)",
     )
     optimism: float = Field(
-        1.0,
+        0.3,
         ge=0.0,
         le=100.0,
         description="play the action of the highest predicted reward + optimism x its std",
@@ -59,12 +59,12 @@ class BoostedOptions(BaseModel):
         ),
     )
     linear_base: float | None = Field(
-        None,
+        10.0,
         gt=0.0,
         le=1e6,
         description=(
             "the ridge penalty of a per-action linear fit of the reward the trees are "
-            "boosted from (null: none, the trees fit the reward alone)"
+            "boosted from (null: none, the trees fit the reward alone, as TEUCB's)"
         ),
     )
     prior_rows: float = Field(

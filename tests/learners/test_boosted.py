@@ -73,11 +73,12 @@ def test_frozen_trees_predict_what_lightgbm_predicts(linear: float | None) -> No
     booster = lgb.train(params, data, num_boost_round=20)
     expected = booster.predict(inputs) + init
     np.testing.assert_allclose(frozen.predict_rows(inputs), expected, rtol=0, atol=1e-12)
-    # one context, every action: the rows of its K one-hot inputs
-    mean_k, var_k = frozen.action_scores(x[5])
-    every = augment(np.repeat(x[5:6], K, axis=0), np.arange(K), K)
-    np.testing.assert_allclose(mean_k, frozen.predict_rows(every), rtol=0, atol=1e-12)
-    assert (var_k > 0).all()
+    # one context, every action (the served walk): the rows of its K one-hot inputs
+    for i in range(60):
+        mean_k, var_k = frozen.action_scores(x[i])
+        every = augment(np.repeat(x[i : i + 1], K, axis=0), np.arange(K), K)
+        np.testing.assert_allclose(mean_k, frozen.predict_rows(every), rtol=0, atol=1e-12)
+        assert (var_k > 0).all()
 
 
 def test_leaf_uncertainty_matches_a_loop() -> None:
@@ -117,10 +118,13 @@ def test_refits_follow_the_schedule_and_read_the_window() -> None:
     np.testing.assert_array_equal(contexts, x[-30:])  # the 30 latest rounds, oldest first
 
 
-def test_checkpoints_resume_identically_before_and_after_the_first_fit() -> None:
+@pytest.mark.parametrize("linear_base", [None, 1.0])
+def test_checkpoints_resume_identically_before_and_after_the_first_fit(
+    linear_base: float | None,
+) -> None:
     x, labels = rounds(160)
     for cut in (10, 70):  # the dgt starter still deciding; the ensemble deciding
-        live = boosted(first_fit=40, linear_base=1.0)
+        live = boosted(first_fit=40, linear_base=linear_base)
         play(live, x[:cut], labels[:cut])
         restored = loads(dumps(live))
         assert play(live, x[cut:], labels[cut:]) == play(restored, x[cut:], labels[cut:])

@@ -76,26 +76,25 @@ class FrozenBoostedEnsemble:
         if not all(np.isfinite(a).all() for a in (self.base, offset, self.base_scale)):
             raise ValueError("the linear base must be finite")
         object.__setattr__(self, "_offset", offset)
-        # the walk's lookup tables, derived once per version
-        k = self.n_actions
-        arm = (self.features >= self.n_context).ravel()
-        arm_nodes = np.flatnonzero(arm)
+        # the walk's lookup tables, derived once per version (see :meth:`action_leaves`)
+        k, flat = self.n_actions, self.features.ravel()
+        arm = flat >= self.n_context
         # an action split reads the one-hot column: 1 for its own action, 0 for the others
-        onehot = (
-            np.arange(k)[None, :] == (self.features.ravel()[arm_nodes] - self.n_context)[:, None]
-        )
-        arm_right = onehot.astype(np.float64) > self.thresholds.ravel()[arm_nodes][:, None]
-        ctx_features = np.where(arm, 0, self.features.ravel())
-        object.__setattr__(self, "_arm_nodes", arm_nodes)
-        object.__setattr__(self, "_arm_right", arm_right)
-        object.__setattr__(self, "_ctx_features", ctx_features)
-        object.__setattr__(self, "_flat_thresholds", np.ascontiguousarray(self.thresholds.ravel()))
-        # walking all K actions through all T trees: row k, column t starts at t * N
-        base = np.arange(t, dtype=np.int64) * n
-        object.__setattr__(self, "_start", np.broadcast_to(base, (k, t)).copy())
-        object.__setattr__(self, "_step", (1 - base)[None, :])
-        object.__setattr__(self, "_lane", np.arange(k, dtype=np.int64)[:, None])
-        object.__setattr__(self, "_leaf_base", (base + base // n if n else base)[None, :])
+        onehot = np.arange(k)[None, :] == (flat - self.n_context)[:, None]
+        arm_right = (onehot.astype(np.float64) > self.thresholds.ravel()[:, None]) & arm[:, None]
+        start = (np.arange(t, dtype=np.intp) * n)[None, :]
+        lane = np.arange(k, dtype=np.intp)[:, None]
+        tables = {
+            "_ctx_features": np.where(arm, 0, flat).astype(np.intp),
+            "_ctx_thresholds": np.where(arm, np.inf, self.thresholds.ravel()),
+            "_arm_table": arm_right.astype(np.intp) * k,
+            "_first": start * k + lane,
+            "_step": (1 - start) * k - lane,
+            "_lane": lane,
+            "_leaf_offset": start // max(n, 1) - n,
+        }
+        for name, value in tables.items():
+            object.__setattr__(self, name, value)
 
     @property
     def n_trees(self) -> int:
@@ -107,21 +106,28 @@ class FrozenBoostedEnsemble:
 
     # -- one context, every action ------------------------------------------------------
     def action_leaves(self, x: FloatArray) -> IntArray:
-        """The flat leaf (``t * 2**D + j``) each action reaches in each tree, ``(K, T)``."""
-        n = self.features.shape[1]
+        """The flat leaf (``t * 2**D + j``) each action reaches in each tree, ``(K, T)``.
+
+        All ``K x T`` walks advance together on one index ``p = node * K + k`` (``node``
+        global, ``t * N + i``) into a table of ``K`` for RIGHT and 0 for LEFT:
+        context splits are compared once per call, action splits come from a table
+        fixed per version; a step is ``p <- 2 p + (1 - t N) K - k + table[p]``.
+        """
         k = self.n_actions
-        right = np.empty((self.features.size, k), dtype=np.int64)
-        right[:] = (x[self._ctx_features] > self._flat_thresholds)[:, None]  # type: ignore[attr-defined]
-        right[self._arm_nodes] = self._arm_right  # type: ignore[attr-defined]
-        flat = right.ravel()
-        node: IntArray = self._start.copy()  # type: ignore[attr-defined]
-        lane, step = self._lane, self._step  # type: ignore[attr-defined]
+        right = (x[self._ctx_features] > self._ctx_thresholds) * k  # type: ignore[attr-defined]
+        table = (self._arm_table + right[:, None]).ravel()  # type: ignore[attr-defined]
+        p: IntArray = self._first.copy()  # type: ignore[attr-defined]
+        step = self._step  # type: ignore[attr-defined]
         for _ in range(self.depth):
-            go = flat[node * k + lane]
-            node = 2 * node + step + go  # global: t N + (2 i + 1 + go)
-        # node is t N + N + j for leaf j of tree t: leaf row t (N + 1) + j
-        leaves: IntArray = node - n + self._start // n  # type: ignore[attr-defined]
-        return leaves
+            go = table[p]
+            p *= 2
+            p += step
+            p += go
+        # p is (t N + N + j) K + k for leaf j of tree t: its row is t (N + 1) + j
+        p -= self._lane  # type: ignore[attr-defined]
+        p //= k
+        p += self._leaf_offset  # type: ignore[attr-defined]
+        return p
 
     def action_scores(self, x: FloatArray) -> tuple[FloatArray, FloatArray]:
         """Predicted reward ``(K,)`` of every action for context ``x`` ``(d,)``, and its
@@ -141,7 +147,7 @@ class FrozenBoostedEnsemble:
         start = np.arange(t, dtype=np.int64) * n
         node = np.broadcast_to(start, (b, t)).copy()
         rows = np.arange(b)[:, None]
-        feats, thr = self.features.ravel(), self._flat_thresholds  # type: ignore[attr-defined]
+        feats, thr = self.features.ravel(), self.thresholds.ravel()
         for _ in range(self.depth):
             go = inputs[rows, feats[node]] > thr[node]
             node = 2 * node + (1 - start)[None, :] + go
