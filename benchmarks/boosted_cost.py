@@ -65,7 +65,9 @@ def main(argv: list[str] | None = None) -> None:
     d, k = args.features, args.actions
     options: dict[str, Any] = json.loads(args.options)
     pairs = logged_pairs(args.entries, d, k)
-    learner = build_learner({"kind": "boosted", "n_features": d, "n_actions": k, "options": options})
+    learner = build_learner(
+        {"kind": "boosted", "n_features": d, "n_actions": k, "options": options}
+    )
     half = len(pairs) // 2
     start = time.process_time()
     for decision, feedback in pairs[:half]:

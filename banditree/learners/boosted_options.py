@@ -34,7 +34,7 @@ class BoostedOptions(BaseModel):
         description="refit when the rounds learned reach this factor of the last fit's",
     )
     max_refit_interval: int = Field(
-        2_000, ge=1, le=10_000_000, description="the most rounds between two fits"
+        5_000, ge=1, le=10_000_000, description="the most rounds between two fits"
     )
     window: int = Field(
         BOOSTED_WINDOW,
@@ -77,6 +77,17 @@ class BoostedOptions(BaseModel):
             "what decides before the first fit: the online dgt tree of this config, which "
             "learns every round until then, or uniform random choices"
         ),
+    )
+    compete: bool = Field(
+        True,
+        description=(
+            "starter dgt: it keeps learning after the first fit, and it or the ensemble "
+            "decides, whichever has the lower progressive squared error of the played "
+            "action's reward over the recent rounds (half-life compete_halflife)"
+        ),
+    )
+    compete_halflife: float = Field(
+        500.0, ge=1.0, le=1e7, description="rounds over which the errors are averaged"
     )
     exploration: Literal["ucb", "explorer"] = Field(
         "ucb",

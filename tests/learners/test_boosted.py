@@ -134,7 +134,8 @@ def test_checkpoints_resume_identically_before_and_after_the_first_fit(
 
 def test_optimism_explores_where_the_leaves_are_uncertain() -> None:
     x, labels = rounds(300)
-    greedy, bold = boosted(optimism=0.0, first_fit=50), boosted(optimism=5.0, first_fit=50)
+    greedy = boosted(optimism=0.0, first_fit=50, compete=False)
+    bold = boosted(optimism=5.0, first_fit=50, compete=False)
     g, b = play(greedy, x, labels), play(bold, x, labels)
     assert all(d["action"] == d["greedy_action"] for d in g[60:])
     assert sum(d["explored"] for d in b[60:]) > 10
@@ -143,7 +144,7 @@ def test_optimism_explores_where_the_leaves_are_uncertain() -> None:
 
 def test_explorer_mode_samples_the_pmf_by_event_id() -> None:
     x, labels = rounds(120)
-    learner = boosted(exploration="explorer", first_fit=30)
+    learner = boosted(exploration="explorer", first_fit=30, compete=False)
     play(learner, x, labels)
     pmf = learner.action_probabilities(x[0])
     assert pmf.sum() == pytest.approx(1.0) and (pmf > 0).all()

@@ -8,8 +8,10 @@ of the reward on (context, one-hot action) is fitted to the window and frozen to
 arrays with each leaf's variance / count (:mod:`banditree.models.boosted`).  A decision
 plays the action of the highest ``mean + optimism * std`` (TEUCB), or samples the
 config's explorer over those scores.  Until the first fit a starter decides: the
-online ``dgt`` learner of the same config (learning every round until then), or
-uniform draws.  Design and measurements: ``docs/decisions/boosted-bandit.md``.
+online ``dgt`` learner of the same config, or uniform draws.  With ``compete`` the
+``dgt`` learner keeps learning every round, and it decides whenever its progressive
+squared error over the recent rounds is below the ensemble's
+(:mod:`banditree.learners.boosted.compete`).  Design and measurements: ``docs/decisions/boosted-bandit.md``.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from banditree.core.arrays import FloatArray
 from banditree.core.records import Decision, Feedback
 from banditree.explore import Explorer, event_uniforms, sample_action
 from banditree.learners.base import Learner, Tensors
+from banditree.learners.boosted.compete import ProgressiveErrors
 from banditree.learners.boosted.window import RoundWindow
 from banditree.learners.boosted_options import BoostedOptions
 from banditree.learners.validation import InvalidInput, as_context, check_loss
@@ -31,6 +34,8 @@ from banditree.models.boosted.fit import BoostingSettings, fit_ensemble
 from banditree.models.boosted.frozen import FrozenBoostedEnsemble
 
 ENSEMBLE_PREFIX = "ensemble."
+#: rounds the ensemble is scored on before it may decide (``compete``)
+COMPETE_MIN_ROUNDS = 30
 STARTER_PREFIX = "starter."
 
 
@@ -80,6 +85,8 @@ class BoostedBandit(Learner):
         self._window = RoundWindow(options.window, n_features)
         self._ensemble: FrozenBoostedEnsemble | None = None
         self._starter: Learner | None = starter() if starter is not None else None
+        self._compete = options.compete and self._starter is not None
+        self._errors = ProgressiveErrors(options.compete_halflife, COMPETE_MIN_ROUNDS)
         self._version = 0
         self._fits = 0
         self._next_fit = options.first_fit
@@ -93,6 +100,13 @@ class BoostedBandit(Learner):
         """Ensembles fitted so far."""
         return self._fits
 
+    @property
+    def ensemble_decides(self) -> bool:
+        """Whether ``act`` plays the ensemble's choice (else the starter's)."""
+        if self._ensemble is None:
+            return False
+        return not self._compete or self._errors.ensemble_leads
+
     # -- deciding -----------------------------------------------------------------------
     def optimistic_scores(self, x: FloatArray) -> tuple[FloatArray, FloatArray]:
         """Predicted rewards ``(K,)`` and their ``mean + optimism * std`` ``(K,)``."""
@@ -105,8 +119,7 @@ class BoostedBandit(Learner):
         x = as_context(context, self.n_features)
         event_id = self._next_event_id(event_id)
         values = tuple(x.tolist())
-        ensemble = self._ensemble
-        if ensemble is None:
+        if not self.ensemble_decides:
             if self._starter is not None:
                 inner = self._starter.act(x, event_id)
                 return Decision.of_action(
@@ -134,7 +147,7 @@ class BoostedBandit(Learner):
         """The probability ``act`` plays each action for ``context`` ``(K,)``."""
         x = as_context(context, self.n_features)
         k = self.n_actions
-        if self._ensemble is None:
+        if not self.ensemble_decides:
             starter = self._starter
             probabilities = getattr(starter, "action_probabilities", None)
             if probabilities is not None:
@@ -150,7 +163,7 @@ class BoostedBandit(Learner):
     def predict(self, contexts: FloatArray) -> FloatArray:
         """Greedy actions (highest predicted reward) for a batch ``(B, d)``."""
         x = np.asarray(contexts, dtype=np.float64).reshape(-1, self.n_features)
-        if self._ensemble is None:
+        if self._ensemble is None or not self.ensemble_decides:
             if self._starter is not None:
                 return self._starter.predict(x)
             return np.zeros(x.shape[0])
@@ -176,14 +189,30 @@ class BoostedBandit(Learner):
         self.check(decision, feedback)
         x = np.array(decision.context, dtype=np.float64)
         assert decision.action is not None and feedback.loss is not None  # checked
+        reward = 1.0 - float(feedback.loss)
+        if self._compete and self._ensemble is not None:
+            self._score(x, decision.action, reward)
         if self._starter is not None:
             self._starter.learn(decision, feedback)
-        self._window.append(x, decision.action, 1.0 - float(feedback.loss))
+        self._window.append(x, decision.action, reward)
         self._count_feedback(feedback)
         self._version += 1
         if self._n_learned >= self._next_fit:
             self._refit()
         return True
+
+    def _score(self, x: FloatArray, action: int, reward: float) -> None:
+        """Both models' predicted reward of the played action, before either learns it."""
+        assert self._ensemble is not None and self._starter is not None
+        estimates = getattr(self._starter, "reward_estimates", None)
+        if estimates is None:
+            return
+        online = float(estimates(x)[action])
+        row = np.zeros((1, self.n_features + self.n_actions))
+        row[0, : self.n_features] = x
+        row[0, self.n_features + action] = 1.0
+        ensemble = float(self._ensemble.predict_rows(row)[0])
+        self._errors.update(online, ensemble, reward)
 
     def _refit(self) -> None:
         """Fit the window and schedule the next fit."""
@@ -192,7 +221,8 @@ class BoostedBandit(Learner):
             contexts, actions, rewards, self.n_actions, self.settings, self.seed
         )
         self._fits += 1
-        self._starter = None  # the ensemble decides from now on
+        if not self._compete:
+            self._starter = None  # the ensemble decides from now on
         n = self._n_learned
         grown = math.ceil(n * self.options.refit_growth)
         self._next_fit = n + max(1, min(grown - n, self.options.max_refit_interval))
@@ -214,6 +244,7 @@ class BoostedBandit(Learner):
             "fits": self._fits,
             "next_fit": self._next_fit,
             "starter": starter_meta,
+            "errors": self._errors.state(),
             **self._counter_state(),
         }
         return tensors, meta
@@ -241,6 +272,7 @@ class BoostedBandit(Learner):
                 if k.startswith(STARTER_PREFIX)
             }
             self._starter.load_state(inner, meta["starter"])
+        self._errors.load(meta["errors"])
         self._version = int(meta["version"])
         self._fits = int(meta["fits"])
         self._next_fit = int(meta["next_fit"])
