@@ -92,12 +92,15 @@ def simulate_command(
     ),
     seeds: int = typer.Option(3, "--seeds", help="Number of seeds (0..S-1)."),
     baselines: str = typer.Option(
-        "random,linear,vw", "--baselines", help="Comma list of random, linear, vw ('' for none)."
+        "random,linear,vw",
+        "--baselines",
+        help="Comma list of random, linear, vw (VW's RegCB-opt), vw-epsilon, teucb, tets "
+        "('' for none).",
     ),
     explore: float | None = typer.Option(
         None,
         "--explore",
-        help="Shorthand for --explorer epsilon_greedy --explorer-parameter E (and VW's epsilon).",
+        help="Shorthand for --explorer epsilon_greedy --explorer-parameter E (and vw-epsilon's).",
     ),
     vw_learning_rate: float | None = typer.Option(
         None, "--vw-learning-rate", help="VW -l (default VW's own)."
