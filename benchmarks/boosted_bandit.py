@@ -11,7 +11,7 @@ One pass over each set's training split in the seeded order of
 the played action, progressive mean loss (exploration included).  CPU seconds of
 ``act`` + ``learn`` (refits included) per round are measured with ``process_time``.
 
-``teucb`` is Nilsson et al.'s TEUCB (arXiv 2402.06963) as far as this library's
+``teucb_kind`` is Nilsson et al.'s TEUCB (arXiv 2402.06963) as far as this library's
 ``boosted`` kind can state it: one regression of the reward on (context, one-hot
 action), 50 trees of depth 6, shrinkage 0.3, L2 1 and one row per leaf at least
 (XGBoost's defaults, the paper's library), refitted on every round so far at 100 x
@@ -19,8 +19,10 @@ action), 50 trees of depth 6, shrinkage 0.3, L2 1 and one row per leaf at least
 summed over trees, the highest mean + std played.  It runs on LightGBM, not XGBoost:
 the fits differ in their split finding (histograms of ``max_bins`` 255 bins).
 
-Sets are split into a tuning half (the only one any default is chosen on) and a check
-half (:data:`TUNING`, :data:`CHECK`); every report prints them separately.
+Sets are split by :mod:`benchmarks.protocol` into a tuning half (the only one any
+default is chosen on) and a check half; the external sets are a third group.  Every
+report prints them separately.  ``teucb`` (the rival, as ``benchmarks.bandit_rivals``
+runs it: :class:`simulate.tree_ensemble.TreeEnsembleBandit`) runs beside the configs.
 """
 
 from __future__ import annotations
@@ -37,16 +39,9 @@ from banditree.datasets import load
 from banditree.learners import Feedback, build_learner
 from benchmarks.bandit_vs_vw import stream
 from benchmarks.external_sets import EXTERNAL, load_external
+from benchmarks.protocol import CHECK, TUNING
 
-#: sets candidates are judged on (no default is chosen on the check half); the last
-#: three (many actions) were added after a first check run showed the first six had
-#: none with more than 6 actions; none of them was ever in the check half
-TUNING = (
-    "waveform_40", "nursery", "satimage", "page_blocks", "spambase", "river_bananas",
-    "shuttle", "krkopt", "fars",
-)  # fmt: skip
-#: sets reported, never tuned on
-CHECK = ("pendigits", "segmentation", "optdigits", "texture", "letter", "river_phishing")
+HALVES = {"tuning": TUNING, "check": CHECK, "external": EXTERNAL}
 
 _TEUCB = {
     "starter": "uniform",
@@ -62,10 +57,7 @@ _TEUCB = {
 #: configs by name (``kind`` and ``options`` over the LearnerConfig defaults)
 VARIANTS: dict[str, dict[str, Any]] = {
     "default": {},
-    "teucb": {"kind": "boosted", "options": _TEUCB},
-    # TEUCB with LightGBM's own leaf size and penalty (20 rows, no L2), as simulate's
-    # rival of that name is set
-    "teucb20": {"kind": "boosted", "options": {**_TEUCB, "min_leaf_rows": 20, "l2": 0.0}},
+    "teucb_kind": {"kind": "boosted", "options": _TEUCB},
     "boosted": {"kind": "boosted"},
 }
 
@@ -79,9 +71,22 @@ def variant(name: str) -> dict[str, Any]:
     raise ValueError(f"unknown variant {name!r}")
 
 
-def run(name: str, config: dict[str, Any], seed: int, max_rounds: int) -> dict[str, Any]:
-    """One pass of one config on one set and seed."""
+def run(name: str, variant_name: str, seed: int, max_rounds: int) -> dict[str, Any]:
+    """One pass of one variant on one set and seed."""
     ds = load_external(name) if name in EXTERNAL else load(name)
+    if variant_name == "teucb":
+        from benchmarks.bandit_rivals import run_tree_ensemble
+
+        rival = run_tree_ensemble(ds, "ucb", seed, max_rounds)
+        return {
+            "dataset": name,
+            "seed": seed,
+            "rounds": rival["rounds"],
+            "progressive_loss": rival["progressive_loss"],
+            "test_accuracy": rival["test_accuracy"],
+            "cpu_ms_per_round": 1e3 * rival["cpu_per_round"],
+        }
+    config = variant(variant_name)
     x, y, _ = stream(ds, seed, max_rounds)
     learner = build_learner(
         {"n_features": ds.n_features, "n_actions": ds.n_classes, **config, "seed": seed}
@@ -107,7 +112,7 @@ def run(name: str, config: dict[str, Any], seed: int, max_rounds: int) -> dict[s
 
 def report(records: list[dict[str, Any]], names: list[str]) -> str:
     """Markdown: mean loss per set and variant, each half's geometric mean ratio to teucb."""
-    sets = [s for s in (*TUNING, *CHECK) if any(r["dataset"] == s for r in records)]
+    sets = [s for s in (*TUNING, *CHECK, *EXTERNAL) if any(r["dataset"] == s for r in records)]
     sets += sorted({r["dataset"] for r in records} - set(sets))
 
     def mean(s: str, v: str, key: str) -> float:
@@ -119,14 +124,14 @@ def report(records: list[dict[str, Any]], names: list[str]) -> str:
         "|---|---|" + "---|" * len(names),
     ]
     for s in sets:
-        half = "tuning" if s in TUNING else "check" if s in CHECK else "-"
+        half = next((h for h, group in HALVES.items() if s in group), "-")
         cells = [
             f"{mean(s, v, 'progressive_loss'):.4f} ({mean(s, v, 'cpu_ms_per_round'):.2f} ms)"
             for v in names
         ]
         lines.append(f"| {half} | {s} | " + " | ".join(cells) + " |")
     if "teucb" in names:
-        for half, group in (("tuning", TUNING), ("check", CHECK)):
+        for half, group in HALVES.items():
             here = [s for s in sets if s in group]
             if not here:
                 continue
@@ -143,7 +148,7 @@ def report(records: list[dict[str, Any]], names: list[str]) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--half", choices=["tuning", "check", "both"], default="tuning")
+    parser.add_argument("--half", choices=[*HALVES, "all"], default="tuning")
     parser.add_argument("--datasets", nargs="+", default=None)
     parser.add_argument("--seeds", type=int, default=2)
     parser.add_argument("--max-rounds", type=int, default=5000)
@@ -151,14 +156,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=Path("runs/boosted_bandit"))
     args = parser.parse_args(argv)
     if args.datasets is None:
-        args.datasets = {"tuning": TUNING, "check": CHECK, "both": (*TUNING, *CHECK)}[args.half]
+        args.datasets = {**HALVES, "all": (*TUNING, *CHECK, *EXTERNAL)}[args.half]
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "results.jsonl"
     records: list[dict[str, Any]] = []
     for name in args.datasets:
         for seed in range(args.seeds):
             for v in args.variants:
-                result = {**run(name, variant(v), seed, args.max_rounds), "variant": v}
+                result = {**run(name, v, seed, args.max_rounds), "variant": v}
                 records.append(result)
                 with path.open("a") as fh:
                     fh.write(json.dumps(result) + "\n")

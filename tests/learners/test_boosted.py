@@ -79,6 +79,8 @@ def test_frozen_trees_predict_what_lightgbm_predicts(linear: float | None) -> No
         every = augment(np.repeat(x[i : i + 1], K, axis=0), np.arange(K), K)
         np.testing.assert_allclose(mean_k, frozen.predict_rows(every), rtol=0, atol=1e-12)
         assert (var_k > 0).all()
+        one = [frozen.action_value(x[i], a) for a in range(K)]
+        np.testing.assert_allclose(one, mean_k, rtol=0, atol=1e-12)
 
 
 def test_leaf_uncertainty_matches_a_loop() -> None:

@@ -208,11 +208,7 @@ class BoostedBandit(Learner):
         if estimates is None:
             return
         online = float(estimates(x)[action])
-        row = np.zeros((1, self.n_features + self.n_actions))
-        row[0, : self.n_features] = x
-        row[0, self.n_features + action] = 1.0
-        ensemble = float(self._ensemble.predict_rows(row)[0])
-        self._errors.update(online, ensemble, reward)
+        self._errors.update(online, self._ensemble.action_value(x, action), reward)
 
     def _refit(self) -> None:
         """Fit the window and schedule the next fit."""

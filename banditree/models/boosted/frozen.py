@@ -92,6 +92,12 @@ class FrozenBoostedEnsemble:
             "_step": (1 - start) * k - lane,
             "_lane": lane,
             "_leaf_offset": start // max(n, 1) - n,
+            # one walk per tree (action_value): node t N + i, as route
+            "_flat_features": flat.astype(np.intp),
+            "_flat_thresholds": self.thresholds.ravel().copy(),
+            "_tree_first": start[0].copy(),
+            "_tree_step": 1 - start[0],
+            "_tree_leaf_offset": start[0] // max(n, 1) - n,
         }
         for name, value in tables.items():
             object.__setattr__(self, name, value)
@@ -138,6 +144,25 @@ class FrozenBoostedEnsemble:
         mean += self.base[:, 0]
         var: FloatArray = self.uncertainty.ravel()[leaves].sum(axis=1)
         return mean, var
+
+    def action_value(self, x: FloatArray, action: int) -> float:
+        """Predicted reward of ``action`` for context ``x`` ``(d,)``: one walk per tree."""
+        d = self.n_context
+        inputs = np.zeros(d + self.n_actions)
+        inputs[:d] = x
+        inputs[d + action] = 1.0
+        feats, thr = self._flat_features, self._flat_thresholds  # type: ignore[attr-defined]
+        node: IntArray = self._tree_first.copy()  # type: ignore[attr-defined]
+        step = self._tree_step  # type: ignore[attr-defined]
+        for _ in range(self.depth):
+            go = inputs[feats[node]] > thr[node]
+            node *= 2
+            node += step
+            node += go
+        node += self._tree_leaf_offset  # type: ignore[attr-defined]
+        w = self.base[action]
+        trees = float(self.values.ravel()[node].sum())
+        return trees + float(w[0] + w[1:] @ self.standardized(x))
 
     # -- rows of (context, action) ------------------------------------------------------
     def route(self, inputs: FloatArray) -> IntArray:
