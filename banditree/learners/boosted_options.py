@@ -86,6 +86,13 @@ class BoostedOptions(BaseModel):
             "action's reward over the recent rounds (half-life compete_halflife)"
         ),
     )
+    blend: bool = Field(
+        True,
+        description=(
+            "with compete: once the ensemble is scored, decide on the mean of both models' "
+            "predicted rewards, each weighted by the other's error (not one or the other)"
+        ),
+    )
     compete_halflife: float = Field(
         500.0, ge=1.0, le=1e7, description="rounds over which the errors are averaged"
     )

@@ -120,13 +120,17 @@ def test_refits_follow_the_schedule_and_read_the_window() -> None:
     np.testing.assert_array_equal(contexts, x[-30:])  # the 30 latest rounds, oldest first
 
 
-@pytest.mark.parametrize("linear_base", [None, 1.0])
+@pytest.mark.parametrize(
+    "options",
+    [{"linear_base": None}, {"linear_base": 1.0}, {"blend": False}, {"compete": False}],
+    ids=["no-base", "base", "select", "no-compete"],
+)
 def test_checkpoints_resume_identically_before_and_after_the_first_fit(
-    linear_base: float | None,
+    options: dict[str, Any],
 ) -> None:
     x, labels = rounds(160)
-    for cut in (10, 70):  # the dgt starter still deciding; the ensemble deciding
-        live = boosted(first_fit=40, linear_base=linear_base)
+    for cut in (10, 70):  # the dgt starter still deciding; the ensemble scored, deciding
+        live = boosted(first_fit=40, **options)
         play(live, x[:cut], labels[:cut])
         restored = loads(dumps(live))
         assert play(live, x[cut:], labels[cut:]) == play(restored, x[cut:], labels[cut:])
@@ -154,6 +158,36 @@ def test_explorer_mode_samples_the_pmf_by_event_id() -> None:
     assert d.propensity == pytest.approx(pmf[d.action])
     twin = loads(dumps(learner))
     assert twin.act(x[0], event_id="e1").action == d.action
+
+
+def test_compete_lets_the_lower_error_model_decide() -> None:
+    x, labels = rounds(400)
+    learner = boosted(first_fit=40, blend=False)
+    decided_by_ensemble = []
+    for row, label in zip(x, labels.tolist(), strict=True):
+        decided_by_ensemble.append(learner.ensemble_decides)
+        d = learner.act(row)
+        learner.learn(d, Feedback(loss=float(d.action != label)))
+    errors = learner._errors
+    assert errors.rounds == 400 - 40  # every round after the first fit is scored
+    assert learner.ensemble_decides == (errors.ensemble < errors.online)
+    assert not any(decided_by_ensemble[: 40 + 30])  # scored 30 rounds before it may lead
+
+
+def test_blend_weights_each_model_by_the_others_error() -> None:
+    x, labels = rounds(300)
+    learner = boosted(first_fit=40)  # blend is the default
+    play(learner, x, labels)
+    assert learner.ensemble_decides  # scored past its 30 rounds: the blend decides
+    errors = learner._errors
+    assert errors.online > 0 and errors.ensemble > 0
+    assert learner._ensemble is not None and learner._starter is not None
+    own, var = learner._ensemble.action_scores(x[0])
+    online = learner._starter.reward_estimates(x[0])  # type: ignore[attr-defined]
+    want = (errors.online * own + errors.ensemble * online) / (errors.online + errors.ensemble)
+    mean, scores = learner.optimistic_scores(x[0])
+    np.testing.assert_allclose(mean, want, rtol=1e-12)
+    np.testing.assert_allclose(scores, want + 0.3 * np.sqrt(var), rtol=1e-12)
 
 
 def test_huge_contexts_never_make_nan() -> None:

@@ -105,7 +105,11 @@ class BoostedBandit(Learner):
         """Whether ``act`` plays the ensemble's choice (else the starter's)."""
         if self._ensemble is None:
             return False
-        return not self._compete or self._errors.ensemble_leads
+        if not self._compete:
+            return True
+        if self.options.blend:
+            return self._errors.rounds >= self._errors.min_rounds
+        return self._errors.ensemble_leads
 
     # -- deciding -----------------------------------------------------------------------
     def optimistic_scores(self, x: FloatArray) -> tuple[FloatArray, FloatArray]:
@@ -113,6 +117,13 @@ class BoostedBandit(Learner):
         if self._ensemble is None:
             raise ValueError("no ensemble is fitted yet")
         mean, var = self._ensemble.action_scores(x)
+        if self._compete and self.options.blend and self._starter is not None:
+            # inverse-error weights: each model weighted by the other's error
+            online = self._starter.reward_estimates(x)  # type: ignore[attr-defined]
+            e_online, e_ensemble = self._errors.online, self._errors.ensemble
+            total = e_online + e_ensemble
+            if total > 0.0:
+                mean = (e_online * mean + e_ensemble * online) / total
         return mean, mean + self.options.optimism * np.sqrt(var)
 
     def act(self, context: Sequence[float] | FloatArray, event_id: str | None = None) -> Decision:
