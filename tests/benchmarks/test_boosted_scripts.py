@@ -49,3 +49,20 @@ def test_the_cost_benchmark_learns_refits_and_times_decisions(
     result = json.loads(capsys.readouterr().out)
     assert result["fits"] >= 5
     assert result["boosted_act_us"] > 0 and result["feedbacks_per_cpu_second"] > 0
+
+
+def test_rivals_table_takes_the_best_rival_per_set() -> None:
+    from benchmarks.boosted_bandit_report import table
+
+    ours = [{"dataset": "spambase", "variant": "boosted", "progressive_loss": 0.05}]
+    rivals = [
+        {"dataset": "spambase", "learner": name, "form": form, "progressive_loss": loss}
+        for name, form, loss in (
+            ("default", "", 0.08), ("teucb", "", 0.09), ("tets", "", 0.15),
+            ("vw_bag5", "raw", 0.12), ("vw_bag5", "z", 0.10), ("vw_adf_squarecb", "z", 0.11),
+        )
+    ]  # fmt: skip
+    text = table(ours, rivals, "boosted")
+    assert "| check | spambase | 0.0800 | 0.0900 | 0.1500 | 0.1000 (vw_bag5) | 0.0500 |" in text
+    assert "check half (1 sets): geometric mean of loss / best rival: boosted 0.556" in text
+    assert "default 0.889" in text

@@ -9,9 +9,11 @@ arrays with each leaf's variance / count (:mod:`banditree.models.boosted`).  A d
 plays the action of the highest ``mean + optimism * std`` (TEUCB), or samples the
 config's explorer over those scores.  Until the first fit a starter decides: the
 online ``dgt`` learner of the same config, or uniform draws.  With ``compete`` the
-``dgt`` learner keeps learning every round, and it decides whenever its progressive
-squared error over the recent rounds is below the ensemble's
-(:mod:`banditree.learners.boosted.compete`).  Design and measurements: ``docs/decisions/boosted-bandit.md``.
+``dgt`` learner keeps learning every round and both are scored by their progressive
+squared error (:mod:`banditree.learners.boosted.compete`): with ``blend`` the decision
+reads the mean of both predicted rewards, each weighted by the other's error; without,
+the one of lower error decides.  Design and measurements:
+``docs/decisions/boosted-bandit.md``.
 """
 
 from __future__ import annotations
@@ -172,13 +174,13 @@ class BoostedBandit(Learner):
         return pmf
 
     def predict(self, contexts: FloatArray) -> FloatArray:
-        """Greedy actions (highest predicted reward) for a batch ``(B, d)``."""
+        """Greedy actions (highest predicted reward, blended as ``act`` blends) ``(B,)``."""
         x = np.asarray(contexts, dtype=np.float64).reshape(-1, self.n_features)
         if self._ensemble is None or not self.ensemble_decides:
             if self._starter is not None:
                 return self._starter.predict(x)
             return np.zeros(x.shape[0])
-        out = np.array([np.argmax(self._ensemble.action_scores(row)[0]) for row in x])
+        out = np.array([np.argmax(self.optimistic_scores(row)[0]) for row in x])
         return out.astype(np.float64)
 
     # -- learning -----------------------------------------------------------------------
