@@ -12,6 +12,7 @@ import pytest
 from banditree.learners import Feedback, InvalidInput, build_learner
 from banditree.learners.boosted import BoostedBandit
 from banditree.models.boosted.fit import BoostingSettings, augment, fit_ensemble
+from banditree.models.boosted.frozen import leaf_positions
 from banditree.models.boosted.linear import fit_linear_base
 from banditree.models.boosted.stats import leaf_uncertainty
 from banditree.persistence import dumps, loads
@@ -73,6 +74,11 @@ def test_frozen_trees_predict_what_lightgbm_predicts(linear: float | None) -> No
     booster = lgb.train(params, data, num_boost_round=20)
     expected = booster.predict(inputs) + init
     np.testing.assert_allclose(frozen.predict_rows(inputs), expected, rtol=0, atol=1e-12)
+    # LightGBM's leaf indices, mapped, are the padded leaves the served walk reaches
+    positions = leaf_positions(booster.dump_model(), settings.depth)
+    indices = booster.predict(inputs, pred_leaf=True).astype(np.int64)
+    mapped = positions[np.arange(positions.shape[0]), indices]
+    np.testing.assert_array_equal(mapped, frozen.route(inputs))
     # one context, every action (the served walk): the rows of its K one-hot inputs
     for i in range(60):
         mean_k, var_k = frozen.action_scores(x[i])

