@@ -28,7 +28,7 @@ class BoostedOptions(BaseModel):
         100, ge=2, le=1_000_000, description="rounds learned before the first fit"
     )
     refit_growth: float = Field(
-        1.1,
+        1.25,
         ge=1.0,
         le=10.0,
         description="refit when the rounds learned reach this factor of the last fit's",
