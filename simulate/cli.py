@@ -11,7 +11,7 @@ import typer
 if TYPE_CHECKING:  # the command's module stays light: ``banditree --help`` imports it
     from simulate.environments import FeedbackMode
 
-MODELS = ("dgt", "dgt_forest", "tel", "hinge", "linear")
+MODELS = ("dgt", "dgt_forest", "tel", "hinge", "linear", "boosted")
 #: Learner config fields the simulator sets itself: from the data (``task``,
 #: ``n_features``, ``n_actions``, the regression target's ``target_offset`` and
 #: ``target_scale``), from ``--model``, ``--feedback``, ``--loss``, ``--huber-xi`` and

@@ -196,6 +196,23 @@ def test_blend_weights_each_model_by_the_others_error() -> None:
     np.testing.assert_allclose(scores, want + 0.3 * np.sqrt(var), rtol=1e-12)
 
 
+def test_full_information_learns_a_row_per_action() -> None:
+    x, labels = rounds(80)
+    learner = build_learner(
+        {"kind": "boosted", "n_features": D, "n_actions": K, "estimator": "full",
+         "options": {"first_fit": 40}}
+    )  # fmt: skip
+    assert isinstance(learner, BoostedBandit)
+    for row, label in zip(x, labels.tolist(), strict=True):
+        learner.learn(learner.act(row), Feedback(label=float(label)))
+    _, actions, rewards = learner._window.rows()
+    assert len(actions) == 80 * K and learner.fits >= 2
+    np.testing.assert_array_equal(actions[:K], np.arange(K))
+    np.testing.assert_array_equal(rewards[:K], np.arange(K) == labels[0])
+    with pytest.raises(InvalidInput, match=r"label: must be an action in \[0, 2\]"):
+        learner.check(learner.act(x[0]), Feedback(label=3.0))
+
+
 def test_huge_contexts_never_make_nan() -> None:
     rng = np.random.default_rng(0)
     learner = boosted(first_fit=10, linear_base=1.0, starter="uniform")

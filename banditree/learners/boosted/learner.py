@@ -29,7 +29,7 @@ from banditree.core.records import Decision, Feedback
 from banditree.explore import Explorer, event_uniforms, sample_action
 from banditree.learners.base import Learner, Tensors
 from banditree.learners.boosted.compete import ProgressiveErrors
-from banditree.learners.boosted.window import RoundWindow
+from banditree.learners.boosted.window import RoundWindow, feedback_rewards
 from banditree.learners.boosted_options import BoostedOptions
 from banditree.learners.validation import InvalidInput, as_context, check_loss
 from banditree.models.boosted.fit import BoostingSettings, fit_ensemble
@@ -192,22 +192,31 @@ class BoostedBandit(Learner):
             raise InvalidInput("decision.action", f"must be in [0, {self.n_actions - 1}]")
         if not (0.0 < decision.propensity <= 1.0):
             raise InvalidInput("decision.propensity", "must be in (0, 1]")
-        if feedback.loss is None:
-            raise InvalidInput("feedback", "a boosted model needs a single 'loss'")
-        check_loss(feedback.loss, (0.0, 1.0))
+        if feedback.label is not None:  # full information: every action's reward
+            label = feedback.label
+            if label != int(label) or not 0 <= label < self.n_actions:
+                raise InvalidInput("label", f"must be an action in [0, {self.n_actions - 1}]")
+        elif feedback.loss is None:
+            raise InvalidInput("feedback", "a boosted model needs a single 'loss' or a 'label'")
+        else:
+            check_loss(feedback.loss, (0.0, 1.0))
         if self._starter is not None:
             self._starter.check(decision, feedback)
 
     def learn(self, decision: Decision, feedback: Feedback) -> bool:
         self.check(decision, feedback)
         x = np.array(decision.context, dtype=np.float64)
-        assert decision.action is not None and feedback.loss is not None  # checked
-        reward = 1.0 - float(feedback.loss)
+        assert decision.action is not None  # checked
+        rewards = feedback_rewards(feedback, self.n_actions, self._config.get("loss_matrix"))
         if self._compete and self._ensemble is not None:
-            self._score(x, decision.action, reward)
+            self._score(x, decision.action, float(rewards[decision.action]))
         if self._starter is not None:
             self._starter.learn(decision, feedback)
-        self._window.append(x, decision.action, reward)
+        if feedback.label is None:
+            self._window.append(x, decision.action, float(rewards[decision.action]))
+        else:  # full information: a row for every action
+            for action in range(self.n_actions):
+                self._window.append(x, action, float(rewards[action]))
         self._count_feedback(feedback)
         self._version += 1
         if self._n_learned >= self._next_fit:

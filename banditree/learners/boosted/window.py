@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from banditree.core.arrays import FloatArray, IntArray
+from banditree.core.records import Feedback
 
 #: tensor names of :meth:`RoundWindow.tensors` (learned state: ``param.`` like parameters)
 TENSORS = ("param.window_contexts", "param.window_actions", "param.window_rewards")
@@ -78,3 +81,22 @@ def _grow(array: np.ndarray, rows: int) -> np.ndarray:
     out = np.zeros((rows, *array.shape[1:]), dtype=array.dtype)
     out[: array.shape[0]] = array
     return out
+
+
+def feedback_rewards(feedback: Feedback, n_actions: int, loss_matrix: Any = None) -> FloatArray:
+    """Every action's reward ``(K,)`` a checked feedback tells.
+
+    A loss tells the played action's alone (every entry holds it; read the played one);
+    a label (full information) tells all: ``1 - loss_matrix[label]``, the 0/1 loss when
+    the config has no matrix.
+    """
+    if feedback.label is None:
+        assert feedback.loss is not None
+        return np.full(n_actions, 1.0 - float(feedback.loss))
+    label = int(feedback.label)
+    if loss_matrix is not None:
+        out: FloatArray = 1.0 - np.asarray(loss_matrix[label], dtype=np.float64)
+        return out
+    rewards = np.zeros(n_actions)
+    rewards[label] = 1.0
+    return rewards
