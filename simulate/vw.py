@@ -151,11 +151,12 @@ class VWPolicy:
         self.vw.finish()
 
 
-#: the simulator's VW baselines: ``vw`` RegCB-opt (the bake-off's strongest, and VW's
-#: best on the external sets of issue 44), ``vw-epsilon`` the DGT paper's rival
-#: (``{eps}``: ``--explore`` or :data:`PAPER_EPSILON`)
+#: the simulator's VW baselines: ``vw`` RegCB-opt at mellowness 0.01 (VW's best on 10 of
+#: the 14 bundled sets and on 5 of the 7 of the tuning half, benchmarks/results/
+#: bandit_rivals.md), ``vw-epsilon`` the DGT paper's rival (``{eps}``: ``--explore`` or
+#: :data:`PAPER_EPSILON`)
 SIMULATOR_VW: dict[str, str] = {
-    "vw": VW_ALGORITHMS["vw_adf_regcbopt"],
+    "vw": VW_ALGORITHMS["vw_adf_regcbopt_m0.01"],
     "vw-epsilon": "--cb_explore {k} --epsilon {eps}",
 }
 #: the DGT paper's epsilon for ``vw-epsilon``
@@ -181,7 +182,8 @@ class VowpalWabbitAgent:
     and learned with its loss and probability.  The greedy action (for held-out
     scoring) is the pmf's argmax.  ``scale``: ``(mean, sd)`` per feature; VW reads
     ``(x - mean) / sd`` (VW's SGD is far from scale-free: on satimage's 0-255 pixels
-    RegCB-opt's progressive loss is 0.76 after 1,000 rounds raw, 0.37 z-scored).
+    RegCB-opt's (mellowness 0.1) progressive loss is 0.76 after 1,000 rounds raw, 0.37
+    z-scored).
     """
 
     def __init__(
