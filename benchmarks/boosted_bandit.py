@@ -159,6 +159,7 @@ def main(argv: list[str] | None = None) -> None:
         args.datasets = {**HALVES, "all": (*TUNING, *CHECK, *EXTERNAL)}[args.half]
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "results.jsonl"
+    path.write_text("")  # started afresh, as bandit_rivals does
     records: list[dict[str, Any]] = []
     for name in args.datasets:
         for seed in range(args.seeds):
