@@ -142,7 +142,9 @@ class BoostedBandit(Learner):
             u = event_uniforms(self.seed, event_id)[0]
             action = min(int(u * self.n_actions), self.n_actions - 1)
             k = self.n_actions
-            return Decision.of_action(event_id, values, 0, action, 1.0 / k, action, None, {})
+            return Decision.of_action(
+                event_id, values, self._version, action, 1.0 / k, action, None, {}
+            )
         mean, scores = self.optimistic_scores(x)
         greedy = int(np.argmax(mean))
         if self.options.exploration == "ucb" or self._explorer is None:
