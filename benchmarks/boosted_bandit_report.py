@@ -5,7 +5,8 @@ Usage::
     python -m benchmarks.boosted_bandit_report --ours runs/boosted_bandit/results.jsonl
         --rivals runs/bandit_rivals/results.jsonl [--variant boosted]
 
-``--ours``: records of :mod:`benchmarks.boosted_bandit`; ``--rivals``: records of
+``--ours``: records of :mod:`benchmarks.boosted_bandit` (or of ``bandit_rivals`` run
+with ``--name`` the variant, as for the categorical table); ``--rivals``: records of
 :mod:`benchmarks.bandit_rivals` on the same sets, seeds and rounds (the same streams:
 both read :func:`benchmarks.bandit_vs_vw.stream`; their ``default`` rows agree to the
 last digit).  Per set: the default, TEUCB, TETS, VW's best (the better of raw and
@@ -30,12 +31,22 @@ from benchmarks.protocol import CHECK, TUNING
 HALVES = {"tuning": TUNING, "check": CHECK, "external": EXTERNAL}
 
 
-def _means(records: list[dict[str, Any]], key: str) -> dict[tuple[str, str], float]:
-    """Mean progressive loss over seeds per (set, ``key`` value [+ form])."""
-    runs: dict[tuple[str, str], list[float]] = defaultdict(list)
+def _key(r: dict[str, Any]) -> tuple[str, str]:
+    """(half, set) of a record: the categorical table apart (its sets also sit in the
+    numeric halves, read there as numbers)."""
+    if r.get("table") == "categorical" or r.get("categorical"):
+        return "categorical", r["dataset"]
+    half = next((h for h, sets in HALVES.items() if r["dataset"] in sets), "other")
+    return half, r["dataset"]
+
+
+def _means(records: list[dict[str, Any]], key: str) -> dict[tuple[str, str, str], float]:
+    """Mean progressive loss over seeds per (half, set, ``key`` value [+ form]); ``key``
+    falls back to ``learner`` (``bandit_rivals``' own records of the learner)."""
+    runs: dict[tuple[str, str, str], list[float]] = defaultdict(list)
     for r in records:
-        name = r[key] + (f"|{r['form']}" if r.get("form") else "")
-        runs[(r["dataset"], name)].append(r["progressive_loss"])
+        name = r.get(key, r.get("learner", "")) + (f"|{r['form']}" if r.get("form") else "")
+        runs[(*_key(r), name)].append(r["progressive_loss"])
     return {k: float(np.mean(v)) for k, v in runs.items()}
 
 
@@ -48,39 +59,38 @@ def table(ours: list[dict[str, Any]], rivals: list[dict[str, Any]], variant: str
         f"{variant} | {variant} / best rival | default / best rival |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    ratios: dict[str, dict[str, list[float]]] = {h: {"ours": [], "default": []} for h in HALVES}
-    for half, sets in HALVES.items():
-        for s in sets:
-            if (s, variant) not in mine:
-                continue
-            vw = {
-                name.split("|")[0]: loss
-                for (d, name), loss in theirs.items()
-                if d == s and name.startswith("vw")
-            }
-            for (d, name), loss in theirs.items():  # the better form of each algorithm
-                if d == s and name.startswith("vw"):
-                    algorithm = name.split("|")[0]
-                    vw[algorithm] = min(vw[algorithm], loss)
-            best_vw = min(vw, key=lambda a: vw[a])
-            teucb, tets = theirs[(s, "teucb")], theirs[(s, "tets")]
-            best = min(teucb, tets, vw[best_vw])
-            default = theirs[(s, "default")]
-            loss = mine[(s, variant)]
-            ratios[half]["ours"].append(loss / best)
-            ratios[half]["default"].append(default / best)
-            lines.append(
-                f"| {half} | {s} | {default:.4f} | {teucb:.4f} | {tets:.4f} | "
-                f"{vw[best_vw]:.4f} ({best_vw}) | {loss:.4f} | {loss / best:.3f} | "
-                f"{default / best:.3f} |"
-            )
+    groups = [*HALVES, "categorical"]
+    ratios: dict[str, dict[str, list[float]]] = {h: {"ours": [], "default": []} for h in groups}
+    cells = sorted(
+        {(h, s) for h, s, _ in mine if h in groups}, key=lambda k: (groups.index(k[0]), k[1])
+    )
+    for half, s in cells:
+        if (half, s, variant) not in mine or (half, s, "default") not in theirs:
+            continue
+        vw: dict[str, float] = {}
+        for (h, d, name), loss in theirs.items():  # the better form of each algorithm
+            if (h, d) == (half, s) and name.startswith("vw"):
+                algorithm = name.split("|")[0]
+                vw[algorithm] = min(vw.get(algorithm, loss), loss)
+        best_vw = min(vw, key=lambda a: vw[a])
+        teucb, tets = theirs[(half, s, "teucb")], theirs[(half, s, "tets")]
+        best = min(teucb, tets, vw[best_vw])
+        default = theirs[(half, s, "default")]
+        loss = mine[(half, s, variant)]
+        ratios[half]["ours"].append(loss / best)
+        ratios[half]["default"].append(default / best)
+        lines.append(
+            f"| {half} | {s} | {default:.4f} | {teucb:.4f} | {tets:.4f} | "
+            f"{vw[best_vw]:.4f} ({best_vw}) | {loss:.4f} | {loss / best:.3f} | "
+            f"{default / best:.3f} |"
+        )
     lines.append("")
     for half, r in ratios.items():
         if r["ours"]:
             g = {k: float(np.exp(np.mean(np.log(v)))) for k, v in r.items()}
             worst = max(r["ours"])
             lines.append(
-                f"- {half} half ({len(r['ours'])} sets): geometric mean of loss / best rival: "
+                f"- {half} ({len(r['ours'])} sets): geometric mean of loss / best rival: "
                 f"{variant} {g['ours']:.3f} (worst {worst:.3f}), default {g['default']:.3f}"
             )
     return "\n".join(lines)

@@ -64,5 +64,5 @@ def test_rivals_table_takes_the_best_rival_per_set() -> None:
     ]  # fmt: skip
     text = table(ours, rivals, "boosted")
     assert "| check | spambase | 0.0800 | 0.0900 | 0.1500 | 0.1000 (vw_bag5) | 0.0500 |" in text
-    assert "check half (1 sets): geometric mean of loss / best rival: boosted 0.556" in text
+    assert "check (1 sets): geometric mean of loss / best rival: boosted 0.556" in text
     assert "default 0.889" in text
