@@ -111,6 +111,20 @@ class Settings(BaseSettings):
         le=100_000,
         description="checkpoints kept per model; the log is trimmed up to the oldest kept one",
     )
+    checkpoint_keep_bytes: int = Field(
+        256 << 20,
+        ge=1,
+        le=1 << 50,
+        description="bytes the kept checkpoints of one model may take together (the newest "
+        "is always kept): fewer than checkpoint_keep are kept when they are larger",
+    )
+    min_free_bytes: int = Field(
+        32 << 20,
+        ge=0,
+        le=1 << 50,
+        description="embedded store: free bytes its file system keeps for decisions and "
+        "feedback; under it /readyz answers 503 and checkpoints wait (0: no guard)",
+    )
     scoped_keys: list[ScopedKey] = Field(
         default_factory=list,
         description='JSON list of keys limited to roles and models: [{"key": "...", "roles": '

@@ -99,9 +99,12 @@ class RedisBase(StoreLifecycle):
         prefix: str = "banditree:",
         wait_replicas: int | None = None,
         wait_timeout_ms: int = 100,
+        checkpoint_keep_bytes: int | None = None,
     ) -> None:
         self.client: Any = client  # Redis or RedisCluster: the calls used are common to both
         self.prefix = prefix
+        #: bytes the checkpoints of one model may take together (None: no bound)
+        self.keep_bytes = checkpoint_keep_bytes
         self.cluster = isinstance(client, RedisCluster)
         self._models_key = cluster.global_key(prefix, "models", cluster=self.cluster)
         self._epoch_key = cluster.global_key(prefix, "epoch", cluster=self.cluster)
@@ -133,11 +136,16 @@ class RedisBase(StoreLifecycle):
         timeout_seconds: float = 0.25,
         wait_replicas: int | None = None,
         wait_timeout_ms: int = 100,
+        checkpoint_keep_bytes: int | None = None,
     ) -> Self:
         """A store on ``url`` (a single Redis or any node of a cluster); every socket
         operation gives up after ``timeout_seconds``.  A feedback waits for
         ``wait_replicas`` replicas (None: one if the Redis has any) ``wait_timeout_ms``."""
-        waits: dict[str, Any] = {"wait_replicas": wait_replicas, "wait_timeout_ms": wait_timeout_ms}
+        waits: dict[str, Any] = {
+            "wait_replicas": wait_replicas,
+            "wait_timeout_ms": wait_timeout_ms,
+            "checkpoint_keep_bytes": checkpoint_keep_bytes,
+        }
         if cluster.is_cluster(url, timeout_seconds):
             return cls(cluster.cluster_client(url, timeout_seconds), prefix=prefix, **waits)
         pool = BlockingConnectionPool.from_url(
