@@ -21,7 +21,7 @@ from redis.asyncio.connection import Connection
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import NoScriptError, RedisError, ResponseError
+from redis.exceptions import NoScriptError, ResponseError
 
 from service.store.base import ModelGone, StoreUnavailable
 from service.store.budget import within_budget
@@ -29,7 +29,7 @@ from service.store.protocols import StoreLifecycle
 from service.store.redis import cluster
 from service.store.redis import scripts as lua
 from service.store.redis.decision_writes import DecisionWrites
-from service.store.redis.wire import WireConnection, store_error
+from service.store.redis.wire import REDIS_FAILURES, WireConnection, store_error
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -51,7 +51,7 @@ def unavailable(
     async def wrapped(*args: P.args, **kwargs: P.kwargs) -> T:
         try:
             return await within_budget(method(*args, **kwargs))
-        except (RedisError, OSError) as err:  # cluster redirections included
+        except REDIS_FAILURES as err:  # cluster redirections and faults included
             raise store_error(err) from err
 
     return wrapped
