@@ -161,6 +161,9 @@ def create_app(settings: Settings | None = None, *, freeze_startup: bool = False
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         store = open_store(settings)
         await store.ping()
+        with contextlib.suppress(StoreUnavailable):  # a warning only: never stops the start
+            for warning in await store.durability_warnings():
+                log.warning("%s", warning)
         registry = ModelRegistry(store=store, settings=settings, metrics=service_metrics)
         app.state.registry = registry
         if not settings.auth_enabled:

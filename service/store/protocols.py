@@ -48,6 +48,11 @@ class StoreLifecycle(Protocol):
     async def epoch(self) -> str:
         """The store's epoch id, written when first asked; a new one after the data was lost."""
 
+    async def durability_warnings(self) -> list[str]:
+        """What a crash of the store would lose of what was acknowledged, in words (logged
+        at start); none by default."""
+        return []
+
 
 class RecordStore(Protocol):
     """Model records, and which models the store holds (see :mod:`service.store.base`).

@@ -217,6 +217,54 @@ class RedisBase(StoreLifecycle):
                 self.wait_replicas = min(1, await self._replicas())
             self._started = True
 
+    @unavailable
+    async def durability_warnings(self) -> list[str]:
+        """What a crash of each master would lose that was acknowledged: everything
+        without persistence, the writes since the last snapshot with RDB only, up to
+        about 2 s with ``appendfsync everysec`` (a write is postponed while the previous
+        fsync runs, and the reply goes out meanwhile), none with ``appendfsync always``.
+        ``CONFIG`` may be refused (a managed Redis): then only ``INFO`` is read."""
+        infos = await self._each_master("INFO", "persistence")
+        try:
+            configs = await self._each_master("CONFIG", "GET", "*")
+        except ResponseError:
+            configs = {}
+        warnings = []
+        for node, info in infos.items():
+            config = _pairs(configs.get(node, {}))
+            save, fsync = config.get("save"), config.get("appendfsync")
+            if not int(info.get("aof_enabled", 0)):
+                kept, lost = (
+                    ("no persistence", "everything it holds")
+                    if save == ""
+                    else ("only RDB snapshots", "what was written since its last snapshot")
+                )
+                warnings.append(
+                    f"redis {node} keeps {kept} (appendonly no): a crash or restart loses "
+                    f"{lost}, acknowledged feedback included; set appendonly yes, "
+                    "appendfsync always"
+                )
+            elif fsync in ("everysec", "no"):
+                warnings.append(
+                    f"redis {node} has appendfsync {fsync}: a crash of the redis process "
+                    "can lose the last seconds of acknowledged feedback (a write waits "
+                    "while the previous fsync runs, its reply does not); appendfsync "
+                    "always loses none"
+                )
+        return warnings
+
+    async def _each_master(self, *command: str) -> dict[str, Any]:
+        """``command``'s reply from each master, by ``host:port``."""
+        if not self.cluster:
+            kwargs = self.client.connection_pool.connection_kwargs
+            node = f"{kwargs.get('host', '')}:{kwargs.get('port', '')}"
+            return {node: await self.client.execute_command(*command)}
+        replies = {}
+        for primary in self.client.get_primaries():
+            reply = await self.client.execute_command(*command, target_nodes=primary)
+            replies[f"{primary.host}:{primary.port}"] = reply
+        return replies
+
     async def _replicas(self) -> int:
         if self.cluster:
             return await cluster.replicas_of_masters(self.client)
@@ -242,3 +290,11 @@ class RedisBase(StoreLifecycle):
             await self.client.set(key, uuid.uuid4().hex.encode(), nx=True)
             value = await self.client.get(key)
         return text(value)
+
+
+def _pairs(reply: Any) -> dict[str, str]:
+    """A ``CONFIG GET`` reply (a flat list, or redis-py's dict) as text pairs."""
+    if isinstance(reply, dict):
+        return {text(k): text(v) for k, v in reply.items()}
+    items = [text(v) for v in reply]
+    return dict(zip(items[::2], items[1::2], strict=True))
