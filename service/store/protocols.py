@@ -180,6 +180,13 @@ class DecisionStore(Protocol):
     async def peek_event(self, name: str, event_id: str, *, now: float) -> EventLookup:
         """``pending`` (with payload), ``expired`` (with payload), ``duplicate`` or ``unknown``."""
 
+    async def peek_events(
+        self, name: str, event_ids: list[str], *, now: float
+    ) -> list[EventLookup]:
+        """:meth:`peek_event` of each of ``event_ids``, in order (the calls under way
+        together)."""
+        return list(await asyncio.gather(*(self.peek_event(name, e, now=now) for e in event_ids)))
+
     @abstractmethod
     async def append_feedback(
         self, name: str, event_id: str, feedback: str, *, now: float, seen: int = 0

@@ -144,6 +144,11 @@ class SqliteDecisions(SqliteBase, DecisionStore):
     async def peek_event(self, name: str, event_id: str, *, now: float) -> EventLookup:
         return self._tx(lambda db: _lookup(db, name, event_id, now))
 
+    async def peek_events(
+        self, name: str, event_ids: list[str], *, now: float
+    ) -> list[EventLookup]:
+        return self._tx(lambda db: [_lookup(db, name, e, now) for e in event_ids])
+
     async def append_feedback(
         self, name: str, event_id: str, feedback: str, *, now: float, seen: int = 0
     ) -> EventLookup:
