@@ -15,16 +15,15 @@ from fastapi import FastAPI
 from fastapi.telemetry import TelemetryConfig
 
 from banditree import __version__
-from service.auth import ADMIN_OPERATIONS, ApiKeyAuth
-from service.docs_page import install_docs
-from service.errors import document_errors, install_error_handlers
-from service.hot.app import ServiceApp
-from service.http_middleware import enable_access_log
-from service.loop_lag import watch_loop_lag
-from service.metrics import ServiceMetrics
-from service.openapi_links import add_links
-from service.registry import ModelRegistry
-from service.routes import (
+from service.domain.registry import ModelRegistry
+from service.domain.runtime.tasks import pause_after_pass, stop_tasks
+from service.edge.app import ServiceApp
+from service.edge.auth import ADMIN_OPERATIONS, ApiKeyAuth
+from service.edge.http_middleware import enable_access_log
+from service.http.docs_page import install_docs
+from service.http.errors import document_errors, install_error_handlers
+from service.http.openapi_links import add_links
+from service.http.routes import (
     apprentice,
     checkpoints,
     decisions,
@@ -35,10 +34,11 @@ from service.routes import (
     ranking,
     ranking_slots,
 )
-from service.routes import log as log_route
-from service.runtime.tasks import pause_after_pass, stop_tasks
+from service.http.routes import log as log_route
 from service.settings import Settings, load_settings
 from service.store import Store, StoreUnavailable, open_store
+from service.telemetry.loop_lag import watch_loop_lag
+from service.telemetry.metrics import ServiceMetrics
 
 log = logging.getLogger("banditree.service")
 _NO_TELEMETRY: TelemetryConfig = {"tracing": False, "metrics": False, "logs": False}
