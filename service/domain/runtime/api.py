@@ -100,6 +100,8 @@ class ModelRuntime(OperatorWrites):
         self.decisions_total = 0  # as last seen in the store, plus this process's since
         self._leaves_sum, self._leaves_count = 0.0, 0
         self._tick = TickDecisions(self)  # one-context predictions decided per loop tick
+        #: decisions under ids a caller gave, being decided now (``given_ids``)
+        self.given_in_flight: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._pending_due = 0.0  # when the pending count is read again (refresh_gauges)
 
     @property
