@@ -85,7 +85,15 @@ class Settings(BaseSettings):
     )
     api_keys: KeyList = Field(
         default_factory=list,
-        description="comma-separated API keys; none (and no admin key): open, with a warning",
+        description="comma-separated API keys (the roles of api_key_roles on every model); "
+        "none (and no admin key): open, with a warning",
+    )
+    api_key_roles: list[Role] = Field(
+        default_factory=lambda: ["predict"],
+        min_length=1,
+        description='JSON list of the roles of BANDITREE_API_KEYS: ["predict"] (predict, '
+        'feedback, rank) by default; add "read" to let them export logs (raw contexts), '
+        "trees and checkpoint lists of every model",
     )
     admin_keys: KeyList = Field(
         default_factory=list,
@@ -134,8 +142,8 @@ class Settings(BaseSettings):
     metrics_key: str | None = Field(
         None,
         min_length=8,
-        description="when set, /metrics needs this key as a bearer token (an admin key also "
-        "passes); unset, /metrics is open",
+        description="/metrics needs this key as a bearer token (an admin key also passes); "
+        "unset, /metrics needs an admin key when any key is configured, else is open",
     )
     event_ttl_seconds: float = Field(600.0, gt=0.0, le=7 * 86400, description="reward wait time")
     default_loss: float | None = Field(None, description="loss applied when an event expires")
