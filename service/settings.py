@@ -15,6 +15,11 @@ ROLES = ("predict", "read", "admin")
 Role = Literal["predict", "read", "admin"]
 
 
+def _app_key_roles() -> list[Role]:
+    """The default roles of ``BANDITREE_API_KEYS``: predict only."""
+    return ["predict"]
+
+
 class ScopedKey(BaseModel):
     """One entry of ``BANDITREE_SCOPED_KEYS``: a key, its roles and the models they reach."""
 
@@ -89,7 +94,7 @@ class Settings(BaseSettings):
         "none (and no admin key): open, with a warning",
     )
     api_key_roles: list[Role] = Field(
-        default_factory=lambda: ["predict"],
+        default_factory=_app_key_roles,
         min_length=1,
         description='JSON list of the roles of BANDITREE_API_KEYS: ["predict"] (predict, '
         'feedback, rank) by default; add "read" to let them export logs (raw contexts), '
