@@ -15,22 +15,26 @@ from fastapi import FastAPI
 from fastapi.telemetry import TelemetryConfig
 
 from banditree import __version__
+from service.domain.jobs import Jobs
 from service.domain.registry import ModelRegistry
 from service.domain.runtime.tasks import pause_after_pass, stop_tasks
 from service.edge.app import ServiceApp
 from service.edge.auth import ADMIN_OPERATIONS, ApiKeyAuth
 from service.edge.http_middleware import enable_access_log
+from service.http.console_page import install_console
 from service.http.docs_page import install_docs
 from service.http.errors import document_errors, install_error_handlers
 from service.http.openapi_links import add_links
 from service.http.routes import (
     apprentice,
     checkpoints,
+    console,
     decisions,
     health,
     metrics,
     models,
     personalizer,
+    personalizer_root,
     ranking,
     ranking_slots,
 )
@@ -169,6 +173,7 @@ def create_app(settings: Settings | None = None, *, freeze_startup: bool = False
                 log.warning("%s", warning)
         registry = ModelRegistry(store=store, settings=settings, metrics=service_metrics)
         app.state.registry = registry
+        app.state.jobs = Jobs()  # evaluations and feature importances (Personalizer's)
         if not settings.auth_enabled:
             log.warning("no API keys configured: every route is open (set BANDITREE_API_KEYS)")
         await registry.start()
@@ -188,6 +193,7 @@ def create_app(settings: Settings | None = None, *, freeze_startup: bool = False
         try:
             yield
         finally:
+            await app.state.jobs.close()
             await _shut_down(registry, store, tasks, settings.shutdown_seconds)
 
     app = ServiceApp(
@@ -209,7 +215,7 @@ def create_app(settings: Settings | None = None, *, freeze_startup: bool = False
     routers = [
         decisions.router, models.router, checkpoints.router, health.router, metrics.router,
         log_route.router, apprentice.router, ranking.router, ranking_slots.router,
-        personalizer.router,
+        personalizer.router, personalizer_root.router, console.router,
     ]  # fmt: skip
     document_errors(app, routers, set(ADMIN_OPERATIONS))
     add_links(routers)
@@ -217,6 +223,7 @@ def create_app(settings: Settings | None = None, *, freeze_startup: bool = False
         app.include_router(router)
     _openapi_with_settings(app, settings)
     install_docs(app)
+    install_console(app)
     if settings.access_log:
         enable_access_log()
     app.install_front(

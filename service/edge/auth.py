@@ -1,14 +1,20 @@
 """API-key checks, run by the service's one ASGI middleware before routing.
 
-Every ``/v1`` call needs a configured key (``Authorization: Bearer <key>``, or
-``Ocp-Apim-Subscription-Key: <key>`` as Personalizer's clients send it).  A key
-holds roles, on every model or on a set of them:
+Every ``/v1`` and root ``/personalizer`` call needs a configured key
+(``Authorization: Bearer <key>``, or ``Ocp-Apim-Subscription-Key: <key>`` as
+Personalizer's clients send it).  A key holds roles, on every model or on a set of them:
 
 * ``predict``: predict and feedback; rank, reward and activate (the ranking and
   Personalizer routes);
-* ``read``: the log export, the tree export and the checkpoint list;
+* ``read``: the log export, the tree export, the checkpoint list, the per-leaf
+  statistics and a context's trace;
 * ``admin``: creating, deleting, checkpointing, rolling back and switching the mode of
   (``PATCH``) a model.
+
+A root Personalizer route names no model: the route resolves it from the key's models
+(:mod:`service.http.routes.personalizer_resolve`), so here it needs the role alone:
+``predict`` to rank, reward and activate, ``read`` for its administration reads,
+``admin`` for its administration writes.
 
 Any role on a model reads its description (``GET /v1/models/{name}``); the model list
 shows a key only the models it may reach.  ``BANDITREE_API_KEYS`` hold the roles of
@@ -31,7 +37,7 @@ from dataclasses import dataclass
 
 from starlette.types import Scope, Send
 
-from service.domain.key_scope import SCOPE_STATE_KEY, visible
+from service.domain.key_scope import ROLES_STATE_KEY, SCOPE_STATE_KEY, visible
 from service.edge.asgi_errors import send_json_error, send_personalizer_error
 from service.settings import ROLES, Settings
 
@@ -57,6 +63,8 @@ ROLE_OPERATIONS = {
     ("GET", "/v1/models/{name}/log"): "read",
     ("GET", "/v1/models/{name}/tree"): "read",
     ("GET", "/v1/models/{name}/checkpoints"): "read",
+    ("GET", "/v1/models/{name}/leaves"): "read",
+    ("POST", "/v1/models/{name}/trace"): "read",
 }
 _MODEL_PATH = re.compile(r"^/v1/models/(?P<name>[^/]+)(?P<rest>/[^/]+)?/?$")
 #: the deeper paths of a model that need the predict role: activation, multi-slot reward
@@ -66,6 +74,28 @@ _PREDICT_PATH = re.compile(
     r"^/v1/models/(?P<name>[^/]+)/(?:events/[^/]+/(?:activate|reward_multi_slot|"
     r"activate_multi_slot)|personalizer/(?:multislot/)?"
     r"(?:rank|events/[^/]+/(?:reward|activate)))/?$"
+)
+
+
+def root_role(method: str, path: str) -> str:
+    """The role a root Personalizer route needs: ``predict`` to rank, reward and activate,
+    ``read`` to read the administration routes, ``admin`` to change them."""
+    if _ROOT_PREDICT.match(path):
+        return "predict"
+    return "read" if method == "GET" else "admin"
+
+
+def root_refusal(roles: frozenset[str], role: str) -> tuple[int, str] | None:
+    """403 when a key lacks the ``role`` a root Personalizer route needs."""
+    if role not in roles:
+        return 403, f"this route needs a key with the {role} role"
+    return None
+
+
+#: the root Personalizer routes that rank, reward and activate (with or without a version
+#: segment); the other root routes are its administration API
+_ROOT_PREDICT = re.compile(
+    r"^/personalizer/(?:[^/]+/)?(?:multislot/)?(?:rank|events/[^/]+/(?:reward|activate))/?$"
 )
 
 
@@ -133,7 +163,7 @@ class ApiKeyAuth:
         path = scope["path"]
         if self.metrics_protected and path.rstrip("/") == "/metrics":
             refusal = self._metrics_refusal(scope)
-        elif not self.enabled or not path.startswith("/v1/"):
+        elif not self.enabled or not path.startswith(("/v1/", "/personalizer/")):
             return False
         else:
             refusal = self._refusal(scope)
@@ -183,9 +213,13 @@ class ApiKeyAuth:
         grant = find_grant(key, self.grants)
         if grant is None:
             return 401, "unknown API key"
-        name, role = _operation(scope["method"], scope["path"])
+        state = scope.setdefault("state", {})
+        state[ROLES_STATE_KEY] = grant.roles
         if grant.models is not None:
-            scope.setdefault("state", {})[SCOPE_STATE_KEY] = grant.models
+            state[SCOPE_STATE_KEY] = grant.models
+        if scope["path"].startswith("/personalizer/"):  # the model is the route's to resolve
+            return root_refusal(grant.roles, root_role(scope["method"], scope["path"]))
+        name, role = _operation(scope["method"], scope["path"])
         if name is None:
             return None  # the list (filtered by the route) or an unknown path (404)
         if role == "admin" and "admin" not in grant.roles:
