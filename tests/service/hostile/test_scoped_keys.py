@@ -170,7 +170,8 @@ def test_whoami_names_each_keys_roles_and_models(server: LiveServer) -> None:
         return dict(answer.json())
 
     assert who(ADMIN) == {"roles": ["admin", "predict", "read"], "models": None, "open": False}
-    assert who(USER) == {"roles": ["predict", "read"], "models": None, "open": False}
+    # an app key predicts only (BANDITREE_API_KEY_ROLES, issue 41 item 5)
+    assert who(USER) == {"roles": ["predict"], "models": None, "open": False}
     assert who(READER) == {"roles": ["read"], "models": ["shop-*"], "open": False}
     refused(call(server, None, "GET", "/v1/whoami"), 401, "missing API key")
     refused(call(server, "no-such-key", "GET", "/v1/whoami"), 401, "unknown API key")
