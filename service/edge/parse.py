@@ -24,10 +24,12 @@ from banditree.core.columns import FloatRows
 from banditree.ranking import MAX_CANDIDATES
 from banditree.ranking.inputs import MAX_ID_LENGTH as MAX_CANDIDATE_ID
 from service.domain.requests import FeedbackBody, PredictBody, RankBody
-from service.domain.runtime.ranking import MAX_EVENT_ID_LENGTH
+from service.domain.runtime.event_ids import given_event_id_ok
 from service.domain.schemas import MAX_BATCH_LENGTH, Context, NumberContext
 
-_PREDICT_KEYS = frozenset({"context", "contexts", "default_action", "default_actions"})
+_PREDICT_KEYS = frozenset(
+    {"context", "contexts", "default_action", "default_actions", "event_id", "event_ids"}
+)
 _FEEDBACK_KEYS = frozenset({"event_id", "loss", "reward", "losses"})
 #: compiled checks of one context and of a batch (pydantic-core validators of plain
 #: lists, no model per request: faster than a loop in Python, a batch several times so)
@@ -65,11 +67,16 @@ def predict_body(data: Any) -> PredictBody | None:
     if (single is None) == (batch is None) or ("context" in data and "contexts" in data):
         return None  # none, both, or a null alternative
     default, defaults = data.get("default_action"), data.get("default_actions")
+    given, givens = data.get("event_id"), data.get("event_ids")
     if single is not None:
         context = _contexts(single, _CONTEXT)
         if context is None or defaults is not None or not (default is None or _count(default)):
             return None
-        return PredictBody(context, None, default, None)
+        if givens is not None or not (given is None or given_event_id_ok(given)):
+            return None
+        return PredictBody(context, None, default, None, None if given is None else [given])
+    if given is not None or not (givens is None or _event_ids(givens, batch)):
+        return None
     contexts = None
     if default is None:
         contexts = _contexts(batch, _NUMBER_ROWS)
@@ -85,7 +92,18 @@ def predict_body(data: Any) -> PredictBody | None:
         or not all(_count(d) for d in defaults)
     ):
         return None
-    return PredictBody(None, contexts, None, defaults)
+    return PredictBody(None, contexts, None, defaults, givens)
+
+
+def _event_ids(value: Any, batch: Any) -> bool:
+    """One distinct event id a caller may give per context of ``batch``."""
+    return (
+        type(value) is list
+        and type(batch) is list
+        and len(value) == len(batch)
+        and all(given_event_id_ok(v) for v in value)
+        and len(set(value)) == len(value)
+    )
 
 
 def _number(value: Any) -> float | None:
@@ -161,9 +179,7 @@ def rank_body(data: Any) -> RankBody | None:
     if not all(type(e) is str for e in excluded):
         return None
     event_id = data.get("event_id")
-    if event_id is not None and (
-        type(event_id) is not str or not 0 < len(event_id) <= MAX_EVENT_ID_LENGTH
-    ):
+    if event_id is not None and (not given_event_id_ok(event_id)):
         return None
     defer = data.get("defer_activation", False)
     if type(defer) is not bool:
