@@ -52,14 +52,17 @@ async def _maintain(registry: ModelRegistry, interval_seconds: float) -> None:
     """Expire overdue decisions and refresh the per-model gauges, forever.
 
     ``/metrics`` only renders what is set here, so a scrape never waits on the store.
+    The pause after a pass grows with the pass's own cost (thousands of models), not
+    with the time its expiries took: those are as many as decisions arrived, and
+    stretching the pause by them would let unanswered decisions pile up again.
     """
     wait = interval_seconds
     while True:
         await asyncio.sleep(wait)
         started = time.monotonic()
-        await registry.sweep()
+        expiring = await registry.sweep()
         await registry.refresh_gauges()
-        wait = pause_after_pass(time.monotonic() - started, interval_seconds)
+        wait = pause_after_pass(time.monotonic() - started - expiring, interval_seconds)
 
 
 async def _discover(registry: ModelRegistry, interval_seconds: float) -> None:
@@ -165,6 +168,9 @@ def create_app(settings: Settings | None = None, *, freeze_startup: bool = False
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         store = open_store(settings)
         await store.ping()
+        with contextlib.suppress(StoreUnavailable):  # a warning only: never stops the start
+            for warning in await store.durability_warnings():
+                log.warning("%s", warning)
         registry = ModelRegistry(store=store, settings=settings, metrics=service_metrics)
         app.state.registry = registry
         app.state.jobs = Jobs()  # evaluations and feature importances (Personalizer's)

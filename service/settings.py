@@ -15,6 +15,11 @@ ROLES = ("predict", "read", "admin")
 Role = Literal["predict", "read", "admin"]
 
 
+def _app_key_roles() -> list[Role]:
+    """The default roles of ``BANDITREE_API_KEYS``: predict only."""
+    return ["predict"]
+
+
 class ScopedKey(BaseModel):
     """One entry of ``BANDITREE_SCOPED_KEYS``: a key, its roles and the models they reach."""
 
@@ -85,7 +90,15 @@ class Settings(BaseSettings):
     )
     api_keys: KeyList = Field(
         default_factory=list,
-        description="comma-separated API keys; none (and no admin key): open, with a warning",
+        description="comma-separated API keys (the roles of api_key_roles on every model); "
+        "none (and no admin key): open, with a warning",
+    )
+    api_key_roles: list[Role] = Field(
+        default_factory=_app_key_roles,
+        min_length=1,
+        description='JSON list of the roles of BANDITREE_API_KEYS: ["predict"] (predict, '
+        'feedback, rank) by default; add "read" to let them export logs (raw contexts), '
+        "trees and checkpoint lists of every model",
     )
     admin_keys: KeyList = Field(
         default_factory=list,
@@ -111,6 +124,20 @@ class Settings(BaseSettings):
         le=100_000,
         description="checkpoints kept per model; the log is trimmed up to the oldest kept one",
     )
+    checkpoint_keep_bytes: int = Field(
+        256 << 20,
+        ge=1,
+        le=1 << 50,
+        description="bytes the kept checkpoints of one model may take together (the newest "
+        "is always kept): fewer than checkpoint_keep are kept when they are larger",
+    )
+    min_free_bytes: int = Field(
+        32 << 20,
+        ge=0,
+        le=1 << 50,
+        description="embedded store: free bytes its file system keeps for decisions and "
+        "feedback; under it /readyz answers 503 and checkpoints wait (0: no guard)",
+    )
     scoped_keys: list[ScopedKey] = Field(
         default_factory=list,
         description='JSON list of keys limited to roles and models: [{"key": "...", "roles": '
@@ -127,8 +154,8 @@ class Settings(BaseSettings):
     metrics_key: str | None = Field(
         None,
         min_length=8,
-        description="when set, /metrics needs this key as a bearer token (an admin key also "
-        "passes); unset, /metrics is open",
+        description="/metrics needs this key as a bearer token (an admin key also passes); "
+        "unset, /metrics needs an admin key when any key is configured, else is open",
     )
     event_ttl_seconds: float = Field(600.0, gt=0.0, le=7 * 86400, description="reward wait time")
     default_loss: float | None = Field(None, description="loss applied when an event expires")

@@ -11,7 +11,7 @@ import typer
 if TYPE_CHECKING:  # the command's module stays light: ``banditree --help`` imports it
     from simulate.environments import FeedbackMode
 
-MODELS = ("dgt", "dgt_forest", "tel", "hinge", "linear")
+MODELS = ("dgt", "dgt_forest", "tel", "hinge", "linear", "boosted")
 #: Learner config fields the simulator sets itself: from the data (``task``,
 #: ``n_features``, ``n_actions``, the regression target's ``target_offset`` and
 #: ``target_scale``), from ``--model``, ``--feedback``, ``--loss``, ``--huber-xi`` and
@@ -55,7 +55,7 @@ def simulate_command(
     model: str | None = typer.Option(
         None,
         "--model",
-        help="dgt, dgt_forest, tel, hinge or linear (default: the service's, dgt for "
+        help="dgt, dgt_forest, tel, hinge, linear or boosted (default: the service's, dgt for "
         "classification, a 4-tree dgt_forest for regression; dgt with --warm-start).",
     ),
     out: Path = typer.Option(

@@ -111,8 +111,11 @@ class AsyncClient:
         context: Sequence[float] | Mapping[str, Any],
         *,
         default_action: int | None = None,
+        event_id: str | None = None,
     ) -> PredictResult:
-        body = wire.predict_body(context, None, default_action, None)
+        body = wire.predict_body(
+            context, None, default_action, None, None if event_id is None else [event_id]
+        )
         payload = await self._json("POST", wire.model_path(name, "/predict"), json=body)
         return PredictResult.from_json(payload)
 
@@ -122,12 +125,14 @@ class AsyncClient:
         contexts: Sequence[Sequence[float]] | Sequence[Mapping[str, Any]],
         *,
         default_actions: Sequence[int] | None = None,
+        event_ids: Sequence[str] | None = None,
     ) -> list[PredictResult]:
         body = wire.predict_body(
             None,
             list(contexts),
             None,
             None if default_actions is None else list(default_actions),
+            event_ids,
         )
         payload = await self._json("POST", wire.model_path(name, "/predict"), json=body)
         return [PredictResult.from_json(d) for d in payload["decisions"]]

@@ -136,9 +136,17 @@ class Client:
         context: Sequence[float] | Mapping[str, Any],
         *,
         default_action: int | None = None,
+        event_id: str | None = None,
     ) -> PredictResult:
-        """One decision; ``default_action`` is what an apprentice-mode model plays."""
-        body = wire.predict_body(context, None, default_action, None)
+        """One decision; ``default_action`` is what an apprentice-mode model plays.
+
+        ``event_id``: the decision's id (None: a fresh one).  Every retry of the request
+        sends the same id, so a retry of a predict the service already answered gets
+        the decision it stored, counted once.
+        """
+        body = wire.predict_body(
+            context, None, default_action, None, None if event_id is None else [event_id]
+        )
         return PredictResult.from_json(
             self._json("POST", wire.model_path(name, "/predict"), json=body)
         )
@@ -149,13 +157,16 @@ class Client:
         contexts: Sequence[Sequence[float]] | Sequence[Mapping[str, Any]],
         *,
         default_actions: Sequence[int] | None = None,
+        event_ids: Sequence[str] | None = None,
     ) -> list[PredictResult]:
-        """One decision per context (one request)."""
+        """One decision per context (one request); ``event_ids`` as :meth:`predict`'s
+        ``event_id``, one per context."""
         body = wire.predict_body(
             None,
             list(contexts),
             None,
             None if default_actions is None else list(default_actions),
+            event_ids,
         )
         payload = self._json("POST", wire.model_path(name, "/predict"), json=body)
         return [PredictResult.from_json(d) for d in payload["decisions"]]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 import random
+import secrets
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -85,17 +87,35 @@ def context_body(context: Any) -> Any:
     return [float(v) for v in context]
 
 
+def new_event_ids(count: int) -> list[str]:
+    """``count`` fresh event ids of the service's own form: the time in milliseconds (12
+    hex digits) then 96 random bits (24), so that the ids a client makes are neighbours
+    in the store's index as the service's own are."""
+    stamp = f"{time.time_ns() // 1_000_000:012x}"
+    return [stamp + secrets.token_hex(12) for _ in range(count)]
+
+
 def predict_body(
     context: Any | None,
     contexts: Sequence[Any] | None,
     default_action: int | None,
     default_actions: list[int] | None,
+    event_ids: Sequence[str] | None = None,
 ) -> dict[str, Any]:
+    """Body of ``POST .../predict``: one ``context`` (its ``event_id``) or a batch of
+    ``contexts`` (their ``event_ids``).  Without ``event_ids`` fresh ones are made, so
+    that every retry of this body names the same decisions: the service answers a
+    repeat with the decisions it stored the first time and counts them once."""
     body: dict[str, Any] = {}
     if context is not None:
         body["context"] = context_body(context)
+        (body["event_id"],) = event_ids if event_ids is not None else new_event_ids(1)
     if contexts is not None:
         body["contexts"] = [context_body(c) for c in contexts]
+        ids = list(event_ids) if event_ids is not None else new_event_ids(len(contexts))
+        if len(ids) != len(contexts):
+            raise ValueError(f"{len(ids)} event_ids for {len(contexts)} contexts")
+        body["event_ids"] = ids
     if default_action is not None:
         body["default_action"] = int(default_action)
     if default_actions is not None:
@@ -138,8 +158,8 @@ def rank_body(
         body["context"] = context
     if excluded_actions:
         body["excluded_actions"] = list(excluded_actions)
-    if event_id is not None:
-        body["event_id"] = event_id
+    # a fresh id when none is given: every retry of this body names the same decision
+    body["event_id"] = event_id if event_id is not None else new_event_ids(1)[0]
     if defer_activation:
         body["defer_activation"] = True
     return body

@@ -38,6 +38,13 @@ class Estimator(ABC):
             [self.upstream(o, d, f) for o, d, f in zip(outputs, decisions, feedbacks, strict=True)]
         )
 
+    def magnitude(self, loss: float) -> float:
+        """The size of the estimate ``|g|`` a feedback reporting losses up to ``loss`` gives
+        (in the units :meth:`upstream` returns): the prior a fresh learner judges its first
+        estimates against (:class:`~banditree.learners.robust.FeedbackClip`).  This
+        default: the loss itself."""
+        return float(loss)
+
     def check_feedback(self, decision: Decision, feedback: Feedback) -> None:
         """Raise ``ValueError`` when the feedback does not fit this estimator."""
         if feedback.loss is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -50,6 +51,13 @@ class FullInformationEstimator(Estimator):
     def check_feedback(self, decision: Decision, feedback: Feedback) -> None:
         if feedback.label is None:
             raise ValueError("full-information feedback needs the 'label'")
+
+    def magnitude(self, loss: float) -> float:
+        if self.task == "classification":
+            return 2.0  # |2 (s - reward)|, whatever the label
+        # the residual of a squared loss of ``loss`` (Huber's gradient stops at its threshold)
+        r = math.sqrt(max(float(loss), 0.0))
+        return 2.0 * r if self.loss == "squared" else min(r, self.huber_delta)
 
     def upstream(self, output: FloatArray, decision: Decision, feedback: Feedback) -> FloatArray:
         assert feedback.label is not None

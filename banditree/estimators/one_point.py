@@ -29,6 +29,9 @@ class OnePointEstimator(Estimator):
             raise ValueError(f"delta must be > 0, got {delta}")
         self.delta = float(delta)
 
+    def magnitude(self, loss: float) -> float:
+        return float(loss) / self.delta
+
     def upstream(self, output: FloatArray, decision: Decision, feedback: Feedback) -> FloatArray:
         assert feedback.loss is not None
         return np.array([feedback.loss * decision.perturbation / self.delta])

@@ -31,6 +31,9 @@ class TwoPointEstimator(Estimator):
                 "two_point feedback needs 'losses': [loss at probes[0], loss at probes[1]]"
             )
 
+    def magnitude(self, loss: float) -> float:
+        return float(loss) / (2.0 * self.delta)  # one loss at the bound, the other 0
+
     def upstream(self, output: FloatArray, decision: Decision, feedback: Feedback) -> FloatArray:
         assert feedback.losses is not None
         l_plus, l_minus = feedback.losses

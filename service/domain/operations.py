@@ -21,6 +21,7 @@ from service.domain.apprentice import apprentice_predict
 from service.domain.errors import BatchTooLarge, InvalidRequest
 from service.domain.registry import ModelRegistry
 from service.domain.requests import FeedbackBody, PredictBody, RankBody
+from service.domain.runtime.given_ids import predict_given
 from service.domain.runtime.ranking import played_id, rank
 from service.domain.schemas import FeedbackCreate, PredictCreate
 from service.settings import Settings
@@ -65,7 +66,20 @@ async def decide(
     content: dict[str, Any]
     # explained before deciding, with no await between: the same snapshot decides
     explained = _explanations(runtime.learner, body) if body.explain else None
-    if explained is not None and body.context is not None:
+    given = body.given_event_ids()
+    if given is not None:  # the caller's ids: a repeat gets the decisions stored before
+
+        async def under_given(
+            contexts: list[Any], defaults: list[int] | None
+        ) -> tuple[list[dict[str, Any]], bool]:
+            return await predict_given(
+                runtime, contexts, given, defaults, single=body.context is not None
+            )
+
+        contexts = [body.context] if body.context is not None else list(body.contexts or [])
+        rows, logged = await apprentice_predict(runtime, contexts, defaults, under_given)
+        content = rows[0] if body.context is not None else {"decisions": rows}
+    elif explained is not None and body.context is not None:
         decisions, logged = await apprentice_predict(
             runtime, [body.context], defaults, runtime.predict
         )

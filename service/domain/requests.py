@@ -16,7 +16,7 @@ __all__ = ["FeedbackBody", "PredictBody", "RankBody"]
 class PredictBody:
     """A checked predict body: one ``context`` or a batch of ``contexts``, the defaults."""
 
-    __slots__ = ("context", "contexts", "default_action", "default_actions")
+    __slots__ = ("context", "contexts", "default_action", "default_actions", "event_ids")
     #: the hot path takes no ``explain`` (such a body goes to the route)
     explain = False
 
@@ -26,17 +26,23 @@ class PredictBody:
         contexts: list[list[float]] | None,
         default_action: int | None,
         default_actions: list[int] | None,
+        event_ids: list[str] | None = None,
     ) -> None:
         self.context = context
         self.contexts = contexts
         self.default_action = default_action
         self.default_actions = default_actions
+        self.event_ids = event_ids
 
     def defaults(self) -> list[int] | None:
         """The caller's default actions, one per context, or None."""
         if self.default_action is not None:
             return [self.default_action]
         return self.default_actions
+
+    def given_event_ids(self) -> list[str] | None:
+        """The caller's event ids (``event_id`` or ``event_ids``), one per context, or None."""
+        return self.event_ids
 
 
 class FeedbackBody:

@@ -22,6 +22,7 @@ from banditree.learners import LearnerConfig
 from banditree.learners.config import defaults as config_defaults
 from banditree.learners.config import rules as config_rules
 from banditree.models.dgt.trained import MAX_FILE_BYTES, base64_length
+from service.domain.runtime.event_ids import GIVEN_EVENT_ID_PATTERN, MAX_GIVEN_EVENT_ID
 from service.domain.schema_parts import (
     MAX_OPTIONS_DEPTH,
     exactly_one_of,
@@ -194,6 +195,10 @@ class ModelList(BaseModel):
 
 
 PREDICT_ALTERNATIVES = ("context", "contexts")
+#: an event id a caller gives (:data:`~service.domain.runtime.event_ids.GIVEN_EVENT_ID_PATTERN`)
+GivenEventId = Annotated[
+    str, Field(min_length=1, max_length=MAX_GIVEN_EVENT_ID, pattern=GIVEN_EVENT_ID_PATTERN)
+]
 FEEDBACK_ALTERNATIVES = ("loss", "reward", "losses")
 
 
@@ -224,6 +229,18 @@ class PredictCreate(BaseModel):
         ]
         | None
     ) = Field(None, description="apprentice mode, with 'contexts': one default per context")
+    event_id: GivenEventId | None = Field(
+        None,
+        description=(
+            "with 'context': the decision's id (Personalizer's eventId; null: a new one). "
+            "A predict sent again with the same id is answered with the decision stored "
+            "the first time, counted once; 409 once that decision's feedback was taken "
+            "or its reward wait is over"
+        ),
+    )
+    event_ids: Annotated[list[GivenEventId], Field(max_length=MAX_BATCH_LENGTH)] | None = Field(
+        None, description="with 'contexts': one distinct id per context, as event_id"
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -238,7 +255,21 @@ class PredictCreate(BaseModel):
             self.contexts is None or len(self.default_actions) != len(self.contexts)
         ):
             raise ValueError("'default_actions' needs 'contexts' of the same length")
+        if self.event_id is not None and self.context is None:
+            raise ValueError("'event_id' goes with 'context' (use 'event_ids')")
+        if self.event_ids is not None and (
+            self.contexts is None or len(self.event_ids) != len(self.contexts)
+        ):
+            raise ValueError("'event_ids' needs 'contexts' of the same length")
+        if self.event_ids is not None and len(set(self.event_ids)) != len(self.event_ids):
+            raise ValueError("'event_ids' must be distinct")
         return self
+
+    def given_event_ids(self) -> list[str] | None:
+        """The caller's event ids, one per context, or None."""
+        if self.event_id is not None:
+            return [self.event_id]
+        return self.event_ids
 
     def defaults(self) -> list[int] | None:
         """The caller's default actions, one per context, or None."""

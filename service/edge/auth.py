@@ -17,11 +17,13 @@ A root Personalizer route names no model: the route resolves it from the key's m
 ``admin`` for its administration writes.
 
 Any role on a model reads its description (``GET /v1/models/{name}``); the model list
-shows a key only the models it may reach.  ``BANDITREE_API_KEYS`` are ``predict`` and
-``read`` on every model, ``BANDITREE_ADMIN_KEYS`` every role on every model, and
-``BANDITREE_SCOPED_KEYS`` names roles and models (exact names or ``fnmatch`` patterns)
-per key.  ``/metrics`` needs ``BANDITREE_METRICS_KEY`` (or an admin key) when that is
-set.  With no key configured the service is open (a warning is logged at start).  This
+shows a key only the models it may reach.  ``BANDITREE_API_KEYS`` hold the roles of
+``BANDITREE_API_KEY_ROLES`` (``predict`` alone by default: the key an application ships
+with cannot export every model's raw contexts) on every model,
+``BANDITREE_ADMIN_KEYS`` every role on every model, and ``BANDITREE_SCOPED_KEYS`` names
+roles and models (exact names or ``fnmatch`` patterns) per key.  ``/metrics`` needs
+``BANDITREE_METRICS_KEY`` or an admin key whenever any key is configured.  With no key
+configured the service is open (a warning is logged at start).  This
 runs in middleware (:class:`service.edge.http_middleware.ServiceHttp`) rather than as a
 FastAPI dependency because dependency resolution costs more per request than a whole
 decision on the predict path.
@@ -113,7 +115,8 @@ class KeyGrant:
 def grants(settings: Settings) -> list[KeyGrant]:
     """Every configured key with its roles and models."""
     everything = frozenset(ROLES)
-    out = [KeyGrant(k.encode(), frozenset({"predict", "read"}), None) for k in settings.api_keys]
+    app = frozenset(settings.api_key_roles)
+    out = [KeyGrant(k.encode(), app, None) for k in settings.api_keys]
     out += [KeyGrant(k.encode(), everything, None) for k in settings.admin_keys]
     for scoped in settings.scoped_keys:
         models = None if "*" in scoped.models else tuple(scoped.models)
@@ -151,7 +154,9 @@ class ApiKeyAuth:
             self.metrics_grants.append(
                 KeyGrant(settings.metrics_key.encode(), frozenset({"metrics"}), None)
             )
-        self.metrics_protected = bool(settings.metrics_key)
+        # every process-wide and per-model series names models and the lease holders'
+        # hosts: behind a key whenever keys are configured
+        self.metrics_protected = bool(settings.metrics_key) or settings.auth_enabled
 
     async def refused(self, scope: Scope, send: Send) -> bool:
         """Answer the refusal of an HTTP request that may not pass, returning True; else False."""

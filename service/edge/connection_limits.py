@@ -7,7 +7,8 @@ request into a 503.  :class:`GuardedHttp` instead:
 
 * closes a connection whose request headers are not complete ``header_timeout_seconds``
   after it opened (or after its last answer), or that sends more than
-  :data:`MAX_HEADER_BYTES` of headers;
+  :data:`MAX_HEADER_BYTES` of headers; answers 431 to a request with more than
+  :data:`MAX_HEADERS` header lines;
 * bounds a request body by ``body_timeout_seconds`` from the end of its headers: past
   it the request is answered 408 (when no answer started) and the connection closed.  A
   body left unread after an early answer (a 413, a 401) is read and dropped under the
@@ -41,6 +42,9 @@ from service.settings import Settings, load_settings
 
 #: a request's header block larger than this closes the connection
 MAX_HEADER_BYTES = 65_536
+#: a request with more header lines than this is answered 431 (10,000 short ones fit
+#: in :data:`MAX_HEADER_BYTES`, and each costs the app a list entry and a look-up)
+MAX_HEADERS = 100
 #: only a connection that has waited this long on its client may be displaced: a burst of
 #: new connections over the cap is then partly served and partly refused (503), rather
 #: than its members closing each other before they could send a request
@@ -75,6 +79,19 @@ async def _unavailable(send: Any, detail: str) -> None:
 async def _refuse(scope: Any, receive: Any, send: Any) -> None:
     """The answer on a connection over ``max_connections`` when none could be displaced."""
     await _unavailable(send, "too many open connections; retry")
+
+
+async def _too_many_headers(scope: Any, receive: Any, send: Any) -> None:
+    """The answer to a request with more than :data:`MAX_HEADERS` header lines."""
+    body = json.dumps(
+        {"detail": f"more than {MAX_HEADERS} request headers", "field": "headers"}
+    ).encode()
+    headers = [
+        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+        (b"connection", b"close"),
+    ]  # fmt: skip
+    await send({"type": "http.response.start", "status": 431, "headers": headers})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
 async def _too_busy(scope: Any, receive: Any, send: Any) -> None:
@@ -263,7 +280,13 @@ class GuardedHttp(HttpToolsProtocol):  # type: ignore[misc]
 
     def on_headers_complete(self) -> None:
         self._enter(BODY, self._settings.body_timeout_seconds)
-        if self._refused():
+        if len(self.headers) > MAX_HEADERS:
+            app, self.app = self.app, _too_many_headers
+            try:
+                super().on_headers_complete()
+            finally:
+                self.app = app
+        elif self._refused():
             app, self.app = self.app, _refuse
             try:
                 super().on_headers_complete()

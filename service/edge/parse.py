@@ -13,8 +13,10 @@ answers it (the same 422 naming the field and the bound).  So these checks may r
 more than the schema does, never less.
 
 The keys and the length bounds checked here are read from the schemas' fields at
-import (:func:`length_bounds`), so the two paths cannot drift apart; the only key left
-to the route on purpose is predict's ``explain``.
+import (:func:`length_bounds`), and a caller's event ids are checked by the rule the
+schemas use (:func:`~service.domain.runtime.event_ids.given_event_id_ok`), so the two
+paths cannot drift apart; the only key left to the route on purpose is predict's
+``explain``.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from banditree.core.columns import FloatRows
 from service.domain.requests import FeedbackBody, PredictBody, RankBody
+from service.domain.runtime.event_ids import given_event_id_ok
 from service.domain.schemas import (
     MAX_BATCH_LENGTH,
     Context,
@@ -92,11 +95,16 @@ def predict_body(data: Any) -> PredictBody | None:
     if (single is None) == (batch is None) or ("context" in data and "contexts" in data):
         return None  # none, both, or a null alternative
     default, defaults = data.get("default_action"), data.get("default_actions")
+    given, givens = data.get("event_id"), data.get("event_ids")
     if single is not None:
         context = _contexts(single, _CONTEXT)
         if context is None or defaults is not None or not (default is None or _count(default)):
             return None
-        return PredictBody(context, None, default, None)
+        if givens is not None or not (given is None or given_event_id_ok(given)):
+            return None
+        return PredictBody(context, None, default, None, None if given is None else [given])
+    if given is not None or not (givens is None or _event_ids(givens, batch)):
+        return None
     contexts = None
     if default is None:
         contexts = _contexts(batch, _NUMBER_ROWS)
@@ -112,7 +120,18 @@ def predict_body(data: Any) -> PredictBody | None:
         or not all(_count(d) for d in defaults)
     ):
         return None
-    return PredictBody(None, contexts, None, defaults)
+    return PredictBody(None, contexts, None, defaults, givens)
+
+
+def _event_ids(value: Any, batch: Any) -> bool:
+    """One distinct event id a caller may give per context of ``batch``."""
+    return (
+        type(value) is list
+        and type(batch) is list
+        and len(value) == len(batch)
+        and all(given_event_id_ok(v) for v in value)
+        and len(set(value)) == len(value)
+    )
 
 
 def _number(value: Any) -> float | None:
@@ -154,11 +173,10 @@ def feedback_body(data: Any) -> FeedbackBody | None:
 #: the keys of a rank body (:class:`~service.http.routes.ranking.RankCreate`) and of a candidate
 _RANK_KEYS = frozenset(RankCreate.model_fields)
 _CANDIDATE_KEYS = frozenset(CandidateCreate.model_fields)
-#: the rank body's bounds: candidates, excluded ids, a candidate's id, the event id
+#: the rank body's bounds: candidates, excluded ids, a candidate's id
 MAX_CANDIDATES = length_bounds(RankCreate, "actions")[1]
 _MAX_EXCLUDED = length_bounds(RankCreate, "excluded_actions")[1]
 MAX_CANDIDATE_ID = length_bounds(CandidateCreate, "id")[1]
-MAX_EVENT_ID_LENGTH = length_bounds(RankCreate, "event_id")[1]
 
 
 def _features(value: Any) -> bool:
@@ -193,9 +211,7 @@ def rank_body(data: Any) -> RankBody | None:
     if not all(type(e) is str for e in excluded):
         return None
     event_id = data.get("event_id")
-    if event_id is not None and (
-        type(event_id) is not str or not 0 < len(event_id) <= MAX_EVENT_ID_LENGTH
-    ):
+    if event_id is not None and (not given_event_id_ok(event_id)):
         return None
     defer = data.get("defer_activation", False)
     if type(defer) is not bool:

@@ -117,9 +117,11 @@ _DESCRIPTIONS = {
     403: "The key lacks the role this route needs (admin; predict; read) or this model.",
     404: "Unknown model, event id or checkpoint version.",
     405: "Method not allowed on this path; `Allow` lists the methods that are.",
-    409: "Conflict: the model exists, the model cap is reached, or feedback was already given.",
+    409: "Conflict: the model exists, the model cap is reached, feedback was already given, "
+    "or the event id given belongs to a settled decision.",
     410: "The decision expired before its feedback arrived.",
     413: "The body, the batch or the answer is larger than its configured bound.",
+    431: "More request header lines than the server takes (100).",
     422: "A field is invalid; `field` and `errors` name it and the bound.",
     503: "The store cannot be reached now; retry later.",
 }
@@ -249,7 +251,7 @@ def _statuses(route: APIRoute, admin_routes: set[tuple[str, str]]) -> set[int]:
     """The error statuses one operation can answer."""
     method = next(iter(route.methods or {"GET"}))
     path = route.path
-    statuses = {405, 413}
+    statuses = {405, 413, 431}  # 431: more header lines than ``banditree serve`` takes
     if path.startswith("/v1/"):
         statuses |= {401, 503}
     if "{name}" in path:
@@ -264,8 +266,8 @@ def _statuses(route: APIRoute, admin_routes: set[tuple[str, str]]) -> set[int]:
         statuses.add(409)  # the name is taken, the model cap is reached, or no apprentice
     if path.endswith(("/feedback", "/activate", "/reward_multi_slot", "/activate_multi_slot")):
         statuses |= {409, 410}
-    if path.endswith(("/rank", "/rank_multi_slot")):
-        statuses.add(409)  # the event id given is already used
+    if path.endswith(("/rank", "/rank_multi_slot", "/predict")):
+        statuses.add(409)  # the event id given is already used (and settled)
     if path == "/metrics":
         statuses.add(401)  # with BANDITREE_METRICS_KEY set
     if path == "/readyz":

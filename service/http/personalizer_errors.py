@@ -24,6 +24,7 @@ CODES = {
     409: "Conflict",
     410: "EventExpired",
     413: "PayloadTooLarge",
+    431: "RequestHeaderFieldsTooLarge",
     503: "ServiceUnavailable",
 }
 

@@ -20,6 +20,7 @@ from service.store.base import (
     NameTaken,
     OfferedSnapshot,
     StoreBehind,
+    StoreFull,
     StoreUnavailable,
     TooManyModels,
 )
@@ -46,8 +47,14 @@ def open_store(settings: Settings) -> Store:
             timeout_seconds=settings.redis_timeout_seconds,
             wait_replicas=settings.redis_wait_replicas,
             wait_timeout_ms=settings.redis_wait_timeout_ms,
+            checkpoint_keep_bytes=settings.checkpoint_keep_bytes,
         )
-    return SqliteStore(settings.data_dir, synchronous=settings.sqlite_synchronous)
+    return SqliteStore(
+        settings.data_dir,
+        synchronous=settings.sqlite_synchronous,
+        checkpoint_keep_bytes=settings.checkpoint_keep_bytes,
+        min_free_bytes=settings.min_free_bytes,
+    )
 
 
 __all__ = [
@@ -73,6 +80,7 @@ __all__ = [
     "SqliteStore",
     "Store",
     "StoreBehind",
+    "StoreFull",
     "StoreLifecycle",
     "StoreUnavailable",
     "TooManyModels",

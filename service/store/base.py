@@ -50,6 +50,11 @@ class StoreUnavailable(Exception):
     """The store could not be reached in time (connection refused, timeout, disk error)."""
 
 
+class StoreFull(StoreUnavailable):
+    """The store cannot write: its file system is full (or under the free-space guard),
+    or its last write failed for want of space.  Reads may still work."""
+
+
 class ModelGone(StoreUnavailable):
     """The store does not hold the model (deleted, never created, or lost with its data)."""
 

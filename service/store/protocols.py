@@ -48,6 +48,11 @@ class StoreLifecycle(Protocol):
     async def epoch(self) -> str:
         """The store's epoch id, written when first asked; a new one after the data was lost."""
 
+    async def durability_warnings(self) -> list[str]:
+        """What a crash of the store would lose of what was acknowledged, in words (logged
+        at start); none by default."""
+        return []
+
 
 class RecordStore(Protocol):
     """Model records, and which models the store holds (see :mod:`service.store.base`).
@@ -174,6 +179,13 @@ class DecisionStore(Protocol):
     @abstractmethod
     async def peek_event(self, name: str, event_id: str, *, now: float) -> EventLookup:
         """``pending`` (with payload), ``expired`` (with payload), ``duplicate`` or ``unknown``."""
+
+    async def peek_events(
+        self, name: str, event_ids: list[str], *, now: float
+    ) -> list[EventLookup]:
+        """:meth:`peek_event` of each of ``event_ids``, in order (the calls under way
+        together)."""
+        return list(await asyncio.gather(*(self.peek_event(name, e, now=now) for e in event_ids)))
 
     @abstractmethod
     async def append_feedback(

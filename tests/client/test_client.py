@@ -51,7 +51,10 @@ def test_predict_retries_503_and_connection_errors_then_returns_a_typed_result()
     assert decision.action == 2 and decision.probability == 0.9 and decision.leaf == 5
     assert len(seen) == 3
     assert seen[0].headers["authorization"] == "Bearer k"
-    assert json.loads(seen[0].content) == {"context": [0.5, 1.0], "default_action": 1}
+    bodies = [json.loads(r.content) for r in seen]
+    event_id = bodies[0].pop("event_id")  # made by the client, the same on every retry
+    assert bodies[0] == {"context": [0.5, 1.0], "default_action": 1}
+    assert len(event_id) == 36 and all(b["event_id"] == event_id for b in bodies[1:])
 
 
 def test_exhausted_retries_raise_service_unavailable() -> None:
@@ -119,4 +122,7 @@ def test_async_client_retries_and_types_like_the_blocking_one() -> None:
 
     ids, fed = asyncio.run(run())
     assert ids == ["e1", "e2"] and fed.status == "accepted"
-    assert json.loads(seen[1].content) == {"contexts": [[1.0], [2.0]], "default_actions": [0, 1]}
+    first, retried = (json.loads(r.content) for r in seen[:2])
+    assert first == retried  # the same event ids on the retry
+    assert len(set(retried.pop("event_ids"))) == 2
+    assert retried == {"contexts": [[1.0], [2.0]], "default_actions": [0, 1]}

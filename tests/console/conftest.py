@@ -63,6 +63,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
             "BANDITREE_DATA_DIR": str(data),
             "BANDITREE_ADMIN_KEYS": ADMIN_KEY,
             "BANDITREE_API_KEYS": APP_KEY,
+            # the console's read-only key: app keys predict only unless given read
+            "BANDITREE_API_KEY_ROLES": '["predict", "read"]',
             "BANDITREE_CHECKPOINT_EVERY_SECONDS": "0.2",
         },
         log_path=data / "server.log",

@@ -25,7 +25,7 @@ from banditree.learners.leaf_stats import LeafStats
 from banditree.learners.optim import RMSprop
 from banditree.learners.ridge import PerActionRidge
 from banditree.learners.ridge_challenger import RidgeChallenger
-from banditree.learners.robust import FeedbackClip
+from banditree.learners.robust import FeedbackClip, prior_magnitude
 from banditree.learners.standardize import RunningStandardizer
 from banditree.models.spec import ModelSpec
 
@@ -172,7 +172,11 @@ class GradientBandit(Deciding, Learning, Checkpointing, Introspecting):
             model.fitted_elsewhere = RIDGE_FITTED
             self._serve_ridge(self._params)
         self._standardizer = RunningStandardizer(self.n_features)
-        self._clip = FeedbackClip(gradient_clip) if gradient_clip is not None else None
+        self._clip = (
+            FeedbackClip(gradient_clip, prior_magnitude(estimator, loss_bounds, target_scale))
+            if gradient_clip is not None
+            else None
+        )
         self._refused = 0
         self._detector = drift_detector
         self._challenger = (

@@ -69,17 +69,19 @@ class ServingRegistry(RegistryBase):
             self._publish(runtime)
             return runtime
 
-    async def sweep(self) -> None:
-        """Expire overdue decisions of every served model."""
+    async def sweep(self) -> float:
+        """Expire overdue decisions of every served model: the seconds the expiries took."""
         now, share = time.time(), LoopShare()
+        expiring = 0.0
         for runtime in list(self.runtimes.values()):
             await share.turn()  # thousands of models: requests run between them
             try:
-                await runtime.sweep(now)
+                expiring += await runtime.sweep(now)
             except ModelGone:
                 self.want_discovery()
             except Exception as err:  # a store hiccup must not stop the maintenance loop
                 log.error("maintenance of model %s failed: %s", runtime.name, err)
+        return expiring
 
     async def refresh_gauges(self) -> None:
         """Pending decisions, log length and lease holder of every model, for a scrape."""

@@ -28,14 +28,19 @@ from service.domain.errors import (
     Unavailable,
 )
 from service.domain.runtime.api import ModelRuntime
-from service.domain.runtime.event_ids import new_event_ids
+from service.domain.runtime.event_ids import (
+    GIVEN_EVENT_ID_RULE,
+    MAX_GIVEN_EVENT_ID,
+    given_event_id_ok,
+    new_event_ids,
+)
 from service.domain.runtime.replay import decision_payload, read_decision
 from service.store import StoreUnavailable
 
 #: most slots of one multi-slot rank
 MAX_SLOTS = 16
 #: longest event id a caller may give (a multi-slot suffix ``#i`` comes on top)
-MAX_EVENT_ID_LENGTH = 100
+MAX_EVENT_ID_LENGTH = MAX_GIVEN_EVENT_ID
 
 
 def played_id(decision: Decision | None) -> str | None:
@@ -81,16 +86,36 @@ def slot_event_id(event_id: str, index: int) -> str:
     return f"{event_id}#{index}"
 
 
+def _checked(event_id: str) -> str:
+    """``event_id`` when a caller may give it, else 422 naming the field and the rule."""
+    if not given_event_id_ok(event_id):
+        raise InvalidRequest(f"event_id: {GIVEN_EVENT_ID_RULE}", "event_id")
+    return event_id
+
+
 async def _fresh_event_id(runtime: ModelRuntime, event_id: str | None, probe: str) -> str:
     """``event_id`` (refused when taken: 409) or a new one."""
     if event_id is None:
         return new_event_ids(1)[0]
-    if not 1 <= len(event_id) <= MAX_EVENT_ID_LENGTH or "#" in event_id:
-        raise InvalidRequest(f"event_id: 1 to {MAX_EVENT_ID_LENGTH} characters, no '#'", "event_id")
-    found = await _peek(runtime, probe.format(event_id))
+    found = await _peek(runtime, probe.format(_checked(event_id)))
     if found.status != "unknown":
         raise EventIdTaken(event_id)
     return event_id
+
+
+async def _stored_ranking(runtime: ModelRuntime, event_id: str) -> Decision | None:
+    """The ranking decision stored under the caller's ``event_id`` and still waiting for
+    its reward (a rank sent again: answered as stored), None when the id is new; 409 when
+    its decision was settled (rewarded, or its reward wait over)."""
+    found = await _peek(runtime, _checked(event_id))
+    if found.status == "unknown":
+        return None
+    decision = None
+    if found.status == "pending" and found.payload is not None:
+        decision = read_decision(found.payload, runtime.uid)
+    if decision is None or decision.ranking is None:
+        raise EventIdTaken(event_id)
+    return decision
 
 
 async def _peek(runtime: ModelRuntime, event_id: str) -> Any:
@@ -114,10 +139,18 @@ async def rank(
     event_id: str | None = None,
     defer: bool = False,
 ) -> tuple[Decision, bool]:
-    """Rank ``actions`` for ``context`` and store the decision: ``(decision, logged)``."""
+    """Rank ``actions`` for ``context`` and store the decision: ``(decision, logged)``.
+
+    A rank under an ``event_id`` already decided and still waiting for its reward (a
+    retry) is answered with the stored decision, not decided nor counted again
+    (Personalizer's ``eventId``)."""
     started = time.perf_counter()
     model = ranking_model(runtime)
-    eid = await _fresh_event_id(runtime, event_id, "{}")
+    if event_id is not None:
+        stored = await _stored_ranking(runtime, event_id)
+        if stored is not None:
+            return stored, True
+    eid = event_id if event_id is not None else new_event_ids(1)[0]
     decision = model.rank(context, actions, eid, excluded=excluded, active=not defer)
     return decision, await _store(runtime, [decision], started)
 

@@ -6,6 +6,7 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
 from service.http.deps import RegistryDep
+from service.store import StoreFull
 
 router = APIRouter(tags=["health"])
 
@@ -20,10 +21,19 @@ async def healthz() -> dict[str, str]:
 async def readyz(registry: RegistryDep) -> JSONResponse:
     """``ready``; ``degraded`` (200) while the store is away but models are served from memory.
 
-    503 until the models are restored, or while the store is away and nothing is served.
+    503 until the models are restored, while the store is away and nothing is served,
+    and while the store cannot write (its disk full, or under ``BANDITREE_MIN_FREE_BYTES``):
+    a balancer should send the traffic elsewhere, as feedback cannot be taken.
     """
     try:
         await registry.store.ping()
+    except StoreFull as err:
+        body = {
+            "status": "unavailable",
+            "detail": f"the store cannot write: {err}; feedback gets 503",
+            "field": None,
+        }
+        return JSONResponse(body, status_code=503, headers={"Retry-After": "1"})
     except Exception as err:
         if registry.runtimes:
             detail = f"store: {err}; predictions are answered unlogged, feedback gets 503"

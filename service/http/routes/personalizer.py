@@ -39,6 +39,7 @@ from service.domain.runtime.ranking import (
     reward_feedback,
     reward_slots,
 )
+from service.domain.schemas import GivenEventId
 from service.http.deps import ModelName
 from service.http.errors import STORE_ERRORS, domain_status
 from service.http.personalizer_errors import personalizer_error
@@ -65,7 +66,7 @@ class PzRank(_Body):
     contextFeatures: Features = None
     actions: list[PzAction] = Field(..., min_length=1, max_length=MAX_CANDIDATES)
     excludedActions: list[str] | None = Field(None, max_length=MAX_CANDIDATES)
-    eventId: str | None = Field(None, min_length=1, max_length=MAX_EVENT_ID_LENGTH)
+    eventId: GivenEventId | None = None
     deferActivation: StrictBool | None = None
 
 

@@ -19,6 +19,7 @@ from service.domain.operations import rank_answer
 from service.domain.registry import ModelRegistry
 from service.domain.requests import RankBody
 from service.domain.runtime.ranking import MAX_EVENT_ID_LENGTH, activate
+from service.domain.schemas import GivenEventId
 from service.http.deps import ModelName
 
 router = APIRouter(prefix="/v1/models", tags=["ranking"])
@@ -51,8 +52,10 @@ class RankCreate(BaseModel):
         max_length=MAX_CANDIDATES,
         description="ids not to play (probability 0)",
     )
-    event_id: str | None = Field(
-        None, min_length=1, max_length=MAX_EVENT_ID_LENGTH, description="null: a new id"
+    event_id: GivenEventId | None = Field(
+        None,
+        description="null: a new id; a rank sent again with the id of a decision still "
+        "waiting for its reward gets that decision (409 once it was rewarded or expired)",
     )
     defer_activation: StrictBool = Field(
         False, description="not learned from (nor expired into a default) until activated"

@@ -36,6 +36,7 @@ from service.domain.runtime.ranking import (
     rank_slots,
     reward_slots,
 )
+from service.domain.schemas import GivenEventId
 from service.http.deps import ModelName
 from service.http.routes.ranking import CandidateCreate, Features, RankedAction
 
@@ -66,9 +67,7 @@ class MultiSlotRankCreate(BaseModel):
     slots: list[SlotCreate] = Field(
         ..., min_length=1, max_length=MAX_SLOTS, description="filled in order, unique ids"
     )
-    event_id: str | None = Field(
-        None, min_length=1, max_length=MAX_EVENT_ID_LENGTH, description="null: a new id"
-    )
+    event_id: GivenEventId | None = Field(None, description="null: a new id")
     defer_activation: StrictBool = Field(
         False, description="no slot is learned from until the event is activated"
     )

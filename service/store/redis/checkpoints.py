@@ -42,6 +42,7 @@ class RedisCheckpoints(RedisBase, CheckpointStore):
         args: list[Any] = [
             token, version, repr(now), len(blob), offset, repr(acked_at), keep, blob,
             self.prefix + "snapshots", name, issued[1] if issued and issued[0] == token else "",
+            self.keep_bytes or 0,
         ]  # fmt: skip
         reply = await self._run("SAVE_CHECKPOINT", keys, args)
         if text(reply[0]) == "gone":

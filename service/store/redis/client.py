@@ -21,7 +21,7 @@ from redis.asyncio.connection import Connection
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import NoScriptError, RedisError, ResponseError
+from redis.exceptions import NoScriptError, ResponseError
 
 from service.store.base import ModelGone, StoreUnavailable
 from service.store.budget import within_budget
@@ -29,7 +29,7 @@ from service.store.protocols import StoreLifecycle
 from service.store.redis import cluster
 from service.store.redis import scripts as lua
 from service.store.redis.decision_writes import DecisionWrites
-from service.store.redis.wire import WireConnection, store_error
+from service.store.redis.wire import REDIS_FAILURES, WireConnection, store_error
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -51,7 +51,7 @@ def unavailable(
     async def wrapped(*args: P.args, **kwargs: P.kwargs) -> T:
         try:
             return await within_budget(method(*args, **kwargs))
-        except (RedisError, OSError) as err:  # cluster redirections included
+        except REDIS_FAILURES as err:  # cluster redirections and faults included
             raise store_error(err) from err
 
     return wrapped
@@ -99,9 +99,12 @@ class RedisBase(StoreLifecycle):
         prefix: str = "banditree:",
         wait_replicas: int | None = None,
         wait_timeout_ms: int = 100,
+        checkpoint_keep_bytes: int | None = None,
     ) -> None:
         self.client: Any = client  # Redis or RedisCluster: the calls used are common to both
         self.prefix = prefix
+        #: bytes the checkpoints of one model may take together (None: no bound)
+        self.keep_bytes = checkpoint_keep_bytes
         self.cluster = isinstance(client, RedisCluster)
         self._models_key = cluster.global_key(prefix, "models", cluster=self.cluster)
         self._epoch_key = cluster.global_key(prefix, "epoch", cluster=self.cluster)
@@ -133,11 +136,16 @@ class RedisBase(StoreLifecycle):
         timeout_seconds: float = 0.25,
         wait_replicas: int | None = None,
         wait_timeout_ms: int = 100,
+        checkpoint_keep_bytes: int | None = None,
     ) -> Self:
         """A store on ``url`` (a single Redis or any node of a cluster); every socket
         operation gives up after ``timeout_seconds``.  A feedback waits for
         ``wait_replicas`` replicas (None: one if the Redis has any) ``wait_timeout_ms``."""
-        waits: dict[str, Any] = {"wait_replicas": wait_replicas, "wait_timeout_ms": wait_timeout_ms}
+        waits: dict[str, Any] = {
+            "wait_replicas": wait_replicas,
+            "wait_timeout_ms": wait_timeout_ms,
+            "checkpoint_keep_bytes": checkpoint_keep_bytes,
+        }
         if cluster.is_cluster(url, timeout_seconds):
             return cls(cluster.cluster_client(url, timeout_seconds), prefix=prefix, **waits)
         pool = BlockingConnectionPool.from_url(
@@ -209,6 +217,54 @@ class RedisBase(StoreLifecycle):
                 self.wait_replicas = min(1, await self._replicas())
             self._started = True
 
+    @unavailable
+    async def durability_warnings(self) -> list[str]:
+        """What a crash of each master would lose that was acknowledged: everything
+        without persistence, the writes since the last snapshot with RDB only, up to
+        about 2 s with ``appendfsync everysec`` (a write is postponed while the previous
+        fsync runs, and the reply goes out meanwhile), none with ``appendfsync always``.
+        ``CONFIG`` may be refused (a managed Redis): then only ``INFO`` is read."""
+        infos = await self._each_master("INFO", "persistence")
+        try:
+            configs = await self._each_master("CONFIG", "GET", "*")
+        except ResponseError:
+            configs = {}
+        warnings = []
+        for node, info in infos.items():
+            config = _pairs(configs.get(node, {}))
+            save, fsync = config.get("save"), config.get("appendfsync")
+            if not int(info.get("aof_enabled", 0)):
+                kept, lost = (
+                    ("no persistence", "everything it holds")
+                    if save == ""
+                    else ("only RDB snapshots", "what was written since its last snapshot")
+                )
+                warnings.append(
+                    f"redis {node} keeps {kept} (appendonly no): a crash or restart loses "
+                    f"{lost}, acknowledged feedback included; set appendonly yes, "
+                    "appendfsync always"
+                )
+            elif fsync in ("everysec", "no"):
+                warnings.append(
+                    f"redis {node} has appendfsync {fsync}: a crash of the redis process "
+                    "can lose the last seconds of acknowledged feedback (a write waits "
+                    "while the previous fsync runs, its reply does not); appendfsync "
+                    "always loses none"
+                )
+        return warnings
+
+    async def _each_master(self, *command: str) -> dict[str, Any]:
+        """``command``'s reply from each master, by ``host:port``."""
+        if not self.cluster:
+            kwargs = self.client.connection_pool.connection_kwargs
+            node = f"{kwargs.get('host', '')}:{kwargs.get('port', '')}"
+            return {node: await self.client.execute_command(*command)}
+        replies = {}
+        for primary in self.client.get_primaries():
+            reply = await self.client.execute_command(*command, target_nodes=primary)
+            replies[f"{primary.host}:{primary.port}"] = reply
+        return replies
+
     async def _replicas(self) -> int:
         if self.cluster:
             return await cluster.replicas_of_masters(self.client)
@@ -234,3 +290,11 @@ class RedisBase(StoreLifecycle):
             await self.client.set(key, uuid.uuid4().hex.encode(), nx=True)
             value = await self.client.get(key)
         return text(value)
+
+
+def _pairs(reply: Any) -> dict[str, str]:
+    """A ``CONFIG GET`` reply (a flat list, or redis-py's dict) as text pairs."""
+    if isinstance(reply, dict):
+        return {text(k): text(v) for k, v in reply.items()}
+    items = [text(v) for v in reply]
+    return dict(zip(items[::2], items[1::2], strict=True))

@@ -29,7 +29,7 @@ from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import RedisError, ResponseError
 
 from service.store.base import StoreUnavailable
-from service.store.redis.wire import WireConnection, store_error
+from service.store.redis.wire import REDIS_FAILURES, WireConnection, store_error
 
 #: queued decisions that go to Redis at once, even while other batches are in flight
 FULL_BATCH = 256
@@ -173,7 +173,7 @@ class DecisionWrites:
                 *(self._pooled(commands) for commands, _ in calls), return_exceptions=True
             )
             self._done(calls, [_failure(result) for result in results])
-        except (RedisError, OSError) as err:
+        except REDIS_FAILURES as err:
             self._done(calls, [store_error(err)] * len(calls))
         except BaseException:  # cancelled (the store closing): no waiter waits forever
             self._done(calls, [_closing()] * len(calls))
@@ -220,6 +220,6 @@ def _error(exec_reply: Any) -> BaseException | None:
 
 
 def _failure(result: Any) -> BaseException | None:
-    if isinstance(result, RedisError | OSError):
+    if isinstance(result, REDIS_FAILURES):
         return store_error(result)
     return result if isinstance(result, BaseException) else None

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 
-from redis.exceptions import RedisError
-
 from service.store.protocols import NotificationStore
 from service.store.redis.client import RedisBase, text, unavailable
 from service.store.redis.wire import store_error
@@ -35,7 +33,9 @@ class RedisNotifications(RedisBase, NotificationStore):
                     names.add(text(message["data"]))
                 message = await self._pubsub.get_message(timeout=0.0)
             return names
-        except (RedisError, OSError) as err:
+        except Exception as err:
+            # (a cluster node lost leaves redis-py's pubsub "connection not set", a
+            # RuntimeError, for every later call): dropped, made again at the next call
             pubsub, self._pubsub = self._pubsub, None
             if pubsub is not None:
                 await asyncio.shield(pubsub.aclose())

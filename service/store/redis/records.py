@@ -40,9 +40,10 @@ class RedisRecords(RedisBase, RecordStore):
             self.prefix + "snapshots", name,
         ]  # fmt: skip
         if offer is not None:
-            args += [offer.sequence, offer.version, len(offer.blob), offer.keep, offer.blob]
+            args += [offer.sequence, offer.version, len(offer.blob), offer.keep, offer.blob,
+                     self.keep_bytes or 0]  # fmt: skip
         else:
-            args += [0, 0, 0, 1, b""]
+            args += [0, 0, 0, 1, b"", 0]
         newly, _ = await self._run("HOLD", keys, args)
         return bool(newly)
 

@@ -124,7 +124,8 @@ return 1
 """
 
 _SAVE = """
-local function save(token, version, created, size, offset, acked, keep, blob, channel, name)
+local function save(token, version, created, size, offset, acked, keep, blob, channel, name,
+                    keep_bytes)
   local newest = tonumber(redis.call('HGET', KEYS[1], 'token') or '0')
   if token == -1 then
     token = newest + 1
@@ -138,9 +139,17 @@ local function save(token, version, created, size, offset, acked, keep, blob, ch
     .. '|' .. acked .. '|' .. token
   redis.call('HSET', KEYS[2], seq, blob)
   redis.call('ZADD', KEYS[3], seq, member)
-  for _, old in ipairs(redis.call('ZRANGE', KEYS[3], 0, -(keep + 1))) do
-    redis.call('HDEL', KEYS[2], string.match(old, '^(%d+)|'))
-    redis.call('ZREM', KEYS[3], old)
+  -- the newest keep, within keep_bytes together (0: no bound); the newest always stays
+  local kept, total, cut = 0, 0, false
+  for _, old in ipairs(redis.call('ZREVRANGE', KEYS[3], 0, -1)) do
+    local bytes = tonumber(string.match(old, '^%d+|[^|]*|[^|]*|(%d+)|'))
+    cut = cut or kept >= keep or (kept > 0 and keep_bytes > 0 and total + bytes > keep_bytes)
+    if cut then
+      redis.call('HDEL', KEYS[2], string.match(old, '^(%d+)|'))
+      redis.call('ZREM', KEYS[3], old)
+    else
+      kept, total = kept + 1, total + bytes
+    end
   end
   local oldest = oldest_offset()
   if oldest ~= nil then redis.call('XTRIM', KEYS[4], 'MINID', (oldest + 1) .. '-0') end
@@ -165,8 +174,9 @@ end
 """
 
 #: KEYS counters, blobs, index, log, lease
-#: ARGV token, version, created_at, size, offset, acked_at, keep, blob, channel, name, mark
-#: (the mark the token was issued under; '' = not known, then only the token is compared)
+#: ARGV token, version, created_at, size, offset, acked_at, keep, blob, channel, name, mark,
+#: keep_bytes (the mark the token was issued under; '' = not known, then only the token is
+#: compared; keep_bytes 0: no bound)
 SAVE_CHECKPOINT = (
     _OLDEST
     + _SAVE
@@ -176,13 +186,14 @@ if ARGV[11] ~= '' and ARGV[1] ~= '-1' and ARGV[11] ~= mark then
   return {'fenced', tonumber(redis.call('HGET', KEYS[1], 'token') or '0')}
 end
 return save(tonumber(ARGV[1]), ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], tonumber(ARGV[7]),
-  ARGV[8], ARGV[9], ARGV[10])
+  ARGV[8], ARGV[9], ARGV[10], tonumber(ARGV[12]))
 """
 )
 
 #: KEYS counters, blobs, index, log, lease
 #: ARGV mark, log_last, sequence, token, decisions, created_at, channel, name,
-#:      offered sequence (0 = none), version, size, keep, blob ; {1 if newly held, saved 0/1}
+#:      offered sequence (0 = none), version, size, keep, blob, keep_bytes (0: no bound) ;
+#:      {1 if newly held, saved 0/1}
 HOLD = (
     _OLDEST
     + _SAVE
@@ -206,7 +217,8 @@ local base = redis.call('HGET', KEYS[1], 'base')
 local oldest = oldest_offset()
 if oldest ~= nil and oldest > tonumber(base) then return {newly, 0} end
 redis.call('HSET', KEYS[1], 'offered', offered)
-save(-1, ARGV[10], ARGV[6], ARGV[11], base, '0', tonumber(ARGV[12]), ARGV[13], ARGV[7], ARGV[8])
+save(-1, ARGV[10], ARGV[6], ARGV[11], base, '0', tonumber(ARGV[12]), ARGV[13], ARGV[7], ARGV[8],
+  tonumber(ARGV[14]))
 return {newly, 1}
 """
 )

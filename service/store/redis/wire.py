@@ -31,12 +31,19 @@ from redis.exceptions import (
     NoPermissionError,
     OutOfMemoryError,
     ReadOnlyError,
+    RedisClusterException,
+    RedisError,
     ResponseError,
 )
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from service.store.base import StoreUnavailable
+
+#: what a Redis call raises when the store cannot answer it: redis-py's errors, the
+#: cluster client's own (``RedisClusterException``, e.g. "Redis Cluster cannot be
+#: connected" while a master is down, is not a ``RedisError``) and socket errors
+REDIS_FAILURES: tuple[type[Exception], ...] = (RedisError, RedisClusterException, OSError)
 
 #: called once with the replies of a write (error replies as ``hiredis.ReplyError``
 #: values), or with the error that lost them

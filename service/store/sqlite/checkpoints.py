@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from collections.abc import Callable
 from typing import Any
 
 from service.store.base import CheckpointInfo, FencedOut
@@ -11,10 +12,23 @@ from service.store.protocols import CheckpointStore
 from service.store.sqlite.connection import SqliteBase
 
 
-def save_rows(db: sqlite3.Connection, name: str, args: dict[str, Any]) -> CheckpointInfo:
-    """Write a checkpoint under the next sequence, keep the newest ``keep``, trim the log.
+def save_rows(
+    db: sqlite3.Connection,
+    name: str,
+    args: dict[str, Any],
+    *,
+    keep_bytes: int | None = None,
+    room: Callable[[sqlite3.Connection, int], None] | None = None,
+) -> CheckpointInfo:
+    """Write a checkpoint under the next sequence, keep the newest ``keep`` whose bytes
+    (the new one's included) add up to at most ``keep_bytes``, trim the log.
 
     ``args`` holds ``save_checkpoint``'s keywords; the caller checked the model is held.
+    The checkpoints that go are deleted before the new one is written, so that the new
+    one reuses their pages and the checkpoints never take more than ``keep_bytes`` (the
+    newest one always stays, whatever its size).  ``room(db, bytes)`` raises
+    :class:`StoreFull` when ``bytes`` more cannot be written (the free-space guard),
+    told what the deletions leave free in the database.
     """
     db.execute("INSERT OR IGNORE INTO counters(model) VALUES (?)", (name,))
     newest, sequence = db.execute(
@@ -35,14 +49,23 @@ def save_rows(db: sqlite3.Connection, name: str, args: dict[str, Any]) -> Checkp
         sequence, args["version"], args["now"], len(blob), args["offset"],
         args["acked_at"], token,
     )  # fmt: skip
+    kept, total = 1, len(blob)  # the new one
+    for old_sequence, size in db.execute(
+        "SELECT sequence, size_bytes FROM checkpoints WHERE model = ? ORDER BY sequence DESC",
+        (name,),
+    ).fetchall():
+        if kept >= args["keep"] or (keep_bytes is not None and total + size > keep_bytes):
+            db.execute(
+                "DELETE FROM checkpoints WHERE model = ? AND sequence <= ?", (name, old_sequence)
+            )
+            break
+        kept, total = kept + 1, total + size
+    if room is not None:
+        room(db, len(blob))
     db.execute(
         "INSERT INTO checkpoints(model, sequence, version, created_at, size_bytes, "
         "offset, acked_at, token, blob) VALUES (?,?,?,?,?,?,?,?,?)",
         (name, *info.__dict__.values(), blob),
-    )
-    db.execute(
-        "DELETE FROM checkpoints WHERE model = ? AND sequence <= ?",
-        (name, sequence - args["keep"]),
     )
     oldest = db.execute("SELECT MIN(offset) FROM checkpoints WHERE model = ?", (name,)).fetchone()[
         0
@@ -63,7 +86,7 @@ class SqliteCheckpoints(SqliteBase, CheckpointStore):
                 raise FencedOut(
                     f"fencing token {args['token']} was issued before the data was lost"
                 )
-            return save_rows(db, name, args)
+            return save_rows(db, name, args, keep_bytes=self.keep_bytes, room=self._room)
 
         return self._tx(work)
 

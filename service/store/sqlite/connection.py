@@ -19,18 +19,23 @@ import fcntl
 import os
 import sqlite3
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from service.store.base import ModelGone, StoreUnavailable
+from service.store.base import ModelGone, StoreFull, StoreUnavailable
 from service.store.protocols import StoreLifecycle
 from service.store.sqlite.schema import SCHEMA, import_file_store, index_due
 from service.store.sqlite.wal import WalCheckpointer
 
 T = TypeVar("T")
 DATABASE_NAME = "banditree.sqlite3"
+#: free bytes past those of a failed write's moment that tell space returned
+ROOM_BACK_BYTES = 1 << 20
+#: seconds after a write failed for want of space before a probe write may tell room
+FULL_HOLD_SECONDS = 2.0
 #: page size of a new database.  The decisions and log tables are WITHOUT ROWID, whose
 #: rows keep at most about a quarter page in the page itself: with 4 KiB pages a row
 #: over about 1,000 bytes (a ranking decision of 10 candidates) takes a 4 KiB overflow
@@ -47,9 +52,21 @@ class SqliteBase(StoreLifecycle):
     """The database of one data directory, shared by every concern of the embedded store."""
 
     def __init__(
-        self, data_dir: Path, *, synchronous: Literal["normal", "full"] = "normal"
+        self,
+        data_dir: Path,
+        *,
+        synchronous: Literal["normal", "full"] = "normal",
+        checkpoint_keep_bytes: int | None = None,
+        min_free_bytes: int = 0,
     ) -> None:
         self.data_dir = Path(data_dir)
+        #: bytes the checkpoints of one model may take together (None: no bound)
+        self.keep_bytes = checkpoint_keep_bytes
+        #: free bytes the file system keeps for decisions and feedback (see :meth:`_room`)
+        self.min_free_bytes = min_free_bytes
+        #: the last write that failed for want of space: why, the bytes then free, when
+        #: (``time.monotonic``); None once space returned
+        self._full: tuple[str, int, float] | None = None
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._lock_file = open(self.data_dir / "banditree.lock", "a")
         try:
@@ -87,20 +104,47 @@ class SqliteBase(StoreLifecycle):
         self._read_mutex = threading.Lock()
 
     def _tx(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``work`` in one immediate transaction; store errors become StoreUnavailable."""
+        """Run ``work`` in one immediate transaction; store errors become StoreUnavailable
+        (:class:`StoreFull` when the disk is full)."""
         with self._mutex:
             db = self._db
             try:
                 db.execute("BEGIN IMMEDIATE")
                 try:
                     result = work(db)
+                    db.execute("COMMIT")
                 except BaseException:
-                    db.execute("ROLLBACK")
+                    # a failed COMMIT (SQLITE_FULL) may leave the transaction open, or
+                    # SQLite may have rolled it back itself
+                    if db.in_transaction:
+                        db.execute("ROLLBACK")
                     raise
-                db.execute("COMMIT")
                 return result
             except sqlite3.Error as err:
+                if _out_of_space(err):
+                    self._full = (str(err), _free_bytes(self.data_dir), time.monotonic())
+                    raise StoreFull(f"sqlite: {err}") from err
                 raise StoreUnavailable(f"sqlite: {err}") from err
+
+    def _room(self, db: sqlite3.Connection, size: int) -> None:
+        """The free-space guard of a large write (a checkpoint): :class:`StoreFull` when
+        writing ``size`` bytes would leave the data directory's file system with less
+        than ``min_free_bytes`` free, counting the database's free pages as room.
+
+        Checkpoints are only a shortcut (the log holds every acknowledged feedback), so
+        they never take the last of the space that decisions and feedback need.
+        """
+        if self.min_free_bytes <= 0:
+            return
+        free_pages = int(db.execute("PRAGMA freelist_count").fetchone()[0])
+        page = int(db.execute("PRAGMA page_size").fetchone()[0])
+        free = _free_bytes(self.data_dir) + free_pages * page
+        if free - size < self.min_free_bytes:
+            raise StoreFull(
+                f"a {size}-byte checkpoint would leave {free - size} bytes free on the data "
+                f"directory's file system, under its guard of {self.min_free_bytes} "
+                "(BANDITREE_MIN_FREE_BYTES)"
+            )
 
     def _query(self, sql: str, args: tuple[Any, ...]) -> Any:
         """The first row of one read-only statement, in a transaction of its own (SQLite
@@ -139,9 +183,37 @@ class SqliteBase(StoreLifecycle):
         return str(row[0])
 
     async def ping(self) -> None:
+        """:class:`StoreUnavailable` when the database cannot be read or its directory is
+        not writable; :class:`StoreFull` when it cannot write.
+
+        It cannot write while its file system has less than ``min_free_bytes`` free, and
+        after a write failed for want of space: until :data:`ROOM_BACK_BYTES` more are
+        free than then, or, :data:`FULL_HOLD_SECONDS` after the failure, until a probe
+        write goes through (a file-size limit or a quota frees nothing the file system
+        shows).  A small write may still find room in a full database, so neither the
+        probe nor traffic clears the failure before that.
+        """
         self._tx(lambda db: db.execute("SELECT 1").fetchone())
         if not os.access(self.data_dir, os.W_OK):
             raise StoreUnavailable(f"data directory {self.data_dir} is not writable")
+        free = _free_bytes(self.data_dir)
+        if free < self.min_free_bytes:
+            raise StoreFull(
+                f"{free} bytes free on the data directory's file system, under its guard "
+                f"of {self.min_free_bytes} (BANDITREE_MIN_FREE_BYTES)"
+            )
+        full = self._full
+        if full is None:
+            return
+        reason, free_then, failed_at = full
+        if free >= free_then + ROOM_BACK_BYTES:
+            self._full = None
+        elif time.monotonic() - failed_at < FULL_HOLD_SECONDS:
+            raise StoreFull(f"the last write found no room: sqlite: {reason}")
+        else:
+            self._tx(_probe)  # StoreFull again when it finds no room
+            if self._full is full:
+                self._full = None
 
     async def close(self) -> None:
         self._checkpointer.stop()
@@ -160,3 +232,30 @@ class SqliteBase(StoreLifecycle):
             return str(db.execute("SELECT value FROM meta WHERE key = 'epoch'").fetchone()[0])
 
         return self._tx(work)
+
+
+#: SQLite's primary result codes of a write that found no room
+_SQLITE_FULL, _SQLITE_IOERR = 13, 10
+
+
+def _out_of_space(err: sqlite3.Error) -> bool:
+    """Whether ``err`` is a write that found no room: SQLITE_FULL, or an I/O error (a
+    write past a file-size limit, a quota)."""
+    code = getattr(err, "sqlite_errorcode", None)
+    if code is None:
+        return "disk is full" in str(err)
+    return code & 0xFF in (_SQLITE_FULL, _SQLITE_IOERR)
+
+
+def _free_bytes(path: Path) -> int:
+    """Bytes an unprivileged writer may still take on ``path``'s file system."""
+    stat = os.statvfs(path)
+    return stat.f_bavail * stat.f_frsize
+
+
+def _probe(db: sqlite3.Connection) -> None:
+    db.execute(
+        "INSERT INTO meta(key, value) VALUES ('write_probe', ?) "
+        "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        (uuid.uuid4().hex,),
+    )

@@ -50,7 +50,7 @@ class SqliteRecords(SqliteBase, RecordStore):
                     version=offer.version, blob=offer.blob, keep=offer.keep, now=now,
                     offset=base, acked_at=0.0, token=-1,
                 )  # fmt: skip
-                save_rows(db, name, args)
+                save_rows(db, name, args, keep_bytes=self.keep_bytes, room=self._room)
             return newly
 
         return self._tx(work)

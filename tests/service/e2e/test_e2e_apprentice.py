@@ -50,26 +50,26 @@ def test_apprentice_learns_the_default_then_decides_after_the_switch(
         assert info.mode == "apprentice" and info.apprentice is not None
         assert info.apprentice["recent_agreement_rate"] > 0.9
         assert info.apprentice["default_feedback"] == len(order)
-        with server.client() as http:  # /metrics may answer a rendering a few seconds old
+        with server.client("admin") as http:  # /metrics may answer a rendering a few seconds old
             deadline = time.monotonic() + 15
             series = 'banditree_apprentice_agreement_ratio{model="cancer"}'
             while series not in http.get("/metrics").text:
                 assert time.monotonic() < deadline, "the apprentice gauge never appeared"
                 time.sleep(0.2)
-        tree, version = app.tree("cancer"), info.version
+        tree, version = admin.tree("cancer"), info.version
         with pytest.raises(BanditreeError) as forbidden:
             app.set_mode("cancer", "online")
         assert forbidden.value.status == 403
         switched = admin.set_mode("cancer", "online")
         assert switched.mode == "online" and switched.version == version
-        assert app.tree("cancer") == tree  # what it learned is kept
+        assert admin.tree("cancer") == tree  # what it learned is kept
         played = [app.predict("cancer", x.tolist(), default_action=0) for x in X[:100]]
         assert {d.action for d in played} == {0, 1} and min(d.probability or 1 for d in played) < 1
-        logged = list(app.export_log("cancer"))  # the apprentice's feedback, all of it
+        logged = list(admin.export_log("cancer"))  # the apprentice's feedback, all of it
         assert logged and all(r["source"] == "feedback" for r in logged)
         assert {r["propensity"] for r in logged} == {1.0}  # it played the defaults
     server.stop(signal.SIGKILL)  # no final checkpoint: the switch itself was checkpointed
     restarted = live_servers(env)
-    with Client(restarted.url, api_key="app") as app:
-        assert app.get_model("cancer").mode == "online"
-        assert app.tree("cancer") == tree
+    with Client(restarted.url, api_key="admin") as admin:  # the tree export needs read
+        assert admin.get_model("cancer").mode == "online"
+        assert admin.tree("cancer") == tree

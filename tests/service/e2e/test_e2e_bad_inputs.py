@@ -219,6 +219,7 @@ def test_default_loss_is_applied_once_at_expiry(server: LiveServer) -> None:
         time.sleep(0.5)  # further sweeps must not apply it again
         model = http.get("/v1/models/fallback").json()
         late = http.post("/v1/models/fallback/feedback", json={"event_id": ids[0], "loss": 0.0})
+    with server.client(ADMIN) as http:  # /metrics needs an admin key once keys are set
         metrics = http.get("/metrics").text
     assert model["counters"]["feedback"] == 3 and model["counters"]["progressive_mean_loss"] == 1.0
     assert late.status_code == 410
@@ -239,8 +240,8 @@ CONTRACT_METRICS = [
 
 
 def test_metrics_follow_the_contract(server: LiveServer, tmp_path: Path) -> None:
-    with server.client() as http:
-        text = http.get("/metrics").text  # open: no key needed for Prometheus
+    with server.client(ADMIN) as http:  # keys are set: /metrics needs an admin key
+        text = http.get("/metrics").text
     for name in CONTRACT_METRICS:
         assert f"\n{name}{{" in text or f"\n{name} " in text, name
     for outcome in ("applied", "unknown", "expired", "duplicate", "invalid"):

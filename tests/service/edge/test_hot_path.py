@@ -92,7 +92,9 @@ def test_fast_path_and_route_answer_alike(
             "/v1/models/clf/feedback", json={"event_id": decision["event_id"], "loss": 0.5}
         )
         assert feedback.status_code == 200, feedback.text  # the decision was stored first
-        metrics = httpx.get(server.url + "/metrics").text
+        metrics = httpx.get(  # keys are set: /metrics needs an admin key
+            server.url + "/metrics", headers={"Authorization": f"Bearer {ADMIN}"}
+        ).text
     counted = [
         line for line in metrics.splitlines()
         if line.startswith("banditree_http_requests_total")

@@ -12,13 +12,14 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
+from service.domain.runtime.event_ids import MAX_GIVEN_EVENT_ID
 from service.domain.schemas import FeedbackCreate, PredictCreate
 from service.edge import parse
 from service.http.routes.ranking import RankCreate
 
 RANK_MAX = parse.length_bounds(RankCreate, "actions")[1]
 FEEDBACK_MAX_ID = parse.length_bounds(FeedbackCreate, "event_id")[1]
-RANK_MAX_ID = parse.length_bounds(RankCreate, "event_id")[1]
+RANK_MAX_ID = MAX_GIVEN_EVENT_ID  # a caller's event id: one rule, given_event_id_ok
 CANDIDATE_MAX_ID = parse.length_bounds(parse.CandidateCreate, "id")[1]
 
 
@@ -57,6 +58,8 @@ RANK_CASES: dict[str, dict[str, Any]] = {
 
 PREDICT_CASES: dict[str, dict[str, Any]] = {
     "one context": {"context": [1.0, 2.0]},
+    "event id at the bound": {"context": [1.0], "event_id": "e" * MAX_GIVEN_EVENT_ID},
+    "event id past the bound": {"context": [1.0], "event_id": "e" * (MAX_GIVEN_EVENT_ID + 1)},
     "with its default": {"context": [1.0], "default_action": 0},
     "unknown key": {"context": [1.0], "extra": 1},
 }
@@ -93,8 +96,8 @@ def test_each_bound_is_reached_on_both_sides() -> None:
 
 def test_the_documented_event_id_bounds_are_in_force() -> None:
     """Feedback event ids up to 128 characters (the ids predict issues and callers reuse),
-    rank event ids up to 100 (Personalizer's bound): the same before and after the bounds
-    came from the schemas."""
+    a caller's own event ids (rank, predict) up to 100 (Personalizer's bound): the same
+    before and after the bounds came from the schemas."""
     assert (FEEDBACK_MAX_ID, RANK_MAX_ID, RANK_MAX, CANDIDATE_MAX_ID) == (128, 100, 256, 256)
 
 

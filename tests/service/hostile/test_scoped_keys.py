@@ -100,9 +100,14 @@ def test_a_scoped_admin_manages_its_namespace_only(server: LiveServer) -> None:
 
 
 def test_the_existing_keys_keep_their_meaning(server: LiveServer) -> None:
+    """An app key predicts on every model, but has no read role (issue 41, item 5): it
+    cannot export a model's log of raw contexts, nor its tree or checkpoints."""
     for name in ("shop-1", "other"):
         assert predict(server, USER, name).status_code == 200
-        assert call(server, USER, "GET", f"/v1/models/{name}/log").status_code == 200
+        for export in ("log", "tree", "checkpoints"):
+            answer = call(server, USER, "GET", f"/v1/models/{name}/{export}")
+            refused(answer, 403, "read role")
+        assert call(server, ADMIN, "GET", f"/v1/models/{name}/log").status_code == 200
     refused(call(server, USER, "PUT", "/v1/models/x", json=MODEL), 403, "admin key")
     assert len(call(server, USER, "GET", "/v1/models").json()["models"]) >= 3
     refused(call(server, None, "GET", "/v1/models"), 401, "missing API key")
@@ -121,13 +126,21 @@ def test_metrics_needs_the_metrics_key_when_set(server: LiveServer) -> None:
     assert call(server, None, "GET", "/healthz").status_code == 200  # probes stay open
 
 
-def test_metrics_stay_open_without_the_setting(tmp_path: Path) -> None:
+def test_metrics_need_an_admin_key_whenever_keys_are_set(tmp_path: Path) -> None:
+    """Without BANDITREE_METRICS_KEY, /metrics (every model's name, the lease holders'
+    hosts) was open although keys were configured (issue 41, item 4); an app key with
+    ``BANDITREE_API_KEY_ROLES`` ``["predict", "read"]`` exports logs as before."""
     live = LiveServer(
-        {"BANDITREE_DATA_DIR": str(tmp_path / "data"), "BANDITREE_API_KEYS": USER},
+        {"BANDITREE_DATA_DIR": str(tmp_path / "data"), "BANDITREE_API_KEYS": USER,
+         "BANDITREE_ADMIN_KEYS": ADMIN, "BANDITREE_API_KEY_ROLES": '["predict", "read"]'},
         log_path=tmp_path / "server.log",
-    )
+    )  # fmt: skip
     try:
-        assert httpx.get(live.url + "/metrics").status_code == 200
+        refused(httpx.get(live.url + "/metrics"), 401, "missing API key")
+        refused(call(live, USER, "GET", "/metrics"), 401, "metrics key")
+        assert call(live, ADMIN, "GET", "/metrics").status_code == 200
+        assert call(live, ADMIN, "PUT", "/v1/models/m", json=MODEL).status_code == 201
+        assert call(live, USER, "GET", "/v1/models/m/log").status_code == 200
     finally:
         live.stop(signal.SIGKILL)
 
@@ -157,7 +170,8 @@ def test_whoami_names_each_keys_roles_and_models(server: LiveServer) -> None:
         return dict(answer.json())
 
     assert who(ADMIN) == {"roles": ["admin", "predict", "read"], "models": None, "open": False}
-    assert who(USER) == {"roles": ["predict", "read"], "models": None, "open": False}
+    # an app key predicts only (BANDITREE_API_KEY_ROLES, issue 41 item 5)
+    assert who(USER) == {"roles": ["predict"], "models": None, "open": False}
     assert who(READER) == {"roles": ["read"], "models": ["shop-*"], "open": False}
     refused(call(server, None, "GET", "/v1/whoami"), 401, "missing API key")
     refused(call(server, "no-such-key", "GET", "/v1/whoami"), 401, "unknown API key")

@@ -130,11 +130,13 @@ def test_row8_non_admin_checkpoints_cannot_push_rollback_targets_out(
 
 def test_row6_tree_export_is_bounded(admin: httpx.Client, user: httpx.Client) -> None:
     admin.put("/v1/models/small-tree", json=SMALL).raise_for_status()
-    tree = user.get("/v1/models/small-tree/tree")
+    # a plain app key has no read role (issue 41, item 5): the export needs one
+    assert_error(user.get("/v1/models/small-tree/tree"), 403, "authorization", "read role")
+    tree = admin.get("/v1/models/small-tree/tree")
     assert tree.status_code == 200 and set(tree.json()) == {"version", "model"}
     big = {"kind": "dgt", "n_features": 300, "n_actions": 3, "height": 6}
     admin.put("/v1/models/big-tree", json=big).raise_for_status()
-    assert_error(user.get("/v1/models/big-tree/tree"), 413, "name", "max_export_bytes=200000")
+    assert_error(admin.get("/v1/models/big-tree/tree"), 413, "name", "max_export_bytes=200000")
     admin.delete("/v1/models/big-tree").raise_for_status()
     admin.delete("/v1/models/small-tree").raise_for_status()
 

@@ -133,3 +133,16 @@ async def test_a_decision_rewritten_expires_at_its_new_deadline_only(store: Stor
         ("x", "other", None),
         ("e", "active", None),
     ]
+
+
+async def test_several_decisions_are_looked_up_at_once_in_order(store: Store) -> None:
+    """``peek_events``: each id's ``peek_event``, in the order asked (a retried batch
+    predict finds the decisions it stored the first time)."""
+    await store.hold_model("m")
+    await store.put_events("m", [("a", "pa"), ("b", "pb"), ("c", "pc")], now=T0, ttl_seconds=10)
+    await store.append_feedback("m", "b", "{}", now=T0)
+    found = await store.peek_events("m", ["c", "nope", "b", "a"], now=T0 + 1)
+    assert [(f.status, f.payload) for f in found] == [
+        ("pending", "pc"), ("unknown", None), ("duplicate", None), ("pending", "pa"),
+    ]  # fmt: skip
+    assert await store.peek_events("m", [], now=T0) == []

@@ -1,0 +1,129 @@
+"""Ten thousand idle models: a restart's time to ``/healthz``, its memory, ``/metrics``.
+
+One command::
+
+    python -m benchmarks.scale.fleet_start [--models 10000]
+
+A real ``banditree serve`` (the embedded store in a fresh temporary data directory, a
+spare port, an admin key) gets ``--models`` small models (``kind linear``, 4 features,
+3 actions) from 16 concurrent clients, then is stopped (SIGTERM) and started again on
+the same data directory.  Printed, against the goals of issue 41: the seconds from the
+second launch to the first 200 of ``/healthz`` (< 5 s) and of ``/readyz``, the resident
+memory of the serving process 5 s later (<= 300 MB), the status of ``/metrics``
+without a key (401 when keys are set) and the size of its page with one, and the time
+``GET /v1/models`` takes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+from benchmarks.speed.startup import free_port, rss_mb
+
+ROOT = Path(__file__).resolve().parents[2]
+MODEL = {"kind": "linear", "n_features": 4, "n_actions": 3}
+KEY = "fleet-start-admin-key"
+GOALS = {"healthz_seconds": 5.0, "rss_mb": 300.0}
+
+
+def launch(data_dir: Path, port: int, models: int) -> subprocess.Popen[bytes]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BANDITREE_")}
+    env.update(
+        PYTHONPATH=str(ROOT), BANDITREE_PORT=str(port), BANDITREE_DATA_DIR=str(data_dir),
+        BANDITREE_MAX_MODELS=str(models + 10), BANDITREE_LOG_LEVEL="warning",
+        BANDITREE_ADMIN_KEYS=KEY,
+    )  # fmt: skip
+    return subprocess.Popen([sys.executable, "-m", "banditree", "serve"], env=env)
+
+
+def first_200(url: str, path: str, deadline_seconds: float = 600.0) -> float:
+    """Poll ``url + path`` until it answers 200: the time it took (``time.monotonic``)."""
+    deadline = time.monotonic() + deadline_seconds
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url + path, timeout=1.0).status_code == 200:
+                return time.monotonic()
+        except httpx.TransportError:
+            pass
+        time.sleep(0.05)
+    raise RuntimeError(f"{path} never answered 200")
+
+
+async def create_models(url: str, count: int) -> collections.Counter[int]:
+    statuses: collections.Counter[int] = collections.Counter()
+    headers = {"Authorization": f"Bearer {KEY}"}
+    async with httpx.AsyncClient(base_url=url, timeout=120, headers=headers) as http:
+        slots = asyncio.Semaphore(16)
+
+        async def create(i: int) -> None:
+            async with slots:
+                statuses[(await http.put(f"/v1/models/m{i:05d}", json=MODEL)).status_code] += 1
+
+        await asyncio.gather(*(create(i) for i in range(count)))
+    return statuses
+
+
+def measure(models: int) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        data_dir, port = Path(tmp) / "data", free_port()
+        url = f"http://127.0.0.1:{port}"
+        server = launch(data_dir, port, models)
+        try:
+            first_200(url, "/readyz")
+            created = asyncio.run(create_models(url, models))
+            if created != {201: models}:
+                raise RuntimeError(f"creates answered {dict(created)}")
+        finally:
+            server.send_signal(signal.SIGTERM)
+            server.wait(timeout=120)
+        started = time.monotonic()
+        server = launch(data_dir, port, models)
+        try:
+            healthz = first_200(url, "/healthz") - started
+            readyz = first_200(url, "/readyz") - started
+            time.sleep(5.0)
+            rss = rss_mb(server.pid)
+            bare = httpx.get(url + "/metrics", timeout=60.0).status_code
+            headers = {"Authorization": f"Bearer {KEY}"}
+            page = httpx.get(url + "/metrics", headers=headers, timeout=60.0)
+            listed = time.monotonic()
+            listing = httpx.get(url + "/v1/models", headers=headers, timeout=60.0)
+            list_seconds = time.monotonic() - listed
+            listing.raise_for_status()
+        finally:
+            server.send_signal(signal.SIGTERM)
+            server.wait(timeout=120)
+    return {
+        "models": models, "healthz_seconds": round(healthz, 2),
+        "readyz_seconds": round(readyz, 2), "rss_mb": round(rss, 1),
+        "metrics_status_without_key": bare, "metrics_bytes": len(page.content),
+        "list_seconds": round(list_seconds, 2),
+    }  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", type=int, default=10_000)
+    args = parser.parse_args(argv)
+    figures = measure(args.models)
+    print(json.dumps(figures))
+    for name, goal in GOALS.items():
+        print(f"{name}: {figures[name]} (goal {'<' if name.endswith('seconds') else '<='} {goal})")
+    print(f"metrics without a key: {figures['metrics_status_without_key']} (goal 401)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
