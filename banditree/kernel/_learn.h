@@ -1,0 +1,210 @@
+/*
+ * The learning half of banditree.kernel._native (included by _native.c once): one
+ * accumulation window's gradients of a single-layer DGT tree under classification
+ * feedback, banditree.models.dgt.spec.dgt_gradients_batch with the estimator's
+ * upstream (banditree.estimators.classification.gradient_value) in one pass.
+ */
+
+/* eq. 8 with reward = 1 - loss: g = 2 w (s - reward) s', w = 1/p truncated at `cap`
+ * (cap <= 0: none) or saturating (importance-aware), s = sigmoid(o) or o itself. */
+static double eq8(double o, double propensity, double loss, double cap, int aware,
+                  int sigmoid) {
+    double weight = 1.0 / propensity;
+    if (cap > 0.0) {
+        weight = aware ? cap * -expm1(-weight / cap) : fmin(weight, cap);
+    }
+    if (!sigmoid) {
+        return 2.0 * weight * (o - (1.0 - loss));
+    }
+    double s = 1.0 / (1.0 + exp(-o));
+    return 2.0 * weight * (loss - (1.0 - s)) * s * (1.0 - s);
+}
+
+PyDoc_STRVAR(window_gradients_doc,
+             "window_gradients(x, actions, propensity, loss, weights, theta, bias, linear,\n"
+             "                 sigmoid, cap, aware, grad_weights, grad_theta, grad_bias, "
+             "grad_linear)\n--\n\n"
+             "Algorithm 2 summed over a window of B standardised contexts, written into\n"
+             "the zeroed gradient arrays.  See banditree.kernel.window_gradients.");
+
+static PyObject *window_gradients(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[12];
+    int sigmoid, aware;
+    double cap;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOidiOOOO:window_gradients", &o[0], &o[1], &o[2], &o[3],
+                          &o[4], &o[5], &o[6], &o[7], &sigmoid, &cap, &aware, &o[8], &o[9],
+                          &o[10], &o[11])) {
+        return NULL;
+    }
+    if (isnan(cap)) {
+        return PyErr_Format(PyExc_ValueError, "cap must be a number (<= 0: none)");
+    }
+    Arr a[12];
+    memset(a, 0, sizeof a);
+    Py_ssize_t xs[2] = {-1, -1}, ws[2] = {-1, -1}, ts[2] = {-1, -1};
+    if (take(o[0], "x", 'd', 2, xs, 0, &a[0]) < 0) {
+        goto fail;
+    }
+    Py_ssize_t b_rows = xs[0], d = xs[1], bs[1] = {b_rows};
+    if (take(o[1], "actions", 'q', 1, bs, 0, &a[1]) < 0 ||
+        take(o[2], "propensity", 'd', 1, bs, 0, &a[2]) < 0 ||
+        take(o[3], "loss", 'd', 1, bs, 0, &a[3]) < 0 ||
+        take(o[4], "weights", 'd', 2, ws, 0, &a[4]) < 0 ||
+        take(o[5], "theta", 'd', 2, ts, 0, &a[5]) < 0) {
+        goto fail;
+    }
+    Py_ssize_t n_int = ws[0], k = ts[1];
+    int height = 0;
+    while (height <= MAX_HEIGHT && ((Py_ssize_t)1 << height) - 1 < n_int) {
+        height++;
+    }
+    if (height < 1 || height > MAX_HEIGHT || ((Py_ssize_t)1 << height) - 1 != n_int ||
+        ws[1] != d + 1) {
+        PyErr_Format(PyExc_ValueError,
+                     "weights must be (2^h - 1 nodes, h in [1, %d], d + 1 = %zd), got (%zd, %zd)",
+                     MAX_HEIGHT, d + 1, ws[0], ws[1]);
+        goto fail;
+    }
+    Py_ssize_t n_leaves = (Py_ssize_t)1 << height;
+    if (ts[0] != n_leaves || k < 1) {
+        PyErr_Format(PyExc_ValueError, "theta must be (%zd leaves, K >= 1), got (%zd, %zd)",
+                     n_leaves, ts[0], ts[1]);
+        goto fail;
+    }
+    Py_ssize_t ks[1] = {k}, kd[2] = {k, d};
+    Py_ssize_t gw[2] = {n_int, d + 1}, gt[2] = {n_leaves, k};
+    int has_bias = o[6] != Py_None, has_linear = o[7] != Py_None;
+    int grad_bias = o[10] != Py_None, grad_linear = o[11] != Py_None;
+    if ((has_bias && take(o[6], "bias", 'd', 1, ks, 0, &a[6]) < 0) ||
+        (has_linear && take(o[7], "linear", 'd', 2, kd, 0, &a[7]) < 0) ||
+        take(o[8], "grad_weights", 'd', 2, gw, 1, &a[8]) < 0 ||
+        take(o[9], "grad_theta", 'd', 2, gt, 1, &a[9]) < 0 ||
+        (grad_bias && take(o[10], "grad_bias", 'd', 1, ks, 1, &a[10]) < 0) ||
+        (grad_linear && take(o[11], "grad_linear", 'd', 2, kd, 1, &a[11]) < 0)) {
+        goto fail;
+    }
+    if ((grad_bias && !has_bias) || (grad_linear && !has_linear)) {
+        PyErr_SetString(PyExc_ValueError, "grad_bias / grad_linear need bias / linear");
+        goto fail;
+    }
+    const int64_t *actions = i64(&a[1]);
+    const double *prop = f64(&a[2]), *loss = f64(&a[3]), *x = f64(&a[0]);
+    for (Py_ssize_t b = 0; b < b_rows; b++) {
+        if (actions[b] < 0 || actions[b] >= k) {
+            PyErr_Format(PyExc_ValueError, "actions[%zd] must be in [0, %zd], got %lld", b, k - 1,
+                         (long long)actions[b]);
+            goto fail;
+        }
+        if (!(prop[b] > 0.0 && prop[b] <= 1.0)) {
+            PyErr_Format(PyExc_ValueError, "propensity[%zd] must be in (0, 1]", b);
+            goto fail;
+        }
+        if (!isfinite(loss[b])) {
+            PyErr_Format(PyExc_ValueError, "loss[%zd] must be finite", b);
+            goto fail;
+        }
+    }
+    for (Py_ssize_t i = 0; i < b_rows * d; i++) {
+        if (isnan(x[i])) {
+            PyErr_Format(PyExc_ValueError, "x[%zd][%zd] must not be NaN", i / d, i % d);
+            goto fail;
+        }
+    }
+    /* scratch: activations (n_int), node deltas (n_int), leaf softmax and adjoint (2 L),
+     * the leaves' outputs theta + bias (L K) */
+    Py_ssize_t scratch = 2 * n_int + 2 * n_leaves + n_leaves * k;
+    double *act = PyMem_Malloc((size_t)scratch * sizeof(double));
+    if (act == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    double *delta = act + n_int, *p = delta + n_int, *dq = p + n_leaves, *outputs = dq + n_leaves;
+    const double *w = f64(&a[4]), *theta = f64(&a[5]);
+    const double *bias = has_bias ? f64(&a[6]) : NULL, *linear = has_linear ? f64(&a[7]) : NULL;
+    double *g_w = f64(&a[8]), *g_theta = f64(&a[9]);
+    double *g_bias = grad_bias ? f64(&a[10]) : NULL, *g_linear = grad_linear ? f64(&a[11]) : NULL;
+
+    Py_BEGIN_ALLOW_THREADS;
+    for (Py_ssize_t i = 0; i < n_leaves * k; i++) {
+        outputs[i] = has_bias ? theta[i] + bias[i % k] : theta[i];
+    }
+    for (Py_ssize_t b = 0; b < b_rows; b++) {
+        const double *xb = x + b * d;
+        /* node activations a = W [x; 1] and the reached leaf (q = h) */
+        for (Py_ssize_t i = 0; i < n_int; i++) {
+            const double *row = w + i * (d + 1);
+            act[i] = dot(row, xb, d) + row[d];
+        }
+        Py_ssize_t node = 0;
+        for (int level = 0; level < height; level++) {
+            node = 2 * node + (act[node] > 0.0 ? 2 : 1);
+        }
+        Py_ssize_t leaf = node - n_int, y = (Py_ssize_t)actions[b];
+        /* the played action's output: the leaf's row plus the linear term */
+        double o = outputs[leaf * k + y];
+        if (has_linear) {
+            o += dot(linear + y * d, xb, d);
+        }
+        double g = eq8(o, prop[b], loss[b], cap, aware, sigmoid);
+        /* Theta gets the hard choice's gradient e_{l*} g; bias and linear g and g x */
+        g_theta[leaf * k + y] += g;
+        if (g_bias != NULL) {
+            g_bias[y] += g;
+        }
+        if (g_linear != NULL) {
+            for (Py_ssize_t j = 0; j < d; j++) {
+                g_linear[y * d + j] += g * xb[j];
+            }
+        }
+        /* W: the soft surrogate sum_l softmax(q)_l theta_l (Algorithm 2, Remark 2):
+         * q_l the sum-form path score (eq. 4), dq = p (u - p.u) with u_l = theta_l . g */
+        for (Py_ssize_t l = 0; l < n_leaves; l++) {
+            Py_ssize_t score = 0, at = l + n_int;
+            while (at > 0) { /* leaf l's ancestors, bottom up: S(i, l) sign(a_i) */
+                Py_ssize_t parent = (at - 1) / 2;
+                int right = at == 2 * parent + 2;
+                score += (right ? 1 : -1) * (act[parent] > 0.0 ? 1 : -1);
+                at = parent;
+            }
+            p[l] = exp((double)(score - height));
+        }
+        double total = 0.0, pu = 0.0;
+        for (Py_ssize_t l = 0; l < n_leaves; l++) {
+            total += p[l];
+        }
+        for (Py_ssize_t l = 0; l < n_leaves; l++) {
+            p[l] /= total;
+            dq[l] = g * outputs[l * k + y];
+            pu += p[l] * dq[l];
+        }
+        for (Py_ssize_t i = 0; i < n_int; i++) {
+            delta[i] = 0.0;
+        }
+        for (Py_ssize_t l = 0; l < n_leaves; l++) {
+            double v = p[l] * (dq[l] - pu);
+            Py_ssize_t at = l + n_int;
+            while (at > 0) { /* dq S: each ancestor gets S(i, l) dq_l */
+                Py_ssize_t parent = (at - 1) / 2;
+                delta[parent] += at == 2 * parent + 2 ? v : -v;
+                at = parent;
+            }
+        }
+        /* the straight-through sign: d sign(a) / da = 1{|a| <= 1} */
+        for (Py_ssize_t i = 0; i < n_int; i++) {
+            double di = fabs(act[i]) <= 1.0 ? delta[i] : 0.0;
+            double *gi = g_w + i * (d + 1);
+            for (Py_ssize_t j = 0; j < d; j++) {
+                gi[j] += di * xb[j];
+            }
+            gi[d] += di;
+        }
+    }
+    Py_END_ALLOW_THREADS;
+    PyMem_Free(act);
+    release(a, 12);
+    Py_RETURN_NONE;
+fail:
+    release(a, 12);
+    return NULL;
+}

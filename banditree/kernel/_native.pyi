@@ -1,0 +1,43 @@
+"""Types of the compiled module (``_native.c``); the arrays are numpy arrays, checked there."""
+
+from typing import Any
+
+def decide(
+    x: Any,
+    mean: Any,
+    inv_scale: Any,
+    clip: float,
+    weights: Any,
+    theta: Any,
+    linear: Any,
+    aggregate: int,
+    sigmoid: int,
+    explorer: int,
+    param: float,
+    uniforms: Any,
+    action: Any,
+    propensity: Any,
+    greedy: Any,
+    leaf: Any,
+    output: Any,
+    scores: Any,
+    /,
+) -> None: ...
+def window_gradients(
+    x: Any,
+    actions: Any,
+    propensity: Any,
+    loss: Any,
+    weights: Any,
+    theta: Any,
+    bias: Any,
+    linear: Any,
+    sigmoid: int,
+    cap: float,
+    aware: int,
+    grad_weights: Any,
+    grad_theta: Any,
+    grad_bias: Any,
+    grad_linear: Any,
+    /,
+) -> None: ...
