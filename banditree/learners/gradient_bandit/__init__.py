@@ -15,6 +15,7 @@ import numpy as np
 
 from banditree.estimators import Estimator
 from banditree.explore import EpsilonGreedy, Explorer
+from banditree.kernel import native
 from banditree.learners.drift import LossRiseDetector
 from banditree.learners.gradient_bandit.decide import Deciding
 from banditree.learners.gradient_bandit.learn import EAGER_ROUNDS, RIDGE_FITTED, Learning
@@ -110,6 +111,8 @@ class GradientBandit(Deciding, Learning, Checkpointing):
         ridge_challenger: int | None = None,
         leaf_shrink: float = 1.0,
     ) -> None:
+        # raises KernelUnavailable when the compiled kernel was asked for and is missing
+        self._native = native() is not None
         self.task = estimator.task
         if self.task == "classification":
             explorer = explorer if explorer is not None else cast(Explorer, EpsilonGreedy(0.3))

@@ -73,6 +73,10 @@ class GradientBase(Learner):
     #: rounds learned when the explorer's schedule last restarted (a detected change)
     _explore_origin: int
 
+    #: decisions and learning windows go through the compiled kernel where it covers
+    #: them (:mod:`banditree.kernel`; False: ``BANDITREE_KERNEL=reference``)
+    _native: bool = False
+
     #: inside :meth:`learn_batch`: snapshots are frozen unprepared (no decision reads
     #: them before the batch ends, when the last one is prepared)
     _in_batch: bool = False

@@ -11,8 +11,10 @@ from banditree.core.columns import DecisionColumns
 from banditree.core.records import Decision
 from banditree.estimators import OnePointEstimator, TwoPointEstimator
 from banditree.explore import event_uniform_rows, event_uniforms, explore_and_sample
+from banditree.kernel import native
 from banditree.learners.batch_decisions import classification_columns, regression_columns
 from banditree.learners.gradient_bandit.base import GradientBase, clip_in_place
+from banditree.learners.gradient_bandit.kernel_calls import decide_columns
 from banditree.learners.validation import as_context, as_contexts, context_values
 
 _subtract, _multiply = np.subtract, np.multiply
@@ -100,8 +102,13 @@ class Deciding(GradientBase):
         if not ids:
             return DecisionColumns([], [], self._snapshot.version, [])
         snap = self._snapshot
-        out = self.model.forward_rows(snap.frozen, self._standardized(x, snap))
         uniforms = event_uniform_rows(self.seed, ids)
+        module = native() if self._native else None
+        if module is not None:  # the compiled kernel, where it covers this learner
+            columns = decide_columns(module, self, x, ids, uniforms, snap, contexts)
+            if columns is not None:
+                return columns
+        out = self.model.forward_rows(snap.frozen, self._standardized(x, snap))
         if self.task == "classification":
             assert self.explorer is not None
             return classification_columns(

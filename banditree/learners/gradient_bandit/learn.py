@@ -12,7 +12,9 @@ import numpy as np
 from banditree.core.arrays import FloatArray
 from banditree.core.records import Decision, Feedback
 from banditree.estimators import OnePointEstimator
+from banditree.kernel import native
 from banditree.learners.gradient_bandit.base import GradientBase
+from banditree.learners.gradient_bandit.kernel_calls import gradients, learns_natively
 from banditree.learners.gradient_bandit.upstreams import WindowUpstreams
 from banditree.learners.validation import InvalidInput, as_context, check_loss
 from banditree.models.spec import Params, UpstreamFn
@@ -208,7 +210,8 @@ class Learning(GradientBase):
         # the gradient of the function now served: current parameters AND the input
         # statistics of the current snapshot (both change only with an update)
         x = self._standardized(np.array([b[0] for b in self._buffer]), snap)
-        upstreams = self._upstreams(self._buffer)
+        module = native() if self._native and learns_natively(self) else None
+        upstreams = self._upstreams(self._buffer) if module is None else []
         wrapped = self._clip.wrap(upstreams) if self._clip is not None else None
         if self._ridge is not None:
             actions = [cast(int, d.action) for _, d, _ in self._buffer]
@@ -217,8 +220,11 @@ class Learning(GradientBase):
                 self._challenger.update_rows(self._ridge, x, actions, rewards)
             else:
                 self._ridge.update_rows(x, actions, rewards)
+        if module is not None:  # the compiled kernel: the same gradients, one call
+            grads = gradients(module, self, x, self._buffer)
+        else:
+            grads = self.model.gradients_batch(self._params, x, wrapped or upstreams, self._rng)
         self._buffer = []
-        grads = self.model.gradients_batch(self._params, x, wrapped or upstreams, self._rng)
         if wrapped is not None:
             assert self._clip is not None
             self._clip.record(wrapped)
