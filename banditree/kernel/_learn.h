@@ -20,6 +20,48 @@ static double eq8(double o, double propensity, double loss, double cap, int awar
     return 2.0 * weight * (loss - (1.0 - s)) * s * (1.0 - s);
 }
 
+/* numpy's pairwise sum of a contiguous run (np.add.reduce along its last axis): below
+ * 8 terms in order; up to 128, eight running sums combined as a tree, then the tail;
+ * above, the two halves (cut at a multiple of 8) summed apart.  The same order gives
+ * the same bits (tests/kernel/test_learn.py). */
+static double pairwise(const double *a, Py_ssize_t n) {
+    if (n < 8) {
+        double res = 0.0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            res += a[i];
+        }
+        return res;
+    }
+    if (n <= 128) {
+        double r[8];
+        memcpy(r, a, sizeof r);
+        Py_ssize_t i = 8;
+        for (; i < n - (n % 8); i += 8) {
+            for (int j = 0; j < 8; j++) {
+                r[j] += a[i + j];
+            }
+        }
+        double res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+        for (; i < n; i++) {
+            res += a[i];
+        }
+        return res;
+    }
+    Py_ssize_t half = n / 2;
+    half -= half % 8;
+    return pairwise(a, half) + pairwise(a + half, n - half);
+}
+
+/* A dot product as a BLAS kernel accumulates it: one fused multiply-add per term, in
+ * order (the products of the reference's matrix products, the linear term's here). */
+static inline double fused_dot(const double *a, const double *b, Py_ssize_t n) {
+    double s = 0.0;
+    for (Py_ssize_t j = 0; j < n; j++) {
+        s = fma(a[j], b[j], s);
+    }
+    return s;
+}
+
 PyDoc_STRVAR(window_gradients_doc,
              "window_gradients(x, actions, propensity, loss, weights, theta, bias, linear,\n"
              "                 sigmoid, cap, aware, grad_weights, grad_theta, grad_bias, "
@@ -113,13 +155,14 @@ static PyObject *window_gradients(PyObject *self, PyObject *args) {
     }
     /* scratch: activations (n_int), node deltas (n_int), leaf softmax and adjoint (2 L),
      * the leaves' outputs theta + bias (L K) */
-    Py_ssize_t scratch = 2 * n_int + 2 * n_leaves + n_leaves * k;
+    Py_ssize_t scratch = 2 * n_int + 3 * n_leaves + n_leaves * k;
     double *act = PyMem_Malloc((size_t)scratch * sizeof(double));
     if (act == NULL) {
         PyErr_NoMemory();
         goto fail;
     }
-    double *delta = act + n_int, *p = delta + n_int, *dq = p + n_leaves, *outputs = dq + n_leaves;
+    double *delta = act + n_int, *p = delta + n_int, *dq = p + n_leaves;
+    double *pu_terms = dq + n_leaves, *outputs = pu_terms + n_leaves;
     const double *w = f64(&a[4]), *theta = f64(&a[5]);
     const double *bias = has_bias ? f64(&a[6]) : NULL, *linear = has_linear ? f64(&a[7]) : NULL;
     double *g_w = f64(&a[8]), *g_theta = f64(&a[9]);
@@ -144,7 +187,7 @@ static PyObject *window_gradients(PyObject *self, PyObject *args) {
         /* the played action's output: the leaf's row plus the linear term */
         double o = outputs[leaf * k + y];
         if (has_linear) {
-            o += dot(linear + y * d, xb, d);
+            o += fused_dot(linear + y * d, xb, d);
         }
         double g = eq8(o, prop[b], loss[b], cap, aware, sigmoid);
         /* Theta gets the hard choice's gradient e_{l*} g; bias and linear g and g x */
@@ -154,7 +197,7 @@ static PyObject *window_gradients(PyObject *self, PyObject *args) {
         }
         if (g_linear != NULL) {
             for (Py_ssize_t j = 0; j < d; j++) {
-                g_linear[y * d + j] += g * xb[j];
+                g_linear[y * d + j] = fma(g, xb[j], g_linear[y * d + j]);
             }
         }
         /* W: the soft surrogate sum_l softmax(q)_l theta_l (Algorithm 2, Remark 2):
@@ -169,15 +212,16 @@ static PyObject *window_gradients(PyObject *self, PyObject *args) {
             }
             p[l] = exp((double)(score - height));
         }
-        double total = 0.0, pu = 0.0;
-        for (Py_ssize_t l = 0; l < n_leaves; l++) {
-            total += p[l];
-        }
+        /* softmax over the leaves, then p . u (each a pairwise sum, as numpy adds) */
+        double total = pairwise(p, n_leaves);
         for (Py_ssize_t l = 0; l < n_leaves; l++) {
             p[l] /= total;
             dq[l] = g * outputs[l * k + y];
-            pu += p[l] * dq[l];
         }
+        for (Py_ssize_t l = 0; l < n_leaves; l++) {
+            pu_terms[l] = p[l] * dq[l];
+        }
+        double pu = pairwise(pu_terms, n_leaves);
         for (Py_ssize_t i = 0; i < n_int; i++) {
             delta[i] = 0.0;
         }
@@ -195,7 +239,7 @@ static PyObject *window_gradients(PyObject *self, PyObject *args) {
             double di = fabs(act[i]) <= 1.0 ? delta[i] : 0.0;
             double *gi = g_w + i * (d + 1);
             for (Py_ssize_t j = 0; j < d; j++) {
-                gi[j] += di * xb[j];
+                gi[j] = fma(di, xb[j], gi[j]);
             }
             gi[d] += di;
         }
@@ -206,5 +250,161 @@ static PyObject *window_gradients(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 fail:
     release(a, 12);
+    return NULL;
+}
+
+/* ---- the per-action ridge: Sherman-Morrison rounds (banditree.learners.ridge) ---- */
+
+PyDoc_STRVAR(ridge_rows_doc,
+             "ridge_rows(x, actions, rewards, inv_gram, weights, mix_stats, prior, mixing)\n"
+             "--\n\n"
+             "PerActionRidge.update_rows (defer 0) in place; returns the rows applied.");
+
+static PyObject *ridge_rows(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[7];
+    int mixing;
+    if (!PyArg_ParseTuple(args, "OOOOOOOi:ridge_rows", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5],
+                          &o[6], &mixing)) {
+        return NULL;
+    }
+    Arr a[7];
+    memset(a, 0, sizeof a);
+    Py_ssize_t xs[2] = {-1, -1}, gs[3] = {-1, -1, -1};
+    if (take(o[0], "x", 'd', 2, xs, 0, &a[0]) < 0 ||
+        take(o[3], "inv_gram", 'd', 3, gs, 1, &a[3]) < 0) {
+        goto fail;
+    }
+    Py_ssize_t b_rows = xs[0], d = xs[1], k = gs[0], dim = d + 1;
+    Py_ssize_t bs[1] = {b_rows}, ks[1] = {k}, kw[2] = {k, dim}, km[2] = {k, 3};
+    if (gs[1] != dim || gs[2] != dim || k < 1) {
+        PyErr_Format(PyExc_ValueError, "inv_gram must be (K >= 1, %zd, %zd), got (%zd, %zd, %zd)",
+                     dim, dim, gs[0], gs[1], gs[2]);
+        goto fail;
+    }
+    if (take(o[1], "actions", 'q', 1, bs, 0, &a[1]) < 0 ||
+        take(o[2], "rewards", 'd', 1, bs, 0, &a[2]) < 0 ||
+        take(o[4], "weights", 'd', 2, kw, 1, &a[4]) < 0 ||
+        take(o[5], "mix_stats", 'd', 2, km, 1, &a[5]) < 0 ||
+        take(o[6], "prior", 'd', 1, ks, 0, &a[6]) < 0) {
+        goto fail;
+    }
+    const int64_t *actions = i64(&a[1]);
+    for (Py_ssize_t b = 0; b < b_rows; b++) {
+        if (actions[b] < 0 || actions[b] >= k) {
+            PyErr_Format(PyExc_ValueError, "actions[%zd] must be in [0, %zd], got %lld", b, k - 1,
+                         (long long)actions[b]);
+            goto fail;
+        }
+    }
+    double *u = PyMem_Malloc((size_t)(2 * dim) * sizeof(double));
+    if (u == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    double *iu = u + dim;
+    const double *x = f64(&a[0]), *rewards = f64(&a[2]), *prior = f64(&a[6]);
+    double *inv_gram = f64(&a[3]), *weights = f64(&a[4]), *stats = f64(&a[5]);
+    Py_ssize_t applied = 0;
+    Py_BEGIN_ALLOW_THREADS;
+    for (Py_ssize_t b = 0; b < b_rows; b++) {
+        Py_ssize_t y = (Py_ssize_t)actions[b];
+        double *inv = inv_gram + y * dim * dim, *w = weights + y * dim, *st = stats + y * 3;
+        memcpy(u, x + b * d, (size_t)d * sizeof(double)); /* u = (x, 1) */
+        u[d] = 1.0;
+        for (Py_ssize_t i = 0; i < dim; i++) {
+            iu[i] = dot(inv + i * dim, u, dim);
+        }
+        double denom = 1.0 + dot(u, iu, dim);
+        double residual = rewards[b] - dot(w, u, dim);
+        if (!(isfinite(denom) && isfinite(residual))) {
+            continue; /* an update that would not be finite is skipped whole */
+        }
+        /* w += A^-1 u r / (1 + u A^-1 u); A^-1 -= (A^-1 u)(A^-1 u)^T / (1 + u A^-1 u) */
+        for (Py_ssize_t i = 0; i < dim; i++) {
+            double gain = iu[i] / denom;
+            w[i] += gain * residual;
+            for (Py_ssize_t j = 0; j < dim; j++) {
+                inv[i * dim + j] -= gain * iu[j];
+            }
+        }
+        applied++;
+        if (mixing && st[0] < (double)d) { /* the mix's evidence (MIX_MEAN_PRIOR = 1) */
+            double mean = (1.0 * prior[y] + st[1]) / (1.0 + st[0]);
+            double gap = rewards[b] - mean;
+            st[0] += 1.0;
+            st[1] += rewards[b];
+            st[2] += gap * gap - residual * residual;
+        }
+    }
+    Py_END_ALLOW_THREADS;
+    PyMem_Free(u);
+    release(a, 7);
+    return PyLong_FromSsize_t(applied);
+fail:
+    release(a, 7);
+    return NULL;
+}
+
+/* ---- RMSprop / AdaGrad, one parameter (banditree.learners.optim.RMSprop._step) ---- */
+
+PyDoc_STRVAR(rmsprop_doc,
+             "rmsprop(param, grad, square_avg, new, alpha, eps, rate, adagrad, first)\n--\n\n"
+             "One step of one parameter into `new`; False (nothing written) when a\n"
+             "squared gradient is not finite.");
+
+static PyObject *rmsprop(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[4];
+    double alpha, eps, rate;
+    int adagrad, first;
+    if (!PyArg_ParseTuple(args, "OOOOdddii:rmsprop", &o[0], &o[1], &o[2], &o[3], &alpha, &eps,
+                          &rate, &adagrad, &first)) {
+        return NULL;
+    }
+    Arr a[4];
+    memset(a, 0, sizeof a);
+    Py_ssize_t n[1] = {-1};
+    /* any shape: the parameter read as its flat C-order buffer, the rest of its size */
+    if (take(o[0], "param", 'd', 1, n, 0, &a[0]) < 0) {
+        goto fail;
+    }
+    if (take(o[1], "grad", 'd', 1, n, 0, &a[1]) < 0 ||
+        take(o[2], "square_avg", 'd', 1, n, 1, &a[2]) < 0 ||
+        take(o[3], "new", 'd', 1, n, 1, &a[3]) < 0) {
+        goto fail;
+    }
+    const double *p = f64(&a[0]), *g = f64(&a[1]);
+    double *v = f64(&a[2]), *out = f64(&a[3]);
+    for (Py_ssize_t i = 0; i < n[0]; i++) {
+        if (!isfinite(g[i] * g[i])) {
+            release(a, 4);
+            Py_RETURN_FALSE; /* refused whole: the running average only sees finite values */
+        }
+    }
+    double rest = 1.0 - alpha;
+    for (Py_ssize_t i = 0; i < n[0]; i++) {
+        double g2 = g[i] * g[i];
+        if (!adagrad) {
+            g2 *= rest; /* v = alpha v + (1 - alpha) g^2; AdaGrad: v = v + g^2 */
+        }
+        if (first) {
+            v[i] = g2;
+        } else {
+            if (!adagrad) {
+                v[i] *= alpha;
+            }
+            v[i] += g2;
+        }
+        double step = sqrt(v[i]);
+        step += eps;
+        step = g[i] / step;
+        step *= rate;
+        out[i] = p[i] - step; /* p - lr g / (sqrt(v) + eps) */
+    }
+    release(a, 4);
+    Py_RETURN_TRUE;
+fail:
+    release(a, 4);
     return NULL;
 }

@@ -437,6 +437,8 @@ fail:
 static PyMethodDef methods[] = {
     {"decide", decide, METH_VARARGS, decide_doc},
     {"window_gradients", window_gradients, METH_VARARGS, window_gradients_doc},
+    {"ridge_rows", ridge_rows, METH_VARARGS, ridge_rows_doc},
+    {"rmsprop", rmsprop, METH_VARARGS, rmsprop_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -41,3 +41,26 @@ def window_gradients(
     grad_linear: Any,
     /,
 ) -> None: ...
+def ridge_rows(
+    x: Any,
+    actions: Any,
+    rewards: Any,
+    inv_gram: Any,
+    weights: Any,
+    mix_stats: Any,
+    prior: Any,
+    mixing: bool,
+    /,
+) -> int: ...
+def rmsprop(
+    param: Any,
+    grad: Any,
+    square_avg: Any,
+    new: Any,
+    alpha: float,
+    eps: float,
+    rate: float,
+    adagrad: bool,
+    first: bool,
+    /,
+) -> bool: ...

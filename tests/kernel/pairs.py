@@ -12,6 +12,7 @@ from banditree import kernel
 from banditree.core.columns import DecisionColumns
 from banditree.learners import Feedback, Learner, build_learner
 from banditree.learners.gradient_bandit import GradientBandit
+from banditree.learners.gradient_bandit.kernel_calls import use_reference
 
 #: learned state (parameters, optimiser, ridge, statistics) may differ by summation order
 TOLERANCE = 1e-12
@@ -25,7 +26,7 @@ def pair(config: dict[str, Any]) -> tuple[GradientBandit, GradientBandit]:
     native, reference = build_learner(config), build_learner(config)
     assert isinstance(native, GradientBandit) and isinstance(reference, GradientBandit)
     assert native._native
-    reference._native = False
+    use_reference(reference)
     return native, reference
 
 

@@ -199,3 +199,50 @@ def test_the_messages_name_the_argument_and_the_bound() -> None:
 def test_the_fuzz_ran_the_loops() -> None:
     """The two fuzz tests above reached the kernels' loops, not only their checks."""
     assert RAN["decide"] > 5 and RAN["window_gradients"] > 5, RAN
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data(), mixing=mostly([0, 1], [-1, 2**31 - 1]))
+def test_ridge_rows_raise_or_update(data: st.DataObject, mixing: int) -> None:
+    dim = D + 1
+    inv_gram = np.stack([np.eye(dim)] * K)
+    args = [
+        data.draw(then_hostile(floats((B, D))), label="x"),
+        data.draw(then_hostile(ints((B,), K)), label="actions"),
+        data.draw(then_hostile(floats((B,), 0.0, 1.0)), label="rewards"),
+        data.draw(hostile(inv_gram), label="inv_gram"),
+        data.draw(hostile(np.zeros((K, dim))), label="weights"),
+        data.draw(hostile(np.zeros((K, 3))), label="mix_stats"),
+        data.draw(then_hostile(floats((K,), 0.0, 1.0)), label="prior"),
+        mixing,
+    ]
+    try:
+        applied = module.ridge_rows(*args)
+    except RAISED:
+        return
+    assert 0 <= applied <= B
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    data=st.data(),
+    alpha=mostly([0.99, 0.0], [float("nan"), -1.0]),
+    rate=mostly([1e-3, 0.1], [float("inf")]),
+    flags=st.tuples(st.integers(0, 1), st.integers(0, 1)),
+)
+def test_rmsprop_raises_or_steps(
+    data: st.DataObject, alpha: float, rate: float, flags: tuple[int, int]
+) -> None:
+    n = 7
+    args = [
+        data.draw(then_hostile(floats((n,))), label="param"),
+        data.draw(then_hostile(floats((n,))), label="grad"),
+        data.draw(hostile(np.ones(n)), label="square_avg"),
+        data.draw(hostile(np.zeros(n)), label="new"),
+        alpha, 1e-8, rate, *flags,
+    ]  # fmt: skip
+    try:
+        stepped = module.rmsprop(*args)
+    except RAISED:
+        return
+    assert stepped in (True, False)

@@ -12,7 +12,13 @@ from hypothesis import strategies as st
 from banditree.learners import Feedback
 from banditree.learners.gradient_bandit import GradientBandit
 from banditree.persistence import dumps, loads
-from tests.kernel.pairs import assert_same_columns, assert_same_state, feedbacks, pair
+from tests.kernel.pairs import (
+    assert_same_columns,
+    assert_same_state,
+    feedbacks,
+    pair,
+    use_reference,
+)
 
 CONFIGS: dict[str, dict[str, Any]] = {
     # the default: identity link, ridge-fitted linear term, FastCB, the drift detector
@@ -75,7 +81,7 @@ def test_checkpoints_cross_between_the_paths() -> None:
     run(native, reference, chunks=3, size=32, seed=2)
     from_native, from_reference = loads(dumps(native)), loads(dumps(reference))
     assert isinstance(from_native, GradientBandit) and isinstance(from_reference, GradientBandit)
-    from_native._native = False  # the native learner's checkpoint, learned by numpy
+    use_reference(from_native)  # the native learner's checkpoint, learned by numpy
     run(from_reference, from_native, chunks=3, size=32, seed=3)
 
 
@@ -96,3 +102,58 @@ def test_any_window_learns_as_the_reference(
     }  # fmt: skip
     native, reference = pair(config)
     run(native, reference, chunks=3, size=30, seed=seed)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**16),
+    rows=st.integers(1, 8),
+    d=st.integers(1, 8),
+    height=st.integers(1, 6),
+    k=st.integers(1, 6),
+    link=st.sampled_from(["identity", "sigmoid"]),
+)
+def test_window_gradients_are_algorithm_2(
+    seed: int, rows: int, d: int, height: int, k: int, link: str
+) -> None:
+    """One window straight against ``dgt_gradients_batch`` with the eq. 8 upstreams: the
+    same numbers (the kernel sums in numpy's and BLAS's order: bit for bit here, a few
+    ulps where a BLAS kernel adds in another order)."""
+    from banditree import kernel
+    from banditree.estimators import ClassificationEstimator
+    from banditree.estimators.classification import gradient_value
+    from banditree.models.dgt.spec import dgt_gradients_batch
+
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(rows, d))
+    w = rng.normal(size=((1 << height) - 1, d + 1))
+    theta, bias, linear = (
+        rng.normal(size=(1 << height, k)),
+        rng.normal(size=k),
+        rng.normal(size=(k, d)),
+    )
+    actions = rng.integers(0, k, size=rows)
+    propensity = rng.uniform(0.05, 1.0, size=rows)
+    loss = rng.integers(0, 2, size=rows).astype(float)
+    est = ClassificationEstimator(link=link)
+
+    def upstream(b: int) -> Any:
+        def g(out: np.ndarray) -> np.ndarray:
+            row = np.zeros(out.shape)
+            row[actions[b]] = gradient_value(
+                float(out[actions[b]]), propensity[b], loss[b], None, est.link, False
+            )
+            return row
+
+        return g
+
+    want = dgt_gradients_batch(
+        [w], theta, x, [upstream(b) for b in range(rows)], height, bias=bias, linear=linear
+    )
+    got = kernel.window_gradients(
+        kernel.native(), x, actions, propensity, loss, w, theta, bias, linear,
+        sigmoid=link == "sigmoid", cap=None, aware=False, graded=(True, True),
+    )  # fmt: skip
+    assert got.keys() == want.keys()
+    for name, value in want.items():
+        np.testing.assert_allclose(got[name], value, rtol=1e-13, atol=1e-15, err_msg=name)

@@ -31,6 +31,18 @@ if TYPE_CHECKING:
     from banditree.learners.gradient_bandit.base import GradientBase, Snapshot
 
 
+def use_reference(learner: GradientBase) -> None:
+    """Run ``learner`` on the numpy reference from now on (decisions, window gradients,
+    RMSprop and the ridge), as ``BANDITREE_KERNEL=reference`` runs every learner: the
+    kernel's tests and ``benchmarks/kernel_speed.py`` compare both paths in one process."""
+    learner._native = False
+    learner._optimizer.kernel = None
+    if learner._ridge is not None:
+        learner._ridge.kernel = None
+    if learner._challenger is not None:
+        learner._challenger.challenger.kernel = None
+
+
 def explorer_setting(explorer: Explorer, t: int) -> tuple[str, float] | None:
     """``(name, parameter at round t)`` of an explorer the kernel computes, else None."""
     kind = type(explorer)
