@@ -29,6 +29,7 @@ __all__ = [
     "IMPORT_ERROR",
     "KernelUnavailable",
     "decide_rows",
+    "event_uniform_rows",
     "native",
     "window_gradients",
 ]
@@ -122,6 +123,14 @@ def decide_rows(
         float(parameter), uniforms, action, propensity, greedy, leaf, output, scores,
     )  # fmt: skip
     return action, propensity, greedy, leaf, output, scores
+
+
+def event_uniform_rows(module: ModuleType, seed: int, event_ids: list[str]) -> FloatArray:
+    """:func:`banditree.explore.event_uniform_rows` (the same bits): ``(B, 2)`` uniforms of
+    ``blake2b(f"{seed}:{event_id}", digest_size=16)``, hashed in C."""
+    out = np.empty((len(event_ids), 2))
+    module.event_uniforms(f"{seed}:".encode(), event_ids, out)
+    return out
 
 
 def window_gradients(

@@ -172,6 +172,10 @@ static PyObject *window_gradients(PyObject *self, PyObject *args) {
     for (Py_ssize_t i = 0; i < n_leaves * k; i++) {
         outputs[i] = has_bias ? theta[i] + bias[i % k] : theta[i];
     }
+    double leaf_exp[MAX_HEIGHT + 1];
+    for (int m = 0; m <= height; m++) {
+        leaf_exp[m] = exp((double)(-2 * m));
+    }
     for (Py_ssize_t b = 0; b < b_rows; b++) {
         const double *xb = x + b * d;
         /* node activations a = W [x; 1] and the reached leaf (q = h) */
@@ -210,7 +214,7 @@ static PyObject *window_gradients(PyObject *self, PyObject *args) {
                 score += (right ? 1 : -1) * (act[parent] > 0.0 ? 1 : -1);
                 at = parent;
             }
-            p[l] = exp((double)(score - height));
+            p[l] = leaf_exp[(height - score) / 2]; /* exp(q - h), q - h in {0, -2, ..} */
         }
         /* softmax over the leaves, then p . u (each a pairwise sum, as numpy adds) */
         double total = pairwise(p, n_leaves);
@@ -234,9 +238,17 @@ static PyObject *window_gradients(PyObject *self, PyObject *args) {
                 at = parent;
             }
         }
-        /* the straight-through sign: d sign(a) / da = 1{|a| <= 1} */
+        /* the straight-through sign: d sign(a) / da = 1{|a| <= 1}; a node that gets
+         * nothing adds nothing (fma(0, x, s) = s for a finite x) */
+        int finite_row = 1;
+        for (Py_ssize_t j = 0; j < d; j++) {
+            finite_row &= isfinite(xb[j]) != 0;
+        }
         for (Py_ssize_t i = 0; i < n_int; i++) {
             double di = fabs(act[i]) <= 1.0 ? delta[i] : 0.0;
+            if (di == 0.0 && finite_row) {
+                continue;
+            }
             double *gi = g_w + i * (d + 1);
             for (Py_ssize_t j = 0; j < d; j++) {
                 gi[j] = fma(di, xb[j], gi[j]);

@@ -434,11 +434,16 @@ fail:
 
 #include "_learn.h"
 
+/* ---- the event ids' uniforms (banditree.explore.event_uniform_rows) ------------- */
+
+#include "_blake2b.h"
+
 static PyMethodDef methods[] = {
     {"decide", decide, METH_VARARGS, decide_doc},
     {"window_gradients", window_gradients, METH_VARARGS, window_gradients_doc},
     {"ridge_rows", ridge_rows, METH_VARARGS, ridge_rows_doc},
     {"rmsprop", rmsprop, METH_VARARGS, rmsprop_doc},
+    {"event_uniforms", event_uniforms, METH_VARARGS, event_uniforms_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -119,7 +119,7 @@ class _Counting:
 
     def __getattr__(self, name: str) -> Any:
         def call(*args: Any) -> Any:
-            self.calls[name] += 1
+            self.calls[name] = self.calls.get(name, 0) + 1
             return getattr(self.module, name)(*args)
 
         return call
@@ -145,3 +145,20 @@ def test_every_config_here_decides_in_the_kernel(
     native.learn_batch(columns.rows(), feedbacks(native, columns, rng))
     tree_classification = native.task == "classification" and CONFIGS[name].get("kind") is None
     assert counting.calls["window_gradients"] == (3 if tree_classification else 0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(seed=st.integers(-(2**70), 2**70), ids=st.lists(st.text(max_size=300), max_size=8))
+def test_event_uniforms_are_hashlibs(seed: int, ids: list[str]) -> None:
+    """The kernel's BLAKE2b gives the uniforms of ``hashlib.blake2b`` bit for bit (ids of
+    any length: one block, several, and the block boundaries)."""
+    from banditree import kernel
+    from banditree.explore import event_uniform_rows
+
+    got = kernel.event_uniform_rows(kernel.native(), seed, ids)
+    assert got.tobytes() == event_uniform_rows(seed, ids).reshape(-1, 2).tobytes()
+    for size in (111, 112, 127, 128, 129, 255, 256, 257):
+        text = "e" * size
+        assert kernel.event_uniform_rows(kernel.native(), seed, [text]).tobytes() == (
+            event_uniform_rows(seed, [text]).tobytes()
+        )

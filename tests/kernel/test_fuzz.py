@@ -246,3 +246,25 @@ def test_rmsprop_raises_or_steps(
     except RAISED:
         return
     assert stepped in (True, False)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    prefix=st.one_of(st.binary(max_size=200), st.just("text"), st.none()),
+    ids=st.one_of(
+        st.lists(st.one_of(st.text(max_size=300), st.just("\ud800"), st.integers(), st.none())),
+        st.integers(),
+        st.none(),
+    ),
+    rows=st.integers(0, 4),
+    data=st.data(),
+)
+def test_event_uniforms_raise_or_hash(
+    prefix: Any, ids: Any, rows: int, data: st.DataObject
+) -> None:
+    out = data.draw(hostile(np.zeros((rows, 2))), label="out")
+    try:
+        module.event_uniforms(prefix, ids, out)
+    except (*RAISED, UnicodeError):
+        return
+    assert ((out >= 0.0) & (out < 1.0)).all()

@@ -11,6 +11,7 @@ from banditree.core.columns import DecisionColumns
 from banditree.core.records import Decision
 from banditree.estimators import OnePointEstimator, TwoPointEstimator
 from banditree.explore import event_uniform_rows, event_uniforms, explore_and_sample
+from banditree.kernel import event_uniform_rows as kernel_uniform_rows
 from banditree.kernel import native
 from banditree.learners.batch_decisions import classification_columns, regression_columns
 from banditree.learners.gradient_bandit.base import GradientBase, clip_in_place
@@ -102,12 +103,14 @@ class Deciding(GradientBase):
         if not ids:
             return DecisionColumns([], [], self._snapshot.version, [])
         snap = self._snapshot
-        uniforms = event_uniform_rows(self.seed, ids)
         module = native() if self._native else None
         if module is not None:  # the compiled kernel, where it covers this learner
+            uniforms = kernel_uniform_rows(module, self.seed, ids)
             columns = decide_columns(module, self, x, ids, uniforms, snap, contexts)
             if columns is not None:
                 return columns
+        else:
+            uniforms = event_uniform_rows(self.seed, ids)
         out = self.model.forward_rows(snap.frozen, self._standardized(x, snap))
         if self.task == "classification":
             assert self.explorer is not None
