@@ -87,13 +87,23 @@ static void blake2b_16(const uint8_t *prefix, size_t n_prefix, const uint8_t *te
     uint8_t block[128];
     size_t total = n_prefix + n_text, done = 0, filled = 0;
     /* every full block but the last is compressed as it fills */
-    for (size_t at = 0; at < total; at++) {
-        if (filled == 128) {
-            done += 128;
-            blake2b_compress(h, block, (uint64_t)done, 0);
-            filled = 0;
+    const uint8_t *pieces[2] = {prefix, text};
+    size_t sizes[2] = {n_prefix, n_text};
+    for (int piece = 0; piece < 2; piece++) {
+        const uint8_t *at = pieces[piece];
+        size_t left = sizes[piece];
+        while (left > 0) {
+            if (filled == 128) {
+                done += 128;
+                blake2b_compress(h, block, (uint64_t)done, 0);
+                filled = 0;
+            }
+            size_t take_n = left < 128 - filled ? left : 128 - filled;
+            memcpy(block + filled, at, take_n);
+            filled += take_n;
+            at += take_n;
+            left -= take_n;
         }
-        block[filled++] = at < n_prefix ? prefix[at] : text[at - n_prefix];
     }
     memset(block + filled, 0, 128 - filled);
     blake2b_compress(h, block, (uint64_t)total, 1);

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from banditree.core.columns import DecisionColumns
 from banditree.learners import InvalidInput
 from banditree.learners.gradient_bandit import GradientBandit
 from tests.kernel.pairs import assert_same_columns, feedbacks, pair
@@ -75,6 +76,13 @@ def test_a_tick_decides_as_the_reference(name: str, data: st.DataObject) -> None
     x = np.array(cells, dtype=np.float64).reshape(rows, d)
     ids = [data.draw(st.text(max_size=12), label="id") + f"#{i}" for i in range(rows)]
     assert_same_columns(native.act_columns(x, ids), reference.act_columns(x, ids))
+    # one context a call (``act``): the same decisions as the tick's
+    one_by_one = [
+        DecisionColumns.from_decisions([m.act(row, i) for row, i in zip(x, ids, strict=True)])
+        for m in (native, reference)
+    ]
+    if rows:
+        assert_same_columns(*one_by_one)
 
 
 @pytest.mark.parametrize("name", ["default", "forest-vote", "regression-one-point"])

@@ -21,7 +21,7 @@ from banditree.core.columns import DecisionColumns
 from banditree.core.records import Decision, Feedback
 from banditree.estimators import ClassificationEstimator, OnePointEstimator, TwoPointEstimator
 from banditree.explore import EpsilonGreedy, Explorer, FastCB, Softmax, SquareCB
-from banditree.kernel import decide_rows, window_gradients
+from banditree.kernel import decide_rows, event_uniform_rows, window_gradients
 from banditree.learners.batch_decisions import context_rows, regression_columns
 from banditree.models.dgt.forest_spec import DGTForestSpec
 from banditree.models.dgt.spec import DGTSpec
@@ -65,6 +65,40 @@ def _trees(learner: GradientBase, frozen: object) -> tuple[str, tuple] | None:
         aggregate = model.aggregate if model.n_outputs > 1 else "average"
         return aggregate, frozen.stacked  # type: ignore[attr-defined]
     return None
+
+
+def decide_one(
+    module: ModuleType, learner: GradientBase, x: FloatArray, event_id: str, snap: Snapshot
+) -> tuple[int, float, int, int | None, FloatArray, float] | None:
+    """``act``'s numbers for one context ``x`` ``(d,)`` by one kernel call: ``(action,
+    propensity, greedy action, leaf or None, output (K,), the sign's uniform)``, or None
+    where the kernel does not cover the learner (the numpy path then decides)."""
+    trees = _trees(learner, snap.frozen)
+    if trees is None:
+        return None
+    aggregate, (weights, theta, linear) = trees
+    setting = None
+    if learner.task == "classification":
+        assert learner.explorer is not None
+        setting = explorer_setting(learner.explorer, learner._explore_rounds)
+        if setting is None:
+            return None
+    uniforms = event_uniform_rows(module, learner.seed, [event_id])
+    action, propensity, greedy, leaf, output, _ = decide_rows(
+        module, x.reshape(1, -1), snap.mean, snap.inv_scale, weights, theta, linear,
+        uniforms[:, 0].copy(), clip=learner.context_clip, aggregate=aggregate,
+        sigmoid=learner.reward_link == "sigmoid",
+        explorer=None if setting is None else setting[0],
+        parameter=0.0 if setting is None else setting[1],
+    )  # fmt: skip
+    return (
+        int(action[0]),
+        float(propensity[0]),
+        int(greedy[0]),
+        int(leaf[0]) if aggregate == "single" else None,
+        output[0],
+        float(uniforms[0, 1]),
+    )
 
 
 def decide_columns(
