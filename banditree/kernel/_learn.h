@@ -420,3 +420,55 @@ fail:
     release(a, 4);
     return NULL;
 }
+
+/* ---- the running input statistics (banditree.learners.standardize) -------------- */
+
+PyDoc_STRVAR(welford_doc,
+             "welford(mean, m2, count, rows, mean_out, m2_out)\n--\n\n"
+             "RunningStandardizer.update with each row in turn, from `count` rows seen.");
+
+static PyObject *welford(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[5];
+    long long count;
+    if (!PyArg_ParseTuple(args, "OOLOOO:welford", &o[0], &o[1], &count, &o[2], &o[3], &o[4])) {
+        return NULL;
+    }
+    if (count < 0) {
+        return PyErr_Format(PyExc_ValueError, "count must be >= 0, got %lld", count);
+    }
+    Arr a[5];
+    memset(a, 0, sizeof a);
+    Py_ssize_t ds[1] = {-1}, rs[2] = {-1, -1};
+    if (take(o[0], "mean", 'd', 1, ds, 0, &a[0]) < 0 ||
+        take(o[1], "m2", 'd', 1, ds, 0, &a[1]) < 0) {
+        goto fail;
+    }
+    rs[1] = ds[0];
+    if (take(o[2], "rows", 'd', 2, rs, 0, &a[2]) < 0 ||
+        take(o[3], "mean_out", 'd', 1, ds, 1, &a[3]) < 0 ||
+        take(o[4], "m2_out", 'd', 1, ds, 1, &a[4]) < 0) {
+        goto fail;
+    }
+    Py_ssize_t d = ds[0], n = rs[0];
+    const double *rows = f64(&a[2]);
+    double *mean = f64(&a[3]), *m2 = f64(&a[4]);
+    memmove(mean, f64(&a[0]), (size_t)d * sizeof(double));
+    memmove(m2, f64(&a[1]), (size_t)d * sizeof(double));
+    for (Py_ssize_t r = 0; r < n; r++) {
+        /* Welford: mean += (x - mean) / n; m2 += (x - new mean)(x - old mean) */
+        double seen = (double)(count + r + 1);
+        const double *x = rows + r * d;
+        for (Py_ssize_t j = 0; j < d; j++) {
+            double delta = x[j] - mean[j];
+            double moved = delta / seen + mean[j];
+            m2[j] = (x[j] - moved) * delta + m2[j];
+            mean[j] = moved;
+        }
+    }
+    release(a, 5);
+    Py_RETURN_NONE;
+fail:
+    release(a, 5);
+    return NULL;
+}

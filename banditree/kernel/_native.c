@@ -443,6 +443,7 @@ static PyMethodDef methods[] = {
     {"window_gradients", window_gradients, METH_VARARGS, window_gradients_doc},
     {"ridge_rows", ridge_rows, METH_VARARGS, ridge_rows_doc},
     {"rmsprop", rmsprop, METH_VARARGS, rmsprop_doc},
+    {"welford", welford, METH_VARARGS, welford_doc},
     {"event_uniforms", event_uniforms, METH_VARARGS, event_uniforms_doc},
     {NULL, NULL, 0, NULL},
 };

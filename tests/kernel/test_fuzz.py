@@ -268,3 +268,21 @@ def test_event_uniforms_raise_or_hash(
     except (*RAISED, UnicodeError):
         return
     assert ((out >= 0.0) & (out < 1.0)).all()
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data(), count=mostly([0, 1, 5, 2**40], [-1, 2**63]))
+def test_welford_raises_or_folds(data: st.DataObject, count: int) -> None:
+    args = [
+        data.draw(then_hostile(floats((D,))), label="mean"),
+        data.draw(then_hostile(floats((D,))), label="m2"),
+        count,
+        data.draw(then_hostile(floats((B, D))), label="rows"),
+        data.draw(hostile(np.zeros(D)), label="mean_out"),
+        data.draw(hostile(np.zeros(D)), label="m2_out"),
+    ]
+    try:
+        module.welford(*args)
+    except RAISED:
+        return
+    assert isinstance(args[4], np.ndarray)

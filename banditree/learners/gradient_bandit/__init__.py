@@ -170,6 +170,7 @@ class GradientBandit(Deciding, Learning, Checkpointing):
             model.fitted_elsewhere = RIDGE_FITTED
             self._serve_ridge(self._params)
         self._standardizer = RunningStandardizer(self.n_features)
+        self._input_rows = []
         self._clip = FeedbackClip(gradient_clip) if gradient_clip is not None else None
         self._refused = 0
         self._detector = drift_detector

@@ -36,6 +36,8 @@ def use_reference(learner: GradientBase) -> None:
     RMSprop and the ridge), as ``BANDITREE_KERNEL=reference`` runs every learner: the
     kernel's tests and ``benchmarks/kernel_speed.py`` compare both paths in one process."""
     learner._native = False
+    learner._fold_inputs()
+    learner._standardizer.kernel = None
     learner._optimizer.kernel = None
     if learner._ridge is not None:
         learner._ridge.kernel = None

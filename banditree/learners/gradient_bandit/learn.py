@@ -92,7 +92,9 @@ class Learning(GradientBase):
         gradient is not finite (possible only with absurd finite inputs such as a loss
         of 1e308) is dropped whole, so the model never holds NaN.
         """
-        return self._learn_checked(self._checked_context(decision, feedback), decision, feedback)
+        learned = self._learn_checked(self._checked_context(decision, feedback), decision, feedback)
+        self._fold_inputs()
+        return learned
 
     def learn_batch(
         self, decisions: Sequence[Decision], feedbacks: Sequence[Feedback]
@@ -130,6 +132,7 @@ class Learning(GradientBase):
                     out.append(err)
         finally:
             self._in_batch = False
+            self._fold_inputs()
             snap = self._snapshot
             if snap is not before:  # the one version left to serve: prepared as learn's
                 frozen = self.model.prepare(snap.frozen)
@@ -140,7 +143,10 @@ class Learning(GradientBase):
     def _learn_checked(self, x: FloatArray, decision: Decision, feedback: Feedback) -> bool:
         """:meth:`learn` after the checks: ``x`` the decision's context as an array (kept)."""
         if self.standardize:
-            self._standardizer.update(x)
+            if self._standardizer.kernel is not None:
+                self._input_rows.append(x)  # folded in one kernel call (_fold_inputs)
+            else:
+                self._standardizer.update(x)
         self._buffer.append((x, decision, feedback))
         self._pending += 1
         self._count_feedback(feedback)

@@ -54,6 +54,7 @@ class Checkpointing(GradientBase):
             tensors["ridge.prior"] = self._ridge.prior.copy()
         if self._challenger is not None:
             tensors.update(self._challenger.tensors())
+        self._fold_inputs()
         tensors["std.mean"] = self._standardizer.mean
         tensors["std.m2"] = self._standardizer.m2
         # the statistics decisions read: those of the last update, not the running ones
@@ -112,6 +113,7 @@ class Checkpointing(GradientBase):
                 setattr(ridge, name, value)
         self._optimizer.load_state_tensors(group("optim."))
         self._accum = group("accum.")
+        self._input_rows.clear()
         self._standardizer.mean = np.array(tensors["std.mean"], dtype=np.float64)
         self._standardizer.m2 = np.array(tensors["std.m2"], dtype=np.float64)
         self._standardizer.count = int(meta["std_count"])
