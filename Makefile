@@ -41,7 +41,8 @@ unit: $(STAMP)
 # The kernel built with AddressSanitizer and UndefinedBehaviorSanitizer in a scratch copy
 # of the package (the installed build is left alone), and the kernel's tests run against
 # it. CPython is not built with ASan: its runtime is preloaded, and leaks (CPython's own,
-# at exit) are not reported; any other report fails the run.
+# at exit) are not reported; any other report aborts the run (pytest -s: the report reaches
+# the terminal; an overflow injected in decide is reported with its line).
 SANITIZE_DIR := build/sanitize
 sanitize: $(STAMP)
 	rm -rf $(SANITIZE_DIR) && mkdir -p $(SANITIZE_DIR)
@@ -51,7 +52,7 @@ sanitize: $(STAMP)
 	cd $(SANITIZE_DIR) && LD_PRELOAD="$$($${CC:-gcc} -print-file-name=libasan.so)" \
 		ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-		$(abspath $(PY)) -m pytest -q -p no:cacheprovider tests/kernel
+		$(abspath $(PY)) -m pytest -q -s -p no:cacheprovider tests/kernel
 
 test: lint typecheck docs unit sanitize
 
