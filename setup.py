@@ -1,7 +1,7 @@
 """The compiled kernel's build (the rest of the package is declared in pyproject.toml).
 
 ``banditree.kernel._native`` is one C file against the CPython API, warnings as errors
-(docs/decisions/0001-native-kernel.md).  ``BANDITREE_SANITIZE=1`` builds it with
+(docs/decisions/native-kernel.md).  ``BANDITREE_SANITIZE=1`` builds it with
 AddressSanitizer and UndefinedBehaviorSanitizer (``make sanitize``).
 """
 

@@ -17,7 +17,7 @@ import orjson
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 
-from service.schemas import PredictCreate
+from service.domain.schemas import PredictCreate
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Receive, Scope, Send

@@ -6,7 +6,7 @@ One command::
 
 A model (DGT h=6, 16 features, 10 actions) whose log holds ``--entries`` feedbacks after
 its only checkpoint (what a learner finds after ``kill -9``) is learned by the service's
-own :class:`~service.runtime.learner.ModelLearner` (lease, batched reads, the decoding,
+own :class:`~service.domain.runtime.learner.ModelLearner` (lease, batched reads, the decoding,
 the learner thread, metrics, checkpoints at the service's default pace): the seconds
 from its start to the last entry applied (the recovery time, process start aside) and
 its pace, against the bare ``learner.learn`` loop on the same pairs, decoded
@@ -47,13 +47,13 @@ import orjson
 
 from banditree.learners import Feedback, build_learner
 from benchmarks.log_scale import CONFIG, UID, fill, make_pairs
+from service.domain.runtime.idle import IdleLearners
+from service.domain.runtime.learner import LearnerPolicy, ModelLearner
+from service.domain.runtime.learner_steps import MAX_CHUNK
+from service.domain.runtime.replay import read_decision
 from service.main import freeze_startup_objects
-from service.metrics import ServiceMetrics
-from service.runtime.idle import IdleLearners
-from service.runtime.learner import LearnerPolicy, ModelLearner
-from service.runtime.learner_steps import MAX_CHUNK
-from service.runtime.replay import read_decision
 from service.store import RedisStore, SqliteStore, Store
+from service.telemetry.metrics import ServiceMetrics
 
 
 @contextlib.contextmanager

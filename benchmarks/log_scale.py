@@ -6,7 +6,7 @@ One command::
 
 1. Feedback throughput of one learner for DGT h=6 (16 features, 10 actions): log
    entries read from the store in batches and applied by the learner's own code path
-   (:func:`service.runtime.replay.apply_entry`), against the bare ``learner.learn``
+   (:func:`service.domain.runtime.replay.apply_entry`), against the bare ``learner.learn``
    loop on the same pairs in the same run (the ratio shows the log's overhead).
    Goal: >= 5,000 feedbacks per second.
 2. Recovery time: a learner that starts with ``--entries`` log entries after its
@@ -39,7 +39,7 @@ import numpy as np
 from tqdm import tqdm
 
 from banditree.learners import Feedback, build_learner
-from service.runtime.replay import apply_entry, decision_payload, feedback_json
+from service.domain.runtime.replay import apply_entry, decision_payload, feedback_json
 from service.store import RedisStore, SqliteStore, Store
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -85,7 +85,7 @@ async def replay_all(store: Store) -> tuple[int, float]:
 
 def bare_learn_seconds(pairs: list[tuple[str, str, str]]) -> float:
     """The same pairs through ``learner.learn`` directly (no store, no decoding)."""
-    from service.runtime.replay import read_decision
+    from service.domain.runtime.replay import read_decision
 
     decoded = [(read_decision(d, UID), Feedback(**json.loads(f))) for _, d, f in pairs]
     learner = build_learner(CONFIG)

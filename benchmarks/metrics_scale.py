@@ -37,8 +37,8 @@ from prometheus_client import generate_latest
 
 from benchmarks import sqlite_locks, stall_probe
 from benchmarks.tombstone_memory import free_port, start_redis
-from service.metrics import ServiceMetrics
-from service.metrics_render import ExpositionRenderer, registry_metrics
+from service.telemetry.metrics import ServiceMetrics
+from service.telemetry.metrics_render import ExpositionRenderer, registry_metrics
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = {"kind": "linear", "n_features": 4, "n_actions": 3}

@@ -38,7 +38,7 @@ from reference_fields import (  # noqa: E402 (found through the path set above)
 
 def config_page() -> str:
     from banditree.learners.config import SECTIONS, LearnerConfig
-    from service.schemas import ModelCreate
+    from service.domain.schemas import ModelCreate
 
     own = set(LearnerConfig.model_fields)
     service_rows = field_rows(ModelCreate, skip=own)
@@ -61,7 +61,7 @@ def config_page() -> str:
         "(../explanation/defaults.md).\n"
         + sections
         + "\n## Service fields of `PUT /v1/models/{name}`\n\n"
-        "Generated from `service.schemas.ModelCreate`: the body is the learner configuration "
+        "Generated from `service.domain.schemas.ModelCreate`: the body is the learner configuration "
         "above plus these fields; unset, they fall back to the "
         '[service settings](settings.md). The body is strict: `true`, `"4"` or `4.0` is '
         "not an integer.\n\n" + TABLE_HEAD + "\n".join(service_rows) + "\n"
@@ -92,7 +92,7 @@ def settings_page() -> str:
 
 
 def http_page() -> str:
-    from service.auth import ADMIN_OPERATIONS
+    from service.edge.auth import ADMIN_OPERATIONS
     from service.main import create_app
     from service.settings import Settings
 
@@ -177,7 +177,7 @@ def _rst_to_md(text: str) -> str:
 
 
 def metrics_page() -> str:
-    from service.metrics import ServiceMetrics
+    from service.telemetry.metrics import ServiceMetrics
 
     metrics = ServiceMetrics()
     rows = []
@@ -191,7 +191,7 @@ def metrics_page() -> str:
         rows.append(f"| `{exposed}` | {kind} | {labels} | {cell(collector._documentation)} |")
     return (
         "# Metrics\n\n"
-        "Generated from `service.metrics.ServiceMetrics` at build time: every metric a "
+        "Generated from `service.telemetry.metrics.ServiceMetrics` at build time: every metric a "
         "serving process exports at `/metrics` (Prometheus text format), per process. "
         "Histograms also export `_bucket`, `_sum` and `_count`.\n\n"
         "| metric | type | labels | meaning |\n|---|---|---|---|\n"

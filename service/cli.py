@@ -33,7 +33,7 @@ def register(app: typer.Typer) -> None:
 
         import uvicorn
 
-        from service.connection_limits import GuardedHttp
+        from service.edge.connection_limits import GuardedHttp
         from service.settings import SettingsError, load_settings
 
         given = (("host", host), ("port", port), ("workers", workers), ("role", role))
@@ -64,7 +64,7 @@ def register(app: typer.Typer) -> None:
             # uvicorn's text access log stays off: BANDITREE_ACCESS_LOG turns on the
             # service's own JSON lines (one per request)
             access_log=False,
-            # read deadlines and connection caps (service.connection_limits), which also
+            # read deadlines and connection caps (service.edge.connection_limits), which also
             # bound running requests by max_connections: uvicorn's limit_concurrency would
             # count idle sockets and refuse everyone
             http=GuardedHttp,

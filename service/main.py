@@ -15,16 +15,16 @@ from fastapi import FastAPI
 from fastapi.telemetry import TelemetryConfig
 
 from banditree import __version__
-from service.auth import ADMIN_OPERATIONS, ApiKeyAuth
-from service.docs_page import install_docs
-from service.errors import document_errors, install_error_handlers
-from service.hot.app import ServiceApp
-from service.http_middleware import enable_access_log
-from service.loop_lag import watch_loop_lag
-from service.metrics import ServiceMetrics
-from service.openapi_links import add_links
-from service.registry import ModelRegistry
-from service.routes import (
+from service.domain.jobs import Jobs
+from service.domain.registry import ModelRegistry
+from service.domain.runtime.tasks import pause_after_pass, stop_tasks
+from service.edge.app import ServiceApp
+from service.edge.auth import ADMIN_OPERATIONS, ApiKeyAuth
+from service.edge.http_middleware import enable_access_log
+from service.http.docs_page import install_docs
+from service.http.errors import document_errors, install_error_handlers
+from service.http.openapi_links import add_links
+from service.http.routes import (
     apprentice,
     checkpoints,
     decisions,
@@ -32,13 +32,15 @@ from service.routes import (
     metrics,
     models,
     personalizer,
+    personalizer_root,
     ranking,
     ranking_slots,
 )
-from service.routes import log as log_route
-from service.runtime.tasks import pause_after_pass, stop_tasks
+from service.http.routes import log as log_route
 from service.settings import Settings, load_settings
 from service.store import Store, StoreUnavailable, open_store
+from service.telemetry.loop_lag import watch_loop_lag
+from service.telemetry.metrics import ServiceMetrics
 
 log = logging.getLogger("banditree.service")
 _NO_TELEMETRY: TelemetryConfig = {"tracing": False, "metrics": False, "logs": False}
@@ -163,6 +165,7 @@ def create_app(settings: Settings | None = None, *, freeze_startup: bool = False
         await store.ping()
         registry = ModelRegistry(store=store, settings=settings, metrics=service_metrics)
         app.state.registry = registry
+        app.state.jobs = Jobs()  # evaluations and feature importances (Personalizer's)
         if not settings.auth_enabled:
             log.warning("no API keys configured: every route is open (set BANDITREE_API_KEYS)")
         await registry.start()
@@ -182,6 +185,7 @@ def create_app(settings: Settings | None = None, *, freeze_startup: bool = False
         try:
             yield
         finally:
+            await app.state.jobs.close()
             await _shut_down(registry, store, tasks, settings.shutdown_seconds)
 
     app = ServiceApp(
@@ -203,7 +207,7 @@ def create_app(settings: Settings | None = None, *, freeze_startup: bool = False
     routers = [
         decisions.router, models.router, checkpoints.router, health.router, metrics.router,
         log_route.router, apprentice.router, ranking.router, ranking_slots.router,
-        personalizer.router,
+        personalizer.router, personalizer_root.router,
     ]  # fmt: skip
     document_errors(app, routers, set(ADMIN_OPERATIONS))
     add_links(routers)

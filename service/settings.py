@@ -117,6 +117,13 @@ class Settings(BaseSettings):
         '["predict", "read", "admin"], "models": ["shop-*", "news"]}] (models: names or fnmatch '
         "patterns, default every model)",
     )
+    personalizer_model: str | None = Field(
+        None,
+        min_length=1,
+        max_length=200,
+        description="the model Personalizer's root routes (/personalizer/...) serve to a key "
+        "that reaches more than one model; a key scoped to one model uses that one",
+    )
     metrics_key: str | None = Field(
         None,
         min_length=8,
@@ -189,7 +196,7 @@ class Settings(BaseSettings):
             return [key.strip() for key in value.split(",") if key.strip()]
         return value
 
-    @field_validator("metrics_key", mode="before")
+    @field_validator("metrics_key", "personalizer_model", mode="before")
     @classmethod
     def _empty_metrics_key(cls, value: object) -> object:
         return None if value == "" else value  # compose passes an unset variable as ""

@@ -1,7 +1,7 @@
 """The compiled kernel: a tick's decisions and a learning window's gradients, one call each.
 
 ``banditree.kernel._native`` is one C file against the CPython API
-(``docs/decisions/0001-native-kernel.md``), built by the package's own build.  The numpy
+(``docs/decisions/native-kernel.md``), built by the package's own build.  The numpy
 code (``banditree.models``, ``banditree.explore``, ``banditree.learners``) stays the
 specification and the tests' oracle (``tests/kernel``).
 

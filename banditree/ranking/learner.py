@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 import secrets
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -161,6 +162,13 @@ class RankingLearner:
             probabilities=tuple(pmf),
             greedy=greedy,
             model_version=self.version,
+        )
+
+    def set_explorer(self, name: str, scale: float | None, exponent: float | None) -> None:
+        """Explore with ``name`` from now on (``ValueError`` for a bad setting)."""
+        self._explorer = make_explorer(name, scale, exponent)
+        self.config = replace(
+            self.config, explorer=name, gamma_scale=scale, gamma_exponent=exponent
         )
 
     def choose(

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from banditree.core import Decision, DecisionColumns, Feedback
-from banditree.explore import event_uniforms, sample_action
+from banditree.explore import event_uniforms, make_explorer, sample_action
 from banditree.features import FeatureEncoder, FeatureSchema, InvalidInput
 from banditree.learners.apprentice import AgreementTracker, Mode, check_mode
 from banditree.learners.base import Learner, Tensors
@@ -61,7 +61,11 @@ class RankingModel(Learner):
         self.n_features, self.n_actions, self.seed = 1, MAX_CANDIDATES, config.seed
         self._height = config.height if config.height is not None else 4
         self._learning_rate = config.learning_rate or 3e-3
-        self._explorer = (config.explorer, config.explorer_parameter, config.explorer_exponent)
+        self._explorer: tuple[str, float | None, float | None] = (
+            config.explorer,
+            config.explorer_parameter,
+            config.explorer_exponent,
+        )
         self.context_encoder: FeatureEncoder | None = None
         self.action_encoder: FeatureEncoder | None = None
         self.core: RankingLearner | None = None
@@ -283,6 +287,37 @@ class RankingModel(Learner):
         if self._agreement is None and mode == "apprentice":
             raise InvalidInput("mode", "this model was created online")
         self._mode = mode
+
+    @property
+    def explorer_settings(self) -> tuple[str, float | None, float | None]:
+        """``(explorer, parameter, exponent)`` the model explores with now."""
+        return self._explorer
+
+    def check_explorer(
+        self, explorer: str, parameter: float | None = None, exponent: float | None = None
+    ) -> None:
+        """``ValueError`` when the model cannot explore so (the config's and the explorer's
+        own checks); nothing changes."""
+        LearnerConfig.model_validate(
+            {**self._config, "explorer": explorer, "explorer_parameter": parameter,
+             "explorer_exponent": exponent}
+        )  # fmt: skip
+        make_explorer(explorer, parameter, exponent)
+
+    def set_explorer(
+        self, explorer: str, parameter: float | None = None, exponent: float | None = None
+    ) -> None:
+        """Explore with ``explorer`` from now on; what was learned is kept.
+
+        Learner state, as the apprentice mode is: the config keeps the explorer the
+        model was created with, a checkpoint holds this one.  ``ValueError`` (from the
+        config's own checks) for a bad setting.
+        """
+        self.check_explorer(explorer, parameter, exponent)
+        if self.core is not None:
+            self.core.set_explorer(explorer, parameter, exponent)
+        self._explorer = (explorer, parameter, exponent)
+        self._scorer = None
 
     def agreement(self) -> dict[str, float | int | None]:
         """How often the model's own choice agrees with the baseline played, and both

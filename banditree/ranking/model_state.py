@@ -2,7 +2,8 @@
 
 The learner's tensors under ``core.``, each encoder's under ``context.`` / ``action.``
 with its schema; the apprentice figures under ``apprentice`` for a model created in
-apprentice mode.
+apprentice mode; under ``explorer`` the explorer set since the model was created
+(``set_explorer``: the config keeps the one it was created with).
 """
 
 from __future__ import annotations
@@ -26,8 +27,13 @@ class RankingModel(Protocol):
     _agreement: AgreementTracker | None
     _mode: Mode
 
+    @property
+    def explorer_settings(self) -> tuple[str, float | None, float | None]: ...
     def config(self) -> dict[str, Any]: ...
     def set_mode(self, mode: str) -> None: ...
+    def set_explorer(
+        self, explorer: str, parameter: float | None = None, exponent: float | None = None
+    ) -> None: ...
     def _setup(self, context: FeatureSchema | None, action: FeatureSchema | None) -> None: ...
     def _counter_state(self) -> dict[str, Any]: ...
     def _load_counter_state(self, meta: dict[str, Any]) -> None: ...
@@ -48,6 +54,14 @@ def ranking_state(model: RankingModel) -> tuple[Tensors, dict[str, Any]]:
     meta: dict[str, Any] = {"config": model.config(), **model._counter_state()}
     if model._agreement is not None:
         meta["apprentice"] = model._agreement.state(model._mode)
+    created = model.config()
+    explorer = model.explorer_settings
+    if explorer != (
+        created["explorer"],
+        created["explorer_parameter"],
+        created["explorer_exponent"],
+    ):
+        meta["explorer"] = list(explorer)  # set since creation (set_explorer)
     tensors: Tensors = {}
     if model.core is not None:
         core_tensors, core_meta = model.core.state_tensors()
@@ -93,4 +107,7 @@ def load_ranking_state(model: RankingModel, tensors: Tensors, meta: dict[str, An
     if model._agreement is not None and saved is not None:
         model.set_mode(str(saved.get("mode", "apprentice")))
         model._agreement.load(saved)
+    if "explorer" in meta:
+        name, parameter, exponent = meta["explorer"]
+        model.set_explorer(str(name), parameter, exponent)
     model._load_counter_state(meta)

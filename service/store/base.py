@@ -32,7 +32,7 @@ tells a loss from a deletion: it is a random id written when the store is first 
 and a different one means the data went.  Each process then holds its models again
 with the counters it knows (log offsets, checkpoint sequences and fencing tokens go on
 from there, never back), rewrites their records and offers the snapshot it serves as
-the checkpoint to restart from (see ``service.registry``).  Deletion tombstones were
+the checkpoint to restart from (see ``service.domain.registry``).  Deletion tombstones were
 the alternative; they are lost with the data too, so they cannot tell the two apart.
 """
 

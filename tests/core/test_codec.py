@@ -21,7 +21,7 @@ from banditree.core.codec import (
     decision_to_dict,
     record_json,
 )
-from service.schemas import DecisionPublic
+from service.domain.schemas import DecisionPublic
 
 CLASSIFICATION = Decision.of_action("e1", (0.5, -1.0), 3, 2, 0.25, 1, 7, {"reach": 1.5})
 REGRESSION = Decision("e2", (1.0,), 4, value=2.5, greedy_value=2.0, perturbation=1)

@@ -1,7 +1,8 @@
 """Find the code blocks of the README and the docs site, and say how each one runs.
 
 A fenced block's language decides: ``python`` blocks are executed, ``bash``/``sh``/
-``shell`` blocks are run by bash; every other language (``text``, ``json``, ``yaml``,
+``shell`` blocks are run by bash, ``javascript``/``js`` blocks by Node.js (each on its own,
+with the packages of ``tests/personalizer_js``); every other language (``text``, ``json``, ``yaml``,
 ``ini``, ``nginx``) is not code and is not run.  A block right after the comment
 ``<!-- not-run: REASON -->`` is reported as skipped with that reason (a deployment that
 needs Docker, a server that runs until stopped).  Blocks of one page run in order and
@@ -15,7 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-RUNNABLE = {"python": "python", "py": "python", "bash": "shell", "sh": "shell", "shell": "shell"}
+RUNNABLE = {
+    "python": "python", "py": "python", "bash": "shell", "sh": "shell", "shell": "shell",
+    "javascript": "javascript", "js": "javascript",
+}  # fmt: skip
+#: the Node packages JavaScript blocks use (``npm ci`` there, as ``.ci/run`` does)
+NODE_PACKAGES = ROOT / "tests" / "personalizer_js" / "node_modules"
 NOT_CODE = {"text", "json", "yaml", "ini", "nginx", "toml", "console-output"}
 _FENCE = re.compile(r"^(?P<indent> *)(?P<fence>```+|~~~+)\s*(?P<info>[^\n`]*)$")
 _NOT_RUN = re.compile(r"<!--\s*not-run:\s*(?P<reason>.+?)\s*-->")
@@ -34,7 +40,7 @@ class Block:
 
     page: Path
     line: int  # 1-based line of the opening fence
-    language: str  # "python", "shell", or the fence's language when it is not code
+    language: str  # "python", "shell", "javascript", or the fence's language when not code
     code: str
     not_run: str | None  # the reason given in a not-run comment
 

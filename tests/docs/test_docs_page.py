@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from service.docs_page import ASSET_FILES, ASSETS_URL
+from service.http.docs_page import ASSET_FILES, ASSETS_URL
 from service.main import create_app
 from service.settings import Settings
 

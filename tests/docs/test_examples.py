@@ -1,7 +1,8 @@
 """Every code block of the README and the docs runs as a reader would run it.
 
 One test per page: its Python blocks are executed in one namespace, its shell blocks by
-bash (sharing variables and a working directory), in page order.  Blocks that talk to
+bash (sharing variables and a working directory), its JavaScript blocks by Node.js (each
+on its own, when ``tests/personalizer_js`` has its packages), in page order.  Blocks that talk to
 ``127.0.0.1:8000`` run against a live ``banditree`` server started here with the
 embedded store on a spare port and the keys the pages use (``app-key``, ``admin-key``).
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import traceback
@@ -18,15 +20,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.docs.examples import ROOT, Block, blocks, pages, point_at
+from tests.docs.examples import NODE_PACKAGES, ROOT, Block, blocks, pages, point_at
 from tests.service.live_server import LiveServer
 
 PAGES = pages()
+CODE = ("python", "shell", "javascript")
+#: a scoped key for the Personalizer pages: it reaches model "menu" only
+MENU_KEY = '[{"key": "menu-key", "roles": ["predict", "read", "admin"], "models": ["menu"]}]'
 #: the pages with a block to run (the others hold prose, tables and not-run blocks only)
 RUNNABLE_PAGES = [
-    page
-    for page in PAGES
-    if any(b.language in ("python", "shell") and not b.not_run for b in blocks(page))
+    page for page in PAGES if any(b.language in CODE and not b.not_run for b in blocks(page))
 ]
 SHELL_TIMEOUT_SECONDS = 300
 #: the shell state a block leaves to the next one of its page: its own variables
@@ -45,6 +48,7 @@ def docs_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
         "BANDITREE_DATA_DIR": str(data / "data"),
         "BANDITREE_API_KEYS": "app-key",
         "BANDITREE_ADMIN_KEYS": "admin-key",
+        "BANDITREE_SCOPED_KEYS": MENU_KEY,
     }
     env = {k: v for k, v in os.environ.items() if not k.startswith("BANDITREE_")} | env
     server = LiveServer(env, log_path=data / "server.log")
@@ -82,6 +86,26 @@ def _run_shell(block: Block, code: str, workdir: Path) -> None:
         )
 
 
+def _run_javascript(block: Block, code: str, workdir: Path) -> None:
+    script = workdir / f"block-{block.line}.js"
+    script.write_text(code)
+    env = {**_shell_env(), "NODE_PATH": str(NODE_PACKAGES)}
+    done = subprocess.run(
+        ["node", str(script)], cwd=workdir, env=env, capture_output=True, text=True,
+        timeout=SHELL_TIMEOUT_SECONDS,
+    )  # fmt: skip
+    if done.returncode != 0:
+        pytest.fail(
+            f"{block.id}: the JavaScript block exited {done.returncode}\n{code}\n"
+            f"--- stdout\n{done.stdout[-4000:]}\n--- stderr\n{done.stderr[-4000:]}"
+        )
+
+
+def _node_ready() -> bool:
+    """Node and the packages of tests/personalizer_js (.ci/run installs both)."""
+    return shutil.which("node") is not None and NODE_PACKAGES.is_dir()
+
+
 def _run_python(block: Block, code: str, namespace: dict[str, object]) -> None:
     try:
         exec(compile(code, block.id, "exec"), namespace)
@@ -98,7 +122,9 @@ def test_page_examples_run(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    runnable = [b for b in blocks(page) if b.language in ("python", "shell") and not b.not_run]
+    runnable = [b for b in blocks(page) if b.language in CODE and not b.not_run]
+    if not _node_ready():  # without `npm ci` in tests/personalizer_js, the rest still runs
+        runnable = [b for b in runnable if b.language != "javascript"]
     url = (
         request.getfixturevalue("docs_server").url
         if any(b.needs_server for b in runnable)
@@ -111,6 +137,8 @@ def test_page_examples_run(
         code = point_at(block.code, url) if url else block.code
         if block.language == "python":
             _run_python(block, code, namespace)
+        elif block.language == "javascript":
+            _run_javascript(block, code, tmp_path)
         else:
             _run_shell(block, code, tmp_path)
 

@@ -1,7 +1,7 @@
 """The rules across fields of a learner configuration (one field's bounds sit on the field).
 
 :func:`check` runs on a :class:`~banditree.learners.config.LearnerConfig` and on the
-flat HTTP body that composes one (``service.schemas.ModelCreate``), so both refuse a
+flat HTTP body that composes one (``service.domain.schemas.ModelCreate``), so both refuse a
 body with the same message.
 """
 

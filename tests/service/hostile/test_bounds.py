@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from service.schemas import ModelCreate
+from service.domain.schemas import ModelCreate
 from tests.service.conftest import REDIS_URL, delete_prefix
 from tests.service.hostile.serve import Served
 from tests.service.live_server import LiveServer

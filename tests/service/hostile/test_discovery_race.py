@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from service.metrics import ServiceMetrics
-from service.registry import ModelRegistry
-from service.schemas import ModelCreate
+from service.domain.registry import ModelRegistry
+from service.domain.schemas import ModelCreate
 from service.settings import Settings
 from service.store import SqliteStore, Store
+from service.telemetry.metrics import ServiceMetrics
 
 pytestmark = pytest.mark.anyio
 MODEL = ModelCreate(n_features=2, n_actions=2, accumulate=1)

@@ -1,0 +1,282 @@
+"""The serving side of one model: decide on the current snapshot, log feedback durably.
+
+Predictions read the snapshot this process serves (an immutable learner replaced
+whole by :mod:`service.domain.runtime.snapshot`) and store each decision as pending, one
+store write per request.  A feedback is validated against its pending decision, then
+claimed and appended to the model's log in one atomic store step; only then is it
+acknowledged.  Learning happens elsewhere (:mod:`service.domain.runtime.learner`).
+
+When the store cannot be reached, predictions are still answered from the snapshot in
+memory, marked as not logged (their feedback cannot be taken) and counted in
+``banditree_unlogged_predictions_total``; feedback gets 503.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from banditree.learners import (
+    Apprentice,
+    Decision,
+    DecisionColumns,
+    Feedback,
+    InvalidInput,
+    Learner,
+)
+from service.domain.errors import (
+    FEEDBACK_REFUSALS,
+    FeedbackRefused,
+    InvalidRequest,
+    Unavailable,
+)
+from service.domain.runtime.event_ids import new_event_ids
+from service.domain.runtime.operator import OperatorWrites
+from service.domain.runtime.policy import Policy
+from service.domain.runtime.replay import (
+    column_payloads,
+    decision_payload,
+    feedback_json,
+    read_decision,
+)
+from service.domain.runtime.snapshot import ServedSnapshot
+from service.domain.runtime.tick_decisions import TickDecisions, act_one
+from service.store import (
+    CheckpointInfo,
+    EventLookup,
+    ModelGone,
+    Store,
+    StoreBehind,
+    StoreUnavailable,
+)
+from service.store.budget import wait_within_budget
+from service.telemetry.metrics import ModelMetrics
+
+log = logging.getLogger("banditree.service")
+
+#: the pending count of a model is read again only once this many times the time its
+#: last read took has passed: the count is O(pending decisions) in a store (a million
+#: rows of the embedded store: about 0.15 s of a worker thread), so at most 1% of the
+#: time goes to it, and a small model's is read at every pass
+PENDING_READ_SPACING = 100.0
+#: store status (also the ``outcome`` label) -> HTTP status and message
+_UNAVAILABLE = (
+    "the store is unreachable: the feedback may not have been recorded; retry it "
+    "(a repeat of a feedback that was recorded answers 409)"
+)
+
+
+class ModelRuntime(OperatorWrites):
+    """A model served under ``name``: its current snapshot, predict and feedback."""
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        uid: str,
+        learner: Learner,
+        policy: Policy,
+        store: Store,
+        metrics: ModelMetrics,
+        last_checkpoint: CheckpointInfo | None = None,
+        wake_learner: Callable[[], None] | None = None,
+        on_gone: Callable[[], None] | None = None,
+        on_behind: Callable[[str, str], None] | None = None,
+        on_initial_snapshot: Callable[[], None] | None = None,
+    ) -> None:
+        self.name, self.uid = name, uid
+        self.policy, self.store, self.metrics = policy, store, metrics
+        self.served = ServedSnapshot(self, learner, last_checkpoint, on_initial_snapshot)
+        self.wake_learner = wake_learner  # work for this process's learner: look now
+        self.on_gone = on_gone  # the store no longer holds the model: deleted, or data lost
+        self.on_behind = on_behind  # (name, uid): the store came back from an older snapshot
+        self.log_last = last_checkpoint.offset if last_checkpoint else 0
+        self.decisions_total = 0  # as last seen in the store, plus this process's since
+        self._leaves_sum, self._leaves_count = 0.0, 0
+        self._tick = TickDecisions(self)  # one-context predictions decided per loop tick
+        self._pending_due = 0.0  # when the pending count is read again (refresh_gauges)
+
+    @property
+    def learner(self) -> Learner:
+        """The learner whose snapshot is served now (read-only here)."""
+        return self.served.learner
+
+    @property
+    def counters(self) -> dict[str, float]:
+        """The served learner's counters, with the decisions of every process."""
+        return {**self.learner.counters, "decisions": self.decisions_total}
+
+    @property
+    def pending_updates(self) -> int:
+        """Acknowledged feedback not yet in the served snapshot (as last seen)."""
+        return max(0, self.log_last - self.served.offset)
+
+    # -- predict ---------------------------------------------------------------------
+    async def predict(
+        self, contexts: list[Any], defaults: list[int] | None = None
+    ) -> tuple[list[Decision], bool]:
+        """Decide for the one context of ``contexts`` and store the decision:
+        ``([decision], logged)``.  A batch goes through :meth:`predict_columns`.
+
+        ``defaults`` (the caller's default action of each context) is played by an
+        apprentice-mode model and ignored by others."""
+        started = time.perf_counter()
+        (context,) = contexts
+        default = None if defaults is None else defaults[0]
+        decisions = [act_one(self.learner, context, default, new_event_ids(1)[0])]
+        events = [(d.event_id, decision_payload(self.uid, d)) for d in decisions]
+        leaves = [d.extras["reachable_leaves"] for d in decisions if "reachable_leaves" in d.extras]
+        explored = sum(d.explored for d in decisions)
+        return decisions, await self._store(events, explored, leaves, started)
+
+    async def predict_in_tick(
+        self, contexts: list[Any], defaults: list[int] | None = None
+    ) -> tuple[dict[str, Any], bool]:
+        """:meth:`predict` of one context decided with the others of this loop tick
+        (:mod:`service.domain.runtime.tick_decisions`): ``(public answer, logged)``, answered
+        once its decision is stored."""
+        started = time.perf_counter()
+        (context,) = contexts
+        public, stored = await self._tick.add(context, None if defaults is None else defaults[0])
+        return public, await self._counted(_settled(stored), 1, started)
+
+    async def predict_columns(
+        self, contexts: list[Any], defaults: list[int] | None = None
+    ) -> tuple[DecisionColumns, bool]:
+        """:meth:`predict` of a batch, its decisions held column by column (no object per row)."""
+        started = time.perf_counter()
+        learner, event_ids = self.learner, new_event_ids(len(contexts))
+        if defaults is not None and isinstance(learner, Apprentice):
+            columns = learner.act_columns(contexts, event_ids, default_actions=defaults)
+        else:
+            columns = learner.act_columns(contexts, event_ids)
+        events = list(zip(columns.event_ids, column_payloads(self.uid, columns), strict=True))
+        leaves = (columns.extras or {}).get("reachable_leaves") or []
+        return columns, await self._store(events, sum(columns.explored), leaves, started)
+
+    async def _store(
+        self, events: list[tuple[str, str]], explored: int, leaves: list[float], started: float
+    ) -> bool:
+        """Store the decisions and count them; False when the store could not be reached."""
+        writing = self.store.put_events(
+            self.name, events, now=time.time(), ttl_seconds=self.policy.event_ttl_seconds
+        )
+        logged = await self._counted(writing, len(events), started)
+        self.count_decided(explored, leaves)
+        return logged
+
+    async def _counted(self, writing: Awaitable[None], count: int, started: float) -> bool:
+        """Wait for the write of ``count`` decisions and count them: False (answered
+        without logging) when the store could not be reached."""
+        m = self.metrics
+        logged = True
+        try:
+            await writing
+        except StoreUnavailable as err:
+            log.warning("model %s answers without logging: %s", self.name, err)
+            m.unlogged.inc(count)
+            logged = False
+        if logged:
+            self.decisions_total += count
+        m.tick.inc_observe(  # the counters and the histogram are updated once per loop tick
+            m.predictions, count, m.predict_latency, time.perf_counter() - started
+        )
+        return logged
+
+    def count_decided(self, explored: int, leaves: list[float]) -> None:
+        """Count decisions made: ``explored`` of them explored; ``leaves`` reachable each."""
+        m = self.metrics
+        if explored:
+            m.tick.inc(m.explored, explored)
+        if leaves:
+            self._leaves_sum += float(sum(leaves))
+            self._leaves_count += len(leaves)
+            m.reachable_leaves.set(self._leaves_sum / self._leaves_count)
+
+    # -- feedback --------------------------------------------------------------------
+    def _refuse(self, found: EventLookup, event_id: str) -> FeedbackRefused:
+        refusal = FEEDBACK_REFUSALS.get(found.status, FEEDBACK_REFUSALS["unknown"])
+        self.metrics.feedback[refusal.outcome].inc()
+        return refusal(event_id)
+
+    async def feedback(self, event_id: str, feedback: Feedback, *, field: str = "loss") -> int:
+        """Validate, then claim the decision and log the feedback atomically: the log offset."""
+        try:
+            found = await self.store.peek_event(self.name, event_id, now=time.time())
+            if found.status != "pending":
+                raise self._refuse(found, event_id)
+            decision = read_decision(found.payload or "{}", self.uid)
+            if decision is None:
+                raise self._refuse(EventLookup("unknown"), event_id)
+            try:
+                self.learner.check(decision, feedback)
+            except InvalidInput as err:
+                self.metrics.feedback["invalid"].inc()
+                detail = str(err) if field == "loss" else f"{err} (computed from {field})"
+                raise InvalidRequest(detail, err.field) from None
+            claimed = await self.store.append_feedback(
+                self.name, event_id, feedback_json(feedback), now=time.time(),
+                seen=self.log_last,
+            )  # fmt: skip
+        except StoreUnavailable as err:
+            log.error("model %s could not log feedback %s: %s", self.name, event_id, err)
+            if isinstance(err, ModelGone) and self.on_gone is not None:
+                self.on_gone()
+            if isinstance(err, StoreBehind) and self.on_behind is not None:
+                self.on_behind(self.name, self.uid)
+            raise Unavailable(_UNAVAILABLE) from None
+        if claimed.status != "claimed":
+            raise self._refuse(claimed, event_id)
+        self.log_last = max(self.log_last, claimed.offset)
+        self.metrics.feedback["applied"].inc()
+        if self.wake_learner is not None:
+            self.wake_learner()
+        return claimed.offset
+
+    async def sweep(self, now: float) -> None:
+        """Expire overdue decisions; those of a model with a default loss go to the log."""
+        logged = self.policy.default_loss is not None
+        await self.refresh_bounds()
+        try:
+            expired = await self.store.expire_events(
+                self.name, now=now, limit=1000, log=logged, seen=self.log_last
+            )
+        except StoreBehind:
+            if self.on_behind is not None:
+                self.on_behind(self.name, self.uid)
+            raise
+        if expired:
+            self.metrics.expired.inc(expired)
+            if logged and self.wake_learner is not None:
+                self.wake_learner()
+
+    async def refresh_bounds(self) -> None:
+        """Last log offset, log length and decisions made, from the store."""
+        bounds = await self.store.log_bounds(self.name)
+        self.log_last = max(self.log_last, bounds.last)
+        self.decisions_total = max(self.decisions_total, bounds.decisions)
+        self.metrics.log_entries.set(bounds.length)
+
+    async def refresh_gauges(self, now: float) -> None:
+        """Pending decisions, log length, lease holder and checkpoint age, as of ``now``
+        (pending decisions at most every :data:`PENDING_READ_SPACING` times the read)."""
+        m = self.metrics
+        if now >= self._pending_due:
+            started = time.perf_counter()
+            m.pending.set(await self.store.pending_count(self.name))
+            self._pending_due = now + PENDING_READ_SPACING * (time.perf_counter() - started)
+        await self.refresh_bounds()
+        m.checkpoint_age.set(now - self.served.published_at if self.served.published_at else 0)
+        lease = await self.store.lease(self.name, now=now)
+        m.set_lease_holder(None if lease is None else lease.holder)
+
+
+async def _settled(stored: asyncio.Future[None]) -> None:
+    """A queued decision write's outcome (within the store budget while still pending)."""
+    if stored.done():
+        stored.result()
+    else:
+        await wait_within_budget(stored)

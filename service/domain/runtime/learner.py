@@ -1,0 +1,383 @@
+"""The learner of one model: holds the lease, applies the log in order, publishes snapshots.
+
+At most one process learns a model at a time.  A :class:`ModelLearner` runs in every
+process with a learning role; each one tries to take the model's lease, and the one
+that holds it restores the newest valid checkpoint, applies the log entries after its
+offset and publishes a checkpoint (a snapshot) every ``checkpoint_every_updates``
+updates or ``checkpoint_every_seconds``.  The others wait and take over when the lease
+lapses.  The store refuses a checkpoint written with an outdated fencing token, so a
+learner that was paused past its lease can never overwrite its successor's work.
+
+With a :class:`~service.domain.runtime.share.LeaseShare`, a learner tries for the lease only
+while its process leads fewer models than its fair share, and hands a lease back when
+its process is over its share (another process joined).
+
+The CPU work (``learner.learn``, serialising a checkpoint) runs in a worker thread, in
+slices of at most ``_SLICE_SECONDS``: the event loop keeps answering requests and the
+lease keeps being renewed.  A checkpoint is serialised between two slices and saved while
+the next one learns (the save's outcome is taken before the next save, before the lease
+is given back and before the learner idles; the log's next read waits for it, so that
+it does not wait for the store's write lock on the event loop).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from banditree.learners import Learner, build_learner
+from banditree.persistence import dumps
+from service.domain.checkpoint_restore import newest_valid_checkpoint
+from service.domain.runtime.idle import IdleLearners
+from service.domain.runtime.learner_steps import (
+    HandedOver,
+    LearnerPolicy,
+    LeaseLost,
+    apply_slice,
+    retry_seconds,
+)
+from service.domain.runtime.log_reader import LogReader
+from service.domain.runtime.share import LeaseShare
+from service.store import FencedOut, LogEntry, ModelGone, Store, StoreUnavailable
+from service.telemetry.metrics import ModelMetrics
+
+log = logging.getLogger("banditree.service")
+
+_BATCH = 512  # log entries read per round trip
+_REQUEST_CHECK_SECONDS = 0.1  # how often a busy learner looks for a checkpoint request
+
+
+class ModelLearner:
+    """Learns one model whenever this process holds its lease."""
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        uid: str,
+        config: dict[str, Any],
+        policy: LearnerPolicy,
+        store: Store,
+        metrics: ModelMetrics,
+        holder: str,
+        on_gone: Callable[[], None] | None = None,
+        idle: IdleLearners,
+        share: LeaseShare | None = None,
+        on_led: Callable[[], None] | None = None,
+    ) -> None:
+        self.name, self.uid, self.config = name, uid, config
+        self.idle = idle  # where this learner waits when its log is read to the end
+        self.policy, self.store, self.metrics, self.holder = policy, store, metrics, holder
+        self.on_gone = on_gone  # the store no longer holds the model: deleted, or data lost
+        self.share = share  # None: no limit on the models this process leads
+        # called when this learner starts leading (its model's objects are made)
+        self.on_led = on_led
+        self._leaving = False  # handing the lease back (counted in share.leaving)
+        self._reader: LogReader | None = None  # the log's reads while leading
+        self.token: int | None = None
+        self.offset = 0  # the last log entry applied while leading
+        self._moved = asyncio.Event()  # set each time ``offset`` moves (see reached())
+        self._wake = asyncio.Event()
+        self._saving: asyncio.Task[None] | None = None  # a checkpoint's save under way
+        self._task: asyncio.Task[None] | None = None
+        self._stopping = False
+
+    def start(self) -> None:
+        # a context of its own: a learner started by a request has no store budget
+        self._task = asyncio.create_task(
+            self._run(), name=f"learner-{self.name}", context=contextvars.Context()
+        )
+
+    async def reached(self, offset: int) -> None:
+        """Return once the entries up to ``offset`` are applied (woken as each batch is,
+        rather than polled: a poll every few milliseconds takes the interpreter from
+        the learner's thread as often)."""
+        while self.offset < offset:
+            self._moved.clear()
+            await self._moved.wait()
+
+    def _advance(self, offset: int) -> None:
+        """The entries up to ``offset`` are applied: note it and wake :meth:`reached`."""
+        self.offset = offset
+        self._moved.set()
+
+    def wake(self) -> None:
+        """A new log entry was appended by this process: look at the log now."""
+        self._wake.set()
+
+    async def stop(self) -> None:
+        """Publish what was learned, give the lease back and stop."""
+        self._stopping = True
+        self._wake.set()
+        if self._task is not None:
+            await self._task
+            self._task = None
+
+    # -- leading -----------------------------------------------------------------------
+    async def _run(self) -> None:
+        led = False  # this learner led until its last failure
+        while not self._stopping:
+            if self.share is not None and not self.share.take(self.name, self.wake):
+                await self._sleep(self.policy.lease_seconds / 3)  # this process has its share
+                continue
+            pause = 0.0  # slept after the share's reservation is given back
+            try:
+                acquired = time.monotonic()
+                # a few at a time (thousands may start at once), the lease taken inside:
+                # it lapses 3 s after it is taken, not after a wait for the others
+                async with self.idle.starting:
+                    token = await self.store.acquire_lease(
+                        self.name, self.holder, ttl_seconds=self.policy.lease_seconds,
+                        now=time.time(),
+                    )  # fmt: skip
+                    self.token = token
+                    started = None if token is None else await self._start(token)
+                if token is None or started is None:
+                    if led:  # e.g. its last call timed out, then another learner took over
+                        log.warning("learner %s lost model %s to another", self.holder, self.name)
+                        led = False
+                    pause = self.policy.lease_seconds / 3
+                else:
+                    led = True
+                    self.metrics.lease_held.set(1)
+                    if self.on_led is not None:
+                        self.on_led()
+                    log.info("learner %s leads model %s (token %d)", self.holder, self.name, token)
+                    await self._lead(token, *started, renewed=acquired)
+            except HandedOver:
+                log.info("learner %s handed model %s over", self.holder, self.name)
+                led = False
+                pause = self.policy.lease_seconds  # for another process to take
+            except LeaseLost as err:
+                log.warning("learner %s lost model %s: %s", self.holder, self.name, err)
+                led = False
+            except ModelGone as err:  # deleted, or lost with the store's data: wait for
+                log.warning("learner of model %s: %s", self.name, err)  # the registry
+                if self.on_gone is not None:
+                    self.on_gone()
+                pause = retry_seconds()
+            except StoreUnavailable as err:
+                log.error("learner of model %s: store unavailable: %s", self.name, err)
+                pause = retry_seconds()
+            except Exception:
+                log.exception("learner of model %s failed; restarting it", self.name)
+                pause = retry_seconds()
+            finally:
+                if self._reader is not None:
+                    self._reader.close()
+                    self._reader = None
+                await self._drop_save()
+                self.token = None
+                self.metrics.lease_held.set(0)
+                if self.share is not None:
+                    self.share.give_back(leaving=self._leaving)
+                self._leaving = False
+            if pause:
+                await self._sleep(pause)
+
+    async def _sleep(self, seconds: float) -> None:
+        self._wake.clear()
+        if self._stopping:  # stop() set the wake-up before this clear: do not sleep it away
+            return
+        try:
+            await asyncio.wait_for(self._wake.wait(), seconds)
+        except TimeoutError:
+            pass
+
+    async def _restore(self) -> tuple[Learner, int]:
+        stored = await self.store.list_checkpoints(self.name)
+        found = await newest_valid_checkpoint(
+            self.store, self.name, stored, expected_config=self.config,
+            corrupt_total=self.metrics.checkpoint_corrupt,
+        )  # fmt: skip
+        if found is None:
+            return await asyncio.to_thread(build_learner, self.config), 0
+        learner, info = found
+        return learner, info.offset
+
+    async def _start_offset(self, restored: int) -> int:
+        """Where learning goes on: after the restored checkpoint, or after a gap in the log.
+
+        Entries between the checkpoint and the first one held are gone only when the store
+        lost them (or the newest valid checkpoint is older than the trimmed log): they
+        cannot be learned, so learning goes on after them instead of failing forever.
+        """
+        bounds = await self.store.log_bounds(self.name)
+        start = bounds.first - 1 if bounds.length else bounds.last
+        if start > restored:
+            log.error(
+                "model %s: log entries %d-%d are gone; learning goes on after them",
+                self.name, restored + 1, start,
+            )  # fmt: skip
+            return start
+        return restored
+
+    async def _start(self, token: int) -> tuple[Learner, int, int, bool]:
+        """Restore the model: the learner, the offset restored, the offset to go on from,
+        and whether it is a new model whose initial checkpoint was just published."""
+        learner, restored = await self._restore()
+        offset = await self._start_offset(restored)
+        self._advance(offset)
+        if offset == 0 and not await self.store.list_checkpoints(self.name, limit=1):
+            # a new model: its first checkpoint is the initial one, at offset 0, so the
+            # kept checkpoints (and the log after the oldest) always rebuild it
+            await self._publish(learner, token, 0, 0.0)
+            return learner, restored, offset, True
+        return learner, restored, offset, False
+
+    async def _lead(
+        self,
+        token: int,
+        learner: Learner,
+        restored: int,
+        offset: int,
+        published_initial: bool,
+        *,
+        renewed: float,
+    ) -> None:
+        """Learn the log from ``offset`` under the lease ``token`` (taken at ``renewed``)."""
+        published_offset, oldest_unpublished = restored, 0.0
+        updates = 0
+        last_publish = request_checked = time.monotonic()
+        # publish once caught up: a request taken by a fenced-out predecessor is answered
+        # (the initial checkpoint of a new model, just published, already answers it)
+        caught_up_publish = not published_initial
+        self._reader = reader = LogReader(self._read, _BATCH)
+        while True:
+            entries = [] if self._stopping else await reader.next(offset)
+            if entries:
+                reader.read_ahead(entries)  # read while this batch is learned
+                if not oldest_unpublished:
+                    oldest_unpublished = entries[0].acked_at
+                done, changed = await asyncio.to_thread(self._apply, learner, entries)
+                offset, updates = entries[done - 1].offset, updates + changed
+                self._advance(offset)
+                if self.share is not None and self.share.applied is not None:
+                    self.share.applied.inc(done)
+            asked = False
+            if not entries or time.monotonic() - request_checked >= _REQUEST_CHECK_SECONDS:
+                asked = await self.store.take_checkpoint_request(self.name)
+                request_checked = time.monotonic()
+            if caught_up_publish and not entries:
+                asked, caught_up_publish = True, False
+            dirty = offset != published_offset
+            due = updates >= self.policy.every_updates or (
+                time.monotonic() - last_publish >= self.policy.every_seconds
+            )
+            leaving = self._should_leave()
+            if asked or (dirty and (due or self._stopping or leaving)):
+                # the store refuses this write if the lease was taken over meanwhile
+                await self._publish(learner, token, offset, oldest_unpublished, wait=False)
+                published_offset, oldest_unpublished, updates = offset, 0.0, 0
+                last_publish = time.monotonic()
+            if self._stopping or leaving:
+                await self._saved()
+                await self.store.release_lease(self.name, self.holder, token)
+                if leaving:
+                    raise HandedOver()
+                return
+            renewed = await self._renew(token, renewed)
+            if entries or asked:
+                continue
+            await self._saved()  # idle only once the checkpoint is in the store
+            if offset != published_offset:  # learned, not yet published: until it is due
+                publish_at = last_publish + self.policy.every_seconds
+                renew_at = renewed + self.policy.lease_seconds / 3
+                await self._sleep(max(0.0, min(publish_at, renew_at) - time.monotonic()))
+            else:
+                renewed = await self._wait_for_work(token, offset, renewed)
+
+    def _should_leave(self) -> bool:
+        """Whether to hand the lease over (this process is over its share): asked once."""
+        if not self._leaving and self.share is not None and self.share.should_leave():
+            self._leaving = True
+        return self._leaving
+
+    async def _wait_for_work(self, token: int, offset: int, renewed: float) -> float:
+        """Wait, idle, until woken (the lease renewed meanwhile): when it was renewed last."""
+        self._wake.clear()
+        if self._stopping:  # stop() set the wake-up before this clear: do not wait it away
+            return renewed
+        renewed, lost = await self.idle.wait(
+            self.name, self._wake, token=token, offset=offset, renewed=renewed
+        )
+        if lost:
+            raise LeaseLost("the lease lapsed or was revoked")
+        return renewed
+
+    async def _renew(self, token: int, renewed: float) -> float:
+        """Renew the lease when a third of it has passed: when it was renewed last."""
+        now = time.monotonic()
+        if now - renewed < self.policy.lease_seconds / 3:
+            return renewed
+        if not await self.store.renew_lease(
+            self.name, self.holder, token, ttl_seconds=self.policy.lease_seconds, now=time.time()
+        ):
+            raise LeaseLost("the lease lapsed or was revoked")
+        return now
+
+    async def _read(self, offset: int) -> list[LogEntry]:
+        if self._saving is not None:  # its outcome is the lead's to take
+            await asyncio.wait([self._saving])
+        entries = await self.store.read_log(self.name, after=offset, limit=_BATCH)
+        if entries and entries[0].offset != offset + 1:
+            # entries up to entries[0].offset - 1 were trimmed: only a checkpoint holding
+            # them allows that, and we hold the lease, so our state is outdated
+            raise LeaseLost(f"log entries after offset {offset} are gone (another learner ran)")
+        return entries
+
+    def _apply(self, learner: Learner, entries: list[LogEntry]) -> tuple[int, int]:
+        """Learn from ``entries`` in order for at most one slice: ``(entries done, updates)``."""
+        return apply_slice(
+            learner, entries, uid=self.uid, default_loss=self.policy.default_loss,
+            metrics=self.metrics,
+        )  # fmt: skip
+
+    async def _publish(
+        self, learner: Learner, token: int, offset: int, acked_at: float, *, wait: bool = True
+    ) -> None:
+        """Serialise ``learner`` and save it; with ``wait`` False the save goes on while
+        the lead does (:meth:`_saved` takes its outcome), after the previous one's."""
+        await self._saved()
+        started = time.perf_counter()
+        blob = await asyncio.to_thread(dumps, learner)
+        save = self._save(learner.version, blob, token, offset, acked_at, started)
+        if wait:
+            await save
+        else:
+            self._saving = asyncio.ensure_future(save)
+
+    async def _saved(self) -> None:
+        """The outcome of the save under way, if any (LeaseLost, StoreUnavailable...)."""
+        saving, self._saving = self._saving, None
+        if saving is not None:
+            await saving
+
+    async def _drop_save(self) -> None:
+        """Wait for a save under way whose outcome no one takes (the lead failed)."""
+        saving, self._saving = self._saving, None
+        if saving is not None:
+            await asyncio.wait([saving])
+            if not saving.cancelled():
+                saving.exception()  # retrieved: counted by _save, the lead failed anyway
+
+    async def _save(
+        self, version: int, blob: bytes, token: int, offset: int, acked_at: float, started: float
+    ) -> None:
+        try:
+            info = await self.store.save_checkpoint(
+                self.name, version=version, blob=blob, keep=self.policy.keep,
+                now=time.time(), offset=offset, acked_at=acked_at, token=token,
+            )  # fmt: skip
+        except FencedOut as err:
+            self.metrics.checkpoint_failures.inc()
+            raise LeaseLost(str(err)) from None
+        except StoreUnavailable:
+            self.metrics.checkpoint_failures.inc()
+            raise
+        self.metrics.checkpoint_duration.observe(time.perf_counter() - started)
+        log.debug("model %s: checkpoint %d at offset %d", self.name, info.sequence, offset)

@@ -1,0 +1,302 @@
+"""Request and response bodies, split by direction (``...Create`` in, ``...Public`` out)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import orjson
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictInt,
+    ValidatorFunctionWrapHandler,
+    WithJsonSchema,
+    WrapValidator,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
+
+from banditree.learners import LearnerConfig
+from banditree.learners.config import defaults as config_defaults
+from banditree.learners.config import rules as config_rules
+from banditree.models.dgt.trained import MAX_FILE_BYTES, base64_length
+from service.domain.schema_parts import (
+    MAX_OPTIONS_DEPTH,
+    exactly_one_of,
+    flat_fields,
+    one_of_schema,
+    options_depth,
+)
+
+#: A JSON number that is finite (``NaN``/``Infinity`` and strings are refused).
+FiniteNumber = Annotated[float, Field(strict=True, allow_inf_nan=False)]
+#: Largest context length any model accepts (the ``n_features`` bound of a config).
+MAX_CONTEXT_LENGTH = 10_000
+#: Largest batch the schema parses; the ``max_batch`` setting is usually smaller.
+MAX_BATCH_LENGTH = 10_000
+NumberContext = Annotated[list[FiniteNumber], Field(max_length=MAX_CONTEXT_LENGTH)]
+
+
+def _named_or_numbers(value: Any, numbers: ValidatorFunctionWrapHandler) -> Any:
+    """An object of named features passes as it is (the model's encoder checks it and
+    names a bad field); anything else is validated as a list of numbers."""
+    if isinstance(value, dict):
+        if len(value) > MAX_CONTEXT_LENGTH:
+            raise PydanticCustomError(
+                "too_long", "must hold at most {n} named features", {"n": MAX_CONTEXT_LENGTH}
+            )
+        return value
+    return numbers(value)
+
+
+#: A context: a list of numbers, or, for a model with a feature schema, an object of
+#: named features (``{"age": 31, "country": "DE", "user": {...}}``).
+Context = Annotated[
+    NumberContext,
+    WrapValidator(_named_or_numbers),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "array", "items": {"type": "number"}, "maxItems": MAX_CONTEXT_LENGTH},
+                {"type": "object", "maxProperties": MAX_CONTEXT_LENGTH},
+            ]
+        }
+    ),
+]
+#: Largest ``options`` object, in bytes of compact JSON.
+MAX_OPTIONS_BYTES = 16_384
+
+
+class ModelPolicy(BaseModel):
+    """Per-model service settings; unset fields fall back to the server settings."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
+    checkpoint_every_updates: int | None = Field(None, ge=1, le=10**9)
+    checkpoint_every_seconds: float | None = Field(None, gt=0.0, le=7 * 86400)
+    event_ttl_seconds: float | None = Field(None, gt=0.0, le=7 * 86400)
+    default_loss: FiniteNumber | None = None
+
+
+class ModelCreate(flat_fields("ModelFields", LearnerConfig, ModelPolicy)):  # type: ignore[misc]
+    """Body of ``PUT /v1/models/{name}``: a learner config, the service policy, a warm start.
+
+    Flat on the wire (every field of :class:`LearnerConfig` and :class:`ModelPolicy`
+    side by side); :meth:`split` gives the two records.  Strict: ``true``, ``"4"`` or
+    ``4.0`` is not an integer; ``options`` is bounded in nesting depth and size.
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
+    options: dict[str, Any] = Field(
+        default_factory=dict,
+        max_length=64,
+        description=(
+            f"family-specific settings; at most {MAX_OPTIONS_DEPTH} levels of nesting and "
+            f"{MAX_OPTIONS_BYTES} bytes of JSON"
+        ),
+    )
+
+    @field_validator("options")
+    @classmethod
+    def _bound_options(cls, value: dict[str, Any]) -> dict[str, Any]:
+        depth = options_depth(value)
+        if depth > MAX_OPTIONS_DEPTH:
+            raise ValueError(f"nesting deeper than {MAX_OPTIONS_DEPTH} levels")
+        size = len(orjson.dumps(value))
+        if size > MAX_OPTIONS_BYTES:
+            raise ValueError(f"{size} bytes of JSON, more than {MAX_OPTIONS_BYTES}")
+        return value
+
+    initial_model: str | None = Field(
+        None,
+        max_length=base64_length(MAX_FILE_BYTES),
+        description="base64 of a 'banditree train' model.safetensors: the model starts from it",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fills(cls, data: Any) -> Any:
+        # n_features 1 for a ranking model; with features: n_features derived
+        return config_defaults.feature_width(config_defaults.ranking_fills(data))
+
+    @model_validator(mode="after")
+    def _config_rules(self) -> ModelCreate:
+        config_rules.check(self)  # the config's rules across fields, with its messages
+        return self
+
+    def split(self) -> tuple[LearnerConfig, ModelPolicy]:
+        """The learner config and the service policy, each holding the fields the body set
+        (so that :meth:`LearnerConfig.for_initial_model` sees an unnamed ``kind``)."""
+        data = self.model_dump(exclude={"initial_model"}, exclude_unset=True)
+        policy = ModelPolicy(**{k: data.pop(k) for k in ModelPolicy.model_fields if k in data})
+        return LearnerConfig.model_validate(data), policy
+
+
+class ModelCounters(BaseModel):
+    predictions: int
+    feedback: int
+    updates: int
+    progressive_mean_loss: float | None
+
+
+class ApprenticePublic(BaseModel):
+    """How an apprentice-mode model compares with the caller's default rule."""
+
+    decisions_compared: int
+    agreement_rate: float | None = Field(description="its greedy choice = the default, share")
+    recent_agreement_rate: float | None = Field(description="the same, over ~500 recent decisions")
+    estimated_reward: float | None = Field(description="its predicted reward of its own choice")
+    default_estimated_reward: float | None = Field(
+        description="its predicted reward of the default"
+    )
+    default_feedback: int
+    default_observed_reward: float | None = Field(description="mean 1 - loss the default earned")
+
+
+class ModelPublic(BaseModel):
+    name: str
+    config: dict[str, Any]
+    policy: ModelPolicy
+    version: int
+    counters: ModelCounters
+    pending_updates: int = Field(description="accepted feedback not yet applied")
+    mode: str = Field("online", description="online (the model decides) or apprentice")
+    apprentice: ApprenticePublic | None = None
+
+
+class ModelUpdate(BaseModel):
+    """Body of ``PATCH /v1/models/{name}``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mode: Literal["online", "apprentice"]
+
+
+class ModelList(BaseModel):
+    models: list[ModelPublic]
+
+
+PREDICT_ALTERNATIVES = ("context", "contexts")
+FEEDBACK_ALTERNATIVES = ("loss", "reward", "losses")
+
+
+class PredictCreate(BaseModel):
+    """One ``context`` or a batch of ``contexts``."""
+
+    model_config = ConfigDict(
+        extra="forbid", strict=True, json_schema_extra=one_of_schema(PREDICT_ALTERNATIVES)
+    )
+
+    context: Context | None = Field(
+        None, description="a list of numbers, or an object of named features (models with features)"
+    )
+    contexts: Annotated[list[Context], Field(max_length=MAX_BATCH_LENGTH)] | None = None
+    default_action: Annotated[int, Field(strict=True, ge=0)] | None = Field(
+        None, description="apprentice mode: the action the caller's own rule would play"
+    )
+    explain: bool = Field(
+        False,
+        description=(
+            "models with features whose kind is dgt: each decision also gets 'explanation', "
+            "its leaf's path as named conditions (a list of strings, root first)"
+        ),
+    )
+    default_actions: (
+        Annotated[
+            list[Annotated[int, Field(strict=True, ge=0)]], Field(max_length=MAX_BATCH_LENGTH)
+        ]
+        | None
+    ) = Field(None, description="apprentice mode, with 'contexts': one default per context")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_of(cls, data: Any) -> Any:
+        return exactly_one_of(data, PREDICT_ALTERNATIVES)
+
+    @model_validator(mode="after")
+    def _defaults_match(self) -> PredictCreate:
+        if self.default_action is not None and self.context is None:
+            raise ValueError("'default_action' goes with 'context' (use 'default_actions')")
+        if self.default_actions is not None and (
+            self.contexts is None or len(self.default_actions) != len(self.contexts)
+        ):
+            raise ValueError("'default_actions' needs 'contexts' of the same length")
+        return self
+
+    def defaults(self) -> list[int] | None:
+        """The caller's default actions, one per context, or None."""
+        if self.default_action is not None:
+            return [self.default_action]
+        return self.default_actions
+
+
+class DecisionPublic(BaseModel):
+    """One decision: classification fields or regression fields are set."""
+
+    event_id: str
+    model_version: int
+    leaf: int | None = None
+    action: int | None = None
+    probability: float | None = None
+    greedy_action: int | None = None
+    value: float | None = None
+    greedy_value: float | None = None
+    probes: list[float] | None = None
+
+
+class DecisionBatchPublic(BaseModel):
+    decisions: list[DecisionPublic]
+
+
+class FeedbackCreate(BaseModel):
+    """The loss (or reward) of a decision, or the two losses of a two-point decision."""
+
+    model_config = ConfigDict(
+        extra="forbid", strict=True, json_schema_extra=one_of_schema(FEEDBACK_ALTERNATIVES)
+    )
+
+    event_id: str = Field(..., min_length=1, max_length=128)
+    loss: FiniteNumber | None = None
+    reward: FiniteNumber | None = None
+    losses: Annotated[list[FiniteNumber], Field(min_length=2, max_length=2)] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_of(cls, data: Any) -> Any:
+        return exactly_one_of(data, FEEDBACK_ALTERNATIVES)
+
+
+class FeedbackPublic(BaseModel):
+    status: str
+    event_id: str
+
+
+class CheckpointPublic(BaseModel):
+    sequence: int
+    version: int
+    created_at: float = Field(description="unix time, seconds")
+    size_bytes: int
+
+
+class CheckpointList(BaseModel):
+    checkpoints: list[CheckpointPublic]
+
+
+class RollbackCreate(BaseModel):
+    """Body of ``POST .../rollback``: the model version to serve again (an integer, not a bool)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    # the largest integer every JSON reader holds exactly (2^53 - 1): a client or a schema
+    # tool reading the bound as a float cannot round a larger version under it
+    version: StrictInt = Field(..., ge=0, le=2**53 - 1)
+
+
+class TreeExport(BaseModel):
+    """The served model as JSON, with the version it was exported at."""
+
+    version: int
+    model: dict[str, Any]

@@ -1,0 +1,221 @@
+"""API-key checks, run by the service's one ASGI middleware before routing.
+
+Every ``/v1`` and root ``/personalizer`` call needs a configured key
+(``Authorization: Bearer <key>``, or ``Ocp-Apim-Subscription-Key: <key>`` as
+Personalizer's clients send it).  A key holds roles, on every model or on a set of them:
+
+* ``predict``: predict and feedback; rank, reward and activate (the ranking and
+  Personalizer routes);
+* ``read``: the log export, the tree export and the checkpoint list;
+* ``admin``: creating, deleting, checkpointing, rolling back and switching the mode of
+  (``PATCH``) a model.
+
+A root Personalizer route names no model: the route resolves it from the key's models
+(:mod:`service.http.routes.personalizer_resolve`), so here it needs the role alone:
+``predict`` to rank, reward and activate, ``read`` for its administration reads,
+``admin`` for its administration writes.
+
+Any role on a model reads its description (``GET /v1/models/{name}``); the model list
+shows a key only the models it may reach.  ``BANDITREE_API_KEYS`` are ``predict`` and
+``read`` on every model, ``BANDITREE_ADMIN_KEYS`` every role on every model, and
+``BANDITREE_SCOPED_KEYS`` names roles and models (exact names or ``fnmatch`` patterns)
+per key.  ``/metrics`` needs ``BANDITREE_METRICS_KEY`` (or an admin key) when that is
+set.  With no key configured the service is open (a warning is logged at start).  This
+runs in middleware (:class:`service.edge.http_middleware.ServiceHttp`) rather than as a
+FastAPI dependency because dependency resolution costs more per request than a whole
+decision on the predict path.
+"""
+
+from __future__ import annotations
+
+import hmac
+import re
+from dataclasses import dataclass
+
+from starlette.types import Scope, Send
+
+from service.domain.key_scope import SCOPE_STATE_KEY, visible
+from service.edge.asgi_errors import send_json_error, send_personalizer_error
+from service.settings import ROLES, Settings
+
+#: operations (method, path template) that need the admin role.  Writing a checkpoint
+#: is one: retention keeps the newest ``checkpoint_keep`` versions, so checkpoints
+#: written at will would push the admin's rollback targets out.
+ADMIN_OPERATIONS = frozenset(
+    {
+        ("PUT", "/v1/models/{name}"),
+        ("DELETE", "/v1/models/{name}"),
+        ("POST", "/v1/models/{name}/rollback"),
+        ("POST", "/v1/models/{name}/checkpoints"),
+        ("PATCH", "/v1/models/{name}"),
+    }
+)
+#: (method, path template) -> role, for the operations on one model that are not admin
+ROLE_OPERATIONS = {
+    **dict.fromkeys(ADMIN_OPERATIONS, "admin"),
+    ("POST", "/v1/models/{name}/predict"): "predict",
+    ("POST", "/v1/models/{name}/feedback"): "predict",
+    ("POST", "/v1/models/{name}/rank"): "predict",
+    ("POST", "/v1/models/{name}/rank_multi_slot"): "predict",
+    ("GET", "/v1/models/{name}/log"): "read",
+    ("GET", "/v1/models/{name}/tree"): "read",
+    ("GET", "/v1/models/{name}/checkpoints"): "read",
+}
+_MODEL_PATH = re.compile(r"^/v1/models/(?P<name>[^/]+)(?P<rest>/[^/]+)?/?$")
+#: the deeper paths of a model that need the predict role: activation, multi-slot reward
+#: and activation, and Personalizer's rank, reward and activate routes (single and
+#: multi-slot)
+_PREDICT_PATH = re.compile(
+    r"^/v1/models/(?P<name>[^/]+)/(?:events/[^/]+/(?:activate|reward_multi_slot|"
+    r"activate_multi_slot)|personalizer/(?:multislot/)?"
+    r"(?:rank|events/[^/]+/(?:reward|activate)))/?$"
+)
+
+
+def root_role(method: str, path: str) -> str:
+    """The role a root Personalizer route needs: ``predict`` to rank, reward and activate,
+    ``read`` to read the administration routes, ``admin`` to change them."""
+    if _ROOT_PREDICT.match(path):
+        return "predict"
+    return "read" if method == "GET" else "admin"
+
+
+def root_refusal(roles: frozenset[str], role: str) -> tuple[int, str] | None:
+    """403 when a key lacks the ``role`` a root Personalizer route needs."""
+    if role not in roles:
+        return 403, f"this route needs a key with the {role} role"
+    return None
+
+
+#: the root Personalizer routes that rank, reward and activate (with or without a version
+#: segment); the other root routes are its administration API
+_ROOT_PREDICT = re.compile(
+    r"^/personalizer/(?:[^/]+/)?(?:multislot/)?(?:rank|events/[^/]+/(?:reward|activate))/?$"
+)
+
+
+@dataclass(frozen=True)
+class KeyGrant:
+    """One key's roles and the models they apply to (``None``: every model)."""
+
+    key: bytes
+    roles: frozenset[str]
+    models: tuple[str, ...] | None
+
+    def reaches(self, name: str) -> bool:
+        """Whether the key's roles apply to model ``name``."""
+        return visible(self.models, name)
+
+
+def grants(settings: Settings) -> list[KeyGrant]:
+    """Every configured key with its roles and models."""
+    everything = frozenset(ROLES)
+    out = [KeyGrant(k.encode(), frozenset({"predict", "read"}), None) for k in settings.api_keys]
+    out += [KeyGrant(k.encode(), everything, None) for k in settings.admin_keys]
+    for scoped in settings.scoped_keys:
+        models = None if "*" in scoped.models else tuple(scoped.models)
+        out.append(KeyGrant(scoped.key.encode(), frozenset(scoped.roles), models))
+    return out
+
+
+def find_grant(key: bytes, candidates: list[KeyGrant]) -> KeyGrant | None:
+    """The grant of ``key`` among ``candidates`` (compared in constant time), or None."""
+    found = None
+    for grant in candidates:  # compare against every key: no early exit on a match
+        if hmac.compare_digest(key, grant.key):
+            found = grant
+    return found
+
+
+def _operation(method: str, path: str) -> tuple[str | None, str | None]:
+    """The model a ``/v1`` request is about and the role it needs (None: any role)."""
+    match = _MODEL_PATH.match(path)
+    if match is None:
+        deeper = _PREDICT_PATH.match(path)
+        return (deeper["name"], "predict") if deeper and method == "POST" else (None, None)
+    template = "/v1/models/{name}" + (match["rest"] or "")
+    return match["name"], ROLE_OPERATIONS.get((method, template))
+
+
+class ApiKeyAuth:
+    """Refuse with 401 (missing or unknown key) or 403 (the key lacks the role or model)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.grants = grants(settings)
+        self.enabled = settings.auth_enabled
+        self.metrics_grants = [g for g in self.grants if "admin" in g.roles and g.models is None]
+        if settings.metrics_key:
+            self.metrics_grants.append(
+                KeyGrant(settings.metrics_key.encode(), frozenset({"metrics"}), None)
+            )
+        self.metrics_protected = bool(settings.metrics_key)
+
+    async def refused(self, scope: Scope, send: Send) -> bool:
+        """Answer the refusal of an HTTP request that may not pass, returning True; else False."""
+        path = scope["path"]
+        if self.metrics_protected and path.rstrip("/") == "/metrics":
+            refusal = self._metrics_refusal(scope)
+        elif not self.enabled or not path.startswith(("/v1/", "/personalizer/")):
+            return False
+        else:
+            refusal = self._refusal(scope)
+        if refusal is None:
+            return False
+        status, detail = refusal
+        headers = [(b"www-authenticate", b"Bearer")] if status == 401 else []
+        if "/personalizer/" in path:  # Personalizer's clients read its error shape
+            await send_personalizer_error(send, status, detail, headers)
+        else:
+            await send_json_error(send, status, detail, "authorization", headers)
+        return True
+
+    def _bearer(self, scope: Scope) -> tuple[bytes | None, tuple[int, str] | None]:
+        header = subscription = None
+        for name, value in scope["headers"]:
+            if name == b"authorization":
+                header = value
+            elif name == b"ocp-apim-subscription-key":  # Personalizer's clients
+                subscription = value.strip()
+        if header is None and subscription:
+            return subscription, None
+        if header is None:
+            return None, (
+                401,
+                "missing API key: send 'Authorization: Bearer <key>' "
+                "(or 'Ocp-Apim-Subscription-Key: <key>')",
+            )
+        scheme, _, key = header.partition(b" ")
+        key = key.strip()
+        if scheme.lower() != b"bearer" or not key:
+            return None, (401, "the Authorization header must be 'Bearer <key>'")
+        return key, None
+
+    def _metrics_refusal(self, scope: Scope) -> tuple[int, str] | None:
+        key, refusal = self._bearer(scope)
+        if key is None:
+            return refusal
+        if find_grant(key, self.metrics_grants) is None:
+            return 401, "unknown metrics key (BANDITREE_METRICS_KEY or an admin key)"
+        return None
+
+    def _refusal(self, scope: Scope) -> tuple[int, str] | None:
+        key, refusal = self._bearer(scope)
+        if key is None:
+            return refusal
+        grant = find_grant(key, self.grants)
+        if grant is None:
+            return 401, "unknown API key"
+        if grant.models is not None:
+            scope.setdefault("state", {})[SCOPE_STATE_KEY] = grant.models
+        if scope["path"].startswith("/personalizer/"):  # the model is the route's to resolve
+            return root_refusal(grant.roles, root_role(scope["method"], scope["path"]))
+        name, role = _operation(scope["method"], scope["path"])
+        if name is None:
+            return None  # the list (filtered by the route) or an unknown path (404)
+        if role == "admin" and "admin" not in grant.roles:
+            return 403, "this route needs an admin key"
+        if role is not None and role not in grant.roles:
+            return 403, f"this route needs a key with the {role} role"
+        if not grant.reaches(name):
+            return 403, f"this key does not reach model {name!r}"
+        return None

@@ -1,0 +1,148 @@
+"""``/v1/models``: create, list, inspect, delete models; export the hard tree."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from typing import Any
+
+import orjson
+from fastapi import APIRouter, Request, Response
+
+from banditree.learners import Learner, LearnerConfig
+from banditree.learners.apprentice import apprentice_model
+from service.domain.key_scope import SCOPE_STATE_KEY, visible
+from service.domain.runtime import ModelRuntime
+from service.domain.schemas import (
+    ApprenticePublic,
+    ModelCounters,
+    ModelCreate,
+    ModelList,
+    ModelPolicy,
+    ModelPublic,
+    TreeExport,
+)
+from service.http.deps import ModelName, RegistryDep, RuntimeDep
+from service.http.errors import ServiceError
+from service.settings import Settings
+
+router = APIRouter(prefix="/v1/models", tags=["models"])
+
+#: upper bound of the JSON bytes one exported parameter takes (a float64 and a comma)
+EXPORT_BYTES_PER_PARAMETER = 26
+
+
+def model_public(runtime: ModelRuntime) -> ModelPublic:
+    """The public view of a served model."""
+    counters = runtime.counters
+    mean_loss = float(counters.get("progressive_mean_loss", math.nan))
+    policy = runtime.policy
+    return ModelPublic(
+        name=runtime.name,
+        config=runtime.learner.config(),
+        policy=ModelPolicy(
+            checkpoint_every_updates=policy.checkpoint_every_updates,
+            checkpoint_every_seconds=policy.checkpoint_every_seconds,
+            event_ttl_seconds=policy.event_ttl_seconds,
+            default_loss=policy.default_loss,
+        ),
+        version=runtime.learner.version,
+        counters=ModelCounters(
+            predictions=int(counters.get("decisions", 0)),
+            feedback=int(counters.get("feedback", 0)),
+            updates=int(counters.get("updates", runtime.learner.version)),
+            progressive_mean_loss=mean_loss if math.isfinite(mean_loss) else None,
+        ),
+        pending_updates=runtime.pending_updates,
+        **apprentice_public(runtime.learner),
+    )
+
+
+def apprentice_public(learner: Learner) -> dict[str, Any]:
+    """``mode`` and, for an apprentice-mode learner, its agreement figures."""
+    apprenticed = apprentice_model(learner)
+    if apprenticed is None:
+        return {}
+    return {
+        "mode": apprenticed.mode,
+        "apprentice": ApprenticePublic.model_validate(apprenticed.agreement()),
+    }
+
+
+@router.put("/{name}", status_code=201)
+async def create_model(name: ModelName, body: ModelCreate, registry: RegistryDep) -> ModelPublic:
+    """Create a model from a learner config (plus optional checkpoint and event policy).
+
+    409 when the name is taken or this process already serves ``max_models`` models.
+    """
+    return model_public(await registry.create(name, body))
+
+
+@router.get("")
+async def list_models(registry: RegistryDep, request: Request) -> ModelList:
+    """Every model this process serves (that the request's key reaches)."""
+    patterns = getattr(request.state, SCOPE_STATE_KEY, None)
+    return ModelList(
+        models=[model_public(r) for name, r in registry.runtimes.items() if visible(patterns, name)]
+    )
+
+
+@router.get("/{name}")
+async def get_model(runtime: RuntimeDep) -> ModelPublic:
+    """Config, version and counters of one model."""
+    return model_public(runtime)
+
+
+@router.delete("/{name}", status_code=204)
+async def delete_model(name: ModelName, registry: RegistryDep) -> Response:
+    """Delete a model with its checkpoints."""
+    await registry.delete(name)
+    return Response(status_code=204)
+
+
+def estimated_export_bytes(learner: Learner) -> int:
+    """An upper bound of the export's JSON size, from the configuration alone."""
+    try:
+        parameters = LearnerConfig.model_validate(learner.config()).parameter_count()
+    except ValueError:
+        return 0  # not a learner config (no parameters to speak of)
+    return parameters * EXPORT_BYTES_PER_PARAMETER
+
+
+def _export_json(learner: Learner) -> bytes:
+    """The export document, encoded (runs in a worker thread: proportional to model size)."""
+    document: dict[str, Any] = {"version": learner.version, "model": learner.export_model()}
+    return orjson.dumps(document, option=orjson.OPT_SERIALIZE_NUMPY, default=_plain)
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "item"):
+        return value.item()
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
+@router.get("/{name}/tree", response_model=TreeExport, response_class=Response)
+async def export_tree(runtime: RuntimeDep, request: Request) -> Response:
+    """The served model as JSON (the hard tree for tree models), with its version.
+
+    Built in a worker thread, one export at a time; 413 when it would be larger than
+    ``max_export_bytes`` (read the model from a checkpoint instead).
+    """
+    settings: Settings = request.app.state.settings
+    limit = settings.max_export_bytes
+    estimate = estimated_export_bytes(runtime.learner)
+    if estimate > limit:
+        raise ServiceError(
+            413, f"the export of model {runtime.name!r} would take about {estimate} bytes, "
+            f"more than max_export_bytes={limit}", "name",
+        )  # fmt: skip
+    async with request.app.state.export_slots:
+        body = await asyncio.to_thread(_export_json, runtime.learner)
+    if len(body) > limit:
+        raise ServiceError(
+            413, f"the export of model {runtime.name!r} takes {len(body)} bytes, "
+            f"more than max_export_bytes={limit}", "name",
+        )  # fmt: skip
+    return Response(body, media_type="application/json")

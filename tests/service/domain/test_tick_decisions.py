@@ -1,0 +1,180 @@
+"""One-context predicts of one loop tick are decided together, with the same decisions.
+
+:mod:`service.domain.runtime.tick_decisions` decides the predicts queued in one event-loop
+tick with one ``act_columns``.  The answers and stored records must be those of ``act``
+called request by request with the same event ids (every draw is fixed by the event
+id); every decision must be stored before its answer; a request the batch cannot take
+must get the error it gets alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+import pytest
+
+from banditree.core import Feedback
+from banditree.learners import build_learner
+from service.domain.runtime import tick_decisions
+from service.domain.runtime.event_ids import new_event_ids
+from service.domain.runtime.tick_decisions import MIN_BATCH, decide_batch, decide_one
+from service.main import create_app
+from service.settings import load_settings
+from service.store.base import StoreUnavailable
+
+CONFIGS: list[dict[str, Any]] = [
+    {"kind": "dgt", "n_features": 5, "n_actions": 4},
+    {"kind": "dgt", "n_features": 5, "n_actions": 4, "height": 7},
+    {"task": "regression", "n_features": 5, "estimator": "two_point", "kind": "dgt"},
+    {"task": "regression", "n_features": 5, "estimator": "one_point", "kind": "dgt"},
+    {"n_actions": 3, "features": {"a": "numeric", "b": {"type": "categorical"}}},
+]
+
+
+def _contexts(config: dict[str, Any], rows: int) -> list[Any]:
+    rng = np.random.default_rng(7)
+    if "features" in config:
+        return [{"a": float(rng.normal()), "b": f"v{i % 3}"} for i in range(rows)]
+    return rng.normal(size=(rows, 5)).round(4).tolist()
+
+
+def _trained(config: dict[str, Any]) -> Any:
+    """A learner that has learned a little (its tree routes to more than one leaf)."""
+    learner = build_learner(config)
+    contexts = _contexts(config, 64)
+    for i, context in enumerate(contexts):
+        decision = learner.act(context, event_id=f"train-{i}")
+        if decision.probes is not None:
+            learner.learn(decision, Feedback(losses=(float(i % 3), float(i % 5))))
+        else:
+            learner.learn(decision, Feedback(loss=float(i % 2)))
+    return learner
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda c: c.get("kind", c.get("task", "named")))
+@pytest.mark.parametrize("rows", [MIN_BATCH, 9, 16, 40])
+def test_batched_decisions_are_those_of_act_one_by_one(config: dict[str, Any], rows: int) -> None:
+    learner = _trained(config)
+    assert learner.batch_exact
+    contexts, ids = _contexts(config, rows), new_event_ids(rows)
+    batched = decide_batch(learner, "uid-1", contexts, ids)
+    alone = [decide_one(learner, "uid-1", c, None, e) for c, e in zip(contexts, ids, strict=True)]
+    assert batched.publics == [public for _, public, _ in alone]
+    assert batched.payloads == [payload for _, _, payload in alone]
+    assert batched.explored == sum(decision.explored for decision, _, _ in alone)
+    assert len({public.get("leaf") for public in batched.publics}) > 1 or "features" in config
+
+
+# -- through the app: one tick of concurrent predicts ------------------------------------
+
+
+def _scope(method: str, path: str, body: bytes) -> dict[str, Any]:
+    return {
+        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method,
+        "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": b"",
+        "root_path": "", "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 80),
+        "headers": [(b"content-type", b"application/json"),
+                    (b"content-length", b"%d" % len(body))],
+    }  # fmt: skip
+
+
+async def _call(app: Any, method: str, path: str, data: Any) -> tuple[int, Any]:
+    body = orjson.dumps(data)
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    await app(_scope(method, path, body), receive, send)
+    payload = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    return sent[0]["status"], orjson.loads(payload)
+
+
+@pytest.fixture
+async def app(tmp_path: Path) -> AsyncIterator[Any]:
+    served = create_app(load_settings(data_dir=tmp_path / "data"))
+    async with served.router.lifespan_context(served):
+        status, _ = await _call(served, "PUT", "/v1/models/m", {"n_features": 3, "n_actions": 4})
+        assert status in (200, 201)
+        yield served
+
+
+@pytest.fixture
+def batches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The size of every batch ``decide_batch`` decided."""
+    sizes: list[int] = []
+    real = tick_decisions.decide_batch
+
+    def spy(learner: Any, uid: str, contexts: list[Any], ids: list[str]) -> Any:
+        sizes.append(len(contexts))
+        return real(learner, uid, contexts, ids)
+
+    monkeypatch.setattr(tick_decisions, "decide_batch", spy)
+    return sizes
+
+
+@pytest.mark.anyio
+async def test_one_tick_is_decided_together_and_stored_before_answers(
+    app: Any, batches: list[int]
+) -> None:
+    contexts = [[0.1 * i, -0.2 * i, 0.3] for i in range(12)]
+    answers = await asyncio.gather(
+        *(_call(app, "POST", "/v1/models/m/predict", {"context": c}) for c in contexts)
+    )
+    assert batches and max(batches) >= MIN_BATCH  # decided together
+    runtime = app.state.registry.runtimes["m"]
+    for status, answer in answers:
+        assert status == 200
+        stored = orjson.loads(
+            (await runtime.store.peek_event("m", answer["event_id"], now=0)).payload
+        )
+        record = stored["decision"]
+        assert (record["action"], record["propensity"]) == (answer["action"], answer["probability"])
+    assert len({a["event_id"] for _, a in answers}) == len(answers)
+    status, _ = await _call(
+        app, "POST", "/v1/models/m/feedback", {"event_id": answers[0][1]["event_id"], "loss": 0.5}
+    )
+    assert status == 200
+
+
+@pytest.mark.anyio
+async def test_a_refused_context_gets_its_own_error_in_a_batch(
+    app: Any, batches: list[int]
+) -> None:
+    alone = await _call(app, "POST", "/v1/models/m/predict", {"context": [0.1, 0.2]})
+    assert alone[0] == 422
+    bodies = [{"context": [0.1, 0.2, 0.3]}] * 8 + [{"context": [0.1, 0.2]}]
+    answers = await asyncio.gather(
+        *(_call(app, "POST", "/v1/models/m/predict", body) for body in bodies)
+    )
+    assert answers[-1] == alone  # the same status and the same body naming field and bound
+    assert all(status == 200 for status, _ in answers[:-1])
+
+
+@pytest.mark.anyio
+async def test_an_unreachable_store_answers_unlogged(
+    app: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = app.state.registry.runtimes["m"].store
+
+    def refused(*args: Any, **kwargs: Any) -> asyncio.Future[None]:
+        failed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        failed.set_exception(StoreUnavailable("sqlite: disk I/O error"))
+        return failed
+
+    monkeypatch.setattr(store, "queue_events", refused)
+    answers = await asyncio.gather(
+        *(
+            _call(app, "POST", "/v1/models/m/predict", {"context": [0.1, 0.2, 0.3]})
+            for _ in range(8)
+        )
+    )
+    assert all(status == 200 and answer["logged"] is False for status, answer in answers)
