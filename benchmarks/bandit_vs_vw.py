@@ -44,7 +44,7 @@ from tqdm import tqdm
 from banditree.datasets import CATEGORICAL, CLASSIFICATION, Dataset, load
 from banditree.explore import event_uniforms
 from banditree.learners import Feedback, build_learner
-from benchmarks import categorical_sets
+from benchmarks import categorical_sets, protocol
 from benchmarks.bandit_vs_vw_report import write_report
 from benchmarks.external_sets import EXTERNAL, load_external
 from simulate.vw import VW_ALGORITHMS, VWPolicy
@@ -177,11 +177,15 @@ def stream(ds: Dataset, seed: int, max_rounds: int) -> tuple[np.ndarray, np.ndar
     return ds.X_train[order], ds.y_train[order], uniforms
 
 
-def _summary(losses: list[float], seconds: float, test_accuracy: float) -> dict[str, Any]:
+def _summary(
+    losses: list[float], seconds: float, test_accuracy: float, cpu_seconds: float | None = None
+) -> dict[str, Any]:
+    """The record of one run; ``cpu_seconds``: process CPU time of act + learn."""
     cumulative = np.cumsum(losses)
     n = len(losses)
     return {
         "rounds": n,
+        "cpu_per_round": None if cpu_seconds is None else cpu_seconds / n,
         "progressive_loss": float(cumulative[-1] / n),
         "prefix_loss": {str(c): float(cumulative[c - 1] / c) for c in CHECKPOINT_ROUNDS if c <= n},
         "test_accuracy": test_accuracy,
@@ -211,6 +215,7 @@ def run_banditree(
     losses: list[float] = []
     clock = time.perf_counter
     seconds = 0.0
+    cpu = time.process_time()
     for row, label in zip(rows, y.tolist(), strict=True):
         start = clock()
         decision = learner.act(row)
@@ -218,8 +223,9 @@ def run_banditree(
         learner.learn(decision, Feedback(loss=loss))
         seconds += clock() - start
         losses.append(loss)
+    cpu = time.process_time() - cpu
     accuracy = float(np.mean(learner.predict(test) == ds.y_test))
-    return _summary(losses, seconds, accuracy)
+    return _summary(losses, seconds, accuracy, cpu)
 
 
 def run_vw(
@@ -253,6 +259,7 @@ def run_vw(
     losses: list[float] = []
     clock = time.perf_counter
     seconds = 0.0
+    cpu = time.process_time()
     for example, label, u in zip(examples, y.tolist(), uniforms, strict=True):
         start = clock()
         pmf = policy.pmf(example)
@@ -262,9 +269,10 @@ def run_vw(
         policy.learn(example, action, float(pmf[action]), loss)
         seconds += clock() - start
         losses.append(loss)
+    cpu = time.process_time() - cpu  # the loop's clock calls are in it, as in ours
     greedy = [int(np.argmax(policy.pmf(example))) for example in test_examples]
     policy.close()
-    return _summary(losses, seconds, float(np.mean(np.array(greedy) == ds.y_test)))
+    return _summary(losses, seconds, float(np.mean(np.array(greedy) == ds.y_test)), cpu)
 
 
 def best_constant(ds: Dataset, seed: int, max_rounds: int) -> dict[str, Any]:
@@ -286,7 +294,7 @@ def run_task(task: dict[str, Any]) -> list[dict[str, Any]]:
     name, seed, max_rounds = task["dataset"], task["seed"], task["max_rounds"]
     categorical = bool(task.get("categorical"))
     ds = load_external(name) if name in EXTERNAL else load(name)
-    head = {"dataset": name, "seed": seed, "n_actions": ds.n_classes}
+    head = {"dataset": name, "seed": seed, "n_actions": ds.n_classes, "categorical": categorical}
     records = [{**head, "learner": "best_constant", **best_constant(ds, seed, max_rounds)}]
     ours = [("banditree", variant) for variant in task["variants"]]
     # z-scoring changes nothing where every column is a category
@@ -343,6 +351,12 @@ def main(argv: list[str] | None = None) -> None:
             "at most 20,000 rounds, out runs/bandit_vs_vw_categorical)"
         ),
     )
+    parser.add_argument(
+        "--half",
+        choices=("tuning", "check"),
+        default=None,
+        help="only this half of the 14 bundled sets (benchmarks.protocol); tune on 'tuning'",
+    )
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--first-seed", type=int, default=0, help="seeds run: first .. first+S-1")
     parser.add_argument("--max-rounds", type=int, default=None, help="50,000 (20,000 categorical)")
@@ -356,6 +370,10 @@ def main(argv: list[str] | None = None) -> None:
     if "default" not in args.variants:
         parser.error("--variants must include default")
     cat = args.categorical
+    if args.half is not None:
+        if cat or args.datasets is not None:
+            parser.error("--half picks the bundled numeric sets: no --datasets, no --categorical")
+        args.datasets = list(protocol.TUNING if args.half == "tuning" else protocol.CHECK)
     if args.datasets is None:
         args.datasets = list(categorical_sets.CATEGORICAL_SETS if cat else CLASSIFICATION)
     if args.max_rounds is None:

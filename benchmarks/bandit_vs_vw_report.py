@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.protocol import HALVES, half_of
+
 Records = list[dict[str, Any]]
 
 
@@ -48,6 +50,29 @@ def summarize(records: Records) -> dict[str, Any]:
     return {"datasets": datasets, "ours": ours, "vw": vw, "table": table}
 
 
+def geometric_mean(values: list[float]) -> float:
+    """The geometric mean (nan for none)."""
+    return math.exp(float(np.mean(np.log(values)))) if values else float("nan")
+
+
+def halves_of(records: Records) -> dict[str, str]:
+    """Each dataset's half of the protocol (:func:`benchmarks.protocol.half_of`)."""
+    return {r["dataset"]: half_of(r["dataset"], bool(r.get("categorical"))) for r in records}
+
+
+def half_lines(ratios: dict[str, float], halves: dict[str, str], what: str) -> list[str]:
+    """One line per half present: the geometric mean of ``ratios`` over its sets, the worst."""
+    lines = []
+    for half in HALVES:
+        values = [v for d, v in ratios.items() if halves.get(d) == half]
+        if values:
+            lines.append(
+                f"- {half} half ({len(values)} sets): geometric mean of {what} "
+                f"**{geometric_mean(values):.3f}**, worst {max(values):.3f}"
+            )
+    return lines
+
+
 def _cell(entry: dict[str, Any] | None, field: str, digits: int = 3) -> str:
     if entry is None:
         return "-"
@@ -73,9 +98,11 @@ def write_report(records: Records, out: Path) -> str:
         "Progressive mean 0/1 loss (exploration included; lower is better), mean over seeds.",
         "VW columns: the better of raw and z-scored features (marked).",
         "",
-        "| data | K | rounds | seeds | " + " | ".join(columns) + " | default / best VW |",
-        "|---|---|---|---|" + "---|" * (len(columns) + 1),
+        "| data | half | K | rounds | seeds | " + " | ".join(columns) + " | default / best VW |",
+        "|---|---|---|---|---|" + "---|" * (len(columns) + 1),
     ]
+    halves = halves_of(records)
+    datasets = sorted(datasets, key=lambda d: HALVES.index(halves[d]))
     for d in datasets:
         row = table[d]
         first = row["default"] if "default" in row else next(iter(row.values()))
@@ -83,11 +110,14 @@ def write_report(records: Records, out: Path) -> str:
         cells = " | ".join(_cell(row.get(c), "loss") for c in columns)
         k = next(r["n_actions"] for r in records if r["dataset"] == d)
         lines.append(
-            f"| {d} | {k} | {first['rounds']:.0f} | {first['seeds']} | {cells} | {ratio} |"
+            f"| {d} | {halves[d]} | {k} | {first['rounds']:.0f} | {first['seeds']} | {cells} "
+            f"| {ratio} |"
         )
-    gmean = math.exp(float(np.mean(np.log(list(ratios.values()))))) if ratios else float("nan")
+    gmean = geometric_mean(list(ratios.values()))
     worst = max(ratios.values()) if ratios else float("nan")
     lines += ["", f"Geometric mean of default / best VW: **{gmean:.3f}**; worst: {worst:.3f}."]
+    lines += ["", "By half of the protocol (`benchmarks.protocol`):", ""]
+    lines += half_lines(ratios, halves, "default / best VW")
     lines += ["", "Held-out accuracy of the greedy policy after the pass:", ""]
     lines += ["| data | " + " | ".join(columns) + " |", "|---|" + "---|" * len(columns)]
     for d in datasets:

@@ -21,12 +21,14 @@ from service.domain.runtime.tasks import pause_after_pass, stop_tasks
 from service.edge.app import ServiceApp
 from service.edge.auth import ADMIN_OPERATIONS, ApiKeyAuth
 from service.edge.http_middleware import enable_access_log
+from service.http.console_page import install_console
 from service.http.docs_page import install_docs
 from service.http.errors import document_errors, install_error_handlers
 from service.http.openapi_links import add_links
 from service.http.routes import (
     apprentice,
     checkpoints,
+    console,
     decisions,
     health,
     metrics,
@@ -207,7 +209,7 @@ def create_app(settings: Settings | None = None, *, freeze_startup: bool = False
     routers = [
         decisions.router, models.router, checkpoints.router, health.router, metrics.router,
         log_route.router, apprentice.router, ranking.router, ranking_slots.router,
-        personalizer.router, personalizer_root.router,
+        personalizer.router, personalizer_root.router, console.router,
     ]  # fmt: skip
     document_errors(app, routers, set(ADMIN_OPERATIONS))
     add_links(routers)
@@ -215,6 +217,7 @@ def create_app(settings: Settings | None = None, *, freeze_startup: bool = False
         app.include_router(router)
     _openapi_with_settings(app, settings)
     install_docs(app)
+    install_console(app)
     if settings.access_log:
         enable_access_log()
     app.install_front(

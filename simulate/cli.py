@@ -11,7 +11,7 @@ import typer
 if TYPE_CHECKING:  # the command's module stays light: ``banditree --help`` imports it
     from simulate.environments import FeedbackMode
 
-MODELS = ("dgt", "dgt_forest", "tel", "hinge", "linear")
+MODELS = ("dgt", "dgt_forest", "tel", "hinge", "linear", "boosted")
 #: Learner config fields the simulator sets itself: from the data (``task``,
 #: ``n_features``, ``n_actions``, the regression target's ``target_offset`` and
 #: ``target_scale``), from ``--model``, ``--feedback``, ``--loss``, ``--huber-xi`` and
@@ -55,7 +55,7 @@ def simulate_command(
     model: str | None = typer.Option(
         None,
         "--model",
-        help="dgt, dgt_forest, tel, hinge or linear (default: the service's, dgt for "
+        help="dgt, dgt_forest, tel, hinge, linear or boosted (default: the service's, dgt for "
         "classification, a 4-tree dgt_forest for regression; dgt with --warm-start).",
     ),
     out: Path = typer.Option(
@@ -92,12 +92,15 @@ def simulate_command(
     ),
     seeds: int = typer.Option(3, "--seeds", help="Number of seeds (0..S-1)."),
     baselines: str = typer.Option(
-        "random,linear,vw", "--baselines", help="Comma list of random, linear, vw ('' for none)."
+        "random,linear,vw",
+        "--baselines",
+        help="Comma list of random, linear, vw (VW's RegCB-opt), vw-epsilon, teucb, tets "
+        "('' for none).",
     ),
     explore: float | None = typer.Option(
         None,
         "--explore",
-        help="Shorthand for --explorer epsilon_greedy --explorer-parameter E (and VW's epsilon).",
+        help="Shorthand for --explorer epsilon_greedy --explorer-parameter E (and vw-epsilon's).",
     ),
     vw_learning_rate: float | None = typer.Option(
         None, "--vw-learning-rate", help="VW -l (default VW's own)."
@@ -110,6 +113,12 @@ def simulate_command(
     concurrency: int = typer.Option(1, "--concurrency", help="Concurrent requests in HTTP mode."),
     api_key: str | None = typer.Option(
         None, "--api-key", envvar="BANDITREE_API_KEY", help="API key for --server."
+    ),
+    keep_models: bool = typer.Option(
+        False,
+        "--keep-models",
+        help="HTTP mode: leave the models on the service at the end (to look at them in "
+        "the console at /ui).",
     ),
     logged: bool = typer.Option(
         False, "--logged", help="DATA is a bandit log: train on it, estimate by IPS/SNIPS/DR."
@@ -233,6 +242,7 @@ def simulate_command(
                 server=server,
                 concurrency=concurrency,
                 api_key=api_key,
+                keep_models=keep_models,
                 progress=progress,
                 warm_start=warm_start,
                 drift=drift,

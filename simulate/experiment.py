@@ -25,11 +25,21 @@ from simulate.report import (
     write_report,
 )
 from simulate.runner import Agent, SeedTrace, evaluation_rounds, run_stream, stream_order
-from simulate.vw import VowpalWabbitAgent, vowpalwabbit_available, vw_arguments
+from simulate.tree_ensemble import Rule, TreeEnsembleAgent, lightgbm_available
+from simulate.vw import (
+    SIMULATOR_VW,
+    VowpalWabbitAgent,
+    simulator_vw_arguments,
+    vowpalwabbit_available,
+)
 
-BASELINES = ("random", "linear", "vw")
-#: epsilon of the ``vw`` baseline unless ``--explore`` sets one (what VW users run)
-VW_EPSILON = 0.05
+#: ``vw``: VW's RegCB-opt; ``vw-epsilon``: VW's epsilon-greedy (the DGT paper's 0.3, or
+#: ``--explore``); ``teucb`` / ``tets``: :mod:`simulate.tree_ensemble`
+BASELINES = ("random", "linear", "vw", "vw-epsilon", "teucb", "tets")
+#: the baselines run unless ``--baselines`` names others
+DEFAULT_BASELINES = ("random", "linear", "vw")
+#: the baselines that read numeric contexts in process, bandit classification only
+_EXTERNAL = {*SIMULATOR_VW, "teucb", "tets"}
 
 
 @dataclass
@@ -51,7 +61,7 @@ class SimulationOptions:
     passes: int = 1
     rounds: int | None = None
     seeds: int = 3
-    baselines: list[str] = field(default_factory=lambda: list(BASELINES))
+    baselines: list[str] = field(default_factory=lambda: list(DEFAULT_BASELINES))
     explore: float | None = None
     #: learner config fields set on the command line (the rest: the config's defaults)
     config: dict[str, Any] = field(default_factory=dict)
@@ -61,6 +71,8 @@ class SimulationOptions:
     server: str | None = None
     concurrency: int = 1
     api_key: str | None = None
+    #: HTTP mode: leave the models on the service when the run ends (for the console)
+    keep_models: bool = False
     progress: bool = True
     warm_start: Path | None = None
     drift: str | None = None
@@ -109,7 +121,9 @@ def _competitors(
             name,
             kind,
             env,
-            lambda s: HttpAgent(server, f"{base}-s{s}", cfg(s), api_key=key),
+            lambda s: HttpAgent(
+                server, f"{base}-s{s}", cfg(s), api_key=key, keep=options.keep_models
+            ),
             cfg,
             True,
         )
@@ -130,18 +144,27 @@ def _competitors(
             raise ValueError(f"--baselines: unknown baseline {baseline!r}; choose from {BASELINES}")
         if baseline == options.model:
             notices.append(f"baseline {baseline} skipped: it is the model under test")
-        elif baseline in ("random", "vw") and (
+        elif baseline in ("random", *_EXTERNAL) and (
             dataset.task != "classification" or env.mode == "full"
         ):
             notices.append(f"baseline {baseline} skipped: it needs bandit classification")
-        elif baseline == "vw" and dataset.schema is not None:
-            notices.append("baseline vw skipped: it reads numeric contexts, this data has a schema")
-        elif baseline == "vw" and not vowpalwabbit_available():
+        elif baseline in _EXTERNAL and dataset.schema is not None:
             notices.append(
-                "baseline vw skipped: vowpalwabbit is not installed (pip install banditree[vw])"
+                f"baseline {baseline} skipped: it reads numeric contexts, this data has a schema"
             )
-        elif baseline == "vw":
-            runs.append(_vw_competitor(dataset, env, options))
+        elif baseline in SIMULATOR_VW and not vowpalwabbit_available():
+            notices.append(
+                f"baseline {baseline} skipped: vowpalwabbit is not installed "
+                "(pip install banditree[vw])"
+            )
+        elif baseline in ("teucb", "tets") and not lightgbm_available():
+            notices.append(
+                f"baseline {baseline} skipped: lightgbm is not installed (pip install banditree[sim])"
+            )
+        elif baseline in SIMULATOR_VW:
+            runs.append(_vw_competitor(baseline, dataset, env, options))
+        elif baseline in ("teucb", "tets"):
+            runs.append(_tree_ensemble_competitor(baseline, dataset, env))
         else:
             runs.append(
                 remote(baseline, baseline)
@@ -165,15 +188,33 @@ def _warm_competitor(
     )
 
 
-def _vw_competitor(dataset: Dataset, env: Environment, options: SimulationOptions) -> Competitor:
-    epsilon = VW_EPSILON if options.explore is None else options.explore
-    k, lr = dataset.n_classes, options.vw_learning_rate
+def _vw_competitor(
+    name: str, dataset: Dataset, env: Environment, options: SimulationOptions
+) -> Competitor:
+    epsilon = options.explore if name == "vw-epsilon" else None
+    algorithm = simulator_vw_arguments(name, dataset.n_classes, epsilon, options.vw_learning_rate)
+    k = dataset.n_classes
+    # z-scored with the training split's statistics, as benchmarks.bandit_vs_vw's VW
+    mean, sd = dataset.X_train.mean(axis=0), dataset.X_train.std(axis=0)
+    sd[sd == 0.0] = 1.0
     return Competitor(
-        "vw",
-        "vw",
+        name,
+        name,
         env,
-        lambda s: VowpalWabbitAgent(k, epsilon=epsilon, seed=s, learning_rate=lr),
-        lambda s: {"arguments": vw_arguments(k, epsilon, s, lr)},
+        lambda s: VowpalWabbitAgent(k, algorithm=algorithm, seed=s, scale=(mean, sd)),
+        lambda s: {"arguments": f"{algorithm} --random_seed {s}", "features": "z-scored"},
+    )
+
+
+def _tree_ensemble_competitor(name: str, dataset: Dataset, env: Environment) -> Competitor:
+    k, d = dataset.n_classes, dataset.n_features
+    rule: Rule = "ucb" if name == "teucb" else "ts"
+    return Competitor(
+        name,
+        name,
+        env,
+        lambda s: TreeEnsembleAgent(k, d, rule=rule, seed=s),
+        lambda s: {"rule": rule, "n_trees": 50, "depth": 6, "first_fit": 100, "growth": 1.1},
     )
 
 

@@ -41,6 +41,8 @@ class HttpAgent:
         Sent as ``Authorization: Bearer <key>``.
     timeout_seconds
         Per-request timeout.
+    keep
+        Leave the model on the service at :meth:`close` (to look at it in the console).
     """
 
     def __init__(
@@ -51,8 +53,10 @@ class HttpAgent:
         *,
         api_key: str | None = None,
         timeout_seconds: float = 30.0,
+        keep: bool = False,
     ) -> None:
         self.name = name
+        self.keep = keep
         self.task = config.get("task", "classification")
         self._client = Client(server, api_key=api_key, timeout_seconds=timeout_seconds)
         self._client.delete_model(name, missing_ok=True)  # a stale model of a previous run
@@ -91,8 +95,9 @@ class HttpAgent:
         return self._client.get_model(self.name).raw
 
     def close(self) -> None:
-        """Delete the model and close the connection pool."""
+        """Delete the model (unless kept) and close the connection pool."""
         try:
-            self._client.delete_model(self.name, missing_ok=True)
+            if not self.keep:
+                self._client.delete_model(self.name, missing_ok=True)
         finally:
             self._client.close()

@@ -245,6 +245,21 @@ class Apprentice(Learner):
         self._agreement.learned(decision, feedback)
         return changed
 
+    def note_unanswered(self, decision: Decision) -> None:
+        self.inner.note_unanswered(decision)
+
+    def leaf_stats(self) -> dict[str, Any] | None:
+        return self.inner.leaf_stats()
+
+    def leaf_probabilities(self) -> list[list[list[float]]] | None:
+        return self.inner.leaf_probabilities()
+
+    def input_scaling(self) -> dict[str, list[float]] | None:
+        return self.inner.input_scaling()
+
+    def trace(self, context: Any) -> dict[str, Any]:
+        return self.inner.trace(context)
+
     def predict(self, contexts: FloatArray) -> FloatArray:
         return self.inner.predict(contexts)
 

@@ -125,6 +125,32 @@ class Learner(ABC):
     def load_state(self, tensors: Tensors, meta: dict[str, Any]) -> None:
         """Restore the state written by :meth:`state` into a learner of the same config."""
 
+    def note_unanswered(self, decision: Decision) -> None:  # noqa: B027 - a no-op hook
+        """Count a decision of the log that got no feedback (it expired with no default
+        loss) in the per-leaf statistics; learners without them ignore it."""
+
+    def leaf_stats(self) -> dict[str, Any] | None:
+        """Per leaf of each tree: decisions, feedbacks, mean loss and per-action counts,
+        counted in log order (:mod:`banditree.learners.leaf_stats`); None for a model
+        without leaves."""
+        return None
+
+    def trace(self, context: Any) -> dict[str, Any]:
+        """What the served model does with ``context`` without deciding: each tree's
+        path and leaf, the greedy answer, the probabilities (gradient-learned models)."""
+        raise InvalidInput(
+            "context", f"a {self._config.get('kind', 'model')} model cannot be traced"
+        )
+
+    def leaf_probabilities(self) -> list[list[list[float]]] | None:
+        """Per tree and leaf, the explorer's probabilities on the leaf's own values
+        (classification with one tree); None otherwise."""
+        return None
+
+    def input_scaling(self) -> dict[str, list[float]] | None:
+        """The served standardisation (``mean``, ``scale``) of numeric contexts, or None."""
+        return None
+
     def export_model(self) -> dict[str, Any]:
         """The served model as JSON (the hard tree for tree models)."""
         return {"kind": "none"}

@@ -17,6 +17,7 @@ from banditree.estimators import (
 from banditree.explore import make_explorer
 from banditree.learners.apprentice import Apprentice
 from banditree.learners.base import Learner, Tensors
+from banditree.learners.boosted import build_boosted
 from banditree.learners.config import LearnerConfig
 from banditree.learners.drift import LossRiseDetector
 from banditree.learners.families import MODEL_BUILDERS, known_kinds
@@ -93,6 +94,8 @@ def _build_fresh(config: LearnerConfig | dict[str, Any]) -> Learner:
         if c.task != "classification" or c.n_actions is None:
             raise ValueError("kind random is a classification baseline")
         return UniformRandom(c.n_features, c.n_actions, seed=c.seed, config=stored)
+    if c.kind == "boosted":
+        return build_boosted(c, _build_fresh)
     if c.kind not in MODEL_BUILDERS:
         raise ValueError(f"kind must be one of {known_kinds()}, got {c.kind!r}")
     model = MODEL_BUILDERS[c.kind](c)

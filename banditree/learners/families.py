@@ -86,6 +86,11 @@ def _hinge(c: LearnerConfig) -> ModelSpec:
     )
 
 
+#: kinds that are learners of their own, built by the factory rather than from a model
+#: spec: the uniform baseline and the refitted boosted ensemble
+LEARNER_KINDS = ("boosted", "random")
+
+
 def known_kinds() -> list[str]:
-    """Every registered kind, and ``random`` (the uniform baseline)."""
-    return sorted([*MODEL_BUILDERS, "random"])
+    """Every registered kind, ``random`` (the uniform baseline) and ``boosted``."""
+    return sorted([*MODEL_BUILDERS, *LEARNER_KINDS])

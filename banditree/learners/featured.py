@@ -115,6 +115,25 @@ class FeaturedLearner(Learner):
             self.encoder.publish()
         return changed
 
+    def note_unanswered(self, decision: Decision) -> None:
+        """The inner learner counts the decision, its context encoded as learning would
+        (the encoder does not learn from it: it got no feedback)."""
+        self.inner.note_unanswered(self._encoded(decision))
+
+    def leaf_stats(self) -> dict[str, Any] | None:
+        return self.inner.leaf_stats()
+
+    def leaf_probabilities(self) -> list[list[list[float]]] | None:
+        return self.inner.leaf_probabilities()
+
+    def trace(self, context: Any) -> dict[str, Any]:
+        """The inner learner's trace of the encoded context, with the named path
+        (:meth:`explain`) where the model is a single tree."""
+        out = self.inner.trace(self.encode(_as_mapping(context, "context")))
+        named = self.export_model().get("format") == NAMED_FORMAT
+        out["explanation"] = self.explain(context) if named else None
+        return out
+
     def learn_batch(
         self, decisions: Sequence[Decision], feedbacks: Sequence[Feedback]
     ) -> list[bool | ValueError | KeyError | TypeError]:

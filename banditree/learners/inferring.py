@@ -168,6 +168,25 @@ class InferringLearner(Learner):
             featured = self._infer(_as_mapping(decision.context, "decision.context"))
         return featured.learn(decision, feedback)
 
+    def note_unanswered(self, decision: Decision) -> None:
+        """Counted by the featured model once the schema is inferred (before it, the
+        model has no tree to count at)."""
+        if self.featured is not None:
+            self.featured.note_unanswered(decision)
+
+    def leaf_stats(self) -> dict[str, Any] | None:
+        return None if self.featured is None else self.featured.leaf_stats()
+
+    def leaf_probabilities(self) -> list[list[list[float]]] | None:
+        return None if self.featured is None else self.featured.leaf_probabilities()
+
+    def trace(self, context: Any) -> dict[str, Any]:
+        if self.featured is None:
+            raise InvalidInput(
+                "context", "the model has no schema yet: it is inferred at the first feedback"
+            )
+        return self.featured.trace(context)
+
     def learn_batch(
         self, decisions: Sequence[Decision], feedbacks: Sequence[Feedback]
     ) -> list[bool | ValueError | KeyError | TypeError]:

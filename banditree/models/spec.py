@@ -180,6 +180,16 @@ class ModelSpec(ABC):
         a family that draws from ``rng`` (bagging weights) draws in example order.
         """
 
+    def leaf_layout(self) -> tuple[int, int] | None:
+        """``(n_trees, n_leaves)`` of a family whose examples each reach one leaf per
+        tree (per-leaf statistics are counted for it), None for one without leaves."""
+        return None
+
+    def leaves_batch(self, frozen: Any, x: FloatArray) -> IntArray:
+        """The leaf each row of ``x`` ``(B, d)`` reaches in each tree -> ``(T, B)``
+        (a family with a :meth:`leaf_layout` overrides it)."""
+        raise NotImplementedError(f"{self.kind} has no leaves")
+
     def export(self, frozen: Any) -> dict[str, Any]:
         """A JSON-ready description of the model for inspection."""
         return {"kind": self.kind}

@@ -6,6 +6,8 @@ import fnmatch
 
 #: the ASGI scope's ``state`` key holding the model patterns of a key limited to models
 SCOPE_STATE_KEY = "banditree_models"
+#: the ASGI scope's ``state`` key holding the roles of the request's key (``GET /v1/whoami``)
+ROLES_STATE_KEY = "banditree_roles"
 
 
 def visible(patterns: tuple[str, ...] | None, name: str) -> bool:

@@ -156,6 +156,19 @@ class ApprenticePublic(BaseModel):
     default_observed_reward: float | None = Field(description="mean 1 - loss the default earned")
 
 
+class ModelStatus(BaseModel):
+    """The model's state in the serving process, as of the last gauge refresh (the
+    ``/metrics`` gauges' values)."""
+
+    pending_decisions: int | None = Field(
+        description="decisions awaiting feedback (null: not read yet)"
+    )
+    checkpoint_age_seconds: float | None = Field(
+        description="since the served snapshot was written"
+    )
+    learner_holder: str | None = Field(description="the process holding the learner lease")
+
+
 class ModelPublic(BaseModel):
     name: str
     config: dict[str, Any]
@@ -165,6 +178,7 @@ class ModelPublic(BaseModel):
     pending_updates: int = Field(description="accepted feedback not yet applied")
     mode: str = Field("online", description="online (the model decides) or apprentice")
     apprentice: ApprenticePublic | None = None
+    status: ModelStatus | None = None
 
 
 class ModelUpdate(BaseModel):

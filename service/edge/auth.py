@@ -6,7 +6,8 @@ Personalizer's clients send it).  A key holds roles, on every model or on a set 
 
 * ``predict``: predict and feedback; rank, reward and activate (the ranking and
   Personalizer routes);
-* ``read``: the log export, the tree export and the checkpoint list;
+* ``read``: the log export, the tree export, the checkpoint list, the per-leaf
+  statistics and a context's trace;
 * ``admin``: creating, deleting, checkpointing, rolling back and switching the mode of
   (``PATCH``) a model.
 
@@ -34,7 +35,7 @@ from dataclasses import dataclass
 
 from starlette.types import Scope, Send
 
-from service.domain.key_scope import SCOPE_STATE_KEY, visible
+from service.domain.key_scope import ROLES_STATE_KEY, SCOPE_STATE_KEY, visible
 from service.edge.asgi_errors import send_json_error, send_personalizer_error
 from service.settings import ROLES, Settings
 
@@ -60,6 +61,8 @@ ROLE_OPERATIONS = {
     ("GET", "/v1/models/{name}/log"): "read",
     ("GET", "/v1/models/{name}/tree"): "read",
     ("GET", "/v1/models/{name}/checkpoints"): "read",
+    ("GET", "/v1/models/{name}/leaves"): "read",
+    ("POST", "/v1/models/{name}/trace"): "read",
 }
 _MODEL_PATH = re.compile(r"^/v1/models/(?P<name>[^/]+)(?P<rest>/[^/]+)?/?$")
 #: the deeper paths of a model that need the predict role: activation, multi-slot reward
@@ -205,8 +208,10 @@ class ApiKeyAuth:
         grant = find_grant(key, self.grants)
         if grant is None:
             return 401, "unknown API key"
+        state = scope.setdefault("state", {})
+        state[ROLES_STATE_KEY] = grant.roles
         if grant.models is not None:
-            scope.setdefault("state", {})[SCOPE_STATE_KEY] = grant.models
+            state[SCOPE_STATE_KEY] = grant.models
         if scope["path"].startswith("/personalizer/"):  # the model is the route's to resolve
             return root_refusal(grant.roles, root_role(scope["method"], scope["path"]))
         name, role = _operation(scope["method"], scope["path"])

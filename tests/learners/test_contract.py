@@ -15,11 +15,17 @@ N_FEATURES = 5
 N_ACTIONS = 3
 
 
+#: kinds for classification only: the uniform baseline and the boosted ensemble
+CLASSIFICATION_ONLY = ("random", "boosted")
+#: a boosted model's first fit and refit schedule, so that the runs below refit often
+BOOSTED_OPTIONS = {"first_fit": 8, "refit_growth": 1.3, "linear_base": 1.0, "optimism": 0.5}
+
+
 def contract_cases() -> list[tuple[str, str, str | None]]:
     cases: list[tuple[str, str, str | None]] = []
     for kind in known_kinds():
         cases.append((kind, "classification", None))
-        if kind != "random":  # uniform random is a classification baseline only
+        if kind not in CLASSIFICATION_ONLY:
             cases += [(kind, "regression", "one_point"), (kind, "regression", "two_point")]
     return cases
 
@@ -43,6 +49,8 @@ def make(kind: str, task: str, estimator: str | None, seed: int = 3) -> Learner:
         config["n_actions"] = N_ACTIONS
     else:
         config["estimator"] = estimator
+    if kind == "boosted":
+        config["options"] = BOOSTED_OPTIONS
     return build_learner(config)
 
 

@@ -164,3 +164,13 @@ def test_every_config_field_is_an_option(tmp_path: Path) -> None:
         False,
         [4],
     )
+
+
+def test_the_boosted_kind_runs_with_its_full_information_twin(tmp_path: Path) -> None:
+    args = ["simulate", "wine", "--model", "boosted", "--rounds", "150", "--seeds", "1"]
+    args += ["--baselines", "", "--eval-points", "2", "--no-progress", "--out", str(tmp_path)]
+    result = CliRunner().invoke(app, args, terminal_width=200)
+    assert result.exit_code == 0, result.output
+    learners = json.loads((tmp_path / "report.json").read_text())["learners"]
+    assert learners["boosted"]["config"]["kind"] == "boosted"
+    assert "boosted_full_information" in learners

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any, Literal, Protocol
 
+from banditree.learners.boosted_options import BOOSTED_WINDOW
+
 #: Largest ``n_actions (n_features + 1)^2`` (ridge state, 2 MB of float64 in every
 #: checkpoint at this bound) for which ridge is the default; the largest bundled set
 #: needs 42,250 (optdigits).
@@ -25,6 +27,8 @@ RIDGE_AUTO_MAX_FEATURES = 2_500_000
 #: Trees of the default regression model, a ``dgt_forest`` whose trees' outputs are
 #: averaged.
 REGRESSION_FOREST_TREES = 4
+#: Trees of a ``boosted`` ensemble when ``n_trees`` is unset (TEUCB's 50)
+BOOSTED_TREES = 50
 #: Page-Hinkley threshold of the default change detector (``drift_threshold``)
 DRIFT_THRESHOLD = 30.0
 #: threshold of the detector's second test, for a jump of the mean loss by more than
@@ -124,7 +128,10 @@ def default_kind(task: str) -> str:
 
 
 def default_n_trees(task: str, kind: str) -> int:
-    """``n_trees`` when unset: :data:`REGRESSION_FOREST_TREES` for a regression ``dgt_forest``."""
+    """``n_trees`` when unset: :data:`REGRESSION_FOREST_TREES` for a regression
+    ``dgt_forest``, :data:`BOOSTED_TREES` for ``boosted``, else 10."""
+    if kind == "boosted":
+        return BOOSTED_TREES
     return REGRESSION_FOREST_TREES if task == "regression" and kind == "dgt_forest" else 10
 
 
@@ -282,6 +289,9 @@ def parameter_count(config: Fields) -> int:
         return 0
     h = height(config)
     outputs = n_outputs(config)
+    if config.kind == "boosted":  # the window of rounds and the frozen trees
+        window = int(config.options.get("window", BOOSTED_WINDOW))
+        return window * (config.n_features + 2) + config.n_trees * (1 << h) * 4
     n_int, n_leaves = (1 << h) - 1, 1 << h
     dims = [config.n_features + 1, *config.hidden, n_int]
     per_tree = (

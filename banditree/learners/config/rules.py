@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pydantic import ValidationError
 
+from banditree.learners.boosted_options import BoostedOptions
 from banditree.learners.config import defaults
 from banditree.learners.config.defaults import Fields
 from banditree.learners.ranking_options import RankingOptions
@@ -28,6 +29,8 @@ def check(config: Fields) -> None:
         raise ValueError("mode apprentice does not take features yet")
     if any(not 1 <= w <= 4096 for w in config.hidden):
         raise ValueError("hidden widths must each be in [1, 4096]")
+    if config.kind == "boosted":
+        boosted_options(config)
     if config.task == "classification":
         _check_classification(config)
     elif config.estimator == "bandit":
@@ -61,6 +64,21 @@ def _check_classification(config: Fields) -> None:
             raise ValueError(f"loss_matrix must be n_actions x n_actions ({k} x {k})")
         if not all(0.0 <= v <= 1.0 for row in config.loss_matrix for v in row):
             raise ValueError("loss_matrix values must lie in [0, 1]")
+
+
+def boosted_options(config: Fields) -> BoostedOptions:
+    """The validated ``options`` of a ``kind: boosted`` model; ``ValueError`` naming a
+    broken rule."""
+    if config.task != "classification":
+        raise ValueError("kind boosted is for classification")
+    if config.mode == "apprentice":
+        raise ValueError("kind boosted does not take mode apprentice yet")
+    try:
+        return BoostedOptions.model_validate(config.options)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ValueError(f"options.{where}: {first['msg']}") from None
 
 
 def ranking_options(config: Fields) -> RankingOptions:

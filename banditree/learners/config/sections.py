@@ -50,7 +50,10 @@ class ModelSection(Section):
     kind: str = Field(
         default_factory=lambda data: default_kind(data.get("task", "classification")),
         description=(
-            "dgt, dgt_forest, tel, hinge, linear or random; default dgt for classification, "
+            "dgt, dgt_forest, tel, hinge, linear, boosted (classification: a LightGBM "
+            "ensemble refitted from the recent rounds, its settings in options: "
+            "banditree.learners.boosted_options.BoostedOptions) or random; default dgt for "
+            "classification, "
             f"dgt_forest ({REGRESSION_FOREST_TREES} trees averaged) for regression"
         ),
     )

@@ -1,7 +1,8 @@
 """A policy that learns by gradient from bandit feedback (Algorithm 1, any model family).
 
 The class is assembled from its seams: :mod:`.decide` (serving), :mod:`.learn`
-(feedback to updates) and :mod:`.state` (checkpoints), over the shared attributes of
+(feedback to updates), :mod:`.state` (checkpoints) and :mod:`.introspect` (a context's
+path, the leaves' probabilities), over the shared attributes of
 :mod:`.base`.
 """
 
@@ -18,8 +19,10 @@ from banditree.explore import EpsilonGreedy, Explorer
 from banditree.kernel import native
 from banditree.learners.drift import LossRiseDetector
 from banditree.learners.gradient_bandit.decide import Deciding
+from banditree.learners.gradient_bandit.introspect import Introspecting
 from banditree.learners.gradient_bandit.learn import EAGER_ROUNDS, RIDGE_FITTED, Learning
 from banditree.learners.gradient_bandit.state import Checkpointing
+from banditree.learners.leaf_stats import LeafStats
 from banditree.learners.optim import RMSprop
 from banditree.learners.ridge import PerActionRidge
 from banditree.learners.ridge_challenger import RidgeChallenger
@@ -30,7 +33,7 @@ from banditree.models.spec import ModelSpec
 __all__ = ["EAGER_ROUNDS", "GradientBandit"]
 
 
-class GradientBandit(Deciding, Learning, Checkpointing):
+class GradientBandit(Deciding, Learning, Checkpointing, Introspecting):
     """Online standardisation + model + explorer + estimator + RMSprop, with accumulation.
 
     Parameters
@@ -183,6 +186,8 @@ class GradientBandit(Deciding, Learning, Checkpointing):
             raise ValueError(f"leaf_shrink must be in [0, 1], got {leaf_shrink}")
         self.leaf_shrink = float(leaf_shrink)
         self._explore_origin = 0
+        layout = model.leaf_layout()
+        self._leaf_stats = None if layout is None else LeafStats(*layout, self.n_actions)
         self._accum = {}
         self._accum_finite = True
         self._buffer = []

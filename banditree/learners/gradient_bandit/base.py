@@ -14,6 +14,7 @@ from banditree.estimators import Estimator
 from banditree.explore import Explorer
 from banditree.learners.base import Learner
 from banditree.learners.drift import LossRiseDetector
+from banditree.learners.leaf_stats import LeafStats
 from banditree.learners.optim import RMSprop
 from banditree.learners.ridge import PerActionRidge
 from banditree.learners.ridge_challenger import RidgeChallenger
@@ -72,6 +73,8 @@ class GradientBase(Learner):
     leaf_shrink: float
     #: rounds learned when the explorer's schedule last restarted (a detected change)
     _explore_origin: int
+    #: per-leaf counts of a model with leaves (None: a family without them)
+    _leaf_stats: LeafStats | None
 
     #: decisions and learning windows go through the compiled kernel where it covers
     #: them (:mod:`banditree.kernel`; False: ``BANDITREE_KERNEL=reference``)

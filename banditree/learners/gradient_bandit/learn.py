@@ -16,6 +16,7 @@ from banditree.kernel import native
 from banditree.learners.gradient_bandit.base import GradientBase
 from banditree.learners.gradient_bandit.kernel_calls import gradients, learns_natively
 from banditree.learners.gradient_bandit.upstreams import WindowUpstreams
+from banditree.learners.leaf_stats import LeafStats
 from banditree.learners.validation import InvalidInput, as_context, check_loss
 from banditree.models.spec import Params, UpstreamFn
 
@@ -208,6 +209,54 @@ class Learning(GradientBase):
         slopes, intercepts = self._ridge.served()
         params.update(bias=intercepts, linear=slopes)
 
+    def _count_leaves(
+        self,
+        stats: LeafStats,
+        x: FloatArray,
+        pairs: Sequence[tuple[Any, Decision, Feedback | None]],
+    ) -> None:
+        """Count the examples ``pairs`` (standardised rows ``x``) at the leaves the served
+        snapshot routes them to; a feedback of None counts a decision only."""
+        leaves = self.model.leaves_batch(self._snapshot.frozen, x)
+        actions = (
+            np.array([d.action for _, d, _ in pairs], dtype=np.int64)
+            if self.task == "classification"
+            else None
+        )
+        losses = [_loss(f) for _, _, f in pairs if f is not None]
+        if len(losses) != len(pairs):  # decisions without feedback (counted alone)
+            stats.count(leaves, actions=actions, losses=None)
+            return
+        stats.count(leaves, actions=actions, losses=np.array(losses))
+
+    def note_unanswered(self, decision: Decision) -> None:
+        """Count a decision that got no feedback (it expired with no default loss) at
+        the leaves the served snapshot routes its context to."""
+        stats = self._leaf_stats
+        if stats is None:
+            return
+        x = as_context(decision.context, self.n_features, "decision.context")
+        if self.task == "classification" and not (
+            decision.action is not None and 0 <= decision.action < self.n_actions
+        ):
+            raise InvalidInput("decision.action", f"must be in [0, {self.n_actions - 1}]")
+        z = self._standardized(x[None, :], self._snapshot)
+        self._count_leaves(stats, z, [(x, decision, None)])
+
+    def leaf_stats(self) -> dict[str, Any] | None:
+        """Per leaf of each tree: decisions, feedbacks, mean loss, traffic share and
+        (classification) per-action counts, of every feedback learned so far
+        (:class:`~banditree.learners.leaf_stats.LeafStats`); None for a model without
+        leaves.  Feedback queued for the current window is counted as it will be."""
+        stats = self._leaf_stats
+        if stats is None:
+            return None
+        if self._buffer:
+            stats = stats.copy()
+            x = self._standardized(np.array([b[0] for b in self._buffer]), self._snapshot)
+            self._count_leaves(stats, x, self._buffer)
+        return stats.to_json()
+
     def _flush(self) -> None:
         """Add the buffered examples' gradients into the accumulator."""
         if not self._buffer:
@@ -216,6 +265,8 @@ class Learning(GradientBase):
         # the gradient of the function now served: current parameters AND the input
         # statistics of the current snapshot (both change only with an update)
         x = self._standardized(np.array([b[0] for b in self._buffer]), snap)
+        if self._leaf_stats is not None:
+            self._count_leaves(self._leaf_stats, x, self._buffer)
         module = native() if self._native and learns_natively(self) else None
         upstreams = self._upstreams(self._buffer) if module is None else []
         wrapped = self._clip.wrap(upstreams) if self._clip is not None else None
@@ -244,3 +295,12 @@ class Learning(GradientBase):
                 accum[name] = g  # a fresh array from gradients_batch(): the learner owns it
             else:
                 acc += g
+
+
+def _loss(feedback: Feedback) -> float:
+    """The loss a feedback counts at its leaf (the mean of a two-point pair's)."""
+    if feedback.loss is not None:
+        return float(feedback.loss)
+    if feedback.losses is not None:
+        return 0.5 * (feedback.losses[0] + feedback.losses[1])
+    return 0.0

@@ -54,6 +54,8 @@ class Checkpointing(GradientBase):
             tensors["ridge.prior"] = self._ridge.prior.copy()
         if self._challenger is not None:
             tensors.update(self._challenger.tensors())
+        if self._leaf_stats is not None:
+            tensors.update(self._leaf_stats.tensors())
         self._fold_inputs()
         tensors["std.mean"] = self._standardizer.mean
         tensors["std.m2"] = self._standardizer.m2
@@ -111,6 +113,8 @@ class Checkpointing(GradientBase):
                 if value.shape != getattr(ridge, name).shape or not np.isfinite(value).all():
                     raise ValueError(f"checkpoint ridge.{name} does not match the model")
                 setattr(ridge, name, value)
+        if self._leaf_stats is not None:
+            self._leaf_stats.load_tensors(tensors)
         self._optimizer.load_state_tensors(group("optim."))
         self._accum = group("accum.")
         self._input_rows.clear()

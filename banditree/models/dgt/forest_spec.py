@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from banditree.core.arrays import FloatArray
+from banditree.core.arrays import FloatArray, IntArray
 from banditree.models.dgt.frozen import FrozenTree
 from banditree.models.dgt.spec import DGTSpec, dgt_gradients_batch
 from banditree.models.spec import BatchOutput, ModelOutput, ModelSpec, Params, UpstreamFn
@@ -143,6 +143,12 @@ class DGTForestSpec(ModelSpec):
         votes = np.eye(self.n_outputs)[np.argmax(outputs, axis=-1)].mean(axis=0)
         # vote share, ties broken by the mean predicted reward
         return mean, votes + 1e-6 / (1.0 + np.exp(-mean))
+
+    def leaf_layout(self) -> tuple[int, int]:
+        return self.n_trees, 1 << self.tree.height
+
+    def leaves_batch(self, frozen: FrozenForest, x: FloatArray) -> IntArray:
+        return np.stack([tree.leaves(x) for tree in frozen.trees])
 
     def forward(self, frozen: FrozenForest, x: FloatArray) -> ModelOutput:
         mean, scores = self._combine(frozen.outputs_one(x))

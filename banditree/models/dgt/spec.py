@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from banditree.core.arrays import FloatArray, scalar_array
+from banditree.core.arrays import FloatArray, IntArray, scalar_array
 from banditree.models.dgt.frozen import FrozenTree
 from banditree.models.dgt.tree_ops import check_height, effective_weights_np, path_scores
 from banditree.models.spec import (
@@ -127,6 +127,12 @@ class DGTSpec(ModelSpec):
 
     def forward_batch(self, frozen: FrozenTree, x: FloatArray) -> FloatArray:
         return frozen.predict(x)
+
+    def leaf_layout(self) -> tuple[int, int]:
+        return 1, 1 << self.height
+
+    def leaves_batch(self, frozen: FrozenTree, x: FloatArray) -> IntArray:
+        return frozen.leaves(x)[None, :]
 
     def forward_rows(self, frozen: FrozenTree, x: FloatArray) -> BatchOutput:
         leaves = frozen.leaves(x)

@@ -98,6 +98,10 @@ class ModelRuntime(OperatorWrites):
         self._leaves_sum, self._leaves_count = 0.0, 0
         self._tick = TickDecisions(self)  # one-context predictions decided per loop tick
         self._pending_due = 0.0  # when the pending count is read again (refresh_gauges)
+        #: as of the last refresh_gauges: decisions awaiting feedback, the learner lease's
+        #: holder (None: nobody, or not read yet)
+        self.pending_decisions: int | None = None
+        self.lease_holder: str | None = None
 
     @property
     def learner(self) -> Learner:
@@ -266,12 +270,14 @@ class ModelRuntime(OperatorWrites):
         m = self.metrics
         if now >= self._pending_due:
             started = time.perf_counter()
-            m.pending.set(await self.store.pending_count(self.name))
+            self.pending_decisions = await self.store.pending_count(self.name)
+            m.pending.set(self.pending_decisions)
             self._pending_due = now + PENDING_READ_SPACING * (time.perf_counter() - started)
         await self.refresh_bounds()
         m.checkpoint_age.set(now - self.served.published_at if self.served.published_at else 0)
         lease = await self.store.lease(self.name, now=now)
-        m.set_lease_holder(None if lease is None else lease.holder)
+        self.lease_holder = None if lease is None else lease.holder
+        m.set_lease_holder(self.lease_holder)
 
 
 async def _settled(stored: asyncio.Future[None]) -> None:

@@ -85,6 +85,14 @@ async def export_log(
         int | None, Query(ge=0, le=MAX_OFFSET, description="rows with offset up to this")
     ] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_LOG_LIMIT, description="most rows")] = 10_000,
+    last: Annotated[
+        int | None,
+        Query(
+            ge=1,
+            le=MAX_LOG_LIMIT,
+            description="only the newest entries: this many offsets back from the last",
+        ),
+    ] = None,
 ) -> StreamingResponse:
     """The model's joined (decision, feedback) log rows as NDJSON, oldest first.
 
@@ -92,9 +100,16 @@ async def export_log(
     empty answer.
 
     Entries the learner has folded into its oldest kept checkpoint are trimmed, so the
-    log starts after that checkpoint's offset.
+    log starts after that checkpoint's offset.  ``last`` keeps to the newest entries
+    (offsets above the last one appended less ``last``; an expired decision without a
+    default loss takes an offset and gives no row), what a console's recent view reads.
     """
-    rows = _rows(runtime, since or 0, until, limit)
+    since = since or 0
+    if last is not None:
+        with store_budget(budget_seconds()):
+            bounds = await runtime.store.log_bounds(runtime.name)
+        since = max(since, bounds.last - last)
+    rows = _rows(runtime, since, until, limit)
     # the first row is read here, so an unreachable store is a 503, not a cut stream
     first = await anext(rows, None)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import time
 from typing import Any
 
 import orjson
@@ -20,6 +21,7 @@ from service.domain.schemas import (
     ModelList,
     ModelPolicy,
     ModelPublic,
+    ModelStatus,
     TreeExport,
 )
 from service.http.deps import ModelName, RegistryDep, RuntimeDep
@@ -54,6 +56,13 @@ def model_public(runtime: ModelRuntime) -> ModelPublic:
             progressive_mean_loss=mean_loss if math.isfinite(mean_loss) else None,
         ),
         pending_updates=runtime.pending_updates,
+        status=ModelStatus(
+            pending_decisions=runtime.pending_decisions,
+            checkpoint_age_seconds=time.time() - published
+            if (published := runtime.served.published_at)
+            else None,
+            learner_holder=runtime.lease_holder,
+        ),
         **apprentice_public(runtime.learner),
     )
 

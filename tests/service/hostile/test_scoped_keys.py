@@ -148,3 +148,27 @@ def test_bad_scoped_keys_stop_the_start_naming_the_entry(
     monkeypatch.setenv("BANDITREE_SCOPED_KEYS", value)
     with pytest.raises(SettingsError, match=words.replace("[", r"\[").replace("]", r"\]")):
         load_settings()
+
+
+def test_whoami_names_each_keys_roles_and_models(server: LiveServer) -> None:
+    def who(key: str) -> dict[str, object]:
+        answer = call(server, key, "GET", "/v1/whoami")
+        assert answer.status_code == 200, answer.text
+        return dict(answer.json())
+
+    assert who(ADMIN) == {"roles": ["admin", "predict", "read"], "models": None, "open": False}
+    assert who(USER) == {"roles": ["predict", "read"], "models": None, "open": False}
+    assert who(READER) == {"roles": ["read"], "models": ["shop-*"], "open": False}
+    refused(call(server, None, "GET", "/v1/whoami"), 401, "missing API key")
+    refused(call(server, "no-such-key", "GET", "/v1/whoami"), 401, "unknown API key")
+
+
+def test_leaves_and_trace_need_the_read_role_on_the_model(server: LiveServer) -> None:
+    for method, path, body in (
+        ("GET", "/v1/models/shop-1/leaves", None),
+        ("POST", "/v1/models/shop-1/trace", {"context": [0.1, 0.2]}),
+    ):
+        assert call(server, READER, method, path, json=body).status_code == 200
+        refused(call(server, PREDICTOR, method, path, json=body), 403, "read role")
+        other = path.replace("shop-1", "other")
+        refused(call(server, READER, method, other, json=body), 403, "does not reach")

@@ -1,0 +1,53 @@
+"""Which of the online tree and the refitted ensemble decides: progressive squared error.
+
+Each learned round, before either model learns from it, both predict the reward of the
+played action; the squared errors are averaged with exponentially decaying weights
+(half-life ``halflife`` rounds).  Predictions made before the outcome is known are an
+honest estimate of each model's error on the rounds to come (progressive validation),
+and a reward regression of lower squared error is what a greedy or inverse-gap policy
+needs (Foster and Rakhlin's SquareCB reduction).  The online tree decides until the
+ensemble has been scored on ``min_rounds`` rounds and has the lower error.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class ProgressiveErrors:
+    """Decayed mean squared errors of the online tree and of the ensemble.
+
+    Parameters
+    ----------
+    halflife
+        Rounds after which a round's weight is halved.
+    min_rounds
+        Rounds the ensemble is scored on before it may decide.
+    """
+
+    def __init__(self, halflife: float, min_rounds: int) -> None:
+        self.decay = 0.5 ** (1.0 / halflife)
+        self.min_rounds = min_rounds
+        self.online = 0.0
+        self.ensemble = 0.0
+        self.rounds = 0
+
+    def update(self, online: float, ensemble: float, reward: float) -> None:
+        """Score one round: the two predicted rewards of the played action and its reward."""
+        d = self.decay
+        self.online = d * self.online + (online - reward) ** 2
+        self.ensemble = d * self.ensemble + (ensemble - reward) ** 2
+        self.rounds += 1
+
+    @property
+    def ensemble_leads(self) -> bool:
+        """Whether the ensemble decides (scored enough, and the lower decayed error)."""
+        return self.rounds >= self.min_rounds and self.ensemble < self.online
+
+    def state(self) -> dict[str, Any]:
+        return {"online": self.online, "ensemble": self.ensemble, "rounds": self.rounds}
+
+    def load(self, meta: dict[str, Any]) -> None:
+        self.online = float(meta["online"])
+        self.ensemble = float(meta["ensemble"])
+        self.rounds = int(meta["rounds"])

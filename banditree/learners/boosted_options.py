@@ -1,0 +1,105 @@
+"""The ``options`` of a ``kind: boosted`` model, validated with its config.
+
+Why each default is what it is: ``docs/decisions/boosted-bandit.md`` and
+``benchmarks/results/boosted_bandit.md``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+#: rounds a fit reads when the options name none
+BOOSTED_WINDOW = 20_000
+#: the most rows a boosted model keeps to refit from (its checkpoint holds them)
+MAX_WINDOW = 200_000
+
+
+class BoostedOptions(BaseModel):
+    """``options`` of a ``kind: boosted`` config; every field optional.
+
+    The ensemble has ``n_trees`` trees of depth ``height`` (the config's fields).
+    """
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    first_fit: int = Field(
+        100, ge=2, le=1_000_000, description="rounds learned before the first fit"
+    )
+    refit_growth: float = Field(
+        1.25,
+        ge=1.0,
+        le=10.0,
+        description="refit when the rounds learned reach this factor of the last fit's",
+    )
+    max_refit_interval: int = Field(
+        5_000, ge=1, le=10_000_000, description="the most rounds between two fits"
+    )
+    window: int = Field(
+        BOOSTED_WINDOW,
+        ge=2,
+        le=MAX_WINDOW,
+        description="the most recent rounds a fit reads (the bound on a fit's cost)",
+    )
+    optimism: float = Field(
+        0.3,
+        ge=0.0,
+        le=100.0,
+        description="play the action of the highest predicted reward + optimism x its std",
+    )
+    shrinkage: float = Field(0.3, gt=0.0, le=1.0, description="the boosting learning rate")
+    min_leaf_rows: int = Field(5, ge=1, le=10_000, description="rows every leaf holds at least")
+    l2: float = Field(1.0, ge=0.0, le=1e6, description="L2 penalty on leaf values")
+    max_bins: int = Field(63, ge=2, le=1024, description="histogram bins per feature")
+    uncertainty: Literal["reward", "residual"] = Field(
+        "reward",
+        description=(
+            "a leaf's variance over its rows' rewards (TEUCB) or over the residual its tree fitted"
+        ),
+    )
+    linear_base: float | None = Field(
+        10.0,
+        gt=0.0,
+        le=1e6,
+        description=(
+            "the ridge penalty of a per-action linear fit of the reward the trees are "
+            "boosted from (null: none, the trees fit the reward alone, as TEUCB's)"
+        ),
+    )
+    prior_rows: float = Field(
+        0.0, ge=0.0, le=1e6, description="pseudo-rows of variance prior_variance in every leaf"
+    )
+    prior_variance: float = Field(0.25, ge=0.0, le=1.0, description="variance of the pseudo-rows")
+    starter: Literal["dgt", "uniform"] = Field(
+        "dgt",
+        description=(
+            "what decides before the first fit: the online dgt tree of this config, which "
+            "learns every round until then, or uniform random choices"
+        ),
+    )
+    compete: bool = Field(
+        True,
+        description=(
+            "starter dgt: it keeps learning after the first fit, and it or the ensemble "
+            "decides, whichever has the lower progressive squared error of the played "
+            "action's reward over the recent rounds (half-life compete_halflife)"
+        ),
+    )
+    blend: bool = Field(
+        True,
+        description=(
+            "with compete: once the ensemble is scored, decide on the mean of both models' "
+            "predicted rewards, each weighted by the other's error (not one or the other)"
+        ),
+    )
+    compete_halflife: float = Field(
+        500.0, ge=1.0, le=1e7, description="rounds over which the errors are averaged"
+    )
+    exploration: Literal["ucb", "explorer"] = Field(
+        "ucb",
+        description=(
+            "ucb: play the highest optimistic score (propensity 1); explorer: the config's "
+            "explorer's pmf over the optimistic scores, sampled by the event id"
+        ),
+    )

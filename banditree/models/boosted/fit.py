@@ -1,0 +1,129 @@
+"""Fit a boosted regression ensemble on (context, one-hot action) -> reward with LightGBM.
+
+LightGBM is imported here only: serving reads the frozen arrays
+(:class:`~banditree.models.boosted.frozen.FrozenBoostedEnsemble`) and never the booster.
+Fits are single-threaded and deterministic, so that a learner restored from a
+checkpoint refits exactly the ensemble the live one fits (why LightGBM:
+``docs/decisions/boosted-bandit.md``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from banditree.core.arrays import FloatArray, IntArray
+from banditree.models.boosted.frozen import FrozenBoostedEnsemble, leaf_positions
+from banditree.models.boosted.linear import fit_linear_base
+from banditree.models.boosted.stats import leaf_uncertainty
+
+
+@dataclass(frozen=True)
+class BoostingSettings:
+    """What one fit uses (the learner's ``options``, resolved)."""
+
+    n_trees: int = 50
+    depth: int = 6
+    learning_rate: float = 0.3
+    min_leaf_rows: int = 5
+    l2: float = 1.0
+    max_bins: int = 63
+    target: str = "reward"
+    prior: float = 0.0
+    prior_variance: float = 0.25
+    #: the ridge penalty of a linear base the trees are boosted from (None: no base)
+    linear_l2: float | None = None
+
+
+def augment(contexts: FloatArray, actions: IntArray, n_actions: int) -> FloatArray:
+    """``(B, d + K)``: each context followed by its action one-hot."""
+    b, d = contexts.shape
+    out = np.zeros((b, d + n_actions))
+    out[:, :d] = contexts
+    out[np.arange(b), d + actions] = 1.0
+    return out
+
+
+def fit_ensemble(
+    contexts: FloatArray,
+    actions: IntArray,
+    rewards: FloatArray,
+    n_actions: int,
+    settings: BoostingSettings,
+    seed: int,
+) -> FrozenBoostedEnsemble:
+    """Fit the rows and freeze the ensemble with its per-leaf uncertainty.
+
+    Parameters
+    ----------
+    contexts
+        ``(B, d)`` finite contexts, in the order they were learned.
+    actions
+        ``(B,)`` the played actions.
+    rewards
+        ``(B,)`` ``1 - loss``.
+    n_actions
+        ``K``.
+    settings
+        The boosting settings.
+    seed
+        LightGBM's seed.
+
+    Returns
+    -------
+    FrozenBoostedEnsemble
+        The padded trees of depth ``settings.depth`` with leaf uncertainties.
+    """
+    import lightgbm as lgb  # the fitting side only
+
+    inputs = augment(contexts, actions, n_actions)
+    base = None
+    init = np.zeros(len(rewards))
+    if settings.linear_l2 is not None:
+        base = fit_linear_base(contexts, actions, rewards, n_actions, settings.linear_l2)
+        init = FrozenBoostedEnsemble.from_dump(
+            {"tree_info": []}, settings.depth, contexts.shape[1], n_actions, base
+        ).base_rows(inputs)
+    params = {
+        "objective": "regression",
+        "learning_rate": settings.learning_rate,
+        "max_depth": settings.depth,
+        "num_leaves": max(2, 1 << settings.depth),
+        "min_data_in_leaf": settings.min_leaf_rows,
+        "min_sum_hessian_in_leaf": 0.0,
+        "lambda_l2": settings.l2,
+        "max_bin": settings.max_bins,
+        "min_data_in_bin": 1,
+        "use_missing": False,
+        "feature_pre_filter": False,
+        "num_threads": 1,
+        "deterministic": True,
+        "force_row_wise": True,
+        "seed": seed,
+        "verbosity": -1,
+    }
+    if base is not None:
+        params["boost_from_average"] = False
+    data = lgb.Dataset(
+        inputs, label=rewards, init_score=init if base is not None else None, params=params
+    )
+    booster = lgb.train(params, data, num_boost_round=settings.n_trees)
+    dump = booster.dump_model()
+    frozen = FrozenBoostedEnsemble.from_dump(
+        dump, settings.depth, contexts.shape[1], n_actions, base
+    )
+    # LightGBM routes the fitted rows (its leaf indices mapped to the padded leaves):
+    # the same leaves as FrozenBoostedEnsemble.route, a fifth of a fit's time less
+    indices = np.asarray(booster.predict(inputs, pred_leaf=True), dtype=np.int64)
+    positions = leaf_positions(dump, settings.depth)
+    leaves = positions[np.arange(positions.shape[0]), indices.reshape(len(rewards), -1)]
+    uncertainty = leaf_uncertainty(
+        leaves,
+        rewards - init,
+        frozen.values,
+        target=settings.target,
+        prior=settings.prior,
+        prior_variance=settings.prior_variance,
+    )
+    return frozen.with_uncertainty(uncertainty)

@@ -1,0 +1,178 @@
+// Models overview: every model the key reaches, with rates, windowed loss and state.
+import { api } from "./api.js";
+import { esc, fmt, h, seconds, showError, toast } from "./dom.js";
+import { sparkline } from "./svg.js";
+
+/** Per model, the counters of recent polls: rates and windowed loss come from their deltas. */
+const history = new Map();
+const WINDOW_SECONDS = 60, POLL_MS = 2000;
+const COLUMNS = [
+  ["name", "Model"], ["kind", "Kind"], ["task", "Task"], ["mode", "Mode"], ["version", "Version", true],
+  ["decisionsPerSecond", "Decisions/s", true], ["feedbackPerSecond", "Feedbacks/s", true],
+  ["windowLoss", "Loss (window)", true], ["trend", "Trend"], ["pending", "Pending", true],
+  ["learner", "Learner"], ["checkpointAge", "Checkpoint age", true], ["actions", ""],
+];
+
+function remember(model, now) {
+  const c = model.counters, loss = c.progressive_mean_loss;
+  const point = { t: now, predictions: c.predictions, feedback: c.feedback, lossSum: loss === null ? 0 : loss * c.feedback };
+  const list = history.get(model.name) || [];
+  list.push(point);
+  while (list.length > 2 && now - list[0].t > WINDOW_SECONDS * 1000) list.shift();
+  history.set(model.name, list);
+  return list;
+}
+
+/** One row's figures: rates over the last minute, the loss of the feedback in it. */
+function figures(model, now) {
+  const list = remember(model, now);
+  const first = list[0], last = list[list.length - 1], dt = (last.t - first.t) / 1000;
+  const windows = [];
+  for (let i = 1; i < list.length; i++) {
+    const df = list[i].feedback - list[i - 1].feedback;
+    windows.push(df > 0 ? (list[i].lossSum - list[i - 1].lossSum) / df : null);
+  }
+  const df = last.feedback - first.feedback;
+  const status = model.status || {};
+  return {
+    name: model.name, kind: model.config.kind, task: model.config.task, mode: model.mode, version: model.version,
+    decisionsPerSecond: dt > 0 ? (last.predictions - first.predictions) / dt : null,
+    feedbackPerSecond: dt > 0 ? df / dt : null,
+    windowLoss: df > 0 ? (last.lossSum - first.lossSum) / df : model.counters.progressive_mean_loss,
+    trend: windows,
+    pending: status.pending_decisions ?? null,
+    learner: `${status.learner_holder || "no lease"} · lag ${model.pending_updates}`,
+    checkpointAge: status.checkpoint_age_seconds ?? null,
+  };
+}
+
+function rowHtml(r, admin) {
+  const link = `#/models/${encodeURIComponent(r.name)}/learning`;
+  return `<tr data-name="${esc(r.name)}"><td><a href="${link}">${esc(r.name)}</a></td><td>${esc(r.kind)}</td><td>${esc(r.task)}</td>` +
+    `<td>${esc(r.mode)}</td><td class="num">${fmt(r.version)}</td><td class="num">${fmt(r.decisionsPerSecond)}</td>` +
+    `<td class="num">${fmt(r.feedbackPerSecond)}</td><td class="num">${fmt(r.windowLoss)}</td><td>${sparkline(r.trend)}</td>` +
+    `<td class="num">${fmt(r.pending)}</td><td>${esc(r.learner)}</td><td class="num">${seconds(r.checkpointAge)}</td>` +
+    `<td>${admin ? `<button class="danger" data-delete="${esc(r.name)}" aria-label="Delete ${esc(r.name)}">Delete</button>` : ""}</td></tr>`;
+}
+
+export async function renderOverview(main, ctx) {
+  performance.mark("overview-start");
+  const view = { sort: "name", desc: false, filter: "", rows: [] };
+  const filter = h("input", { type: "search", placeholder: "Filter by name, kind, task, mode  ( / )", "data-filter": "", "aria-label": "Filter models", size: 40 });
+  const count = h("span", { class: "muted", id: "model-count" });
+  const head = h("tr", {}, COLUMNS.map(([key, label, num]) => h("th", { class: num ? "num" : null, scope: "col", "aria-sort": "none" },
+    key === "actions" || key === "trend" ? label : h("button", { type: "button", "data-sort": key }, label))));
+  const body = h("tbody", { id: "models-body" });
+  const table = h("table", { class: "grid", id: "models" }, h("thead", {}, head), body);
+  main.replaceChildren(h("h1", {}, "Models"), h("div", { class: "row" }, filter, count, ctx.admin ? createButton(main, refresh) : null),
+    h("div", { class: "scroll" }, table));
+
+  function render() {
+    const needle = view.filter.toLowerCase();
+    const shown = view.rows.filter((r) => !needle || [r.name, r.kind, r.task, r.mode].some((v) => String(v).toLowerCase().includes(needle)));
+    const k = view.sort, sign = view.desc ? -1 : 1;
+    shown.sort((a, b) => {
+      const x = a[k], y = b[k];
+      if (x === y) return 0;
+      if (x === null || x === undefined) return 1;
+      if (y === null || y === undefined) return -1;
+      return (x < y ? -1 : 1) * sign;
+    });
+    body.innerHTML = shown.map((r) => rowHtml(r, ctx.admin)).join("");
+    count.textContent = `${shown.length} of ${view.rows.length} models`;
+    head.querySelectorAll("th").forEach((th) => {
+      const b = th.querySelector("button");
+      th.setAttribute("aria-sort", b && b.dataset.sort === k ? (view.desc ? "descending" : "ascending") : "none");
+    });
+  }
+
+  async function refresh(prefetched = null) {
+    try {
+      const answer = await (prefetched || api.models());
+      const now = Date.now();
+      view.rows = answer.models.map((m) => figures(m, now));
+      render();
+    } catch (err) { showError(err); }
+  }
+
+  head.addEventListener("click", (event) => {
+    const b = event.target.closest("button[data-sort]");
+    if (!b) return;
+    view.desc = view.sort === b.dataset.sort ? !view.desc : false;
+    view.sort = b.dataset.sort;
+    render();
+  });
+  filter.addEventListener("input", () => { view.filter = filter.value; render(); });
+  body.addEventListener("click", async (event) => {
+    const b = event.target.closest("button[data-delete]");
+    if (!b) return;
+    const name = b.dataset.delete;
+    if (!(await confirmDialog(`Delete model ${name} and its checkpoints?`))) return;
+    try { await api.remove(name); history.delete(name); toast(`Deleted ${name}`); await refresh(); } catch (err) { showError(err); }
+  });
+  await refresh(ctx.prefetched);
+  performance.mark("overview-interactive");
+  performance.measure("overview", "overview-start", "overview-interactive");
+  const timer = setInterval(() => refresh(), POLL_MS);
+  ctx.onStop(() => clearInterval(timer));
+}
+
+export function confirmDialog(text) {
+  return new Promise((resolve) => {
+    const dialog = h("dialog", { "aria-label": "Confirm" },
+      h("form", { method: "dialog" }, h("p", {}, text),
+        h("div", { class: "row" }, h("button", { value: "yes", class: "danger" }, "Confirm"), h("button", { value: "no", autofocus: true }, "Cancel"))));
+    document.body.append(dialog);
+    dialog.addEventListener("close", () => { resolve(dialog.returnValue === "yes"); dialog.remove(); });
+    dialog.showModal();
+  });
+}
+
+const KINDS = ["dgt", "dgt_forest", "linear", "tel", "hinge", "random"];
+
+function createButton(main, refresh) {
+  return h("button", { type: "button", class: "primary", id: "create-button", onclick: () => createDialog(refresh) }, "New model");
+}
+
+function field(name, label, input) {
+  return h("label", {}, h("span", {}, label), input, h("small", { class: "error-text", "data-error-for": name }));
+}
+
+function createDialog(refresh) {
+  const form = h("form", { class: "stack", id: "create-form" },
+    h("h2", {}, "New model"),
+    field("name", "Name", h("input", { name: "name", required: true, pattern: "[A-Za-z0-9_.\\-]+" })),
+    field("kind", "Kind", h("select", { name: "kind" }, KINDS.map((k) => h("option", { value: k }, k)))),
+    field("task", "Task", h("select", { name: "task" }, h("option", { value: "classification" }, "classification"), h("option", { value: "regression" }, "regression"))),
+    field("n_features", "Features (numbers)", h("input", { name: "n_features", type: "number", value: "4" })),
+    field("n_actions", "Actions", h("input", { name: "n_actions", type: "number", value: "3" })),
+    field("height", "Height", h("input", { name: "height", type: "number", value: "3" })),
+    field("extra", "More settings (JSON)", h("textarea", { name: "extra", rows: 3, placeholder: '{"explorer": "epsilon_greedy", "features": {"age": "numeric"}}' })),
+    h("small", { class: "error-text", "data-error-for": "*" }),
+    h("div", { class: "row" }, h("button", { class: "primary", type: "submit" }, "Create"), h("button", { type: "button", value: "cancel", onclick: () => dialog.close() }, "Cancel")));
+  const dialog = h("dialog", { "aria-label": "New model" }, form);
+  document.body.append(dialog);
+  dialog.addEventListener("close", () => dialog.remove());
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const data = new FormData(form);
+    const body = { kind: data.get("kind"), task: data.get("task") };
+    for (const k of ["n_features", "n_actions", "height"]) if (data.get(k) !== "") body[k] = Number(data.get(k));
+    if (body.task === "regression") delete body.n_actions;
+    try {
+      const extra = String(data.get("extra") || "").trim();
+      if (extra) Object.assign(body, JSON.parse(extra));
+      if (body.features) delete body.n_features;
+    } catch (err) {
+      form.querySelector('[data-error-for="extra"]').textContent = `not JSON: ${err.message}`;
+      return;
+    }
+    try {
+      await api.create(String(data.get("name")), body);
+      dialog.close();
+      toast(`Created ${data.get("name")}`);
+      await refresh();
+    } catch (err) { showError(err, form); }
+  });
+  dialog.showModal();
+}

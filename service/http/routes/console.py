@@ -1,0 +1,110 @@
+"""The routes the console reads beyond the model routes: the key's roles, per-leaf
+statistics and a context's trace (all public API: anything the console shows can be
+scripted)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Request
+from pydantic import BaseModel, ConfigDict, Field
+
+from service.domain.key_scope import ROLES_STATE_KEY, SCOPE_STATE_KEY
+from service.domain.schemas import MAX_BATCH_LENGTH, Context
+from service.http.deps import RuntimeDep
+from service.http.errors import ServiceError
+from service.settings import ROLES, Settings
+
+router = APIRouter(tags=["console"])
+
+
+class WhoAmI(BaseModel):
+    """What the request's key may do."""
+
+    roles: list[str] = Field(description="predict, read, admin")
+    models: list[str] | None = Field(
+        description="the model names or patterns it reaches; null: every model"
+    )
+    open: bool = Field(description="no key is configured: every route is open")
+
+
+@router.get("/v1/whoami")
+async def whoami(request: Request) -> WhoAmI:
+    """The roles and models of the key this request carries (the console shows what they allow)."""
+    settings: Settings = request.app.state.settings
+    if not settings.auth_enabled:
+        return WhoAmI(roles=sorted(ROLES), models=None, open=True)
+    state = request.scope.get("state", {})
+    models = state.get(SCOPE_STATE_KEY)
+    return WhoAmI(
+        roles=sorted(state.get(ROLES_STATE_KEY, ())),
+        models=None if models is None else list(models),
+        open=False,
+    )
+
+
+class LeavesPublic(BaseModel):
+    """Per-leaf statistics of the served model (learner state, counted in log order)."""
+
+    version: int
+    leaf_stats: dict[str, Any] | None = Field(
+        description="per tree and leaf: decisions, feedbacks, mean_loss, share, action_counts; null for a model without leaves"
+    )
+    probabilities: list[list[list[float]]] | None = Field(
+        description="[tree][leaf][action]: the explorer's pmf on each leaf's own values (one tree, classification)"
+    )
+    scaling: dict[str, list[float]] | None = Field(
+        description="the served mean and scale of numeric contexts (splits in the caller's units)"
+    )
+
+
+@router.get("/v1/models/{name}/leaves")
+async def leaves(runtime: RuntimeDep) -> LeavesPublic:
+    """Per leaf of each tree: decisions, feedbacks, mean loss, traffic share and per-action counts."""
+    learner = runtime.learner
+    return LeavesPublic(
+        version=learner.version,
+        leaf_stats=learner.leaf_stats(),
+        probabilities=learner.leaf_probabilities(),
+        scaling=learner.input_scaling(),
+    )
+
+
+class TraceCreate(BaseModel):
+    """One ``context`` or a list of ``contexts`` to trace (nothing is decided or stored)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    context: Context | None = None
+    contexts: Annotated[list[Context], Field(max_length=MAX_BATCH_LENGTH)] | None = None
+
+
+def _trace_one(learner: Any, context: Any) -> dict[str, Any]:
+    raw = learner.trace(context)
+    decision = {k: raw[k] for k in ("greedy_action", "probabilities", "greedy_value") if k in raw}
+    if "estimates" in raw:
+        decision["scores"] = raw["estimates"]
+    return {"trees": raw["trees"], "decision": decision, "explanation": raw.get("explanation")}
+
+
+@router.post("/v1/models/{name}/trace")
+async def trace(body: TraceCreate, runtime: RuntimeDep, request: Request) -> dict[str, Any]:
+    """Each context's path through every tree, the probabilities, the named explanation and
+    the greedy answer predict would give, from the served snapshot; nothing is decided."""
+    settings: Settings = request.app.state.settings
+    contexts = [body.context] if body.context is not None else list(body.contexts or [])
+    if not contexts or (body.context is not None and body.contexts is not None):
+        raise ServiceError(422, "give exactly one of 'context' or 'contexts'", "context")
+    if len(contexts) > settings.max_batch:
+        raise ServiceError(
+            413,
+            f"contexts holds {len(contexts)} items, more than max_batch={settings.max_batch}",
+            "contexts",
+        )
+    learner = runtime.learner
+    traces = (
+        [_trace_one(learner, c) for c in contexts]
+        if len(contexts) < 8
+        else await asyncio.to_thread(lambda: [_trace_one(learner, c) for c in contexts])
+    )
+    return {"version": learner.version, "traces": traces}

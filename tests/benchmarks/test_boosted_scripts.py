@@ -1,0 +1,68 @@
+"""The boosted kind's benchmarks: the report's halves and ratios, and tiny real runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks import boosted_bandit, boosted_cost
+
+
+def test_report_prints_each_half_with_its_geometric_mean_to_teucb() -> None:
+    records = [
+        {"dataset": s, "variant": v, "progressive_loss": loss, "cpu_ms_per_round": 1.0}
+        for s, teucb, ours in (("waveform_40", 0.2, 0.1), ("nursery", 0.1, 0.4))
+        for v, loss in (("teucb", teucb), ("boosted", ours))
+    ]
+    text = boosted_bandit.report(records, ["teucb", "boosted"])
+    assert "| tuning | waveform_40 | 0.2000 (1.00 ms) | 0.1000 (1.00 ms) |" in text
+    assert "tuning half, geometric mean of loss / teucb: teucb 1.000, boosted 0.500" in text
+    assert "check half, geometric mean of loss / teucb: teucb 1.000, boosted 4.000" in text
+
+
+def test_variants_name_configs_or_boosted_options() -> None:
+    assert boosted_bandit.variant('boosted:{"optimism": 2}') == {
+        "kind": "boosted",
+        "options": {"optimism": 2},
+    }
+    with pytest.raises(ValueError, match="unknown variant 'nope'"):
+        boosted_bandit.variant("nope")
+
+
+def test_a_tiny_run_writes_a_record_per_variant(tmp_path: Path) -> None:
+    boosted_bandit.main(
+        ["--datasets", "waveform_40", "--seeds", "1", "--max-rounds", "150", "--out",
+         str(tmp_path), "--variants", "default", "boosted:{\"first_fit\": 50}"]
+    )  # fmt: skip
+    lines = (tmp_path / "results.jsonl").read_text().splitlines()
+    records = [json.loads(line) for line in lines]
+    assert [r["variant"] for r in records] == ["default", 'boosted:{"first_fit": 50}']
+    assert all(0.0 <= r["progressive_loss"] <= 1.0 and r["rounds"] == 150 for r in records)
+
+
+def test_the_cost_benchmark_learns_refits_and_times_decisions(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    boosted_cost.main(["--entries", "400", "--options", '{"first_fit": 100}'])
+    result = json.loads(capsys.readouterr().out)
+    assert result["fits"] >= 5
+    assert result["boosted_act_us"] > 0 and result["feedbacks_per_cpu_second"] > 0
+
+
+def test_rivals_table_takes_the_best_rival_per_set() -> None:
+    from benchmarks.boosted_bandit_report import table
+
+    ours = [{"dataset": "spambase", "variant": "boosted", "progressive_loss": 0.05}]
+    rivals = [
+        {"dataset": "spambase", "learner": name, "form": form, "progressive_loss": loss}
+        for name, form, loss in (
+            ("default", "", 0.08), ("teucb", "", 0.09), ("tets", "", 0.15),
+            ("vw_bag5", "raw", 0.12), ("vw_bag5", "z", 0.10), ("vw_adf_squarecb", "z", 0.11),
+        )
+    ]  # fmt: skip
+    text = table(ours, rivals, "boosted")
+    assert "| check | spambase | 0.0800 | 0.0900 | 0.1500 | 0.1000 (vw_bag5) | 0.0500 |" in text
+    assert "check (1 sets): geometric mean of loss / best rival: boosted 0.556" in text
+    assert "default 0.889" in text

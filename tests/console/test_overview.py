@@ -1,0 +1,85 @@
+"""The models overview in a browser: list, sort, filter, create with inline errors, delete."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from tests.console.conftest import APP_KEY, shot
+
+
+def make(admin: httpx.Client, name: str, **extra: Any) -> None:
+    body = {
+        "kind": "dgt",
+        "task": "classification",
+        "n_features": 3,
+        "n_actions": 2,
+        "height": 2,
+        **extra,
+    }
+    response = admin.put(f"/v1/models/{name}", json=body)
+    assert response.status_code == 201, response.text
+
+
+def test_overview_lists_sorts_and_filters(console: Any, admin: httpx.Client) -> None:
+    make(admin, "ov-alpha")
+    make(admin, "ov-beta", kind="linear")
+    page = console().open()
+    page.wait_for_selector("#models-body tr[data-name=ov-beta]")
+    names = page.locator("#models-body tr").evaluate_all("rows => rows.map(r => r.dataset.name)")
+    assert names.index("ov-alpha") < names.index("ov-beta")
+    page.click("button[data-sort=name]")  # sorted by name already: now descending
+    names = page.locator("#models-body tr").evaluate_all("rows => rows.map(r => r.dataset.name)")
+    assert names.index("ov-beta") < names.index("ov-alpha")
+    page.keyboard.press("/")
+    page.keyboard.type("linear")
+    assert page.locator("#models-body tr").count() >= 1
+    assert page.locator("#models-body tr[data-name=ov-alpha]").count() == 0
+    assert "linear" in page.locator("#models-body tr[data-name=ov-beta]").inner_text()
+    page.fill("[data-filter]", "")
+    shot(page, "overview")
+
+
+def test_admin_creates_with_inline_errors_and_deletes(console: Any, admin: httpx.Client) -> None:
+    page = console().allow(422).open()
+    page.click("#create-button")
+    page.fill("#create-form input[name=name]", "ov-created")
+    page.fill("#create-form input[name=height]", "40")
+    page.click("#create-form button[type=submit]")
+    error = page.locator('#create-form [data-error-for="height"]')
+    error.wait_for()
+    page.wait_for_function(
+        "document.querySelector('#create-form [data-error-for=height]').textContent.length > 0"
+    )
+    assert "12" in error.inner_text()  # the bound the API names
+    shot(page, "create-error")
+    page.fill("#create-form input[name=height]", "3")
+    page.click("#create-form button[type=submit]")
+    page.wait_for_selector("#models-body tr[data-name=ov-created]")
+    assert admin.get("/v1/models/ov-created").json()["config"]["height"] == 3
+    page.once("dialog", lambda d: d.accept())
+    page.click("button[data-delete=ov-created]")
+    page.click("dialog[open] button[value=yes]")
+    page.wait_for_selector("#models-body tr[data-name=ov-created]", state="detached")
+    assert admin.get("/v1/models/ov-created").status_code == 404
+
+
+def test_app_key_sees_no_admin_controls(console: Any, admin: httpx.Client) -> None:
+    make(admin, "ov-readonly")
+    page = console(APP_KEY).open()
+    page.wait_for_selector("#models-body tr[data-name=ov-readonly]")
+    assert page.locator("#create-button").count() == 0
+    assert page.locator("button[data-delete]").count() == 0
+    assert page.locator("#role").inner_text() == "read-only"
+
+
+def test_theme_toggle_and_keyboard(console: Any) -> None:
+    page = console().open()
+    assert page.evaluate("document.documentElement.dataset.theme") == "light"
+    page.keyboard.press("t")
+    assert page.evaluate("document.documentElement.dataset.theme") == "dark"
+    assert page.locator("#theme-button").get_attribute("aria-pressed") == "true"
+    shot(page, "overview-dark")
+    page.keyboard.press("t")
+    assert page.evaluate("document.documentElement.dataset.theme") == "light"

@@ -1,0 +1,272 @@
+"""The ``boosted`` kind: its frozen trees, refit schedule, uncertainty and checkpoints."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import lightgbm as lgb
+import numpy as np
+import pytest
+
+from banditree.learners import Feedback, InvalidInput, build_learner
+from banditree.learners.boosted import BoostedBandit
+from banditree.models.boosted.fit import BoostingSettings, augment, fit_ensemble
+from banditree.models.boosted.frozen import leaf_positions
+from banditree.models.boosted.linear import fit_linear_base
+from banditree.models.boosted.stats import leaf_uncertainty
+from banditree.persistence import dumps, loads
+
+D, K = 4, 3
+
+
+def rounds(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, D))
+    labels = (x[:, 0] * x[:, 1] > 0).astype(int) + (x[:, 2] > 1.0).astype(int)
+    return x, labels
+
+
+def boosted(seed: int = 0, **options: Any) -> BoostedBandit:
+    learner = build_learner(
+        {"kind": "boosted", "n_features": D, "n_actions": K, "seed": seed, "options": options}
+    )
+    assert isinstance(learner, BoostedBandit)
+    return learner
+
+
+def play(learner: BoostedBandit, x: np.ndarray, labels: np.ndarray) -> list[dict[str, Any]]:
+    out = []
+    for row, label in zip(x, labels.tolist(), strict=True):
+        d = learner.act(row)
+        learner.learn(d, Feedback(loss=float(d.action != label)))
+        out.append(d.to_dict())
+    return out
+
+
+def booster_params(settings: BoostingSettings) -> dict[str, Any]:
+    return {
+        "objective": "regression", "learning_rate": settings.learning_rate,
+        "max_depth": settings.depth, "num_leaves": 1 << settings.depth,
+        "min_data_in_leaf": settings.min_leaf_rows, "min_sum_hessian_in_leaf": 0.0,
+        "lambda_l2": settings.l2, "max_bin": settings.max_bins, "min_data_in_bin": 1,
+        "use_missing": False, "feature_pre_filter": False, "num_threads": 1,
+        "deterministic": True, "force_row_wise": True, "seed": 0, "verbosity": -1,
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("linear", [None, 3.0])
+def test_frozen_trees_predict_what_lightgbm_predicts(linear: float | None) -> None:
+    x, labels = rounds(600)
+    actions = np.random.default_rng(1).integers(0, K, size=600)
+    rewards = (actions == labels).astype(float)
+    settings = BoostingSettings(n_trees=20, depth=4, linear_l2=linear)
+    frozen = fit_ensemble(x, actions, rewards, K, settings, seed=0)
+    inputs = augment(x, actions, K)
+    params = booster_params(settings)
+    init = np.zeros(600)
+    if linear is not None:
+        mean, scale, w = fit_linear_base(x, actions, rewards, K, linear)
+        z = np.clip((x - mean) * scale, -5.0, 5.0)
+        init = w[actions, 0] + np.einsum("bd,bd->b", w[actions, 1:], z)
+        params["boost_from_average"] = False
+    data = lgb.Dataset(inputs, label=rewards, init_score=init if linear else None, params=params)
+    booster = lgb.train(params, data, num_boost_round=20)
+    expected = booster.predict(inputs) + init
+    np.testing.assert_allclose(frozen.predict_rows(inputs), expected, rtol=0, atol=1e-12)
+    # LightGBM's leaf indices, mapped, are the padded leaves the served walk reaches
+    positions = leaf_positions(booster.dump_model(), settings.depth)
+    indices = booster.predict(inputs, pred_leaf=True).astype(np.int64)
+    mapped = positions[np.arange(positions.shape[0]), indices]
+    np.testing.assert_array_equal(mapped, frozen.route(inputs))
+    # one context, every action (the served walk): the rows of its K one-hot inputs
+    for i in range(60):
+        mean_k, var_k = frozen.action_scores(x[i])
+        every = augment(np.repeat(x[i : i + 1], K, axis=0), np.arange(K), K)
+        np.testing.assert_allclose(mean_k, frozen.predict_rows(every), rtol=0, atol=1e-12)
+        assert (var_k > 0).all()
+        one = [frozen.action_value(x[i], a) for a in range(K)]
+        np.testing.assert_allclose(one, mean_k, rtol=0, atol=1e-12)
+
+
+def test_leaf_uncertainty_matches_a_loop() -> None:
+    rng = np.random.default_rng(0)
+    leaves = rng.integers(0, 4, size=(50, 2)) + np.array([0, 4])  # 2 trees of 4 leaves
+    targets = rng.random(50)
+    values = rng.normal(size=(2, 4))
+    for target in ("reward", "residual"):
+        got = leaf_uncertainty(
+            leaves, targets, values, target=target, prior=2.0, prior_variance=0.3
+        )
+        for t in range(2):
+            for j in range(4):
+                rows = leaves[:, t] == t * 4 + j
+                y = targets[rows]
+                if target == "residual" and t == 1:
+                    y = y - values.ravel()[leaves[rows, 0]]
+                n = rows.sum()
+                squares = ((y - y.mean()) ** 2).sum() if n else 0.0
+                want = (squares + 2.0 * 0.3) / (n + 2.0) / (n + 2.0)
+                assert got[t, j] == pytest.approx(want, rel=1e-12)
+
+
+def test_refits_follow_the_schedule_and_read_the_window() -> None:
+    x, labels = rounds(200)
+    learner = boosted(first_fit=20, refit_growth=1.5, max_refit_interval=25, window=30)
+    fitted_at = []
+    for row, label in zip(x, labels.tolist(), strict=True):
+        before = learner.fits
+        d = learner.act(row)
+        learner.learn(d, Feedback(loss=float(d.action != label)))
+        if learner.fits != before:
+            fitted_at.append(learner.counters["feedback"])
+    assert fitted_at[:5] == [20, 30, 45, 68, 93]  # x 1.5, then at most 25 apart
+    assert all(b - a <= 25 for a, b in itertools.pairwise(fitted_at))
+    contexts, _, _ = learner._window.rows()
+    np.testing.assert_array_equal(contexts, x[-30:])  # the 30 latest rounds, oldest first
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"linear_base": None}, {"linear_base": 1.0}, {"blend": False}, {"compete": False}],
+    ids=["no-base", "base", "select", "no-compete"],
+)
+def test_checkpoints_resume_identically_before_and_after_the_first_fit(
+    options: dict[str, Any],
+) -> None:
+    x, labels = rounds(160)
+    for cut in (10, 70):  # the dgt starter still deciding; the ensemble scored, deciding
+        live = boosted(first_fit=40, **options)
+        play(live, x[:cut], labels[:cut])
+        restored = loads(dumps(live))
+        assert play(live, x[cut:], labels[cut:]) == play(restored, x[cut:], labels[cut:])
+        assert live.counters == restored.counters
+        assert live.fits == restored.fits > 1
+
+
+def test_optimism_explores_where_the_leaves_are_uncertain() -> None:
+    x, labels = rounds(300)
+    greedy = boosted(optimism=0.0, first_fit=50, compete=False)
+    bold = boosted(optimism=5.0, first_fit=50, compete=False)
+    g, b = play(greedy, x, labels), play(bold, x, labels)
+    assert all(d["action"] == d["greedy_action"] for d in g[60:])
+    assert sum(d["explored"] for d in b[60:]) > 10
+    assert all(d["propensity"] == 1.0 for d in b[60:])
+
+
+def test_explorer_mode_samples_the_pmf_by_event_id() -> None:
+    x, labels = rounds(120)
+    learner = boosted(exploration="explorer", first_fit=30, compete=False)
+    play(learner, x, labels)
+    pmf = learner.action_probabilities(x[0])
+    assert pmf.sum() == pytest.approx(1.0) and (pmf > 0).all()
+    d = learner.act(x[0], event_id="e1")
+    assert d.propensity == pytest.approx(pmf[d.action])
+    twin = loads(dumps(learner))
+    assert twin.act(x[0], event_id="e1").action == d.action
+
+
+def test_compete_lets_the_lower_error_model_decide() -> None:
+    x, labels = rounds(400)
+    learner = boosted(first_fit=40, blend=False)
+    decided_by_ensemble = []
+    for row, label in zip(x, labels.tolist(), strict=True):
+        decided_by_ensemble.append(learner.ensemble_decides)
+        d = learner.act(row)
+        learner.learn(d, Feedback(loss=float(d.action != label)))
+    errors = learner._errors
+    assert errors.rounds == 400 - 40  # every round after the first fit is scored
+    assert learner.ensemble_decides == (errors.ensemble < errors.online)
+    assert not any(decided_by_ensemble[: 40 + 30])  # scored 30 rounds before it may lead
+
+
+def test_blend_weights_each_model_by_the_others_error() -> None:
+    x, labels = rounds(300)
+    learner = boosted(first_fit=40)  # blend is the default
+    play(learner, x, labels)
+    assert learner.ensemble_decides  # scored past its 30 rounds: the blend decides
+    errors = learner._errors
+    assert errors.online > 0 and errors.ensemble > 0
+    assert learner._ensemble is not None and learner._starter is not None
+    own, var = learner._ensemble.action_scores(x[0])
+    online = learner._starter.reward_estimates(x[0])  # type: ignore[attr-defined]
+    want = (errors.online * own + errors.ensemble * online) / (errors.online + errors.ensemble)
+    mean, scores = learner.optimistic_scores(x[0])
+    np.testing.assert_allclose(mean, want, rtol=1e-12)
+    np.testing.assert_allclose(scores, want + 0.3 * np.sqrt(var), rtol=1e-12)
+
+
+def test_full_information_learns_a_row_per_action() -> None:
+    x, labels = rounds(80)
+    learner = build_learner(
+        {"kind": "boosted", "n_features": D, "n_actions": K, "estimator": "full",
+         "options": {"first_fit": 40}}
+    )  # fmt: skip
+    assert isinstance(learner, BoostedBandit)
+    for row, label in zip(x, labels.tolist(), strict=True):
+        learner.learn(learner.act(row), Feedback(label=float(label)))
+    _, actions, rewards = learner._window.rows()
+    assert len(actions) == 80 * K and learner.fits >= 2
+    np.testing.assert_array_equal(actions[:K], np.arange(K))
+    np.testing.assert_array_equal(rewards[:K], np.arange(K) == labels[0])
+    with pytest.raises(InvalidInput, match=r"label: must be an action in \[0, 2\]"):
+        learner.check(learner.act(x[0]), Feedback(label=3.0))
+
+
+def test_huge_contexts_never_make_nan() -> None:
+    rng = np.random.default_rng(0)
+    learner = boosted(first_fit=10, linear_base=1.0, starter="uniform")
+    for i in range(40):
+        row = rng.normal(size=D) * (1e300 if i % 3 == 0 else 1.0)
+        d = learner.act(row)
+        learner.learn(d, Feedback(loss=float(i % 2)))
+    tensors, _ = learner.state()
+    floats = {k: v for k, v in tensors.items() if v.dtype.kind == "f"}
+    assert not any(np.isnan(v).any() for v in floats.values())
+    # the padding splits' thresholds are +inf (always LEFT); everything else is finite
+    assert all(np.isfinite(v).all() for k, v in floats.items() if k != "ensemble.thresholds")
+    mean, scores = learner.optimistic_scores(np.full(D, -1e300))
+    assert np.isfinite(mean).all() and np.isfinite(scores).all()
+
+
+@pytest.mark.parametrize(
+    "config,match",
+    [
+        ({"task": "regression", "estimator": "one_point"}, "boosted is for classification"),
+        ({"options": {"window": 1}}, r"options.window: Input should be greater than or equal to 2"),
+        ({"options": {"optimism": -1.0}}, "options.optimism"),
+        ({"options": {"trees": 3}}, "options.trees: Extra inputs are not permitted"),
+        ({"mode": "apprentice"}, "boosted does not take mode apprentice"),
+    ],
+)
+def test_bad_configs_are_refused_naming_the_field(config: dict[str, Any], match: str) -> None:
+    base = {"kind": "boosted", "n_features": D, "n_actions": K}
+    with pytest.raises(ValueError, match=match):
+        build_learner({**base, **config})
+
+
+def test_feedback_is_checked_before_anything_changes() -> None:
+    learner = boosted(first_fit=5)
+    d = learner.act(np.zeros(D))
+    with pytest.raises(InvalidInput, match=r"loss: must be in \[0.0, 1.0\]"):
+        learner.learn(d, Feedback(loss=2.0))
+    assert learner.counters["feedback"] == 0 and len(learner._window) == 0
+
+
+def test_named_features_are_encoded_for_the_ensemble() -> None:
+    schema = {"colour": {"type": "categorical"}, "size": {"type": "numeric"}}
+    learner = build_learner(
+        {"kind": "boosted", "features": schema, "n_actions": 2, "options": {"first_fit": 20}}
+    )
+    rng = np.random.default_rng(0)
+    losses = []
+    for _ in range(300):
+        colour = str(rng.choice(["red", "blue"]))
+        d = learner.act({"colour": colour, "size": float(rng.normal())})
+        loss = float(d.action != (colour == "red"))
+        learner.learn(d, Feedback(loss=loss))
+        losses.append(loss)
+    assert np.mean(losses[-100:]) < 0.1
+    restored = loads(dumps(learner))
+    context = {"colour": "red", "size": 0.5}
+    assert restored.act(context, "e").action == learner.act(context, "e").action == 1

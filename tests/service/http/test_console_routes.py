@@ -1,0 +1,118 @@
+"""The routes the console reads: per-leaf statistics, a context's trace, the key's roles,
+the model's status, the log's newest rows, and the console's files at ``/ui``."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+
+from service.main import create_app
+from service.settings import load_settings
+
+pytestmark = pytest.mark.anyio
+MODEL = {"kind": "dgt", "n_features": 3, "n_actions": 2, "height": 2, "accumulate": 1}
+
+
+@pytest.fixture
+async def http(tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
+    app = create_app(load_settings(data_dir=tmp_path, snapshot_poll_seconds=0.05))
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+            assert (await client.put("/v1/models/m", json=MODEL)).status_code == 201
+            yield client
+
+
+async def feed(http: httpx.AsyncClient, contexts: list[list[float]]) -> dict[str, Any]:
+    """Decide and give a loss for each context; the model once every loss is served."""
+    answer = await http.post("/v1/models/m/predict", json={"contexts": contexts})
+    for d in answer.json()["decisions"]:
+        sent = await http.post(
+            "/v1/models/m/feedback", json={"event_id": d["event_id"], "loss": float(d["action"])}
+        )
+        assert sent.status_code == 200, sent.text
+    for _ in range(400):
+        model: dict[str, Any] = (await http.get("/v1/models/m")).json()
+        if model["counters"]["feedback"] >= len(contexts) and model["pending_updates"] == 0:
+            return model
+        await asyncio.sleep(0.02)
+    raise AssertionError(model)
+
+
+async def test_leaves_count_every_feedback_learned(http: httpx.AsyncClient) -> None:
+    await feed(http, [[float(i % 5), float(i % 3) - 1.0, 0.5 * i] for i in range(40)])
+    answer = (await http.get("/v1/models/m/leaves")).json()
+    tree = answer["leaf_stats"]["trees"][0]
+    assert tree["decisions"] == 40 and len(tree["leaves"]) == 4
+    assert sum(sum(leaf["action_counts"]) for leaf in tree["leaves"]) == 40
+    assert sum(leaf["feedbacks"] for leaf in tree["leaves"]) == 40
+    assert len(answer["probabilities"][0]) == 4
+    assert len(answer["scaling"]["mean"]) == 3
+
+
+async def test_trace_agrees_with_predict_and_decides_nothing(http: httpx.AsyncClient) -> None:
+    await feed(http, [[1.0, 0.0, 2.0], [0.0, 1.0, -1.0]] * 5)
+    before = (await http.get("/v1/models/m")).json()["counters"]["predictions"]
+    context = [0.3, -0.2, 1.0]
+    traced = (await http.post("/v1/models/m/trace", json={"context": context})).json()
+    assert (await http.get("/v1/models/m")).json()["counters"]["predictions"] == before
+    decision = (await http.post("/v1/models/m/predict", json={"context": context})).json()
+    (trace,) = traced["traces"]
+    assert trace["decision"]["greedy_action"] == decision["greedy_action"]
+    assert trace["trees"][0]["leaf"] == decision["leaf"]
+    assert trace["trees"][0]["path"][-1] == 3 + decision["leaf"]  # the 3 inner nodes come first
+    assert trace["decision"]["probabilities"][decision["action"]] == pytest.approx(
+        decision["probability"]
+    )
+    many = (
+        await http.post("/v1/models/m/trace", json={"contexts": [context, [0.0, 0.0, 0.0]]})
+    ).json()
+    assert len(many["traces"]) == 2 and many["traces"][0] == trace
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "field"),
+    [
+        ({"context": [1.0, 2.0]}, 422, "context"),  # 2 numbers for a model of 3
+        ({"context": [1.0, 2.0, 3.0], "contexts": [[1.0, 2.0, 3.0]]}, 422, "context"),
+        ({}, 422, "context"),
+        ({"contexts": [[1.0, 2.0, 3.0]] * 300}, 413, "contexts"),  # over max_batch
+    ],
+)
+async def test_trace_refuses_bad_bodies_naming_the_field(
+    http: httpx.AsyncClient, body: dict[str, Any], status: int, field: str
+) -> None:
+    answer = await http.post("/v1/models/m/trace", json=body)
+    assert answer.status_code == status, answer.text
+    assert answer.json()["field"] == field
+
+
+async def test_the_open_service_grants_every_role(http: httpx.AsyncClient) -> None:
+    answer = (await http.get("/v1/whoami")).json()
+    assert answer == {"roles": ["admin", "predict", "read"], "models": None, "open": True}
+
+
+async def test_model_status_and_the_logs_newest_rows(http: httpx.AsyncClient) -> None:
+    model = await feed(http, [[float(i), 0.0, 1.0] for i in range(12)])
+    assert set(model["status"]) == {"pending_decisions", "checkpoint_age_seconds", "learner_holder"}
+    newest = [
+        orjson.loads(x) for x in (await http.get("/v1/models/m/log?last=5")).text.splitlines()
+    ]
+    every = [orjson.loads(x) for x in (await http.get("/v1/models/m/log")).text.splitlines()]
+    assert len(every) == 12 and newest == every[-5:]
+    assert (await http.get("/v1/models/m/log?last=0")).status_code == 422
+
+
+async def test_the_console_is_served_from_the_package(http: httpx.AsyncClient) -> None:
+    assert (await http.get("/ui")).headers["location"] == "/ui/"
+    page = await http.get("/ui/")
+    assert page.status_code == 200 and "<title>banditree console</title>" in page.text
+    script = await http.get("/ui/js/app.js")
+    assert script.status_code == 200 and "javascript" in script.headers["content-type"]
+    assert "http://" not in page.text and "https://" not in page.text  # nothing from elsewhere
