@@ -4,8 +4,11 @@ Each function returns None where the kernel does not cover the learner's setting
 model family, an explorer or an estimator the kernel does not compute): the caller
 then runs the numpy path, which is the specification for every setting.  Covered:
 decisions of the DGT tree and forest (any height, the linear term, vote or average)
-under the four explorers; the gradients of a single-layer DGT tree under
-classification feedback (eq. 8) without a gradient clip.
+under the four explorers, with the event ids' uniforms; the gradients of a
+single-layer DGT tree under classification feedback (eq. 8) without a gradient clip.
+RMSprop's steps (:mod:`banditree.learners.optim`), the ridge's rounds
+(:mod:`banditree.learners.ridge`) and the input statistics
+(:mod:`banditree.learners.standardize`) take the kernel themselves, for every model.
 """
 
 from __future__ import annotations
