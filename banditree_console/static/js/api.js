@@ -40,7 +40,7 @@ export const get = (path) => call("GET", path);
 const m = (name) => `/v1/models/${encodeURIComponent(name)}`;
 
 export const api = {
-  models: () => get("/v1/models"),
+  models: () => get("/v1/models?view=summary"),
   model: (name) => get(m(name)),
   create: (name, body) => call("PUT", m(name), body),
   remove: (name) => call("DELETE", m(name)),
