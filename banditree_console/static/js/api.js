@@ -49,6 +49,7 @@ export const api = {
   leaves: (name) => get(`${m(name)}/leaves`),
   trace: (name, contexts) => call("POST", `${m(name)}/trace`, { contexts }),
   checkpoints: (name) => get(`${m(name)}/checkpoints`),
+  checkpointTree: (name, sequence) => get(`${m(name)}/checkpoints/${encodeURIComponent(sequence)}/tree`),
   checkpointNow: (name) => call("POST", `${m(name)}/checkpoints`),
   rollback: (name, version) => call("POST", `${m(name)}/rollback`, { version }),
   whoami: () => get("/v1/whoami"),
