@@ -14,8 +14,9 @@ export function policyChanges(before, now) {
     if (!old || old.nodes.length !== tree.nodes.length || old.leaves.length !== tree.leaves.length) {
       return { tree: t, reshaped: true, splits: [], leaves: [], nSplits: tree.nodes.length, nLeaves: tree.leaves.length };
     }
-    const splits = tree.nodes.map((n, i) => ({ id: n.id, before: old.nodes[i].text || old.nodes[i].terms, now: n.text || n.terms }))
-      .filter((s) => s.before !== s.now);
+    // compared on the whole split (every term), written as its few largest terms
+    const splits = tree.nodes.map((n, i) => ({ id: n.id, same: (old.nodes[i].text || old.nodes[i].terms) === (n.text || n.terms), before: old.nodes[i].terms, now: n.terms }))
+      .filter((s) => !s.same);
     const leaves = tree.leaves.map((l, i) => {
       const was = old.leaves[i].value, is = l.value;
       const moved = is.reduce((m, v, a) => Math.max(m, Math.abs(v - was[a])), 0);
@@ -31,8 +32,8 @@ function changesHtml(changes, checkpoint) {
     const label = changes.length > 1 ? `Tree ${c.tree + 1}: ` : "";
     if (c.reshaped) return `<p>${label}the tree's shape changed: compare the drawings.</p>`;
     const summary = `<p class="compare-summary">${label}${c.splits.length} of ${c.nSplits} splits changed · ${c.leaves.length} of ${c.nLeaves} leaves' values changed</p>`;
-    const splits = c.splits.length ? `<table class="grid compare-splits"><thead><tr><th>Node</th><th>Then</th><th>Now</th></tr></thead><tbody>${
-      c.splits.map((s) => `<tr><td>${s.id}</td><td><code>${esc(s.before)}</code></td><td><code>${esc(s.now)}</code></td></tr>`).join("")}</tbody></table>` : "";
+    const splits = c.splits.length ? `<div class="scroll"><table class="grid compare-splits"><thead><tr><th>Node</th><th>Then</th><th>Now</th></tr></thead><tbody>${
+      c.splits.map((s) => `<tr><td>${s.id}</td><td><code>${esc(s.before)}</code></td><td><code>${esc(s.now)}</code></td></tr>`).join("")}</tbody></table></div>` : "";
     const leaves = c.leaves.length ? `<table class="grid compare-leaves"><thead><tr><th>Leaf</th><th>Then</th><th>Now</th><th class="num">Largest move</th></tr></thead><tbody>${
       c.leaves.map((l) => `<tr><td>${l.leaf}</td><td>${l.before.map((v) => fmt(v)).join(", ")}</td><td>${l.now.map((v) => fmt(v)).join(", ")}</td><td class="num">${fmt(l.moved)}</td></tr>`).join("")}</tbody></table>` : "";
     return summary + splits + leaves;
