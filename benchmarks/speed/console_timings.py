@@ -109,7 +109,7 @@ def measure(url: str, traces: int) -> dict[str, Any]:
         )
         out["overview_rows"] = page.locator("#models-body tr").count()
         fetched = page.evaluate(
-            "performance.getEntriesByType('resource').filter(e => e.name.endsWith('/v1/models'))"
+            "performance.getEntriesByType('resource').filter(e => /\\/v1\\/models(\\?|$)/.test(e.name))"
             ".map(e => [e.startTime, e.duration, e.encodedBodySize])[0]"
         )
         out["models_fetch_start_ms"], out["models_fetch_ms"], out["models_bytes"] = fetched

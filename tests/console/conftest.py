@@ -148,6 +148,12 @@ def console(browser: Any, server: LiveServer) -> Iterator[Callable[..., Watched]
 
 
 def shot(page: Any, name: str) -> None:
-    """A screenshot for the docs (docs/img/console/<name>.png)."""
+    """A screenshot for the docs (docs/img/console/<name>.png), written only when asked.
+
+    The committed screenshots stay as they are unless ``BANDITREE_WRITE_SCREENSHOTS=1``: a plain
+    test run leaves the git tree clean.
+    """
+    if os.environ.get("BANDITREE_WRITE_SCREENSHOTS") != "1":
+        return
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=False)

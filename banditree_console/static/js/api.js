@@ -40,7 +40,7 @@ export const get = (path) => call("GET", path);
 const m = (name) => `/v1/models/${encodeURIComponent(name)}`;
 
 export const api = {
-  models: () => get("/v1/models"),
+  models: () => get("/v1/models?view=summary"),
   model: (name) => get(m(name)),
   create: (name, body) => call("PUT", m(name), body),
   remove: (name) => call("DELETE", m(name)),
@@ -49,6 +49,7 @@ export const api = {
   leaves: (name) => get(`${m(name)}/leaves`),
   trace: (name, contexts) => call("POST", `${m(name)}/trace`, { contexts }),
   checkpoints: (name) => get(`${m(name)}/checkpoints`),
+  checkpointTree: (name, sequence) => get(`${m(name)}/checkpoints/${encodeURIComponent(sequence)}/tree`),
   checkpointNow: (name) => call("POST", `${m(name)}/checkpoints`),
   rollback: (name, version) => call("POST", `${m(name)}/rollback`, { version }),
   whoami: () => get("/v1/whoami"),

@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import orjson
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Query, Request, Response
 
 from banditree.learners import Learner, LearnerConfig
 from banditree.learners.apprentice import apprentice_model
@@ -34,14 +34,21 @@ router = APIRouter(prefix="/v1/models", tags=["models"])
 EXPORT_BYTES_PER_PARAMETER = 26
 
 
-def model_public(runtime: ModelRuntime) -> ModelPublic:
-    """The public view of a served model."""
+#: the configuration keys a summary keeps (the overview's columns)
+SUMMARY_CONFIG_KEYS = ("kind", "task")
+
+
+def model_public(runtime: ModelRuntime, *, summary: bool = False) -> ModelPublic:
+    """The public view of a served model; ``summary`` keeps only ``kind`` and ``task`` of the config."""
     counters = runtime.counters
+    config = runtime.learner.config()
+    if summary:
+        config = {k: config[k] for k in SUMMARY_CONFIG_KEYS if k in config}
     mean_loss = float(counters.get("progressive_mean_loss", math.nan))
     policy = runtime.policy
     return ModelPublic(
         name=runtime.name,
-        config=runtime.learner.config(),
+        config=config,
         policy=ModelPolicy(
             checkpoint_every_updates=policy.checkpoint_every_updates,
             checkpoint_every_seconds=policy.checkpoint_every_seconds,
@@ -88,11 +95,23 @@ async def create_model(name: ModelName, body: ModelCreate, registry: RegistryDep
 
 
 @router.get("")
-async def list_models(registry: RegistryDep, request: Request) -> ModelList:
+async def list_models(
+    registry: RegistryDep,
+    request: Request,
+    view: Annotated[
+        Literal["full", "summary"],
+        Query(description="summary: each config cut to kind and task (a lighter list)"),
+    ] = "full",
+) -> ModelList:
     """Every model this process serves (that the request's key reaches)."""
     patterns = getattr(request.state, SCOPE_STATE_KEY, None)
+    summary = view == "summary"
     return ModelList(
-        models=[model_public(r) for name, r in registry.runtimes.items() if visible(patterns, name)]
+        models=[
+            model_public(r, summary=summary)
+            for name, r in registry.runtimes.items()
+            if visible(patterns, name)
+        ]
     )
 
 
@@ -139,19 +158,24 @@ async def export_tree(runtime: RuntimeDep, request: Request) -> Response:
     Built in a worker thread, one export at a time; 413 when it would be larger than
     ``max_export_bytes`` (read the model from a checkpoint instead).
     """
+    return await export_response(runtime.learner, runtime.name, request)
+
+
+async def export_response(learner: Learner, name: str, request: Request) -> Response:
+    """The export of ``learner`` (model ``name``) as a JSON answer; 413 past ``max_export_bytes``."""
     settings: Settings = request.app.state.settings
     limit = settings.max_export_bytes
-    estimate = estimated_export_bytes(runtime.learner)
+    estimate = estimated_export_bytes(learner)
     if estimate > limit:
         raise ServiceError(
-            413, f"the export of model {runtime.name!r} would take about {estimate} bytes, "
+            413, f"the export of model {name!r} would take about {estimate} bytes, "
             f"more than max_export_bytes={limit}", "name",
         )  # fmt: skip
     async with request.app.state.export_slots:
-        body = await asyncio.to_thread(_export_json, runtime.learner)
+        body = await asyncio.to_thread(_export_json, learner)
     if len(body) > limit:
         raise ServiceError(
-            413, f"the export of model {runtime.name!r} takes {len(body)} bytes, "
+            413, f"the export of model {name!r} takes {len(body)} bytes, "
             f"more than max_export_bytes={limit}", "name",
         )  # fmt: skip
     return Response(body, media_type="application/json")

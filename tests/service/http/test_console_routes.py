@@ -116,3 +116,40 @@ async def test_the_console_is_served_from_the_package(http: httpx.AsyncClient) -
     script = await http.get("/ui/js/app.js")
     assert script.status_code == 200 and "javascript" in script.headers["content-type"]
     assert "http://" not in page.text and "https://" not in page.text  # nothing from elsewhere
+
+
+async def test_summary_list_cuts_the_config_to_kind_and_task(http: httpx.AsyncClient) -> None:
+    full = (await http.get("/v1/models")).json()["models"][0]
+    answer = await http.get("/v1/models", params={"view": "summary"})
+    assert answer.status_code == 200, answer.text
+    summary = answer.json()["models"][0]
+    assert summary["config"] == {"kind": "dgt", "task": full["config"]["task"]}
+    assert len(full["config"]) > 2  # the full view keeps every setting
+    assert {k: v for k, v in summary.items() if k not in ("config", "status")} == {
+        k: v for k, v in full.items() if k not in ("config", "status")
+    }
+    assert len(answer.content) < len((await http.get("/v1/models")).content)
+
+
+async def test_unknown_list_view_is_a_422_naming_the_field(http: httpx.AsyncClient) -> None:
+    answer = await http.get("/v1/models", params={"view": "tiny"})
+    assert answer.status_code == 422
+    assert "view" in answer.text
+
+
+async def test_a_checkpoints_tree_is_the_model_as_it_was(http: httpx.AsyncClient) -> None:
+    first = (await http.post("/v1/models/m/checkpoints")).json()
+    then = (await http.get("/v1/models/m/tree")).json()
+    await feed(http, [[float(i % 3), 1.0, -1.0] for i in range(40)])
+    now = (await http.get("/v1/models/m/tree")).json()
+    assert now["version"] > then["version"]
+    answer = await http.get(f"/v1/models/m/checkpoints/{first['sequence']}/tree")
+    assert answer.status_code == 200, answer.text
+    assert answer.json() == then
+
+
+async def test_a_missing_checkpoint_is_a_404_naming_the_sequence(http: httpx.AsyncClient) -> None:
+    answer = await http.get("/v1/models/m/checkpoints/987654/tree")
+    assert answer.status_code == 404
+    assert "987654" in answer.text and "sequence" in answer.text
+    assert (await http.get("/v1/models/m/checkpoints/-1/tree")).status_code == 422

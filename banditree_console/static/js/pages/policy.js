@@ -3,6 +3,7 @@
 import { api } from "../api.js";
 import { esc, fmt, h } from "../dom.js";
 import { drawTree, treesOf } from "../tree.js";
+import { compareControl } from "./compare.js";
 
 /** The tree export and the per-leaf answer of a model (the latter null where not offered). */
 export async function policyData(name) {
@@ -17,12 +18,13 @@ export async function renderPolicy(body, model) {
     body.replaceChildren(h("p", { class: "muted" }, `A ${model.config.kind} model has no tree to draw.`));
     return;
   }
+  const compare = await compareControl(model, trees, leaves && leaves.scaling);
   const stats = leaves && leaves.leaf_stats ? leaves.leaf_stats.trees : [];
   const detail = h("aside", { id: "leaf-detail", "aria-live": "polite" }, h("p", { class: "muted" }, "Click a leaf (or focus it and press Enter) to see its values and recent decisions."));
   const drawn = h("div", { id: "trees" });
   body.replaceChildren(
     h("p", { class: "muted" }, `Splits: the few largest terms of each node, in the units the caller sends${trees[0].nodes[0] && !trees[0].nodes[0].userUnits ? " (standardised: this server gave no scaling)" : ""}; go right when true. Edge width: traffic share.`),
-    h("div", { class: "split" }, drawn, detail));
+    compare, h("div", { class: "split" }, drawn, detail));
   performance.mark("policy-draw-start");
   trees.forEach((tree, t) => {
     const wrap = h("div", { class: "tree-wrap", "data-tree": t });
