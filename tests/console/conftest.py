@@ -45,7 +45,7 @@ def chromium_path() -> str:
     pytest.skip("chromium is not installed (apt-get install chromium)")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Any]:
     with playwright_api.sync_playwright() as p:
         browser = p.chromium.launch(
@@ -55,7 +55,7 @@ def browser() -> Iterator[Any]:
         browser.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     data = tmp_path_factory.mktemp("console-data")
     live = LiveServer(

@@ -58,7 +58,7 @@ def test_the_clients_rank_reward_and_activate(
     out = tmp_path / "feed.dsjson"
     exported = CliRunner().invoke(
         app, ["log", "export", "feed", "--out", str(out), "--format", "dsjson", "--server",
-              server.url, "--api-key", "app-key", "--no-progress"],
+              server.url, "--api-key", "admin-key", "--no-progress"],
     )  # fmt: skip
     assert exported.exit_code == 0, exported.output
     lines = out.read_text().splitlines()
