@@ -4,10 +4,12 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 SRC := $(wildcard banditree banditree_cli service simulate tests benchmarks tools docs)
+# the compiled kernel's sources: a change rebuilds it (the editable install compiles it in place)
+KERNEL := setup.py $(wildcard banditree/kernel/*.c banditree/kernel/*.h)
 
-.PHONY: install serve test lint typecheck docs unit bench clean
+.PHONY: install serve test lint typecheck docs unit sanitize bench clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(KERNEL)
 	$(PYTHON) -m venv $(VENV)
 	# torch is pinned to the CPU build 2.13.0 first, so nothing else pulls a CUDA build.
 	$(PY) -m pip install --quiet "torch==2.13.0"
@@ -36,10 +38,26 @@ docs: $(STAMP)
 unit: $(STAMP)
 	$(PY) -m pytest
 
-test: lint typecheck docs unit
+# The kernel built with AddressSanitizer and UndefinedBehaviorSanitizer in a scratch copy
+# of the package (the installed build is left alone), and the kernel's tests run against
+# it. CPython is not built with ASan: its runtime is preloaded, and leaks (CPython's own,
+# at exit) are not reported; any other report aborts the run (pytest -s: the report reaches
+# the terminal; an overflow injected in decide is reported with its line).
+SANITIZE_DIR := build/sanitize
+sanitize: $(STAMP)
+	rm -rf $(SANITIZE_DIR) && mkdir -p $(SANITIZE_DIR)
+	cp -r setup.py pyproject.toml README.md banditree tests $(SANITIZE_DIR)/
+	rm -f $(SANITIZE_DIR)/banditree/kernel/*.so
+	cd $(SANITIZE_DIR) && BANDITREE_SANITIZE=1 $(abspath $(PY)) setup.py -q build_ext --inplace
+	cd $(SANITIZE_DIR) && LD_PRELOAD="$$($${CC:-gcc} -print-file-name=libasan.so)" \
+		ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
+		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+		$(abspath $(PY)) -m pytest -q -s -p no:cacheprovider tests/kernel
+
+test: lint typecheck docs unit sanitize
 
 bench: $(STAMP)
 	$(PY) -m benchmarks
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache build/site
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache build/site build/sanitize banditree/kernel/*.so

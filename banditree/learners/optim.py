@@ -8,6 +8,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from banditree.core.arrays import FloatArray, scalar_array
+from banditree.kernel import native
 from banditree.models.spec import Params
 
 #: ``np.isfinite(a).all()`` as ``_all(_isfinite(a), None)``: the reduction itself, without
@@ -56,6 +57,9 @@ class RMSprop:
         self._scalar_key: tuple[float, float] | None = None
         self._alpha = self._rest = self._eps = scalar_array(0.0)
         self._rate = scalar_array(0.0)
+        #: the compiled kernel that steps each parameter (None: numpy, the reference;
+        #: raises KernelUnavailable when asked for and missing)
+        self.kernel = native()
 
     def step(self, params: Mapping[str, FloatArray], grads: Mapping[str, FloatArray]) -> Params:
         # one errstate for the whole step (entered per parameter it cost ~1 us each): only
@@ -73,6 +77,9 @@ class RMSprop:
                 continue
             if name in self.regularised and (self.l1 or self.l2):
                 g = g + self.l2 * p + self.l1 * np.sign(p)
+            if self.kernel is not None:
+                new[name] = self._kernel_step(name, p, g)
+                continue
             g2 = g * g
             if not _all(_isfinite(g2), None):
                 # refused whole: the running average is only ever fed finite values (one
@@ -98,6 +105,27 @@ class RMSprop:
             step *= rate
             new[name] = p - step  # a NEW array: readers of the old parameters stay consistent
         return new
+
+    def _kernel_step(self, name: str, p: FloatArray, g: FloatArray) -> FloatArray:
+        """:meth:`_step`'s update of one parameter by the kernel (the same operations,
+        element by element); ``p`` itself when the gradient is refused."""
+        assert self.kernel is not None
+        kept = self._square_avg.get(name)
+        first = kept is None
+        # the kernel updates the average in place: a contiguous one (a copy if loaded so)
+        v = np.empty(p.shape) if kept is None else np.ascontiguousarray(kept)
+        out = np.empty(p.shape)
+        rate = self.lr * self.lr_scales.get(name, 1.0)
+        adagrad = name in self.summed
+        flat = np.ascontiguousarray(p).reshape(-1), np.ascontiguousarray(g).reshape(-1)
+        if not self.kernel.rmsprop(
+            *flat, v.reshape(-1), out.reshape(-1), self.alpha, self.eps, rate, adagrad, first
+        ):
+            self.refused += 1
+            return p
+        if v is not kept:
+            self._square_avg[name] = v
+        return out
 
     def _scalars(self, rate: float) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
         """``alpha``, ``1 - alpha``, ``eps`` and ``rate`` as 0-d arrays (the first three

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from banditree.core.arrays import FloatArray, scalar_array
+from banditree.kernel import native
 
 _min = np.minimum.reduce
 #: exponent of the mix that serves the ridge fit alone (weight 1 - 2e-22)
@@ -93,6 +94,9 @@ class PerActionRidge:
         #: (``defer``), zero past their count ``pending_rounds``
         self.pending: FloatArray = np.zeros((n_actions, defer, dim))
         self.pending_rounds: FloatArray = np.zeros(n_actions)
+        #: the compiled kernel that applies the rounds without ``defer`` (None: numpy,
+        #: the reference; raises KernelUnavailable when asked for and missing)
+        self.kernel = native()
         self.restart(np.zeros((n_actions, n_features)), np.full(n_actions, float(prior)))
 
     def restart(self, slopes: FloatArray, intercepts: FloatArray, trusted: bool = False) -> None:
@@ -118,6 +122,7 @@ class PerActionRidge:
             intercept_l2=float(self._penalty[-1]), mix_rate=self.mix_rate, defer=self.defer,
         )  # fmt: skip
         out.restart(np.zeros((len(self.weights), self.n_features)), self.prior.copy())
+        out.kernel = self.kernel
         return out
 
     def inverse(self, action: int) -> FloatArray:
@@ -143,6 +148,14 @@ class PerActionRidge:
         residual) is skipped whole: with both finite every new entry is finite, since
         ``gain (A^-1 u)^T`` is bounded by ``A^-1`` itself.
         """
+        if self.kernel is not None and not self.defer:  # the same rounds, one call
+            applied: int = self.kernel.ridge_rows(
+                np.ascontiguousarray(x, dtype=np.float64),
+                np.asarray(actions, dtype=np.int64),
+                np.asarray(rewards, dtype=np.float64),
+                self.inv_gram, self.weights, self.mix_stats, self.prior, self.mix_rate > 0.0,
+            )  # fmt: skip
+            return applied
         us = np.ones((x.shape[0], x.shape[1] + 1))  # every row's u = (x, 1), in one copy
         us[:, :-1] = x
         defer, pending, rounds = self.defer, self.pending, self.pending_rounds

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from banditree.core.arrays import FloatArray, scalar_array
+from banditree.kernel import native
 
 #: the constants of :meth:`RunningStandardizer.scale` as 0-d arrays (numpy's faster operand)
 _TINY, _ONE = scalar_array(1e-12), scalar_array(1.0)
@@ -25,6 +26,9 @@ class RunningStandardizer:
         self.m2 = np.zeros(n_features)
         #: :meth:`update`'s count as a 0-d array (written by the learning thread alone)
         self._count = scalar_array(0.0)
+        #: the compiled kernel that applies :meth:`update_each`'s rows (None: numpy;
+        #: raises KernelUnavailable when asked for and missing)
+        self.kernel = native()
 
     def update(self, x: FloatArray) -> None:
         self.count += 1
@@ -41,6 +45,18 @@ class RunningStandardizer:
         spread *= delta
         spread += self.m2
         self.mean, self.m2 = new, spread
+
+    def update_each(self, x: FloatArray) -> None:
+        """:meth:`update` with each row of ``x`` ``(B, n_features)`` in turn: the same
+        statistics bit for bit, in one kernel call where the kernel runs."""
+        if self.kernel is None or x.shape[0] <= 1:
+            for row in x:
+                self.update(row)
+            return
+        mean, m2 = np.empty(self.n_features), np.empty(self.n_features)  # new arrays, as update's
+        self.kernel.welford(self.mean, self.m2, self.count, np.ascontiguousarray(x), mean, m2)
+        self.count += x.shape[0]
+        self.mean, self.m2 = mean, m2
 
     def update_rows(self, x: FloatArray) -> None:
         """:meth:`update` with every row of ``x`` ``(B, n_features)``, in one step: the

@@ -99,7 +99,9 @@ def as_contexts(
             field,
             f"must be a list of contexts of exactly {n_features} numbers, got shape {list(x.shape)}",
         )
-    if not math.isfinite(float(np.add.reduce(x, None))):
+    with np.errstate(over="ignore", invalid="ignore"):  # inf - inf, 1e308 + 1e308: refused below
+        total = float(np.add.reduce(x, None))
+    if not math.isfinite(total):
         bad = np.argwhere(~np.isfinite(x))
         if bad.size:
             row, col = (int(v) for v in bad[0])

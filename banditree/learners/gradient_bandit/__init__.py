@@ -16,6 +16,7 @@ import numpy as np
 
 from banditree.estimators import Estimator
 from banditree.explore import EpsilonGreedy, Explorer
+from banditree.kernel import native
 from banditree.learners.drift import LossRiseDetector
 from banditree.learners.gradient_bandit.decide import Deciding
 from banditree.learners.gradient_bandit.introspect import Introspecting
@@ -113,6 +114,8 @@ class GradientBandit(Deciding, Learning, Checkpointing, Introspecting):
         ridge_challenger: int | None = None,
         leaf_shrink: float = 1.0,
     ) -> None:
+        # raises KernelUnavailable when the compiled kernel was asked for and is missing
+        self._native = native() is not None
         self.task = estimator.task
         if self.task == "classification":
             explorer = explorer if explorer is not None else cast(Explorer, EpsilonGreedy(0.3))
@@ -170,6 +173,7 @@ class GradientBandit(Deciding, Learning, Checkpointing, Introspecting):
             model.fitted_elsewhere = RIDGE_FITTED
             self._serve_ridge(self._params)
         self._standardizer = RunningStandardizer(self.n_features)
+        self._input_rows = []
         self._clip = (
             FeedbackClip(gradient_clip, prior_magnitude(estimator, loss_bounds, target_scale))
             if gradient_clip is not None

@@ -76,11 +76,21 @@ class GradientBase(Learner):
     #: per-leaf counts of a model with leaves (None: a family without them)
     _leaf_stats: LeafStats | None
 
+    #: decisions and learning windows go through the compiled kernel where it covers
+    #: them (:mod:`banditree.kernel`; False: ``BANDITREE_KERNEL=reference``)
+    _native: bool = False
+
+    #: contexts learned whose running statistics are not yet in ``_standardizer`` (with
+    #: the kernel: folded in one call before a snapshot or a checkpoint reads them, and
+    #: at the end of every ``learn`` / ``learn_batch``; the same statistics bit for bit)
+    _input_rows: list[FloatArray]
+
     #: inside :meth:`learn_batch`: snapshots are frozen unprepared (no decision reads
     #: them before the batch ends, when the last one is prepared)
     _in_batch: bool = False
 
     def _make_snapshot(self, version: int) -> Snapshot:
+        self._fold_inputs()
         std = self._standardizer
         mean, inv_scale = (
             # the mean itself: the standardizer replaces it whole at each update, never
@@ -97,6 +107,13 @@ class GradientBase(Learner):
             model.freeze_unprepared(self._params) if self._in_batch else model.freeze(self._params)
         )
         return Snapshot(version, frozen, mean, inv_scale)
+
+    def _fold_inputs(self) -> None:
+        """Apply the deferred contexts to the running statistics, in their order."""
+        rows = self._input_rows
+        if rows:
+            self._standardizer.update_each(np.array(rows))
+            rows.clear()
 
     def _standardized(self, x: FloatArray, snap: Snapshot) -> FloatArray:
         """``x`` ``(d,)`` or ``(B, d)`` standardised with ``snap``'s statistics (a new array)."""

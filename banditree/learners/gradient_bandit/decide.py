@@ -11,8 +11,11 @@ from banditree.core.columns import DecisionColumns
 from banditree.core.records import Decision
 from banditree.estimators import OnePointEstimator, TwoPointEstimator
 from banditree.explore import event_uniform_rows, event_uniforms, explore_and_sample
+from banditree.kernel import event_uniform_rows as kernel_uniform_rows
+from banditree.kernel import native
 from banditree.learners.batch_decisions import classification_columns, regression_columns
 from banditree.learners.gradient_bandit.base import GradientBase, clip_in_place
+from banditree.learners.gradient_bandit.kernel_calls import decide_columns, decide_one
 from banditree.learners.validation import as_context, as_contexts, context_values
 
 _subtract, _multiply = np.subtract, np.multiply
@@ -33,6 +36,13 @@ class Deciding(GradientBase):
     def act(self, context: Sequence[float] | FloatArray, event_id: str | None = None) -> Decision:
         x, values = context_values(context, self.n_features)
         snap = self._snapshot
+        module = native() if self._native else None
+        if module is not None:  # the compiled kernel, where it covers this learner
+            event_id = self._next_event_id(event_id)
+            one = decide_one(module, self, x, event_id, snap)
+            if one is not None:
+                return self._decision(event_id, values, snap.version, one)
+            # not covered: the numpy path below, with this event id
         # in place: x is a fresh copy, the decision records ``values`` (the ufuncs
         # themselves: the operators add a Python-level dispatch per call)
         _subtract(x, snap.mean, out=x)
@@ -40,7 +50,9 @@ class Deciding(GradientBase):
         if self.context_clip is not None:
             clip_in_place(x, self.context_clip)
         out = self.model.forward(snap.frozen, x)
-        event_id = self._next_event_id(event_id)
+        if module is None:
+            event_id = self._next_event_id(event_id)
+        assert event_id is not None
         u_action, u_sign = event_uniforms(self.seed, event_id)
         if self.task == "classification":
             assert self.explorer is not None
@@ -80,6 +92,39 @@ class Deciding(GradientBase):
             extras=out.extras,
         )
 
+    def _decision(
+        self,
+        event_id: str,
+        values: list[float],
+        version: int,
+        one: tuple[int, float, int, int | None, FloatArray, float],
+    ) -> Decision:
+        """:meth:`act`'s decision from the kernel's numbers (:func:`decide_one`)."""
+        action, propensity, greedy, leaf, output, u_sign = one
+        if self.task == "classification":
+            return Decision.of_action(
+                event_id, tuple(values), version, action, propensity, greedy, leaf, {}
+            )
+        y_hat = self.target_offset + self.target_scale * float(output[0])
+        value, perturbation, probes = y_hat, 0, None
+        if isinstance(self.estimator, OnePointEstimator):
+            perturbation = 1 if u_sign < 0.5 else -1
+            value = y_hat + self.estimator.delta * perturbation
+        elif isinstance(self.estimator, TwoPointEstimator):
+            probes = (y_hat + self.estimator.delta, y_hat - self.estimator.delta)
+        return Decision(
+            event_id,
+            tuple(values),
+            version,
+            value=value,
+            greedy_value=y_hat,
+            perturbation=perturbation,
+            probes=probes,
+            leaf=leaf,
+            explored=perturbation != 0 or probes is not None,
+            extras={},
+        )
+
     @property
     def batch_exact(self) -> bool:
         return self.model.rows_exact
@@ -100,8 +145,15 @@ class Deciding(GradientBase):
         if not ids:
             return DecisionColumns([], [], self._snapshot.version, [])
         snap = self._snapshot
+        module = native() if self._native else None
+        if module is not None:  # the compiled kernel, where it covers this learner
+            uniforms = kernel_uniform_rows(module, self.seed, ids)
+            columns = decide_columns(module, self, x, ids, uniforms, snap, contexts)
+            if columns is not None:
+                return columns
+        else:
+            uniforms = event_uniform_rows(self.seed, ids)
         out = self.model.forward_rows(snap.frozen, self._standardized(x, snap))
-        uniforms = event_uniform_rows(self.seed, ids)
         if self.task == "classification":
             assert self.explorer is not None
             return classification_columns(

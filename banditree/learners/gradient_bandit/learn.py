@@ -12,7 +12,9 @@ import numpy as np
 from banditree.core.arrays import FloatArray
 from banditree.core.records import Decision, Feedback
 from banditree.estimators import OnePointEstimator
+from banditree.kernel import native
 from banditree.learners.gradient_bandit.base import GradientBase
+from banditree.learners.gradient_bandit.kernel_calls import gradients, learns_natively
 from banditree.learners.gradient_bandit.upstreams import WindowUpstreams
 from banditree.learners.leaf_stats import LeafStats
 from banditree.learners.validation import InvalidInput, as_context, check_loss
@@ -91,7 +93,9 @@ class Learning(GradientBase):
         gradient is not finite (possible only with absurd finite inputs such as a loss
         of 1e308) is dropped whole, so the model never holds NaN.
         """
-        return self._learn_checked(self._checked_context(decision, feedback), decision, feedback)
+        learned = self._learn_checked(self._checked_context(decision, feedback), decision, feedback)
+        self._fold_inputs()
+        return learned
 
     def learn_batch(
         self, decisions: Sequence[Decision], feedbacks: Sequence[Feedback]
@@ -129,6 +133,7 @@ class Learning(GradientBase):
                     out.append(err)
         finally:
             self._in_batch = False
+            self._fold_inputs()
             snap = self._snapshot
             if snap is not before:  # the one version left to serve: prepared as learn's
                 frozen = self.model.prepare(snap.frozen)
@@ -139,7 +144,10 @@ class Learning(GradientBase):
     def _learn_checked(self, x: FloatArray, decision: Decision, feedback: Feedback) -> bool:
         """:meth:`learn` after the checks: ``x`` the decision's context as an array (kept)."""
         if self.standardize:
-            self._standardizer.update(x)
+            if self._standardizer.kernel is not None:
+                self._input_rows.append(x)  # folded in one kernel call (_fold_inputs)
+            else:
+                self._standardizer.update(x)
         self._buffer.append((x, decision, feedback))
         self._pending += 1
         self._count_feedback(feedback)
@@ -259,7 +267,8 @@ class Learning(GradientBase):
         x = self._standardized(np.array([b[0] for b in self._buffer]), snap)
         if self._leaf_stats is not None:
             self._count_leaves(self._leaf_stats, x, self._buffer)
-        upstreams = self._upstreams(self._buffer)
+        module = native() if self._native and learns_natively(self) else None
+        upstreams = self._upstreams(self._buffer) if module is None else []
         wrapped = self._clip.wrap(upstreams) if self._clip is not None else None
         if self._ridge is not None:
             actions = [cast(int, d.action) for _, d, _ in self._buffer]
@@ -268,8 +277,11 @@ class Learning(GradientBase):
                 self._challenger.update_rows(self._ridge, x, actions, rewards)
             else:
                 self._ridge.update_rows(x, actions, rewards)
+        if module is not None:  # the compiled kernel: the same gradients, one call
+            grads = gradients(module, self, x, self._buffer)
+        else:
+            grads = self.model.gradients_batch(self._params, x, wrapped or upstreams, self._rng)
         self._buffer = []
-        grads = self.model.gradients_batch(self._params, x, wrapped or upstreams, self._rng)
         if wrapped is not None:
             assert self._clip is not None
             self._clip.record(wrapped)

@@ -56,6 +56,7 @@ class Checkpointing(GradientBase):
             tensors.update(self._challenger.tensors())
         if self._leaf_stats is not None:
             tensors.update(self._leaf_stats.tensors())
+        self._fold_inputs()
         tensors["std.mean"] = self._standardizer.mean
         tensors["std.m2"] = self._standardizer.m2
         # the statistics decisions read: those of the last update, not the running ones
@@ -116,6 +117,7 @@ class Checkpointing(GradientBase):
             self._leaf_stats.load_tensors(tensors)
         self._optimizer.load_state_tensors(group("optim."))
         self._accum = group("accum.")
+        self._input_rows.clear()
         self._standardizer.mean = np.array(tensors["std.mean"], dtype=np.float64)
         self._standardizer.m2 = np.array(tensors["std.m2"], dtype=np.float64)
         self._standardizer.count = int(meta["std_count"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -35,6 +36,15 @@ class FrozenForest:
         self._index = np.arange(len(self.trees))
         linear = [t.linear for t in self.trees if t.linear is not None]
         self._linear = np.stack(linear) if linear else None  # (T, K, d)
+
+    @cached_property
+    def stacked(self) -> tuple[FloatArray, FloatArray, FloatArray | None]:
+        """``(weights (T, 2**h - 1, d + 1), theta (T, 2**h, K), linear (T, K, d) or None)``,
+        C-contiguous: what the compiled kernel reads; made once."""
+        weights = np.stack([t.weights for t in self.trees]).astype(np.float64, copy=False)
+        theta = np.ascontiguousarray(self._theta, dtype=np.float64)
+        linear = None if self._linear is None else np.ascontiguousarray(self._linear)
+        return weights, theta, linear
 
     def outputs(self, x: FloatArray) -> FloatArray:
         """``(T, B, K)``: every tree's outputs for a batch ``(B, d)``."""

@@ -88,6 +88,17 @@ class FrozenTree:
         rows = tuple(np.ascontiguousarray(row, dtype=np.float64) for row in self.weights[:, :-1])
         return rows, tuple(float(b) for b in self.weights[:, -1]), range(self.height)
 
+    @cached_property
+    def stacked(self) -> tuple[FloatArray, FloatArray, FloatArray | None]:
+        """``(weights, theta, linear)`` as one-tree stacks ``(1, ...)``, C-contiguous: what
+        the compiled kernel reads (:func:`banditree.kernel.decide_rows`); made once."""
+        linear = None if self.linear is None else np.ascontiguousarray(self.linear)[None]
+        return (
+            np.ascontiguousarray(self.weights, dtype=np.float64)[None],
+            np.ascontiguousarray(self.theta, dtype=np.float64)[None],
+            linear,
+        )
+
     def prepared(self) -> FrozenTree:
         """This tree with its single-example fast path built now, where it is frozen (a
         learner's update, off the request path), not at its first decision."""

@@ -1,0 +1,172 @@
+"""The compiled kernel: a tick's decisions and a learning window's gradients, one call each.
+
+``banditree.kernel._native`` is one C file against the CPython API
+(``docs/decisions/native-kernel.md``), built by the package's own build.  The numpy
+code (``banditree.models``, ``banditree.explore``, ``banditree.learners``) stays the
+specification and the tests' oracle (``tests/kernel``).
+
+Which path runs is chosen once, at import, by the environment variable
+``BANDITREE_KERNEL``: ``native`` (the default) or ``reference`` (the numpy path, on
+purpose).  :data:`ACTIVE` says which one runs: ``"native"``, ``"reference"``, or
+``"unavailable"`` when the native path was asked for and the compiled module does not
+import; then :func:`native` raises :class:`KernelUnavailable` (every learner calls it
+when it is built), so a missing build is never a silent fallback.
+"""
+
+from __future__ import annotations
+
+import os
+from types import ModuleType
+from typing import Final, Literal
+
+import numpy as np
+
+from banditree.core.arrays import FloatArray, IntArray
+
+__all__ = [
+    "ACTIVE",
+    "ENV",
+    "IMPORT_ERROR",
+    "KernelUnavailable",
+    "decide_rows",
+    "event_uniform_rows",
+    "native",
+    "window_gradients",
+]
+
+#: the environment variable that selects the path
+ENV: Final = "BANDITREE_KERNEL"
+#: explorer codes of :func:`decide_rows` (``None``: no explorer, regression)
+EXPLORERS: Final = {"epsilon_greedy": 0, "softmax": 1, "squarecb": 2, "fastcb": 3}
+#: forest aggregates of :func:`decide_rows`: one tree, the trees' mean, or their votes
+AGGREGATES: Final = {"single": 0, "average": 1, "vote": 2}
+
+
+class KernelUnavailable(RuntimeError):
+    """The native kernel was asked for (``BANDITREE_KERNEL`` unset or ``native``) and
+    does not import."""
+
+
+def _load() -> tuple[Literal["native", "reference", "unavailable"], ModuleType | None, str | None]:
+    wanted = os.environ.get(ENV, "native").strip().lower() or "native"
+    if wanted == "reference":
+        return "reference", None, None
+    if wanted != "native":
+        return "unavailable", None, f"{ENV} must be 'native' or 'reference', got {wanted!r}"
+    try:
+        import banditree.kernel._native as _native
+    except ImportError as err:
+        return "unavailable", None, f"the compiled kernel does not import ({err})"
+    return "native", _native, None
+
+
+ACTIVE, _MODULE, IMPORT_ERROR = _load()
+
+
+def native() -> ModuleType | None:
+    """The compiled module, or None when ``BANDITREE_KERNEL=reference`` asks for numpy.
+
+    Raises
+    ------
+    KernelUnavailable
+        When the native kernel was asked for and does not import.
+    """
+    if ACTIVE == "unavailable":
+        raise KernelUnavailable(
+            f"{IMPORT_ERROR}: build it with `pip install -e .` (`make install`), or set "
+            f"{ENV}=reference to run the numpy reference on purpose"
+        )
+    return _MODULE
+
+
+def decide_rows(
+    module: ModuleType,
+    x: FloatArray,
+    mean: FloatArray,
+    inv_scale: FloatArray,
+    weights: FloatArray,
+    theta: FloatArray,
+    linear: FloatArray | None,
+    uniforms: FloatArray,
+    *,
+    clip: float | None,
+    aggregate: str,
+    sigmoid: bool,
+    explorer: str | None,
+    parameter: float,
+) -> tuple[IntArray, FloatArray, IntArray, IntArray, FloatArray, FloatArray]:
+    """A tick of decisions: contexts ``x`` ``(B, d)`` through ``T`` frozen trees.
+
+    Standardise (``(x - mean) * inv_scale``) and clip to ``[-clip, clip]``; route each
+    tree (``weights`` ``(T, 2**h - 1, d + 1)``, the bias last) to its leaf's row of
+    ``theta`` ``(T, 2**h, K)`` plus ``linear`` ``(T, K, d)`` applied to the context;
+    aggregate the trees; explore on the scores (the outputs, their sigmoid, or the
+    votes) with ``parameter`` (the explorer's epsilon, temperature or gamma at the
+    learner's round) and sample with ``uniforms`` ``(B,)``.
+
+    Returns
+    -------
+    action, propensity, greedy, leaf, output, scores
+        ``(B,)`` each but ``output`` and ``scores`` ``(B, K)``; ``leaf`` is -1 for a
+        forest; without an explorer the action is the greedy one at probability 1.
+    """
+    b, k = x.shape[0], theta.shape[-1]
+    action = np.empty(b, dtype=np.int64)
+    propensity = np.empty(b)
+    greedy = np.empty(b, dtype=np.int64)
+    leaf = np.empty(b, dtype=np.int64)
+    output = np.empty((b, k))
+    scores = np.empty((b, k))
+    module.decide(
+        x, mean, inv_scale, 0.0 if clip is None else float(clip), weights, theta, linear,
+        AGGREGATES[aggregate], int(sigmoid), -1 if explorer is None else EXPLORERS[explorer],
+        float(parameter), uniforms, action, propensity, greedy, leaf, output, scores,
+    )  # fmt: skip
+    return action, propensity, greedy, leaf, output, scores
+
+
+def event_uniform_rows(module: ModuleType, seed: int, event_ids: list[str]) -> FloatArray:
+    """:func:`banditree.explore.event_uniform_rows` (the same bits): ``(B, 2)`` uniforms of
+    ``blake2b(f"{seed}:{event_id}", digest_size=16)``, hashed in C."""
+    out = np.empty((len(event_ids), 2))
+    module.event_uniforms(f"{seed}:".encode(), event_ids, out)
+    return out
+
+
+def window_gradients(
+    module: ModuleType,
+    x: FloatArray,
+    actions: IntArray,
+    propensity: FloatArray,
+    loss: FloatArray,
+    weights: FloatArray,
+    theta: FloatArray,
+    bias: FloatArray | None,
+    linear: FloatArray | None,
+    *,
+    sigmoid: bool,
+    cap: float | None,
+    aware: bool,
+    graded: tuple[bool, bool],
+) -> dict[str, FloatArray]:
+    """Algorithm 2 summed over a window of standardised contexts ``x`` ``(B, d)``, each
+    with the eq. 8 gradient of its played action (``actions``, ``propensity``, ``loss``).
+
+    A single-layer tree (``weights`` ``(2**h - 1, d + 1)``, ``theta`` ``(2**h, K)``, the
+    shared ``bias`` ``(K,)`` and ``linear`` term ``(K, d)`` optional); ``cap`` truncates
+    the importance weight (``aware``: smoothly); ``graded``: whether ``bias`` and
+    ``linear`` get gradients.  The keys of
+    :func:`banditree.models.dgt.spec.dgt_gradients_batch`'s result, ``W0`` for the weights.
+    """
+    grads: dict[str, FloatArray] = {"theta": np.zeros(theta.shape)}
+    if bias is not None and graded[0]:
+        grads["bias"] = np.zeros(bias.shape)
+    if linear is not None and graded[1]:
+        grads["linear"] = np.zeros(linear.shape)
+    grads["W0"] = np.zeros(weights.shape)
+    module.window_gradients(
+        x, actions, propensity, loss, weights, theta, bias, linear, int(sigmoid),
+        0.0 if cap is None else float(cap), int(aware), grads["W0"], grads["theta"],
+        grads.get("bias"), grads.get("linear"),
+    )  # fmt: skip
+    return grads

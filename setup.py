@@ -1,0 +1,29 @@
+"""The compiled kernel's build (the rest of the package is declared in pyproject.toml).
+
+``banditree.kernel._native`` is one C file against the CPython API, warnings as errors
+(docs/decisions/native-kernel.md).  ``BANDITREE_SANITIZE=1`` builds it with
+AddressSanitizer and UndefinedBehaviorSanitizer (``make sanitize``).
+"""
+
+import os
+
+from setuptools import Extension, setup
+
+FLAGS = ["-O2", "-std=c11", "-Wall", "-Wextra", "-Werror", "-fno-strict-aliasing"]
+LINK: list[str] = []
+if os.environ.get("BANDITREE_SANITIZE"):
+    SANITIZERS = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined"]
+    FLAGS += [*SANITIZERS, "-fno-omit-frame-pointer", "-g"]
+    LINK += SANITIZERS
+
+setup(
+    ext_modules=[
+        Extension(
+            "banditree.kernel._native",
+            sources=["banditree/kernel/_native.c"],
+            depends=["banditree/kernel/_learn.h", "banditree/kernel/_blake2b.h"],
+            extra_compile_args=FLAGS,
+            extra_link_args=LINK,
+        )
+    ]
+)
