@@ -14,7 +14,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.telemetry import TelemetryConfig
 
-from banditree import __version__
+from banditree import __version__, kernel
 from service.domain.jobs import Jobs
 from service.domain.registry import ModelRegistry
 from service.domain.runtime.tasks import pause_after_pass, stop_tasks
@@ -155,6 +155,32 @@ def freeze_startup_objects() -> None:
     gc.set_threshold(YOUNG_THRESHOLD, older, oldest)
 
 
+def check_kernel() -> str:
+    """The active kernel's name, logged; raise when the compiled one is asked for and missing.
+
+    No silent fallback (``docs/decisions/service-kernel.md``): a process without its
+    compiled kernel refuses to start unless ``BANDITREE_KERNEL=reference`` asks for the
+    numpy path on purpose.
+
+    Raises
+    ------
+    banditree.kernel.KernelUnavailable
+        When ``BANDITREE_KERNEL`` is unset or ``native`` and the compiled module does not
+        import, or when it names neither path.
+    """
+    if kernel.ACTIVE == "unavailable":
+        log.error(
+            "kernel unavailable: %s; refusing to start (set %s=reference to serve the "
+            "numpy reference on purpose)", kernel.IMPORT_ERROR, kernel.ENV,
+        )  # fmt: skip
+        kernel.native()  # raises KernelUnavailable
+    if kernel.ACTIVE == "reference":
+        log.warning("kernel: reference (%s=reference: the numpy path, slower)", kernel.ENV)
+    else:
+        log.info("kernel: native (the compiled kernel)")
+    return kernel.ACTIVE
+
+
 def create_app(settings: Settings | None = None, *, freeze_startup: bool = False) -> FastAPI:
     """A service app for ``settings`` (default: from the ``BANDITREE_*`` environment).
 
@@ -163,6 +189,7 @@ def create_app(settings: Settings | None = None, *, freeze_startup: bool = False
     """
     settings = settings if settings is not None else load_settings()
     service_metrics = ServiceMetrics()
+    service_metrics.kernel.labels(kernel=check_kernel()).set(1)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

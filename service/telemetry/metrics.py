@@ -193,6 +193,10 @@ class ServiceMetrics:
             "banditree_learner_lease_holder", "The process holding the model's learner lease.",
             ["model", "holder"], registry=r,
         )  # fmt: skip
+        self.kernel = Gauge(
+            "banditree_kernel_info", "The kernel that decides and learns (1 on its label).",
+            ["kernel"], registry=r,
+        )  # fmt: skip
         self.models_loaded = Gauge(
             "banditree_models_loaded", "Models held by this process.", registry=r
         )

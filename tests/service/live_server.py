@@ -60,6 +60,7 @@ class LiveServer:
         deadline = time.monotonic() + timeout_seconds
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
+                self._log.close()
                 raise RuntimeError(f"server exited early:\n{self.log_path.read_text()}")
             try:
                 if httpx.get(self.url + "/readyz", timeout=1.0).status_code == 200:

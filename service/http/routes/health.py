@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
+from banditree import kernel
 from service.http.deps import RegistryDep
 from service.store import StoreFull
 
@@ -13,8 +14,12 @@ router = APIRouter(tags=["health"])
 
 @router.get("/healthz")
 async def healthz() -> dict[str, str]:
-    """The process answers."""
-    return {"status": "ok"}
+    """The process answers; ``kernel`` names the path that decides and learns.
+
+    ``native`` (the compiled kernel) or ``reference`` (the numpy path, chosen with
+    ``BANDITREE_KERNEL=reference``); a process whose kernel is missing never starts.
+    """
+    return {"status": "ok", "kernel": kernel.ACTIVE}
 
 
 @router.get("/readyz")
