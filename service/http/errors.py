@@ -262,6 +262,8 @@ def _statuses(route: APIRoute, admin_routes: set[tuple[str, str]]) -> set[int]:
         statuses.add(403)  # the admin role, or a scoped key without this role or model
     if route.body_field is not None:
         statuses |= {400, 422}
+    if route.dependant.query_params:
+        statuses.add(422)  # a query parameter out of its bound (for example ``view``)
     if method in ("PUT", "PATCH"):
         statuses.add(409)  # the name is taken, the model cap is reached, or no apprentice
     if path.endswith(("/feedback", "/activate", "/reward_multi_slot", "/activate_multi_slot")):

@@ -80,7 +80,7 @@ def test_schemathesis_finds_nothing(
     report = run.stdout[-20000:] + run.stderr[-5000:]
     print(run.stdout[-1200:])  # the summary: phases, checks, test cases (shown with -s or -rP)
     assert run.returncode == 0, report
-    # every operation was selected and tested: 26, the console's 3 (whoami, leaves, trace),
-    # and the 29 root Personalizer routes with and without a version segment
-    assert "87/87" in run.stdout, report
+    # every operation was selected and tested: 26, the console's 4 (whoami, leaves, trace,
+    # a checkpoint's tree) and the 29 root Personalizer routes with and without a version
+    assert "88/88" in run.stdout, report
     assert "Traceback" not in server.log_text(), server.log_text()[-5000:]
