@@ -72,24 +72,8 @@ class Deciding(GradientBase):
                 out.leaf,
                 out.extras,
             )
-        y_hat = self.target_offset + self.target_scale * float(out.output[0])
-        value, perturbation, probes = y_hat, 0, None
-        if isinstance(self.estimator, OnePointEstimator):
-            perturbation = 1 if u_sign < 0.5 else -1
-            value = y_hat + self.estimator.delta * perturbation
-        elif isinstance(self.estimator, TwoPointEstimator):
-            probes = (y_hat + self.estimator.delta, y_hat - self.estimator.delta)
-        return Decision(
-            event_id,
-            tuple(values),
-            snap.version,
-            value=value,
-            greedy_value=y_hat,
-            perturbation=perturbation,
-            probes=probes,
-            leaf=out.leaf,
-            explored=perturbation != 0 or probes is not None,
-            extras=out.extras,
+        return self._regression_decision(
+            event_id, values, snap.version, float(out.output[0]), out.leaf, u_sign, out.extras
         )
 
     def _decision(
@@ -105,7 +89,23 @@ class Deciding(GradientBase):
             return Decision.of_action(
                 event_id, tuple(values), version, action, propensity, greedy, leaf, {}
             )
-        y_hat = self.target_offset + self.target_scale * float(output[0])
+        return self._regression_decision(
+            event_id, values, version, float(output[0]), leaf, u_sign, {}
+        )
+
+    def _regression_decision(
+        self,
+        event_id: str,
+        values: list[float],
+        version: int,
+        output: float,
+        leaf: int | None,
+        u_sign: float,
+        extras: dict[str, float],
+    ) -> Decision:
+        """A regression decision from the model's output: the value to play (perturbed
+        by the event's sign for one-point) or the two probes."""
+        y_hat = self.target_offset + self.target_scale * output
         value, perturbation, probes = y_hat, 0, None
         if isinstance(self.estimator, OnePointEstimator):
             perturbation = 1 if u_sign < 0.5 else -1
@@ -122,7 +122,7 @@ class Deciding(GradientBase):
             probes=probes,
             leaf=leaf,
             explored=perturbation != 0 or probes is not None,
-            extras={},
+            extras=extras,
         )
 
     @property

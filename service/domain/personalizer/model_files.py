@@ -20,17 +20,14 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-import orjson
-
-from banditree.learners import Feedback, LearnerConfig, build_learner
-from banditree.logs import log_row
+from banditree.learners import LearnerConfig, build_learner
 from banditree.persistence import CorruptCheckpoint, dumps, loads
 from banditree.ranking import RankingModel
 from service.domain.errors import InvalidRequest, Unavailable
 from service.domain.personalizer.configuration import ranking_model
 from service.domain.personalizer.times import iso_time
 from service.domain.runtime import ModelRuntime
-from service.domain.runtime.replay import default_feedback, read_decision
+from service.domain.runtime.replay import entry_row
 from service.store import CheckpointInfo, LogEntry, StoreUnavailable
 
 #: log entries read from the store per round trip
@@ -161,25 +158,9 @@ async def _rows(runtime: ModelRuntime, start: float, end: float) -> AsyncIterato
             raise Unavailable(f"the log cannot be read now: {err}") from None
         for entry in entries:
             if start <= entry.acked_at <= end:
-                row = _row(runtime, entry)
+                row = entry_row(entry, runtime.uid, runtime.policy.default_loss)
                 if row is not None:
                     yield row
         if len(entries) < PAGE_ENTRIES:
             return
         after = entries[-1].offset
-
-
-def _row(runtime: ModelRuntime, entry: LogEntry) -> dict[str, Any] | None:
-    decision = read_decision(entry.decision, runtime.uid)
-    if decision is None:
-        return None
-    if entry.feedback is None:
-        feedback = default_feedback(decision, runtime.policy.default_loss)
-        source = "expired"
-    else:
-        feedback, source = Feedback.from_dict(orjson.loads(entry.feedback)), "feedback"
-    if feedback is None:
-        return None
-    return log_row(
-        decision, feedback, offset=entry.offset, time_seconds=entry.acked_at, source=source
-    )

@@ -31,6 +31,7 @@ from banditree.learners import (
     Learner,
     build_learner,
 )
+from banditree.logs import log_row
 from service.store import LogEntry
 
 log = logging.getLogger("banditree.service")
@@ -70,6 +71,27 @@ def default_feedback(decision: Decision, default_loss: float | None) -> Feedback
     if decision.probes is not None:
         return Feedback(losses=(default_loss, default_loss))
     return Feedback(loss=default_loss)
+
+
+def entry_row(entry: LogEntry, uid: str, default_loss: float | None) -> dict[str, Any] | None:
+    """One log entry as a row of the exported log (:func:`banditree.logs.log_row`).
+
+    An expired decision is a row with ``source: "expired"`` and the default loss; one
+    that expired without a default loss (or whose decision cannot be read) is None.
+    """
+    decision = read_decision(entry.decision, uid)
+    if decision is None:
+        return None
+    if entry.feedback is None:
+        feedback = default_feedback(decision, default_loss)
+        source = "expired"
+    else:
+        feedback, source = Feedback.from_dict(orjson.loads(entry.feedback)), "feedback"
+    if feedback is None:
+        return None
+    return log_row(
+        decision, feedback, offset=entry.offset, time_seconds=entry.acked_at, source=source
+    )
 
 
 @dataclass(frozen=True)

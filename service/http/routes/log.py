@@ -15,12 +15,10 @@ import orjson
 from fastapi import APIRouter, Query
 from fastapi.responses import StreamingResponse
 
-from banditree.learners import Feedback
-from banditree.logs import log_row
 from service.domain.runtime import ModelRuntime
-from service.domain.runtime.replay import default_feedback, read_decision
+from service.domain.runtime.replay import entry_row
 from service.http.deps import RuntimeDep
-from service.store import LogEntry, StoreUnavailable
+from service.store import StoreUnavailable
 from service.store.budget import budget_seconds, store_budget
 
 router = APIRouter(prefix="/v1/models", tags=["log"])
@@ -31,22 +29,6 @@ MAX_LOG_LIMIT = 1_000_000
 MAX_OFFSET = 2**63 - 1
 #: log entries read from the store per round trip
 PAGE_ENTRIES = 1_000
-
-
-def _row(runtime: ModelRuntime, entry: LogEntry) -> dict[str, Any] | None:
-    decision = read_decision(entry.decision, runtime.uid)
-    if decision is None:
-        return None
-    if entry.feedback is None:
-        feedback = default_feedback(decision, runtime.policy.default_loss)
-        source = "expired"
-    else:
-        feedback, source = Feedback.from_dict(orjson.loads(entry.feedback)), "feedback"
-    if feedback is None:
-        return None
-    return log_row(
-        decision, feedback, offset=entry.offset, time_seconds=entry.acked_at, source=source
-    )
 
 
 async def _rows(
@@ -60,7 +42,7 @@ async def _rows(
         for entry in entries:
             if until is not None and entry.offset > until:
                 return
-            row = _row(runtime, entry)
+            row = entry_row(entry, runtime.uid, runtime.policy.default_loss)
             if row is not None:
                 yield row
                 left -= 1
