@@ -115,7 +115,7 @@ def fit_ensemble(
     )
     # LightGBM routes the fitted rows (its leaf indices mapped to the padded leaves):
     # the same leaves as FrozenBoostedEnsemble.route, a fifth of a fit's time less
-    indices = np.asarray(booster.predict(inputs, pred_leaf=True), dtype=np.int64)
+    indices = np.asarray(booster.predict(inputs, pred_leaf=True, num_threads=1), dtype=np.int64)
     positions = leaf_positions(dump, settings.depth)
     leaves = positions[np.arange(positions.shape[0]), indices.reshape(len(rewards), -1)]
     uncertainty = leaf_uncertainty(
