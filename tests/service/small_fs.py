@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import subprocess
 from collections.abc import Iterator
@@ -37,6 +38,13 @@ def free_bytes(path: Path) -> int:
 def fill(path: Path, leave_bytes: int) -> Path:
     """A file under ``path`` taking all but ``leave_bytes`` of its file system."""
     filler = path / "filler"
-    with open(filler, "ab") as f:
-        f.write(b"\0" * max(0, free_bytes(path) - leave_bytes))
+    want = max(0, free_bytes(path) - leave_bytes)
+    chunk = b"\0" * (1 << 16)
+    with open(filler, "ab", buffering=0) as f:
+        try:  # in chunks: what a server writes meanwhile may take the last of them
+            while want > 0:
+                want -= f.write(chunk[: min(want, len(chunk))]) or 0
+        except OSError as err:
+            if err.errno != errno.ENOSPC:
+                raise
     return filler

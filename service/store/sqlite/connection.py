@@ -85,6 +85,7 @@ class SqliteBase(StoreLifecycle):
         self._creates: dict[str, set[str]] = {}  # creates under way, by name (one process)
         # decisions queued in this event-loop tick: (rows, counted, woken when committed)
         self._puts: list[tuple[list[tuple[Any, ...]], bool, asyncio.Future[None]]] = []
+        self._large_write = False  # the transaction under way holds a checkpoint save
         try:
             # a new database only (an existing one keeps its page size): see PAGE_SIZE
             self._db.execute(f"PRAGMA page_size={PAGE_SIZE}")
@@ -113,9 +114,13 @@ class SqliteBase(StoreLifecycle):
                 try:
                     result = work(db)
                     db.execute("COMMIT")
+                    if self._large_write:  # its WAL frames copied and given back soon
+                        self._large_write = False
+                        self._checkpointer.nudge()
                 except BaseException:
                     # a failed COMMIT (SQLITE_FULL) may leave the transaction open, or
                     # SQLite may have rolled it back itself
+                    self._large_write = False
                     if db.in_transaction:
                         db.execute("ROLLBACK")
                     raise
@@ -129,19 +134,23 @@ class SqliteBase(StoreLifecycle):
     def _room(self, db: sqlite3.Connection, size: int) -> None:
         """The free-space guard of a large write (a checkpoint): :class:`StoreFull` when
         writing ``size`` bytes would leave the data directory's file system with less
-        than ``min_free_bytes`` free, counting the database's free pages as room.
+        than ``min_free_bytes`` free.  The bytes go to the WAL first and then, when the
+        WAL is checkpointed, into the database file, where its free pages take them
+        before the file grows; the WAL gives its bytes back once it starts over (the
+        WAL's thread is woken after the commit for that).
 
         Checkpoints are only a shortcut (the log holds every acknowledged feedback), so
         they never take the last of the space that decisions and feedback need.
         """
+        self._large_write = True
         if self.min_free_bytes <= 0:
             return
         free_pages = int(db.execute("PRAGMA freelist_count").fetchone()[0])
         page = int(db.execute("PRAGMA page_size").fetchone()[0])
-        free = _free_bytes(self.data_dir) + free_pages * page
-        if free - size < self.min_free_bytes:
+        left = _free_bytes(self.data_dir) - size - max(0, size - free_pages * page)
+        if left < self.min_free_bytes:
             raise StoreFull(
-                f"a {size}-byte checkpoint would leave {free - size} bytes free on the data "
+                f"a {size}-byte checkpoint would leave {left} bytes free on the data "
                 f"directory's file system, under its guard of {self.min_free_bytes} "
                 "(BANDITREE_MIN_FREE_BYTES)"
             )

@@ -21,6 +21,14 @@ over.  That holds the writer for one short checkpoint (a few milliseconds, mostl
 ``fsync``) once per ``max_wal_bytes`` of WAL, instead of letting the file grow
 without bound.  The syncs are the ones SQLite's own checkpoint makes, made earlier:
 durability and the order of writes are unchanged.
+
+On a small or nearly full disk the WAL is the store's largest file, and it keeps its
+largest size after it starts over.  So ``max_wal_bytes`` shrinks to a quarter of the
+room the WAL could use (the file system's free bytes and the WAL's own), never under
+:data:`MIN_WAL_BYTES`; when it has shrunk, the locked checkpoint truncates the WAL,
+giving its bytes back to the file system; and the store wakes the thread after each
+large write (:meth:`WalCheckpointer.nudge`), so that a burst of checkpoint saves
+cannot fill the disk between two intervals.
 """
 
 from __future__ import annotations
@@ -37,6 +45,10 @@ log = logging.getLogger("banditree.service")
 INTERVAL_SECONDS = 0.25
 #: WAL size past which a checkpoint holds the writer briefly so that the WAL starts over
 MAX_WAL_BYTES = 64 << 20
+#: the least ``max_wal_bytes`` shrinks to on a small or nearly full disk
+MIN_WAL_BYTES = 1 << 20
+#: seconds a truncating checkpoint waits for readers to finish
+TRUNCATE_WAIT_SECONDS = 1.0
 
 
 def _sync(path: Path) -> None:
@@ -68,28 +80,55 @@ class WalCheckpointer:
         self.write_lock = write_lock
         self.max_wal_bytes = MAX_WAL_BYTES if max_wal_bytes is None else max_wal_bytes
         self._stopped = threading.Event()
+        self._woken = threading.Event()
         self._thread = threading.Thread(target=self._run, name="sqlite-wal", daemon=True)
         self._thread.start()
 
+    def nudge(self) -> None:
+        """Checkpoint now rather than at the next interval (after a large write)."""
+        self._woken.set()
+
+    def _limit(self, wal: Path) -> tuple[int, bool]:
+        """The WAL's size limit now, and whether the disk made it smaller than
+        ``max_wal_bytes`` (the WAL is then truncated when it starts over)."""
+        try:
+            stat = os.statvfs(self.path.parent)
+            room = stat.f_bavail * stat.f_frsize + wal.stat().st_size
+        except OSError:
+            return self.max_wal_bytes, False
+        limit = max(MIN_WAL_BYTES, room // 4)
+        if limit < self.max_wal_bytes:
+            return limit, True
+        return self.max_wal_bytes, False
+
     def _run(self) -> None:
-        db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        db = sqlite3.connect(
+            self.path, isolation_level=None, check_same_thread=False, timeout=TRUNCATE_WAIT_SECONDS
+        )
+        wal = self.path.with_name(self.path.name + "-wal")
         try:
             page_size = int(db.execute("PRAGMA page_size").fetchone()[0])
-            while not self._stopped.wait(self.interval_seconds):
+            while True:
+                self._woken.wait(self.interval_seconds)
+                self._woken.clear()
+                if self._stopped.is_set():
+                    break
                 try:
                     # frames: the WAL's length when the checkpoint began (commits made
                     # while it ran are after them, and keep the WAL from starting over)
                     ((_, frames, _),) = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
                     lock = self.write_lock
-                    if lock is not None and frames * page_size > self.max_wal_bytes:
+                    limit, tight = self._limit(wal)
+                    if lock is not None and frames * page_size > limit:
                         # what was committed during the first, unlocked: the locked one
                         # then copies only the little committed during this one
                         db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
                         # both files synced now: the locked one's own syncs find little to do
                         _sync(self.path)
-                        _sync(self.path.with_name(self.path.name + "-wal"))
+                        _sync(wal)
+                        mode = "TRUNCATE" if tight else "PASSIVE"
                         with lock:  # no commit under way: the WAL is copied to its end
-                            db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                            db.execute(f"PRAGMA wal_checkpoint({mode})").fetchall()
                 except (sqlite3.Error, OSError) as err:  # retried at the next interval
                     log.warning("sqlite WAL checkpoint: %s", err)
         finally:
@@ -98,4 +137,5 @@ class WalCheckpointer:
     def stop(self) -> None:
         """Stop the thread (after a checkpoint under way completes)."""
         self._stopped.set()
+        self._woken.set()
         self._thread.join()
