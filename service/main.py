@@ -18,9 +18,7 @@ from banditree import __version__, kernel
 from service.domain.jobs import Jobs
 from service.domain.registry import ModelRegistry
 from service.domain.runtime.tasks import pause_after_pass, stop_tasks
-from service.edge.app import ServiceApp
-from service.edge.auth import ADMIN_OPERATIONS, ApiKeyAuth
-from service.edge.http_middleware import enable_access_log
+from service.edge.app import ADMIN_OPERATIONS, ApiKeyAuth, ServiceApp, enable_access_log
 from service.http.console_page import install_console
 from service.http.docs_page import install_docs
 from service.http.errors import document_errors, install_error_handlers

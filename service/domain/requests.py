@@ -1,6 +1,6 @@
 """The checked request bodies the operations take from the fast front.
 
-:mod:`service.edge.parse` builds them from a body ``orjson`` parsed, when the schema
+:mod:`service.edge.serve` builds them from a body ``orjson`` parsed, when the schema
 would take it as it stands; the routes take the schema's own models
 (:mod:`service.domain.schemas`, :class:`~service.http.routes.ranking.RankCreate`).
 Plain slotted classes: no pydantic model per request.

@@ -111,14 +111,14 @@ def limits() -> Settings:
 
 @functools.cache
 def _key_grants() -> list[Any]:
-    from service.edge.auth import grants
+    from service.edge.app import grants
 
     return grants(limits())
 
 
 def _keyed(headers: list[tuple[bytes, bytes]] | None) -> bool:
     """Whether a request's headers carry a configured key (``Authorization: Bearer``)."""
-    from service.edge.auth import find_grant
+    from service.edge.app import find_grant
 
     for name, value in headers or ():
         if name == b"authorization":

@@ -10,7 +10,7 @@ from banditree.core.columns import FloatRows
 from banditree.learners import DecisionColumns, UniformRandom, build_learner
 from banditree.learners.gradient_bandit.base import GradientBase
 from service.domain.runtime.replay import column_payloads, decision_payload, read_decision
-from service.edge.parse import predict_body
+from service.edge.serve import predict_body
 from tests.learners.test_act_batch import trained
 from tests.learners.test_contract import CASES, IDS, stream
 

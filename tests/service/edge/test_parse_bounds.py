@@ -1,6 +1,6 @@
 """The hot paths' hand checks and the schemas refuse at the same bounds.
 
-``service.edge.parse`` reads its keys and length bounds from the pydantic schemas; each
+``service.edge.serve`` reads its keys and length bounds from the pydantic schemas; each
 case here is a body exactly at a bound and one past it, sent to both the hand check
 and the schema: the hand check takes what the schema takes and refuses what it refuses.
 """
