@@ -50,7 +50,7 @@ from fastapi import FastAPI
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from service.domain.key_scope import ROLES_STATE_KEY, SCOPE_STATE_KEY, visible
+from service.domain.operations import ROLES_STATE_KEY, SCOPE_STATE_KEY, visible
 from service.edge.asgi_errors import send_json_error, send_personalizer_error
 from service.edge.serve import HotPaths
 from service.http.personalizer_errors import is_personalizer_path

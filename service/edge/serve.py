@@ -53,14 +53,16 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from banditree.core.columns import FloatRows
 from service.domain.operations import decide, give_feedback, rank_answer
-from service.domain.requests import FeedbackBody, PredictBody, RankBody
-from service.domain.runtime.event_ids import given_event_id_ok
 from service.domain.schemas import (
     MAX_BATCH_LENGTH,
     Context,
+    FeedbackBody,
     FeedbackCreate,
     NumberContext,
+    PredictBody,
     PredictCreate,
+    RankBody,
+    given_event_id_ok,
 )
 from service.http.deps import MODEL_NAME_PATTERN
 from service.http.errors import error_answer

@@ -19,6 +19,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from banditree.core.codec import column_payloads, decision_payload, feedback_json, read_decision
 from banditree.learners import (
     Decision,
     DecisionColumns,
@@ -35,12 +36,6 @@ from service.domain.errors import (
 from service.domain.runtime.event_ids import new_event_ids
 from service.domain.runtime.operator import OperatorWrites
 from service.domain.runtime.policy import Policy
-from service.domain.runtime.replay import (
-    column_payloads,
-    decision_payload,
-    feedback_json,
-    read_decision,
-)
 from service.domain.runtime.snapshot import ServedSnapshot
 from service.domain.runtime.tick_decisions import TickDecisions, act_one
 from service.store import (

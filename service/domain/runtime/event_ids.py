@@ -13,27 +13,9 @@ to the end of its B-tree instead of writing a random page for each.
 from __future__ import annotations
 
 import os
-import re
 import secrets
 import threading
 import time
-
-#: longest event id a caller may give (predict's ``event_id``, rank's, Personalizer's
-#: ``eventId``)
-MAX_GIVEN_EVENT_ID = 100
-#: what an event id a caller gives is made of: letters, digits and ``. _ ~ : -`` (a
-#: GUID, a ULID, ``order-17:1``), so that it stands unescaped in a URL path
-#: (``/events/{event_id}/activate``) and never holds the ``#`` of multi-slot ids
-GIVEN_EVENT_ID_PATTERN = rf"^[A-Za-z0-9._~:-]{{1,{MAX_GIVEN_EVENT_ID}}}$"
-_GIVEN = re.compile(GIVEN_EVENT_ID_PATTERN)
-#: the refusal's words
-GIVEN_EVENT_ID_RULE = f"1 to {MAX_GIVEN_EVENT_ID} characters, letters, digits and . _ ~ : - only"
-
-
-def given_event_id_ok(value: object) -> bool:
-    """Whether ``value`` is an event id a caller may give."""
-    return type(value) is str and _GIVEN.fullmatch(value) is not None
-
 
 #: ids whose random bits one draw from the CSPRNG supplies
 BLOCK_IDS = 4096

@@ -25,11 +25,10 @@ import asyncio
 import time
 from typing import Any, Protocol
 
-from banditree.core.codec import columns_public, decision_public
+from banditree.core.codec import column_payloads, columns_public, decision_payload, decision_public
 from banditree.learners import Decision, Learner
 from service.domain.runtime.event_ids import new_event_ids
 from service.domain.runtime.policy import Policy
-from service.domain.runtime.replay import column_payloads, decision_payload
 from service.store import Store
 
 #: from this many requests in a tick, one ``act_columns`` decides them all (below it

@@ -12,9 +12,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from service.domain.runtime.event_ids import MAX_GIVEN_EVENT_ID
-from service.domain.schemas import FeedbackCreate, PredictCreate
-from service.edge import parse
+from service.domain.schemas import MAX_GIVEN_EVENT_ID, FeedbackCreate, PredictCreate
+from service.edge import serve as parse
 from service.http.routes.ranking import RankCreate
 
 RANK_MAX = parse.length_bounds(RankCreate, "actions")[1]
