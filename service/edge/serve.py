@@ -33,7 +33,7 @@ more than the schema does, never less.
 
 The keys and the length bounds checked here are read from the schemas' fields at
 import (:func:`length_bounds`), and a caller's event ids are checked by the rule the
-schemas use (:func:`~service.domain.runtime.event_ids.given_event_id_ok`), so the two
+schemas use (:func:`~service.domain.schemas.given_event_id_ok`), so the two
 paths cannot drift apart; the only key left to the route on purpose is predict's
 ``explain``.
 """

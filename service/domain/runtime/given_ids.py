@@ -28,7 +28,7 @@ from banditree.core.codec import (
     read_decision,
 )
 from service.domain.errors import Conflict, InvalidRequest
-from service.domain.runtime.tick_decisions import act_one
+from service.domain.runtime.api import act_one
 from service.store import EventLookup, StoreUnavailable
 
 if TYPE_CHECKING:

@@ -28,8 +28,7 @@ from service.domain.errors import (
     NotFound,
     Unavailable,
 )
-from service.domain.runtime.api import ModelRuntime
-from service.domain.runtime.event_ids import new_event_ids
+from service.domain.runtime.api import ModelRuntime, new_event_ids
 from service.domain.schemas import GIVEN_EVENT_ID_RULE, MAX_GIVEN_EVENT_ID, given_event_id_ok
 from service.store import StoreUnavailable
 
