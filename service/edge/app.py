@@ -55,7 +55,7 @@ from service.edge.asgi_errors import send_json_error, send_personalizer_error
 from service.edge.serve import HotPaths
 from service.http.personalizer_errors import is_personalizer_path
 from service.settings import ROLES, Settings
-from service.store.budget import enter_budget, leave_budget
+from service.store.base import enter_budget, leave_budget
 from service.telemetry.metrics import ServiceMetrics
 
 #: operations (method, path template) that need the admin role.  Writing a checkpoint
@@ -262,7 +262,7 @@ class ServiceHttp:
     ``max_body_bytes`` is answered 413 before routing, and a body without a declared
     length is counted as it streams in.  With ``access_log`` each request is logged
     as one JSON line on the ``banditree.access`` logger.  Each request waits on the store
-    for at most ``store_budget_seconds`` in all (:mod:`service.store.budget`).  With
+    for at most ``store_budget_seconds`` in all (:mod:`service.store.base`).  With
     ``hot``, the predict and feedback requests it takes are answered by it
     (:mod:`service.edge.serve`) instead of ``app``.  It is the outermost layer of the
     service's app (:class:`~service.edge.app.ServiceApp`), in front of FastAPI.

@@ -83,7 +83,7 @@ from service.store import (
     StoreBehind,
     StoreUnavailable,
 )
-from service.store.budget import wait_within_budget
+from service.store.base import wait_within_budget
 from service.telemetry.metrics import ModelMetrics
 
 log = logging.getLogger("banditree.service")

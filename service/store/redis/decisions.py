@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import asyncio
 
-from service.store.base import EventLookup, StoreBehind, event_deadlines
-from service.store.budget import wait_within_budget
+from service.store.base import EventLookup, StoreBehind, event_deadlines, wait_within_budget
 from service.store.protocols import DecisionStore
 from service.store.redis.client import RedisBase, gone, text, unavailable
 
