@@ -8,7 +8,7 @@ bodies these models would accept as they stand.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import orjson
 from pydantic import (
@@ -101,7 +101,15 @@ class ModelPolicy(BaseModel):
     default_loss: FiniteNumber | None = None
 
 
-class ModelCreate(flat_fields("ModelFields", LearnerConfig, ModelPolicy)):  # type: ignore[misc]
+if TYPE_CHECKING:  # the fields of both, as flat_fields builds them at import
+
+    class ModelFields(LearnerConfig, ModelPolicy): ...
+
+else:
+    ModelFields = flat_fields("ModelFields", LearnerConfig, ModelPolicy)
+
+
+class ModelCreate(ModelFields):
     """Body of ``PUT /v1/models/{name}``: a learner config, the service policy, a warm start.
 
     Flat on the wire (every field of :class:`LearnerConfig` and :class:`ModelPolicy`

@@ -43,6 +43,7 @@ import logging
 import re
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -410,6 +411,14 @@ class ServiceApp(FastAPI):
     """
 
     _front: ServiceHttp | None = None
+    #: edits the generated OpenAPI document once, before it is served (set by the factory)
+    document_hook: Callable[[dict[str, Any]], None] | None = None
+
+    def openapi(self) -> dict[str, Any]:
+        """FastAPI's document, edited once by :attr:`document_hook`."""
+        if self.openapi_schema is None and self.document_hook is not None:
+            self.document_hook(super().openapi())
+        return super().openapi()
 
     def install_front(
         self,
