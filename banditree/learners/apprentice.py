@@ -189,6 +189,14 @@ class ApprenticePolicy:
             },
         )
 
+    def learned(self, decision: Decision, feedback: Feedback) -> None:
+        """Count ``decision``, learned with ``feedback``, when it was an apprentice's."""
+        self.tracker.learned(decision, feedback)
+
+    def report(self) -> dict[str, float | int | None]:
+        """:meth:`AgreementTracker.report`."""
+        return self.tracker.report()
+
     def state(self) -> dict[str, Any]:
         """The mode and the agreement counters (a checkpoint's ``apprentice`` entry)."""
         return self.tracker.state(self.mode)

@@ -23,22 +23,17 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from banditree.core.arrays import FloatArray
 from banditree.core.columns import DecisionColumns
 from banditree.core.records import Decision, Feedback
+from banditree.features import FeatureEncoder, FeatureSchema
 from banditree.learners.base import DefaultTaker, Explainer, Learner, Tensors
 from banditree.learners.gradient_bandit import GradientBandit
 from banditree.learners.validation import InvalidInput, as_contexts
-
-if TYPE_CHECKING:
-    from banditree.features import FeatureEncoder, FeatureSchema
-    from banditree.learners.apprentice import ApprenticePolicy, Mode
-    from banditree.learners.featured import FeatureStage
-    from banditree.learners.inferring import SchemaInference
 
 #: the one column the placeholder core reads before a schema is inferred
 BLANK = (0.0,)
@@ -48,6 +43,64 @@ _NO_SCHEMA_YET = "the model has no schema yet: it is inferred at the first feedb
 _Outcome = bool | ValueError | KeyError | TypeError
 
 
+class FeatureEncoding(Protocol):
+    """The preprocessing part (:class:`banditree.learners.featured.FeatureStage`)."""
+
+    encoder: FeatureEncoder
+
+    @property
+    def schema(self) -> FeatureSchema: ...
+
+    def encode(self, context: Any, field: str) -> FloatArray: ...
+
+    def encode_many(self, raw: list[Any]) -> FloatArray: ...
+
+    def encoded(self, decision: Decision) -> Decision: ...
+
+    def export(self, core: Learner) -> dict[str, Any]: ...
+
+    def names_paths(self, document: Mapping[str, Any]) -> bool: ...
+
+    def explain(self, document: Mapping[str, Any], context: Mapping[str, Any]) -> list[str]: ...
+
+    def state(self) -> tuple[Tensors, dict[str, Any]]: ...
+
+    def load_state(self, tensors: Tensors, meta: dict[str, Any]) -> Tensors: ...
+
+
+class Inference(Protocol):
+    """The inference part (:class:`banditree.learners.inferring.SchemaInference`)."""
+
+    placeholder: Learner
+
+    def config_for(self, context: Mapping[str, Any], field: str) -> Any: ...
+
+    def infer(self, context: Mapping[str, Any]) -> ComposedLearner: ...
+
+    def built(self, features: dict[str, Any]) -> ComposedLearner: ...
+
+
+class DecisionStage(Protocol):
+    """The decision part (:class:`banditree.learners.apprentice.ApprenticePolicy`)."""
+
+    agreement_window: int
+
+    @property
+    def mode(self) -> str: ...
+
+    def set_mode(self, mode: str) -> None: ...
+
+    def decide(self, own: Decision, default_action: int | None, core: Learner) -> Decision: ...
+
+    def learned(self, decision: Decision, feedback: Feedback) -> None: ...
+
+    def report(self) -> dict[str, float | int | None]: ...
+
+    def state(self) -> dict[str, Any]: ...
+
+    def load(self, saved: dict[str, Any]) -> None: ...
+
+
 class ComposedLearner(Learner):
     """A core learner with a preprocessing stage, schema inference or a decision stage."""
 
@@ -55,9 +108,9 @@ class ComposedLearner(Learner):
         self,
         core: Learner,
         *,
-        features: FeatureStage | None = None,
-        inference: SchemaInference | None = None,
-        policy: ApprenticePolicy | None = None,
+        features: FeatureEncoding | None = None,
+        inference: Inference | None = None,
+        policy: DecisionStage | None = None,
         config: dict[str, Any] | None = None,
         seed: int | None = None,
     ) -> None:
@@ -91,14 +144,14 @@ class ComposedLearner(Learner):
         """The preprocessing stage's encoder."""
         return self._features().encoder
 
-    def _features(self) -> FeatureStage:
+    def _features(self) -> FeatureEncoding:
         if self.features is None:
             if self.inference is not None:
                 raise InvalidInput("context", _NO_SCHEMA_YET)
             raise InvalidInput("context", "this model takes rows of numbers, not named features")
         return self.features
 
-    def _policy(self) -> ApprenticePolicy:
+    def _policy(self) -> DecisionStage:
         if self.policy is None:
             raise ValueError("this model was not created in apprentice mode")
         return self.policy
@@ -120,7 +173,7 @@ class ComposedLearner(Learner):
         return self if self.features is not None or self.inference is not None else None
 
     @property
-    def mode(self) -> Mode:
+    def mode(self) -> str:
         """The apprentice policy's mode."""
         return self._policy().mode
 
@@ -135,7 +188,7 @@ class ComposedLearner(Learner):
     def agreement(self) -> dict[str, float | int | None]:
         """:meth:`~banditree.learners.apprentice.AgreementTracker.report` of this model's
         apprentice decisions."""
-        return self._policy().tracker.report()
+        return self._policy().report()
 
     # -- deciding ------------------------------------------------------------------------
     def act(
@@ -315,7 +368,7 @@ class ComposedLearner(Learner):
             return changed
         changed = self.core.learn(decision, feedback)
         if self.policy is not None:
-            self.policy.tracker.learned(decision, feedback)
+            self.policy.learned(decision, feedback)
         return changed
 
     def learn_batch(
