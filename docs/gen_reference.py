@@ -92,7 +92,7 @@ def settings_page() -> str:
 
 
 def http_page() -> str:
-    from service.edge.auth import ADMIN_OPERATIONS
+    from service.edge.app import ADMIN_OPERATIONS
     from service.main import create_app
     from service.settings import Settings
 

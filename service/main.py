@@ -18,9 +18,7 @@ from banditree import __version__, kernel
 from service.domain.jobs import Jobs
 from service.domain.registry import ModelRegistry
 from service.domain.runtime.tasks import pause_after_pass, stop_tasks
-from service.edge.app import ServiceApp
-from service.edge.auth import ADMIN_OPERATIONS, ApiKeyAuth
-from service.edge.http_middleware import enable_access_log
+from service.edge.app import ADMIN_OPERATIONS, ApiKeyAuth, ServiceApp, enable_access_log
 from service.http.console_page import install_console
 from service.http.docs_page import install_docs
 from service.http.errors import document_errors, install_error_handlers
@@ -106,28 +104,24 @@ async def _shut_down(
         log.error("the store did not close in time; exiting anyway")
 
 
-def _openapi_with_settings(app: FastAPI, settings: Settings) -> None:
+def _openapi_with_settings(app: ServiceApp, settings: Settings) -> None:
     """The OpenAPI document states the configured batch bound and, with keys, the security."""
-    generate = app.openapi
 
-    def openapi() -> dict[str, Any]:
-        if app.openapi_schema is None:
-            schema = generate()
-            contexts = schema["components"]["schemas"]["PredictCreate"]["properties"]["contexts"]
-            contexts["maxItems"] = settings.max_batch
-            personalizer.document_personalizer(schema)
-            if settings.auth_enabled or settings.metrics_key:  # `Authorization: Bearer <key>`
-                schema["components"]["securitySchemes"] = {
-                    "apiKey": {"type": "http", "scheme": "bearer"}
-                }
-                for path, operations in schema["paths"].items():
-                    v1 = path.startswith("/v1/") and settings.auth_enabled
-                    if v1 or (path == "/metrics" and settings.metrics_key):
-                        for operation in operations.values():
-                            operation["security"] = [{"apiKey": []}]
-        return app.openapi_schema or {}
+    def document(schema: dict[str, Any]) -> None:
+        contexts = schema["components"]["schemas"]["PredictCreate"]["properties"]["contexts"]
+        contexts["maxItems"] = settings.max_batch
+        personalizer.document_personalizer(schema)
+        if settings.auth_enabled or settings.metrics_key:  # `Authorization: Bearer <key>`
+            schema["components"]["securitySchemes"] = {
+                "apiKey": {"type": "http", "scheme": "bearer"}
+            }
+            for path, operations in schema["paths"].items():
+                v1 = path.startswith("/v1/") and settings.auth_enabled
+                if v1 or (path == "/metrics" and settings.metrics_key):
+                    for operation in operations.values():
+                        operation["security"] = [{"apiKey": []}]
 
-    app.openapi = openapi  # type: ignore[method-assign]
+    app.document_hook = document
 
 
 #: net allocations of containers between collections of the young generation in a

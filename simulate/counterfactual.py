@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -49,6 +49,7 @@ from simulate.support import SupportRules, event_notes, support
 __all__ = ["ReplayTrace", "ServedVersions", "SupportRules", "replay", "score_candidate", "support"]
 
 
+@runtime_checkable
 class _HasActionProbabilities(Protocol):
     def action_probabilities(self, context: FloatArray) -> FloatArray: ...
 
@@ -67,13 +68,12 @@ class ReplayTrace:
 
 def probabilities(learner: Learner, context: FloatArray) -> FloatArray:
     """The candidate's probability of each action for ``context``."""
-    if not hasattr(learner, "action_probabilities"):
+    if not isinstance(learner, _HasActionProbabilities):
         raise ValueError(
             f"{type(learner).__name__} does not expose action probabilities; "
             "evaluate needs a classification learner"
         )
-    scorer: _HasActionProbabilities = learner  # type: ignore[assignment]
-    return np.asarray(scorer.action_probabilities(context), dtype=np.float64)
+    return np.asarray(learner.action_probabilities(context), dtype=np.float64)
 
 
 def _learn(learner: Learner, table: LogTable, t: int, propensity: float) -> None:

@@ -43,7 +43,8 @@ def build_figure(report: dict[str, Any]) -> Any:
     fig = plt.figure(figsize=(11.0, plots_height + notes_height), dpi=100, layout="constrained")
     top: Any = fig
     if notes:
-        top, bottom = fig.subfigures(2, 1, height_ratios=[plots_height, notes_height])  # type: ignore[misc]
+        parts: Any = fig.subfigures(2, 1, height_ratios=[plots_height, notes_height])
+        top, bottom = parts
         bottom.text(0.01, 0.95, "\n".join(notes), fontsize=7, va="top", ha="left")
     left, right = top.subplots(1, 2, gridspec_kw={"width_ratios": [1.1, 1.0]})
     left.axvspan(*logged["value_ci95"], color="0.85")

@@ -72,8 +72,7 @@ def is_obd_csv(path: Path | str) -> bool:
     name = str(path).lower()
     if not name.endswith((".csv", ".csv.gz")) or not Path(path).is_file():
         return False
-    opener = gzip.open if name.endswith(".gz") else open
-    with opener(path, "rt") as handle:  # type: ignore[operator]
+    with gzip.open(path, "rt") if name.endswith(".gz") else open(path) as handle:
         header = handle.readline().strip().split(",")
     return all(column in header for column in OBD_COLUMNS)
 

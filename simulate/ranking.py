@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import csv
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -172,11 +173,11 @@ def simulate_ranking(options: RankingSimulation) -> dict[str, Any]:
     curves: dict[str, list[np.ndarray]] = {}
     windows: dict[str, list[list[dict[str, Any]]]] = {}
     streams = []
-    seeds = range(options.seeds)
+    seeds: Iterable[int] = range(options.seeds)
     if options.progress:
         from tqdm import tqdm
 
-        seeds = tqdm(seeds, desc="seeds")  # type: ignore[assignment]
+        seeds = tqdm(seeds, desc="seeds")
     for seed in seeds:
         stream = build_stream(options.data, seed, options.rounds, options.candidates)
         streams.append(stream)

@@ -42,11 +42,13 @@ class Recorder:
 
     def __init__(self) -> None:
         self.files: dict[str, None] = {}
+        #: (caller's file, callee's file) of every call from a project file to another
+        self.calls: set[tuple[str, str]] = set()
         self.task: asyncio.Task[Any] | None = None
 
     def __call__(self, frame: FrameType, event: str, arg: Any) -> None:
-        if event != "call":
-            return
+        if event != "call" or frame.f_code.co_name == "<module>":
+            return  # a module imported on the way runs no part of the request
         try:
             current = asyncio.current_task()
         except RuntimeError:
@@ -56,6 +58,10 @@ class Recorder:
         found = _area(frame.f_code.co_filename)
         if found is not None:
             self.files.setdefault(found, None)
+            caller = frame.f_back
+            source = None if caller is None else _area(caller.f_code.co_filename)
+            if source is not None and source != found:
+                self.calls.add((source, found))
 
     async def during(self, call: Any) -> httpx.Response:
         self.task = asyncio.current_task()
@@ -66,8 +72,34 @@ class Recorder:
             sys.setprofile(None)
 
 
+#: the service's areas, each calling only those after it
+AREAS = ("edge", "http", "domain", "store", "telemetry")
+
+
+def upward_calls(calls: set[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The calls of ``calls`` from a service area to one above it (:data:`AREAS`)."""
+    rank = {area: i for i, area in enumerate(AREAS)}
+
+    def area(path: str) -> int | None:
+        parts = path.split("/")
+        return rank.get(parts[1]) if parts[0] == "service" and len(parts) > 2 else None
+
+    out = []
+    for source, target in sorted(calls):
+        low, high = area(source), area(target)
+        if low is not None and high is not None and high < low:
+            out.append((source, target))
+    return out
+
+
 async def request_paths() -> dict[str, list[str]]:
     """The project files one traced predict and one traced feedback entered."""
+    return {name: files for name, (files, _) in (await request_traces()).items()}
+
+
+async def request_traces() -> dict[str, tuple[list[str], set[tuple[str, str]]]]:
+    """The project files one traced predict and one traced feedback entered, in
+    first-entry order, and the calls between files each made."""
     from service.main import create_app
     from service.settings import Settings
 
@@ -84,7 +116,7 @@ async def request_paths() -> dict[str, list[str]]:
                 body = {"n_actions": 3, "n_features": 2, "seed": 0}
                 made = await http.put("/v1/models/m", json=body, headers=admin)
                 made.raise_for_status()
-                out = {}
+                out: dict[str, tuple[list[str], set[tuple[str, str]]]] = {}
                 for round_ in ("warm-up", "traced"):
                     predict = Recorder()
                     answer = await predict.during(
@@ -100,17 +132,26 @@ async def request_paths() -> dict[str, list[str]]:
                     )
                     done.raise_for_status()
                     if round_ == "traced":
-                        out = {"predict": list(predict.files), "feedback": list(feedback.files)}
+                        out = {
+                            "predict": (list(predict.files), predict.calls),
+                            "feedback": (list(feedback.files), feedback.calls),
+                        }
                 return out
 
 
 def main() -> None:
-    for name, files in asyncio.run(request_paths()).items():
+    for name, (files, calls) in asyncio.run(request_traces()).items():
         service = [f for f in files if f.startswith("service/")]
         library = [f for f in files if f.startswith("banditree/")]
-        print(f"{name}: {len(service)} service files, {len(library)} banditree files")
+        upward = upward_calls(calls)
+        print(
+            f"{name}: {len(service)} service files, {len(library)} banditree files, "
+            f"{len(upward)} calls up an area"
+        )
         for path in service:
             print(f"  {path}")
+        for source, target in upward:
+            print(f"  up: {source} -> {target}")
 
 
 if __name__ == "__main__":

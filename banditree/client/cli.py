@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import typer
+
+if TYPE_CHECKING:
+    from banditree.logs.writers import LogFormat
 
 log_app = typer.Typer(help="The interaction log of a served model.", no_args_is_help=True)
 
@@ -50,7 +54,7 @@ def export_command(
         bar = None
     try:
         with Client(server, api_key=api_key, timeout_seconds=timeout_seconds) as client:
-            with LogWriter(out, chosen) as writer:  # type: ignore[arg-type]
+            with LogWriter(out, cast("LogFormat", chosen)) as writer:  # checked above
                 for row in client.export_log(name, since=since, until=until):
                     writer.write([row])
                     if bar is not None:

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 from numpy.typing import NDArray
 
 try:
-    from numpy._core import umath as _umath  # numpy >= 2
+    _umath = importlib.import_module("numpy._core.umath")  # numpy >= 2
 except ImportError:  # pragma: no cover - numpy 1.26
-    from numpy.core import umath as _umath  # type: ignore[no-redef]
+    _umath = importlib.import_module("numpy.core.umath")
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 #: the clip ufunc itself: ``np.clip`` adds Python-level dispatch to every call
-clip_ufunc: np.ufunc = _umath.clip  # type: ignore[attr-defined]
+clip_ufunc: np.ufunc = _umath.clip
 
 __all__ = ["FloatArray", "IntArray", "clip_ufunc", "scalar_array"]
 

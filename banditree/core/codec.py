@@ -5,6 +5,9 @@
   keeps of a pending decision and a learner's buffer holds;
 * the **full mapping** (:func:`decision_to_dict`): every field, None included;
 * **JSON** (:func:`record_json`, :func:`decision_from_json`): the record as compact text;
+* the **stored form** (:func:`decision_payload`, :func:`column_payloads`,
+  :func:`read_decision`, :func:`feedback_json`): a pending decision's record under its
+  model's ``uid`` and a feedback, as a store keeps them and a log entry holds them;
 * the **public answer** (:func:`decision_public`, :func:`columns_public`,
   :func:`public_fields`, :func:`decision_from_public`): what ``POST /predict`` answers
   and a client reads, ``probability`` for the propensity, classification or regression
@@ -24,7 +27,7 @@ from typing import Any
 import orjson
 
 from banditree.core.columns import DecisionColumns
-from banditree.core.records import Decision
+from banditree.core.records import Decision, Feedback
 
 #: the fields of a public answer, in the order a client reads them
 PUBLIC_FIELDS = (
@@ -227,3 +230,30 @@ def decision_from_public(data: Mapping[str, Any], context: Sequence[float]) -> D
         probes=fields["probes"],
         leaf=fields["leaf"],
     )
+
+
+def decision_payload(uid: str, decision: Decision) -> str:
+    """The stored form of a pending decision: its record (:func:`decision_record`) under
+    the model's ``uid``, compact JSON."""
+    return record_json({"uid": uid, "decision": decision_record(decision)})
+
+
+def column_payloads(uid: str, columns: DecisionColumns) -> list[str]:
+    """:func:`decision_payload` of every row of ``columns``, without a Decision per row
+    (the envelope's head written once, each row's record dumped into it)."""
+    dumps = orjson.dumps
+    head = '{"uid":' + dumps(uid).decode() + ',"decision":'
+    return [head + dumps(row).decode() + "}" for row in column_records(columns)]
+
+
+def read_decision(payload: str, uid: str) -> Decision | None:
+    """The decision of ``payload``, or None when it belongs to another model (``uid``)."""
+    data = orjson.loads(payload)
+    if data.get("uid") != uid:
+        return None
+    return decision_from_record(data["decision"])
+
+
+def feedback_json(feedback: Feedback) -> str:
+    """The stored form of a feedback."""
+    return orjson.dumps(feedback.to_dict()).decode()

@@ -86,7 +86,7 @@ def sample_action(pmf: FloatArray | list[float], u: float) -> int:
     Returns the first ``k`` whose cumulative mass exceeds ``u`` times the total (on
     Python floats: for the few actions of a bandit it beats ``cumsum`` + ``searchsorted``).
     """
-    return _sample_list(pmf if type(pmf) is list else pmf.tolist(), u)  # type: ignore[union-attr]
+    return _sample_list(pmf if isinstance(pmf, list) else pmf.tolist(), u)
 
 
 def _sample_list(pmf: list[float], u: float) -> int:

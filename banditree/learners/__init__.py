@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from banditree.core import Decision, DecisionColumns, Feedback
     from banditree.learners.apprentice import Apprentice
     from banditree.learners.base import Learner
+    from banditree.learners.composed import ComposedLearner
     from banditree.learners.config import LearnerConfig
     from banditree.learners.factory import build_learner, restore_learner
     from banditree.learners.families import known_kinds, register_model
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 
 _WHERE = {
     "Apprentice": "banditree.learners.apprentice",
+    "ComposedLearner": "banditree.learners.composed",
     "Decision": "banditree.core",
     "DecisionColumns": "banditree.core",
     "FeaturedLearner": "banditree.learners.featured",
@@ -43,6 +45,7 @@ _WHERE = {
 
 __all__ = [
     "Apprentice",
+    "ComposedLearner",
     "Decision",
     "DecisionColumns",
     "FeaturedLearner",

@@ -6,22 +6,21 @@ from that feedback like any bandit learner.  Meanwhile it tracks how often its o
 greedy choice agrees with the default and its own estimate of the reward of both, so
 an operator can see when it has learned enough to decide.  :meth:`Apprentice.set_mode`
 ``("online")`` hands it the decisions, keeping everything it learned.
+
+:class:`Apprentice` is a :class:`~banditree.learners.composed.ComposedLearner` built
+from a gradient bandit and the :class:`ApprenticePolicy`, its decision stage.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from typing import Any, Literal, Protocol, cast
 
-import numpy as np
-
-from banditree.core.arrays import FloatArray
-from banditree.core.columns import DecisionColumns
 from banditree.core.records import Decision, Feedback
-from banditree.learners.base import Learner, Tensors
+from banditree.learners.base import Learner
+from banditree.learners.composed import ComposedLearner
 from banditree.learners.gradient_bandit import GradientBandit
-from banditree.learners.validation import InvalidInput, as_contexts
+from banditree.learners.validation import InvalidInput
 
 Mode = Literal["apprentice", "online"]
 MODES: tuple[str, ...] = ("apprentice", "online")
@@ -48,7 +47,7 @@ class ApprenticeModel(Protocol):
 
 def apprentice_model(learner: Learner) -> ApprenticeModel | None:
     """``learner`` when it was created in apprentice mode (whatever its mode now), else None."""
-    if isinstance(learner, Apprentice) or getattr(learner, "apprentice_created", False):
+    if learner.apprentice is not None or getattr(learner, "apprentice_created", False):
         return cast(ApprenticeModel, learner)
     return None
 
@@ -136,64 +135,43 @@ class AgreementTracker:
         self._default_reward_sum = float(saved.get("default_reward_sum", 0.0))
 
 
-class Apprentice(Learner):
-    """Wraps a classification learner; decides with the caller's default while apprenticed.
+class ApprenticePolicy:
+    """The decision stage of apprentice mode: the mode, and the agreement of what the core
+    would have played with the default it played instead.
 
     Parameters
     ----------
-    inner
-        The learner that learns (and decides, once online).
     mode
-        ``apprentice`` (play the default) or ``online`` (play the learner's decision).
+        ``apprentice`` (play the default) or ``online`` (play the core's decision).
     agreement_window
         Decisions over which the recent agreement rate is averaged (exponentially).
     """
 
-    def __init__(
-        self, inner: GradientBandit, *, mode: Mode = "apprentice", agreement_window: int = 500
-    ) -> None:
-        if inner.task != "classification":
-            raise ValueError("apprentice mode is for classification models (actions to agree on)")
-        self._agreement = AgreementTracker(agreement_window)
-        self.inner = inner
-        self.task, self.n_features, self.n_actions = inner.task, inner.n_features, inner.n_actions
-        self.seed = inner.seed
+    def __init__(self, *, mode: Mode = "apprentice", agreement_window: int = 500) -> None:
+        self.tracker = AgreementTracker(agreement_window)
         self.agreement_window = agreement_window
-        self._mode: Mode = check_mode(mode)
-
-    @property
-    def apprentice(self) -> Apprentice:
-        """Itself: it takes the caller's default actions."""
-        return self
-
-    @property
-    def mode(self) -> Mode:
-        return self._mode
+        self.mode: Mode = check_mode(mode)
 
     def set_mode(self, mode: str) -> None:
-        """Switch between ``apprentice`` and ``online``; the learned state is kept."""
-        self._mode = check_mode(mode)
+        """Switch between ``apprentice`` and ``online``."""
+        self.mode = check_mode(mode)
 
-    # -- deciding --------------------------------------------------------------------
-    def act(
-        self,
-        context: Sequence[float] | FloatArray,
-        event_id: str | None = None,
-        default_action: int | None = None,
-    ) -> Decision:
-        """Apprentice: the default with probability 1 (``greedy_action`` = the learner's
-        own choice); online: the learner's decision (the default is ignored)."""
-        own = self.inner.act(context, event_id)
-        if self._mode == "online":
+    def decide(self, own: Decision, default_action: int | None, core: Learner) -> Decision:
+        """Apprentice: the default with probability 1 (``greedy_action`` = the core's own
+        choice ``own``); online: ``own`` (the default is ignored)."""
+        if self.mode == "online":
             return own
         if default_action is None:
             raise InvalidInput(
                 "default_action", "an apprentice-mode model needs the caller's default_action"
             )
-        if not (isinstance(default_action, int) and 0 <= default_action < self.n_actions):
-            raise InvalidInput("default_action", f"must be an action in [0, {self.n_actions - 1}]")
+        n_actions = core.n_actions
+        if not (isinstance(default_action, int) and 0 <= default_action < n_actions):
+            raise InvalidInput("default_action", f"must be an action in [0, {n_actions - 1}]")
         greedy = int(own.greedy_action if own.greedy_action is not None else -1)
-        estimates = self.inner.reward_estimates(cast(tuple[float, ...], own.context))
+        estimates = cast(GradientBandit, core).reward_estimates(
+            cast(tuple[float, ...], own.context)
+        )
         return Decision(
             own.event_id,
             own.context,
@@ -211,100 +189,42 @@ class Apprentice(Learner):
             },
         )
 
-    def act_batch(
-        self,
-        contexts: Sequence[Sequence[float]] | FloatArray,
-        event_ids: Sequence[str | None] | None = None,
-        default_actions: Sequence[int] | None = None,
-    ) -> list[Decision]:
-        """:meth:`act` per row, with the caller's default of each row (``default_actions``,
-        one per context; needed in apprentice mode, ignored online)."""
-        x = as_contexts(contexts, self.n_features)
-        ids = self._check_event_ids(event_ids, x.shape[0])
-        if default_actions is not None and len(default_actions) != x.shape[0]:
-            raise InvalidInput(
-                "default_actions",
-                f"holds {len(default_actions)} actions for {x.shape[0]} contexts",
-            )
-        defaults = list(default_actions) if default_actions is not None else [None] * len(ids)
-        return [
-            self.act(row, event_id, default)
-            for row, event_id, default in zip(x, ids, defaults, strict=True)
-        ]
+    def learned(self, decision: Decision, feedback: Feedback) -> None:
+        """Count ``decision``, learned with ``feedback``, when it was an apprentice's."""
+        self.tracker.learned(decision, feedback)
 
-    def act_columns(
-        self,
-        contexts: Sequence[Sequence[float]] | FloatArray,
-        event_ids: Sequence[str | None] | None = None,
-        default_actions: Sequence[int] | None = None,
-    ) -> DecisionColumns:
-        """:meth:`act_batch` held column by column."""
-        return DecisionColumns.from_decisions(self.act_batch(contexts, event_ids, default_actions))
+    def report(self) -> dict[str, float | int | None]:
+        """:meth:`AgreementTracker.report`."""
+        return self.tracker.report()
 
-    # -- learning (the inner learner's) ----------------------------------------------
-    def check(self, decision: Decision, feedback: Feedback) -> None:
-        self.inner.check(decision, feedback)
+    def state(self) -> dict[str, Any]:
+        """The mode and the agreement counters (a checkpoint's ``apprentice`` entry)."""
+        return self.tracker.state(self.mode)
 
-    def learn(self, decision: Decision, feedback: Feedback) -> bool:
-        changed = self.inner.learn(decision, feedback)
-        self._agreement.learned(decision, feedback)
-        return changed
-
-    def note_unanswered(self, decision: Decision) -> None:
-        self.inner.note_unanswered(decision)
-
-    def leaf_stats(self) -> dict[str, Any] | None:
-        return self.inner.leaf_stats()
-
-    def leaf_probabilities(self) -> list[list[list[float]]] | None:
-        return self.inner.leaf_probabilities()
-
-    def input_scaling(self) -> dict[str, list[float]] | None:
-        return self.inner.input_scaling()
-
-    def trace(self, context: Any) -> dict[str, Any]:
-        return self.inner.trace(context)
-
-    def predict(self, contexts: FloatArray) -> FloatArray:
-        return self.inner.predict(contexts)
-
-    def reward_estimates(self, context: Sequence[float] | FloatArray) -> FloatArray:
-        return self.inner.reward_estimates(context)
-
-    def action_probabilities(self, context: Sequence[float] | FloatArray) -> FloatArray:
-        return self.inner.action_probabilities(context)
-
-    @property
-    def version(self) -> int:
-        return self.inner.version
-
-    @property
-    def counters(self) -> dict[str, float]:
-        return self.inner.counters
-
-    def config(self) -> dict[str, Any]:
-        return self.inner.config()
-
-    def export_model(self) -> dict[str, Any]:
-        return self.inner.export_model()
-
-    def parameters(self) -> dict[str, np.ndarray]:
-        """A copy of the inner learner's parameters."""
-        return self.inner.parameters()
-
-    # -- what it reports -------------------------------------------------------------
-    def agreement(self) -> dict[str, float | int | None]:
-        """:meth:`AgreementTracker.report` of this model's apprentice decisions."""
-        return self._agreement.report()
-
-    # -- state -----------------------------------------------------------------------
-    def state(self) -> tuple[Tensors, dict[str, Any]]:
-        tensors, meta = self.inner.state()
-        meta["apprentice"] = self._agreement.state(self._mode)
-        return tensors, meta
-
-    def load_state(self, tensors: Tensors, meta: dict[str, Any]) -> None:
-        self.inner.load_state(tensors, meta)
-        saved = meta.get("apprentice") or {}
+    def load(self, saved: dict[str, Any]) -> None:
+        """Restore :meth:`state` output (apprentice mode when it names none)."""
         self.set_mode(str(saved.get("mode", "apprentice")))
-        self._agreement.load(saved)
+        self.tracker.load(saved)
+
+
+class Apprentice(ComposedLearner):
+    """A classification learner built with the apprentice policy: it decides with the
+    caller's default while apprenticed.
+
+    Parameters
+    ----------
+    inner
+        The learner that learns (and decides, once online).
+    mode
+        ``apprentice`` (play the default) or ``online`` (play the learner's decision).
+    agreement_window
+        Decisions over which the recent agreement rate is averaged (exponentially).
+    """
+
+    def __init__(
+        self, inner: GradientBandit, *, mode: Mode = "apprentice", agreement_window: int = 500
+    ) -> None:
+        if inner.task != "classification":
+            raise ValueError("apprentice mode is for classification models (actions to agree on)")
+        policy = ApprenticePolicy(mode=mode, agreement_window=agreement_window)
+        super().__init__(inner, policy=policy)

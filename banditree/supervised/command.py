@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import typer
+
+if TYPE_CHECKING:
+    from banditree.datasets.sources import TaskChoice
 
 from banditree import __version__
 
@@ -158,7 +161,7 @@ def _load(
     ds = load_source(
         data,
         label=label,
-        task=task,  # type: ignore[arg-type]
+        task=cast("TaskChoice", task),  # one of its values: the command checked it
         seed=seed,
         split=split,
         categorical=categorical,

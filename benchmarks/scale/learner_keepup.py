@@ -45,12 +45,12 @@ from pathlib import Path
 
 import orjson
 
+from banditree.core.codec import read_decision
 from banditree.learners import Feedback, build_learner
 from benchmarks.scale.log_scale import CONFIG, UID, fill, make_pairs
 from service.domain.runtime.idle import IdleLearners
 from service.domain.runtime.learner import LearnerPolicy, ModelLearner
 from service.domain.runtime.learner_steps import MAX_CHUNK
-from service.domain.runtime.replay import read_decision
 from service.main import freeze_startup_objects
 from service.store import RedisStore, SqliteStore, Store
 from service.telemetry.metrics import ServiceMetrics

@@ -38,8 +38,9 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from banditree.core.codec import decision_payload, feedback_json
 from banditree.learners import Feedback, build_learner
-from service.domain.runtime.replay import apply_entry, decision_payload, feedback_json
+from service.domain.runtime.replay import apply_entry
 from service.store import RedisStore, SqliteStore, Store
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -85,7 +86,7 @@ async def replay_all(store: Store) -> tuple[int, float]:
 
 def bare_learn_seconds(pairs: list[tuple[str, str, str]]) -> float:
     """The same pairs through ``learner.learn`` directly (no store, no decoding)."""
-    from service.domain.runtime.replay import read_decision
+    from banditree.core.codec import read_decision
 
     decoded = [(read_decision(d, UID), Feedback(**json.loads(f))) for _, d, f in pairs]
     learner = build_learner(CONFIG)

@@ -7,26 +7,48 @@ a checked body, and return the answer's content as plain data; the caller encode
 which :mod:`service.http.errors` alone turns into a status and an error body.  The fast
 front (:mod:`service.edge.serve`) and the FastAPI routes (:mod:`service.http.routes`)
 call the same functions, so a body answers the same on either path.
+
+Apprentice mode is checked here too (:func:`apprentice_predict`: the caller's default
+actions, refused with :class:`~service.domain.errors.InvalidRequest` before anything is
+decided), and which models a key reaches (:func:`visible`), shared by the key check of
+the front and the model list of the routes.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+import fnmatch
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol, TypeVar
 
 from banditree.core import Decision, Feedback
 from banditree.core.codec import columns_public, decision_public
 from banditree.learners.base import Learner
 from banditree.learners.reward import feedback_from_reward
-from service.domain.apprentice import apprentice_predict
 from service.domain.errors import BatchTooLarge, InvalidRequest
 from service.domain.registry import ModelRegistry
-from service.domain.requests import FeedbackBody, PredictBody, RankBody
+from service.domain.runtime import ModelRuntime
 from service.domain.runtime.given_ids import predict_given
 from service.domain.runtime.ranking import played_id, rank
-from service.domain.schemas import FeedbackCreate, PredictCreate
+from service.domain.schemas import (
+    FeedbackBody,
+    FeedbackCreate,
+    PredictBody,
+    PredictCreate,
+    RankBody,
+)
 from service.settings import Settings
 
-__all__ = ["ServiceState", "decide", "give_feedback", "rank_answer", "ranking_list"]
+__all__ = [
+    "ROLES_STATE_KEY",
+    "SCOPE_STATE_KEY",
+    "ServiceState",
+    "apprentice_predict",
+    "decide",
+    "give_feedback",
+    "rank_answer",
+    "ranking_list",
+    "visible",
+]
 
 
 class ServiceState(Protocol):
@@ -146,3 +168,50 @@ async def rank_answer(state: ServiceState, name: str, body: RankBody) -> dict[st
     if not logged:
         content["logged"] = False
     return content
+
+
+T = TypeVar("T")
+
+
+async def apprentice_predict(
+    runtime: ModelRuntime,
+    contexts: list[Any],
+    defaults: list[int] | None,
+    predict: Callable[[list[Any], list[int] | None], Awaitable[tuple[T, bool]]],
+) -> tuple[T, bool]:
+    """``predict(contexts, defaults)``, the caller's defaults checked first (so a refusal
+    changes nothing); ``predict`` is the runtime's ``predict`` or ``predict_columns``.
+
+    An apprentice-mode model plays the defaults; an online model ignores them.
+    """
+    learner = runtime.learner
+    apprentice = learner.apprentice
+    apprenticed = apprentice is not None and apprentice.mode == "apprentice"
+    if defaults is None:
+        if apprenticed:
+            raise InvalidRequest(
+                "this model is in apprentice mode: send the caller's default_action",
+                "default_action",
+            )
+        return await predict(contexts, None)
+    field = "default_action" if len(defaults) == 1 else "default_actions"
+    n_actions = learner.n_actions
+    for i, action in enumerate(defaults):
+        if n_actions and not 0 <= action < n_actions:
+            where = field if field == "default_action" else f"{field}[{i}]"
+            raise InvalidRequest(f"{where} must be in [0, {n_actions - 1}], got {action}", field)
+    return await predict(contexts, defaults)
+
+
+#: the ASGI scope's ``state`` key holding the model patterns of a key limited to models
+SCOPE_STATE_KEY = "banditree_models"
+#: the ASGI scope's ``state`` key holding the roles of the request's key (``GET /v1/whoami``)
+ROLES_STATE_KEY = "banditree_roles"
+
+
+def visible(patterns: tuple[str, ...] | None, name: str) -> bool:
+    """Whether a key limited to ``patterns`` (None: every model) reaches model ``name``.
+
+    Patterns are exact names or ``fnmatch`` patterns (``shop-*``), matched case-sensitively.
+    """
+    return patterns is None or any(fnmatch.fnmatchcase(name, p) for p in patterns)

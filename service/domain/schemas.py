@@ -1,8 +1,14 @@
-"""Request and response bodies, split by direction (``...Create`` in, ``...Public`` out)."""
+"""Request and response bodies, split by direction (``...Create`` in, ``...Public`` out).
+
+The routes validate bodies with these pydantic models; the fast front builds the plain
+:class:`PredictBody`, :class:`FeedbackBody` and :class:`RankBody` (at the end) from
+bodies these models would accept as they stand.
+"""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+import re
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import orjson
 from pydantic import (
@@ -22,7 +28,6 @@ from banditree.learners import LearnerConfig
 from banditree.learners.config import defaults as config_defaults
 from banditree.learners.config import rules as config_rules
 from banditree.models.dgt.trained import MAX_FILE_BYTES, base64_length
-from service.domain.runtime.event_ids import GIVEN_EVENT_ID_PATTERN, MAX_GIVEN_EVENT_ID
 from service.domain.schema_parts import (
     MAX_OPTIONS_DEPTH,
     exactly_one_of,
@@ -38,6 +43,21 @@ MAX_CONTEXT_LENGTH = 10_000
 #: Largest batch the schema parses; the ``max_batch`` setting is usually smaller.
 MAX_BATCH_LENGTH = 10_000
 NumberContext = Annotated[list[FiniteNumber], Field(max_length=MAX_CONTEXT_LENGTH)]
+#: longest event id a caller may give (predict's ``event_id``, rank's, Personalizer's
+#: ``eventId``)
+MAX_GIVEN_EVENT_ID = 100
+#: what an event id a caller gives is made of: letters, digits and ``. _ ~ : -`` (a
+#: GUID, a ULID, ``order-17:1``), so that it stands unescaped in a URL path
+#: (``/events/{event_id}/activate``) and never holds the ``#`` of multi-slot ids
+GIVEN_EVENT_ID_PATTERN = rf"^[A-Za-z0-9._~:-]{{1,{MAX_GIVEN_EVENT_ID}}}$"
+_GIVEN = re.compile(GIVEN_EVENT_ID_PATTERN)
+#: the refusal's words
+GIVEN_EVENT_ID_RULE = f"1 to {MAX_GIVEN_EVENT_ID} characters, letters, digits and . _ ~ : - only"
+
+
+def given_event_id_ok(value: object) -> bool:
+    """Whether ``value`` is an event id a caller may give."""
+    return type(value) is str and _GIVEN.fullmatch(value) is not None
 
 
 def _named_or_numbers(value: Any, numbers: ValidatorFunctionWrapHandler) -> Any:
@@ -81,7 +101,15 @@ class ModelPolicy(BaseModel):
     default_loss: FiniteNumber | None = None
 
 
-class ModelCreate(flat_fields("ModelFields", LearnerConfig, ModelPolicy)):  # type: ignore[misc]
+if TYPE_CHECKING:  # the fields of both, as flat_fields builds them at import
+
+    class ModelFields(LearnerConfig, ModelPolicy): ...
+
+else:
+    ModelFields = flat_fields("ModelFields", LearnerConfig, ModelPolicy)
+
+
+class ModelCreate(ModelFields):
     """Body of ``PUT /v1/models/{name}``: a learner config, the service policy, a warm start.
 
     Flat on the wire (every field of :class:`LearnerConfig` and :class:`ModelPolicy`
@@ -195,7 +223,7 @@ class ModelList(BaseModel):
 
 
 PREDICT_ALTERNATIVES = ("context", "contexts")
-#: an event id a caller gives (:data:`~service.domain.runtime.event_ids.GIVEN_EVENT_ID_PATTERN`)
+#: an event id a caller gives (:data:`GIVEN_EVENT_ID_PATTERN`)
 GivenEventId = Annotated[
     str, Field(min_length=1, max_length=MAX_GIVEN_EVENT_ID, pattern=GIVEN_EVENT_ID_PATTERN)
 ]
@@ -345,3 +373,81 @@ class TreeExport(BaseModel):
 
     version: int
     model: dict[str, Any]
+
+
+# The checked request bodies the operations take from the fast front:
+# :mod:`service.edge.serve` builds them from a body ``orjson`` parsed, when the schema
+# would take it as it stands; the routes take the schema's own models (above, and
+# :class:`~service.http.routes.ranking.RankCreate`).  Plain slotted classes: no
+# pydantic model per request.
+
+
+class PredictBody:
+    """A checked predict body: one ``context`` or a batch of ``contexts``, the defaults."""
+
+    __slots__ = ("context", "contexts", "default_action", "default_actions", "event_ids")
+    #: the hot path takes no ``explain`` (such a body goes to the route)
+    explain = False
+
+    def __init__(
+        self,
+        context: list[float] | None,
+        contexts: list[list[float]] | None,
+        default_action: int | None,
+        default_actions: list[int] | None,
+        event_ids: list[str] | None = None,
+    ) -> None:
+        self.context = context
+        self.contexts = contexts
+        self.default_action = default_action
+        self.default_actions = default_actions
+        self.event_ids = event_ids
+
+    def defaults(self) -> list[int] | None:
+        """The caller's default actions, one per context, or None."""
+        if self.default_action is not None:
+            return [self.default_action]
+        return self.default_actions
+
+    def given_event_ids(self) -> list[str] | None:
+        """The caller's event ids (``event_id`` or ``event_ids``), one per context, or None."""
+        return self.event_ids
+
+
+class FeedbackBody:
+    """A checked feedback body: the event id and exactly one of loss, reward or losses."""
+
+    __slots__ = ("event_id", "loss", "losses", "reward")
+
+    def __init__(
+        self,
+        event_id: str,
+        loss: float | None,
+        reward: float | None,
+        losses: tuple[float, float] | None,
+    ) -> None:
+        self.event_id = event_id
+        self.loss = loss
+        self.reward = reward
+        self.losses = losses
+
+
+class RankBody:
+    """A checked rank body: the context, ``(id, features)`` of each candidate, the
+    excluded ids, the caller's event id and whether activation is deferred."""
+
+    __slots__ = ("actions", "context", "defer_activation", "event_id", "excluded_actions")
+
+    def __init__(
+        self,
+        context: Any,
+        actions: list[tuple[str, Any]],
+        excluded_actions: list[str],
+        event_id: str | None,
+        defer_activation: bool,
+    ) -> None:
+        self.context = context
+        self.actions = actions
+        self.excluded_actions = excluded_actions
+        self.event_id = event_id
+        self.defer_activation = defer_activation

@@ -1,14 +1,402 @@
-"""The service's app: FastAPI behind one outermost layer that answers the hot paths."""
+"""The service's ASGI front: the app, its one middleware, and the API-key checks.
+
+:class:`ServiceApp` is FastAPI behind one outermost layer, :class:`ServiceHttp`, which
+checks every HTTP request (API key, body bound), times, counts and logs it, answers the
+hot paths (:class:`~service.edge.serve.HotPaths`) and hands the rest to FastAPI.
+
+**API keys.**
+
+Every ``/v1`` and root ``/personalizer`` call needs a configured key
+(``Authorization: Bearer <key>``, or ``Ocp-Apim-Subscription-Key: <key>`` as
+Personalizer's clients send it).  A key holds roles, on every model or on a set of them:
+
+* ``predict``: predict and feedback; rank, reward and activate (the ranking and
+  Personalizer routes);
+* ``read``: the log export, the tree export, the checkpoint list, the per-leaf
+  statistics and a context's trace;
+* ``admin``: creating, deleting, checkpointing, rolling back and switching the mode of
+  (``PATCH``) a model.
+
+A root Personalizer route names no model: the route resolves it from the key's models
+(:mod:`service.http.routes.personalizer_resolve`), so here it needs the role alone:
+``predict`` to rank, reward and activate, ``read`` for its administration reads,
+``admin`` for its administration writes.
+
+Any role on a model reads its description (``GET /v1/models/{name}``); the model list
+shows a key only the models it may reach.  ``BANDITREE_API_KEYS`` hold the roles of
+``BANDITREE_API_KEY_ROLES`` (``predict`` alone by default: the key an application ships
+with cannot export every model's raw contexts) on every model,
+``BANDITREE_ADMIN_KEYS`` every role on every model, and ``BANDITREE_SCOPED_KEYS`` names
+roles and models (exact names or ``fnmatch`` patterns) per key.  ``/metrics`` needs
+``BANDITREE_METRICS_KEY`` or an admin key whenever any key is configured.  With no key
+configured the service is open (a warning is logged at start).  This
+runs in middleware (:class:`service.edge.app.ServiceHttp`) rather than as a
+FastAPI dependency because dependency resolution costs more per request than a whole
+decision on the predict path.
+"""
 
 from __future__ import annotations
 
-from fastapi import FastAPI
-from starlette.types import Receive, Scope, Send
+import hmac
+import json
+import logging
+import re
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
-from service.edge.auth import ApiKeyAuth
-from service.edge.http_middleware import ServiceHttp
+from fastapi import FastAPI
+from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from service.domain.operations import ROLES_STATE_KEY, SCOPE_STATE_KEY, visible
+from service.edge.asgi_errors import send_json_error, send_personalizer_error
 from service.edge.serve import HotPaths
+from service.http.personalizer_errors import is_personalizer_path
+from service.settings import ROLES, Settings
+from service.store.base import enter_budget, leave_budget
 from service.telemetry.metrics import ServiceMetrics
+
+#: operations (method, path template) that need the admin role.  Writing a checkpoint
+#: is one: retention keeps the newest ``checkpoint_keep`` versions, so checkpoints
+#: written at will would push the admin's rollback targets out.
+ADMIN_OPERATIONS = frozenset(
+    {
+        ("PUT", "/v1/models/{name}"),
+        ("DELETE", "/v1/models/{name}"),
+        ("POST", "/v1/models/{name}/rollback"),
+        ("POST", "/v1/models/{name}/checkpoints"),
+        ("PATCH", "/v1/models/{name}"),
+    }
+)
+#: (method, path template) -> role, for the operations on one model that are not admin
+ROLE_OPERATIONS = {
+    **dict.fromkeys(ADMIN_OPERATIONS, "admin"),
+    ("POST", "/v1/models/{name}/predict"): "predict",
+    ("POST", "/v1/models/{name}/feedback"): "predict",
+    ("POST", "/v1/models/{name}/rank"): "predict",
+    ("POST", "/v1/models/{name}/rank_multi_slot"): "predict",
+    ("GET", "/v1/models/{name}/log"): "read",
+    ("GET", "/v1/models/{name}/tree"): "read",
+    ("GET", "/v1/models/{name}/checkpoints"): "read",
+    ("GET", "/v1/models/{name}/leaves"): "read",
+    ("POST", "/v1/models/{name}/trace"): "read",
+}
+_MODEL_PATH = re.compile(r"^/v1/models/(?P<name>[^/]+)(?P<rest>/[^/]+)?/?$")
+#: the deeper paths of a model that need the predict role: activation, multi-slot reward
+#: and activation, and Personalizer's rank, reward and activate routes (single and
+#: multi-slot)
+_PREDICT_PATH = re.compile(
+    r"^/v1/models/(?P<name>[^/]+)/(?:events/[^/]+/(?:activate|reward_multi_slot|"
+    r"activate_multi_slot)|personalizer/(?:multislot/)?"
+    r"(?:rank|events/[^/]+/(?:reward|activate)))/?$"
+)
+
+
+def root_role(method: str, path: str) -> str:
+    """The role a root Personalizer route needs: ``predict`` to rank, reward and activate,
+    ``read`` to read the administration routes, ``admin`` to change them."""
+    if _ROOT_PREDICT.match(path):
+        return "predict"
+    return "read" if method == "GET" else "admin"
+
+
+def root_refusal(roles: frozenset[str], role: str) -> tuple[int, str] | None:
+    """403 when a key lacks the ``role`` a root Personalizer route needs."""
+    if role not in roles:
+        return 403, f"this route needs a key with the {role} role"
+    return None
+
+
+#: the root Personalizer routes that rank, reward and activate (with or without a version
+#: segment); the other root routes are its administration API
+_ROOT_PREDICT = re.compile(
+    r"^/personalizer/(?:[^/]+/)?(?:multislot/)?(?:rank|events/[^/]+/(?:reward|activate))/?$"
+)
+
+
+@dataclass(frozen=True)
+class KeyGrant:
+    """One key's roles and the models they apply to (``None``: every model)."""
+
+    key: bytes
+    roles: frozenset[str]
+    models: tuple[str, ...] | None
+
+    def reaches(self, name: str) -> bool:
+        """Whether the key's roles apply to model ``name``."""
+        return visible(self.models, name)
+
+
+def grants(settings: Settings) -> list[KeyGrant]:
+    """Every configured key with its roles and models."""
+    everything = frozenset(ROLES)
+    app = frozenset(settings.api_key_roles)
+    out = [KeyGrant(k.encode(), app, None) for k in settings.api_keys]
+    out += [KeyGrant(k.encode(), everything, None) for k in settings.admin_keys]
+    for scoped in settings.scoped_keys:
+        models = None if "*" in scoped.models else tuple(scoped.models)
+        out.append(KeyGrant(scoped.key.encode(), frozenset(scoped.roles), models))
+    return out
+
+
+def find_grant(key: bytes, candidates: list[KeyGrant]) -> KeyGrant | None:
+    """The grant of ``key`` among ``candidates`` (compared in constant time), or None."""
+    found = None
+    for grant in candidates:  # compare against every key: no early exit on a match
+        if hmac.compare_digest(key, grant.key):
+            found = grant
+    return found
+
+
+def _operation(method: str, path: str) -> tuple[str | None, str | None]:
+    """The model a ``/v1`` request is about and the role it needs (None: any role)."""
+    match = _MODEL_PATH.match(path)
+    if match is None:
+        deeper = _PREDICT_PATH.match(path)
+        return (deeper["name"], "predict") if deeper and method == "POST" else (None, None)
+    template = "/v1/models/{name}" + (match["rest"] or "")
+    return match["name"], ROLE_OPERATIONS.get((method, template))
+
+
+class ApiKeyAuth:
+    """Refuse with 401 (missing or unknown key) or 403 (the key lacks the role or model)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.grants = grants(settings)
+        self.enabled = settings.auth_enabled
+        self.metrics_grants = [g for g in self.grants if "admin" in g.roles and g.models is None]
+        if settings.metrics_key:
+            self.metrics_grants.append(
+                KeyGrant(settings.metrics_key.encode(), frozenset({"metrics"}), None)
+            )
+        # every process-wide and per-model series names models and the lease holders'
+        # hosts: behind a key whenever keys are configured
+        self.metrics_protected = bool(settings.metrics_key) or settings.auth_enabled
+
+    async def refused(self, scope: Scope, send: Send) -> bool:
+        """Answer the refusal of an HTTP request that may not pass, returning True; else False."""
+        path = scope["path"]
+        if self.metrics_protected and path.rstrip("/") == "/metrics":
+            refusal = self._metrics_refusal(scope)
+        elif not self.enabled or not path.startswith(("/v1/", "/personalizer/")):
+            return False
+        else:
+            refusal = self._refusal(scope)
+        if refusal is None:
+            return False
+        status, detail = refusal
+        headers = [(b"www-authenticate", b"Bearer")] if status == 401 else []
+        if "/personalizer/" in path:  # Personalizer's clients read its error shape
+            await send_personalizer_error(send, status, detail, headers)
+        else:
+            await send_json_error(send, status, detail, "authorization", headers)
+        return True
+
+    def _bearer(self, scope: Scope) -> tuple[bytes | None, tuple[int, str] | None]:
+        header = subscription = None
+        for name, value in scope["headers"]:
+            if name == b"authorization":
+                header = value
+            elif name == b"ocp-apim-subscription-key":  # Personalizer's clients
+                subscription = value.strip()
+        if header is None and subscription:
+            return subscription, None
+        if header is None:
+            return None, (
+                401,
+                "missing API key: send 'Authorization: Bearer <key>' "
+                "(or 'Ocp-Apim-Subscription-Key: <key>')",
+            )
+        scheme, _, key = header.partition(b" ")
+        key = key.strip()
+        if scheme.lower() != b"bearer" or not key:
+            return None, (401, "the Authorization header must be 'Bearer <key>'")
+        return key, None
+
+    def _metrics_refusal(self, scope: Scope) -> tuple[int, str] | None:
+        key, refusal = self._bearer(scope)
+        if key is None:
+            return refusal
+        if find_grant(key, self.metrics_grants) is None:
+            return 401, "unknown metrics key (BANDITREE_METRICS_KEY or an admin key)"
+        return None
+
+    def _refusal(self, scope: Scope) -> tuple[int, str] | None:
+        key, refusal = self._bearer(scope)
+        if key is None:
+            return refusal
+        grant = find_grant(key, self.grants)
+        if grant is None:
+            return 401, "unknown API key"
+        state = scope.setdefault("state", {})
+        state[ROLES_STATE_KEY] = grant.roles
+        if grant.models is not None:
+            state[SCOPE_STATE_KEY] = grant.models
+        if scope["path"].startswith("/personalizer/"):  # the model is the route's to resolve
+            return root_refusal(grant.roles, root_role(scope["method"], scope["path"]))
+        name, role = _operation(scope["method"], scope["path"])
+        if name is None:
+            return None  # the list (filtered by the route) or an unknown path (404)
+        if role == "admin" and "admin" not in grant.roles:
+            return 403, "this route needs an admin key"
+        if role is not None and role not in grant.roles:
+            return 403, f"this route needs a key with the {role} role"
+        if not grant.reaches(name):
+            return 403, f"this key does not reach model {name!r}"
+        return None
+
+
+#: the access log (``BANDITREE_ACCESS_LOG``): one JSON line per request
+access_log = logging.getLogger("banditree.access")
+
+
+class ServiceHttp:
+    """The service's one ASGI middleware: API keys, body size limit, metrics, access log.
+
+    One layer instead of one per concern: each layer is a coroutine frame and often a
+    wrapped ``send``/``receive`` per request.  In order: requests are timed and counted
+    by route template, method and status; ``/v1`` calls are checked for API keys
+    (:class:`~service.edge.app.ApiKeyAuth`); a body declared larger than
+    ``max_body_bytes`` is answered 413 before routing, and a body without a declared
+    length is counted as it streams in.  With ``access_log`` each request is logged
+    as one JSON line on the ``banditree.access`` logger.  Each request waits on the store
+    for at most ``store_budget_seconds`` in all (:mod:`service.store.base`).  With
+    ``hot``, the predict and feedback requests it takes are answered by it
+    (:mod:`service.edge.serve`) instead of ``app``.  It is the outermost layer of the
+    service's app (:class:`~service.edge.app.ServiceApp`), in front of FastAPI.
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        auth: ApiKeyAuth,
+        metrics: ServiceMetrics,
+        max_body_bytes: int,
+        access_log: bool = False,
+        store_budget_seconds: float | None = None,
+        hot: HotPaths | None = None,
+    ) -> None:
+        self.app = app
+        self.store_budget_seconds = store_budget_seconds
+        self.hot = hot
+        self.auth = auth
+        self.metrics = metrics
+        self.max_body_bytes = max_body_bytes
+        self.access_log = access_log
+        self._children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
+
+    def _series(self, route: str, method: str, status: int) -> tuple[Any, Any]:
+        key = (route, method, status)
+        series = self._children.get(key)
+        if series is None:
+            series = (
+                self.metrics.http_requests.labels(route, method, str(status)),
+                self.metrics.http_duration.labels(route, method),
+            )
+            self._children[key] = series
+        return series
+
+    def _too_large(self, size: str) -> str:
+        return f"request body of {size} bytes exceeds max_body_bytes={self.max_body_bytes}"
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500
+        template = "unmatched"
+
+        async def send_with_status(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            if not await self.auth.refused(scope, send_with_status):
+                limited = await self._limited(scope, receive, send_with_status)
+                if limited is not None:
+                    paths = self.hot
+                    hot = None if paths is None else paths.take(scope)
+                    budget = enter_budget(self.store_budget_seconds)  # as store_budget
+                    try:
+                        if paths is None or hot is None:
+                            await self.app(scope, limited, send_with_status)
+                        else:
+                            template, operation, name = hot
+                            await paths.serve(scope, limited, send_with_status, operation, name)
+                    finally:
+                        leave_budget(budget)
+        finally:
+            elapsed_seconds = time.perf_counter() - started
+            route = scope.get("route")
+            template = getattr(route, "path", None) or template
+            requests, duration = self._series(template, scope["method"], status)
+            # applied once per loop tick
+            self.metrics.tick.inc_observe(requests, 1.0, duration, elapsed_seconds)
+            if self.access_log:
+                _log_access(scope, status, elapsed_seconds)
+
+    async def _limited(self, scope: Scope, receive: Receive, send: Send) -> Receive | None:
+        """``receive`` when only a fitting length is declared (the server reads no more
+        than it), a counting ``receive`` otherwise, None after answering 413."""
+        declared = chunked = False
+        for key, value in scope["headers"]:
+            if key == b"content-length":
+                if not value.isdigit() or int(value) > self.max_body_bytes:
+                    detail = self._too_large(value.decode())
+                    if is_personalizer_path(scope["path"]):  # its clients read its shape
+                        await send_personalizer_error(send, 413, detail)
+                    else:
+                        await send_json_error(send, 413, detail, "body")
+                    return None
+                declared = True
+            elif key == b"transfer-encoding":
+                chunked = True
+        if declared and not chunked:
+            return receive
+        received = 0
+
+        async def limited_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            received += len(message.get("body", b""))
+            if received > self.max_body_bytes:
+                raise HTTPException(413, self._too_large(f"more than {self.max_body_bytes}"))
+            return message
+
+        return limited_receive
+
+
+def enable_access_log() -> None:
+    """Send the access log's JSON lines to standard output (once per process)."""
+    access_log.setLevel(logging.INFO)
+    if not access_log.handlers:
+        handler = logging.StreamHandler(sys.stdout)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        access_log.addHandler(handler)
+        access_log.propagate = False
+
+
+def _log_access(scope: Scope, status: int, elapsed_seconds: float) -> None:
+    """One JSON line per request: time, method, path, status, duration, client address."""
+    if not access_log.isEnabledFor(logging.INFO):
+        return
+    client = scope.get("client")
+    record = {
+        "time": round(time.time(), 6),
+        "method": scope["method"],
+        "path": scope["path"],
+        "status": status,
+        "duration_ms": round(elapsed_seconds * 1e3, 3),
+        "client": f"{client[0]}:{client[1]}" if client else None,
+    }
+    access_log.info(json.dumps(record))
 
 
 class ServiceApp(FastAPI):
@@ -23,6 +411,14 @@ class ServiceApp(FastAPI):
     """
 
     _front: ServiceHttp | None = None
+    #: edits the generated OpenAPI document once, before it is served (set by the factory)
+    document_hook: Callable[[dict[str, Any]], None] | None = None
+
+    def openapi(self) -> dict[str, Any]:
+        """FastAPI's document, edited once by :attr:`document_hook`."""
+        if self.openapi_schema is None and self.document_hook is not None:
+            self.document_hook(super().openapi())
+        return super().openapi()
 
     def install_front(
         self,

@@ -34,7 +34,7 @@ import asyncio
 import functools
 import json
 from collections import OrderedDict
-from typing import Any
+from typing import Any, cast
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
@@ -111,14 +111,14 @@ def limits() -> Settings:
 
 @functools.cache
 def _key_grants() -> list[Any]:
-    from service.edge.auth import grants
+    from service.edge.app import grants
 
     return grants(limits())
 
 
 def _keyed(headers: list[tuple[bytes, bytes]] | None) -> bool:
     """Whether a request's headers carry a configured key (``Authorization: Bearer``)."""
-    from service.edge.auth import find_grant
+    from service.edge.app import find_grant
 
     for name, value in headers or ():
         if name == b"authorization":
@@ -166,7 +166,7 @@ class ConnectionTable:
 TABLE = ConnectionTable()
 
 
-class GuardedHttp(HttpToolsProtocol):  # type: ignore[misc]
+class GuardedHttp(HttpToolsProtocol):
     """uvicorn's httptools protocol with the deadlines and caps of the module docstring."""
 
     phase = HEADERS
@@ -218,8 +218,8 @@ class GuardedHttp(HttpToolsProtocol):  # type: ignore[misc]
 
     # connection --------------------------------------------------------------------------
 
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(cast(asyncio.Transport, transport))  # a stream's
         self.peer = self.client[0] if self.client else ""
         TABLE.add(self)
         self._counted = True

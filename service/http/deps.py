@@ -2,7 +2,7 @@
 
 Every dependency is ``async def`` and reads ``request.app.state``: FastAPI runs plain
 ``def`` dependencies in a worker thread.  API keys are checked by
-:class:`service.edge.http_middleware.ServiceHttp` middleware, before routing.
+:class:`service.edge.app.ServiceHttp` middleware, before routing.
 """
 
 from __future__ import annotations

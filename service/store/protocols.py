@@ -174,7 +174,7 @@ class DecisionStore(Protocol):
         """:meth:`put_events` without waiting: the future is done once they are stored
         (or holds :class:`~service.store.base.StoreUnavailable`).  Called on the event
         loop; the caller waits on the future within its store budget
-        (:func:`~service.store.budget.wait_within_budget`)."""
+        (:func:`~service.store.base.wait_within_budget`)."""
 
     @abstractmethod
     async def peek_event(self, name: str, event_id: str, *, now: float) -> EventLookup:

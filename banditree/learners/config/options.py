@@ -53,7 +53,7 @@ def _cli_type(annotation: Any) -> tuple[Any, str]:
     if inner in SCALARS:
         return inner, "scalar"
     if typing.get_origin(inner) is list and typing.get_args(inner)[0] in SCALARS:
-        return list[typing.get_args(inner)[0]], "list"  # type: ignore[misc]
+        return types.GenericAlias(list, typing.get_args(inner)), "list"
     return str, "json"
 
 
@@ -210,7 +210,7 @@ def config_options(
             return command(*args, **kwargs, **{into: config})
 
         hints = typing.get_type_hints(command)
-        wrapper.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        vars(wrapper)["__signature__"] = signature.replace(
             parameters=[p.replace(annotation=hints.get(p.name, p.annotation)) for p in own]
             + generated
         )

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from types import ModuleType
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
 import numpy as np
 
@@ -62,13 +62,19 @@ def explorer_setting(explorer: Explorer, t: int) -> tuple[str, float] | None:
     return None
 
 
+class _Stacked(Protocol):
+    """A frozen tree or forest: its arrays stacked for the kernel."""
+
+    stacked: tuple
+
+
 def _trees(learner: GradientBase, frozen: object) -> tuple[str, tuple] | None:
     model = learner.model
     if type(model) is DGTSpec:
-        return "single", frozen.stacked  # type: ignore[attr-defined]
+        return "single", cast(_Stacked, frozen).stacked
     if type(model) is DGTForestSpec:
         aggregate = model.aggregate if model.n_outputs > 1 else "average"
-        return aggregate, frozen.stacked  # type: ignore[attr-defined]
+        return aggregate, cast(_Stacked, frozen).stacked
     return None
 
 

@@ -136,7 +136,7 @@ class TrainedTree:
         if hasattr(model, "classes_"):  # a classifier (read without importing torch)
             classes = tuple(c.item() if hasattr(c, "item") else c for c in model.classes_)
             return cls(task="classification", classes=classes, **common)
-        scaler: TargetMinMax = model.target_scaler_  # type: ignore[attr-defined]
+        scaler: TargetMinMax = model.target_scaler_
         return cls(task="regression", target_low=scaler.low, target_span=scaler.span, **common)
 
     def learner_config(self) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from service.domain.runtime.snapshot import SnapshotWatcher
 from service.domain.schemas import ModelPolicy
 from service.settings import Settings
 from service.store import Store
-from service.store.budget import within_budget
+from service.store.base import within_budget
 from service.telemetry.metrics import ServiceMetrics
 
 

@@ -20,10 +20,15 @@ import asyncio
 import time
 from typing import TYPE_CHECKING, Any
 
-from banditree.core.codec import columns_public, decision_public
+from banditree.core.codec import (
+    column_payloads,
+    columns_public,
+    decision_payload,
+    decision_public,
+    read_decision,
+)
 from service.domain.errors import Conflict, InvalidRequest
-from service.domain.runtime.replay import column_payloads, decision_payload, read_decision
-from service.domain.runtime.tick_decisions import act_one
+from service.domain.runtime.api import act_one
 from service.store import EventLookup, StoreUnavailable
 
 if TYPE_CHECKING:

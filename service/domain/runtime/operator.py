@@ -17,7 +17,7 @@ from service.domain.errors import NotFound, Unavailable
 from service.domain.runtime.policy import Policy
 from service.domain.runtime.snapshot import ServedSnapshot
 from service.store import CheckpointInfo, Store, StoreUnavailable
-from service.store.budget import budget_seconds, store_budget
+from service.store.base import budget_seconds, store_budget
 
 _CHECKPOINT_WAIT_SECONDS = 30.0
 

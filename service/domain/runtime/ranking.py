@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from banditree.core import Decision, Feedback
+from banditree.core.codec import decision_payload, read_decision
 from banditree.features import InvalidInput
 from banditree.ranking import RankingModel, as_features
 from service.domain.errors import (
@@ -27,14 +28,8 @@ from service.domain.errors import (
     NotFound,
     Unavailable,
 )
-from service.domain.runtime.api import ModelRuntime
-from service.domain.runtime.event_ids import (
-    GIVEN_EVENT_ID_RULE,
-    MAX_GIVEN_EVENT_ID,
-    given_event_id_ok,
-    new_event_ids,
-)
-from service.domain.runtime.replay import decision_payload, read_decision
+from service.domain.runtime.api import ModelRuntime, new_event_ids
+from service.domain.schemas import GIVEN_EVENT_ID_RULE, MAX_GIVEN_EVENT_ID, given_event_id_ok
 from service.store import StoreUnavailable
 
 #: most slots of one multi-slot rank

@@ -17,15 +17,11 @@ from typing import Any
 import orjson
 
 from banditree.core.codec import (
-    column_records,
     decision_from_parsed,
-    decision_from_record,
-    decision_record,
-    record_json,
+    read_decision,
 )
 from banditree.learners import (
     Decision,
-    DecisionColumns,
     Feedback,
     InvalidInput,
     Learner,
@@ -35,33 +31,6 @@ from banditree.logs import log_row
 from service.store import LogEntry
 
 log = logging.getLogger("banditree.service")
-
-
-def decision_payload(uid: str, decision: Decision) -> str:
-    """The stored form of a pending decision: its record (:func:`decision_record`) under
-    the model's ``uid``, compact JSON."""
-    return record_json({"uid": uid, "decision": decision_record(decision)})
-
-
-def column_payloads(uid: str, columns: DecisionColumns) -> list[str]:
-    """:func:`decision_payload` of every row of ``columns``, without a Decision per row
-    (the envelope's head written once, each row's record dumped into it)."""
-    dumps = orjson.dumps
-    head = '{"uid":' + dumps(uid).decode() + ',"decision":'
-    return [head + dumps(row).decode() + "}" for row in column_records(columns)]
-
-
-def read_decision(payload: str, uid: str) -> Decision | None:
-    """The decision of ``payload``, or None when it belongs to another model (``uid``)."""
-    data = orjson.loads(payload)
-    if data.get("uid") != uid:
-        return None
-    return decision_from_record(data["decision"])
-
-
-def feedback_json(feedback: Feedback) -> str:
-    """The stored form of a feedback."""
-    return orjson.dumps(feedback.to_dict()).decode()
 
 
 def default_feedback(decision: Decision, default_loss: float | None) -> Feedback | None:

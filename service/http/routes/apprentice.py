@@ -1,6 +1,6 @@
 """``PATCH /v1/models/{name}``: switch an apprentice-mode model to online, or back.
 
-Decisions with the caller's default are :mod:`service.domain.apprentice`.
+Decisions with the caller's default are :mod:`service.domain.operations`.
 """
 
 from __future__ import annotations

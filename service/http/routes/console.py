@@ -10,7 +10,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from service.domain.key_scope import ROLES_STATE_KEY, SCOPE_STATE_KEY
+from service.domain.operations import ROLES_STATE_KEY, SCOPE_STATE_KEY
 from service.domain.schemas import MAX_BATCH_LENGTH, Context
 from service.http.deps import RuntimeDep
 from service.http.errors import ServiceError

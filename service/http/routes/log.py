@@ -19,7 +19,7 @@ from service.domain.runtime import ModelRuntime
 from service.domain.runtime.replay import entry_row
 from service.http.deps import RuntimeDep
 from service.store import StoreUnavailable
-from service.store.budget import budget_seconds, store_budget
+from service.store.base import budget_seconds, store_budget
 
 router = APIRouter(prefix="/v1/models", tags=["log"])
 

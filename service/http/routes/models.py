@@ -12,7 +12,7 @@ from fastapi import APIRouter, Query, Request, Response
 
 from banditree.learners import Learner, LearnerConfig
 from banditree.learners.apprentice import apprentice_model
-from service.domain.key_scope import SCOPE_STATE_KEY, visible
+from service.domain.operations import SCOPE_STATE_KEY, visible
 from service.domain.runtime import ModelRuntime
 from service.domain.schemas import (
     ApprenticePublic,

@@ -5,7 +5,7 @@ unchanged: ``rank``, ``events/{eventId}/reward``, ``events/{eventId}/activate`` 
 ``multislot/`` forms, Personalizer's field names, statuses (201 for a rank, 204 for a
 reward or an activation) and error body ``{"error": {"code", "message"}}``; any
 ``api-version`` query is accepted, the key in ``Ocp-Apim-Subscription-Key`` as well as
-``Authorization: Bearer`` (:mod:`service.edge.auth`).  The model is a banditree ranking
+``Authorization: Bearer`` (:mod:`service.edge.app`).  The model is a banditree ranking
 model (``{"task": "ranking"}``); ``docs/how-to/migrate-from-personalizer.md`` gives the
 semantic mapping.
 """

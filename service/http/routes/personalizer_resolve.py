@@ -20,7 +20,7 @@ from fastapi.responses import JSONResponse, Response
 from banditree.features import InvalidInput
 from service.domain.errors import DomainError, InvalidRequest
 from service.domain.jobs import Jobs
-from service.domain.key_scope import SCOPE_STATE_KEY, visible
+from service.domain.operations import SCOPE_STATE_KEY, visible
 from service.domain.runtime import ModelRuntime
 from service.http.errors import STORE_ERRORS, domain_status
 from service.http.personalizer_errors import personalizer_error

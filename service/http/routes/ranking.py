@@ -17,9 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from banditree.ranking import MAX_CANDIDATES
 from service.domain.operations import rank_answer
 from service.domain.registry import ModelRegistry
-from service.domain.requests import RankBody
 from service.domain.runtime.ranking import MAX_EVENT_ID_LENGTH, activate
-from service.domain.schemas import GivenEventId
+from service.domain.schemas import GivenEventId, RankBody
 from service.http.deps import ModelName
 
 router = APIRouter(prefix="/v1/models", tags=["ranking"])

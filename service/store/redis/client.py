@@ -23,8 +23,7 @@ from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, ResponseError
 
-from service.store.base import ModelGone, StoreUnavailable
-from service.store.budget import within_budget
+from service.store.base import ModelGone, StoreUnavailable, within_budget
 from service.store.protocols import StoreLifecycle
 from service.store.redis import cluster
 from service.store.redis import scripts as lua

@@ -9,9 +9,15 @@ is looked up and claimed on the wire connection.
 from __future__ import annotations
 
 import asyncio
+from typing import cast
 
-from service.store.base import EventLookup, StoreBehind, event_deadlines
-from service.store.budget import wait_within_budget
+from service.store.base import (
+    EventLookup,
+    EventStatus,
+    StoreBehind,
+    event_deadlines,
+    wait_within_budget,
+)
 from service.store.protocols import DecisionStore
 from service.store.redis.client import RedisBase, gone, text, unavailable
 
@@ -93,7 +99,7 @@ class RedisDecisions(RedisBase, DecisionStore):
                 f"{seen} this process was given: redis came back from an older snapshot"
             )
         if status != "claimed":
-            return EventLookup(status)  # type: ignore[arg-type]
+            return EventLookup(cast(EventStatus, status))
         return EventLookup("claimed", text(reply[1]), int(reply[2]))
 
     @unavailable

@@ -65,7 +65,7 @@ class RedisLeases(RedisBase, LeaseStore):
     ) -> list[Any]:
         async with self.client.pipeline(transaction=False) as pipe:
             # loaded by the pipeline if Redis lacks it (as AsyncScript.__call__ does)
-            pipe.scripts.add(script)  # type: ignore[arg-type]
+            pipe.scripts.add(script)
             for learner in idle:
                 keys = [self._key(kind, learner.name) for kind in ("lease", "ctr", "req")]
                 args: list[str | int] = [f"{holder}|{learner.token}", ttl_ms, learner.offset]

@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import hiredis
 from redis.exceptions import (
@@ -127,7 +127,7 @@ class _Resp(asyncio.Protocol):
         self.closed = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        self.transport = cast(asyncio.Transport, transport)  # a stream's
 
     def data_received(self, data: bytes) -> None:
         self.reader.feed(data)

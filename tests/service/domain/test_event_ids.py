@@ -7,8 +7,8 @@ import re
 import threading
 import time
 
-from service.domain.runtime import event_ids
-from service.domain.runtime.event_ids import BLOCK_IDS, new_event_ids
+from service.domain.runtime import api as event_ids
+from service.domain.runtime.api import BLOCK_IDS, new_event_ids
 
 ID = re.compile("[0-9a-f]{36}")
 

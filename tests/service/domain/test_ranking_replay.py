@@ -8,8 +8,9 @@ import numpy as np
 
 import banditree.ranking  # noqa: F401  (registers the ranking task)
 from banditree.core import Feedback
+from banditree.core.codec import decision_payload, feedback_json
 from banditree.learners import build_learner
-from service.domain.runtime.replay import decision_payload, default_feedback, feedback_json, replay
+from service.domain.runtime.replay import default_feedback, replay
 from service.store import LogEntry
 
 UID = "model-uid"

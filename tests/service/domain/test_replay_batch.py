@@ -13,15 +13,10 @@ import numpy as np
 import orjson
 import pytest
 
+from banditree.core.codec import decision_payload, feedback_json
 from banditree.learners import Feedback, build_learner
 from service.domain.runtime.learner_steps import apply_slice
-from service.domain.runtime.replay import (
-    decision_payload,
-    decode_entries,
-    decode_entry,
-    feedback_json,
-    replay,
-)
+from service.domain.runtime.replay import decode_entries, decode_entry, replay
 from service.store import LogEntry
 from service.telemetry.metrics import ServiceMetrics
 

@@ -1,6 +1,6 @@
 """One-context predicts of one loop tick are decided together, with the same decisions.
 
-:mod:`service.domain.runtime.tick_decisions` decides the predicts queued in one event-loop
+:mod:`service.domain.runtime.api` decides the predicts queued in one event-loop
 tick with one ``act_columns``.  The answers and stored records must be those of ``act``
 called request by request with the same event ids (every draw is fixed by the event
 id); every decision must be stored before its answer; a request the batch cannot take
@@ -20,9 +20,8 @@ import pytest
 
 from banditree.core import Feedback
 from banditree.learners import build_learner
-from service.domain.runtime import tick_decisions
-from service.domain.runtime.event_ids import new_event_ids
-from service.domain.runtime.tick_decisions import MIN_BATCH, decide_batch, decide_one
+from service.domain.runtime import api as tick_decisions
+from service.domain.runtime.api import MIN_BATCH, decide_batch, decide_one, new_event_ids
 from service.main import create_app
 from service.settings import load_settings
 from service.store.base import StoreUnavailable

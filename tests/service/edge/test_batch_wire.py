@@ -5,12 +5,17 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from banditree.core.codec import columns_public, decision_public
+from banditree.core.codec import (
+    column_payloads,
+    columns_public,
+    decision_payload,
+    decision_public,
+    read_decision,
+)
 from banditree.core.columns import FloatRows
 from banditree.learners import DecisionColumns, UniformRandom, build_learner
 from banditree.learners.gradient_bandit.base import GradientBase
-from service.domain.runtime.replay import column_payloads, decision_payload, read_decision
-from service.edge.parse import predict_body
+from service.edge.serve import predict_body
 from tests.learners.test_act_batch import trained
 from tests.learners.test_contract import CASES, IDS, stream
 

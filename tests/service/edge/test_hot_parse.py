@@ -1,6 +1,6 @@
 """The hot paths' hand checks take a body only where the schema takes it, with the same values.
 
-:mod:`service.edge.parse` may refuse more than the schemas (the route then answers), never
+:mod:`service.edge.serve` may refuse more than the schemas (the route then answers), never
 less; the usual bodies must be taken (else the hot path would not be hot).
 """
 
@@ -13,7 +13,7 @@ import pytest
 from pydantic import ValidationError
 
 from service.domain.schemas import MAX_CONTEXT_LENGTH, FeedbackCreate, PredictCreate
-from service.edge.parse import feedback_body, predict_body
+from service.edge.serve import feedback_body, predict_body
 
 TAKEN_PREDICTS: list[Any] = [
     {"context": [0.5, -1.0, 2.0]},

@@ -19,8 +19,7 @@ import orjson
 import pytest
 from pydantic import ValidationError
 
-from service.edge.parse import rank_body
-from service.edge.serve import hot_route
+from service.edge.serve import hot_route, rank_body
 from service.http.routes.ranking import RankCreate
 from service.main import create_app
 from service.settings import load_settings

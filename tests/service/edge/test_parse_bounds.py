@@ -1,6 +1,6 @@
 """The hot paths' hand checks and the schemas refuse at the same bounds.
 
-``service.edge.parse`` reads its keys and length bounds from the pydantic schemas; each
+``service.edge.serve`` reads its keys and length bounds from the pydantic schemas; each
 case here is a body exactly at a bound and one past it, sent to both the hand check
 and the schema: the hand check takes what the schema takes and refuses what it refuses.
 """
@@ -12,9 +12,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from service.domain.runtime.event_ids import MAX_GIVEN_EVENT_ID
-from service.domain.schemas import FeedbackCreate, PredictCreate
-from service.edge import parse
+from service.domain.schemas import MAX_GIVEN_EVENT_ID, FeedbackCreate, PredictCreate
+from service.edge import serve as parse
 from service.http.routes.ranking import RankCreate
 
 RANK_MAX = parse.length_bounds(RankCreate, "actions")[1]

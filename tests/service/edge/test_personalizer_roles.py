@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from service.edge.auth import root_refusal, root_role
+from service.edge.app import root_refusal, root_role
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ import inspect
 import pytest
 
 from service.store import StoreUnavailable
-from service.store.budget import budget_seconds, store_budget, wait_within_budget, within_budget
+from service.store.base import budget_seconds, store_budget, wait_within_budget, within_budget
 
 pytestmark = pytest.mark.anyio
 

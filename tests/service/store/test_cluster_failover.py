@@ -13,7 +13,7 @@ import pytest
 import redis
 
 from service.store import RedisStore, StoreUnavailable
-from service.store.budget import store_budget
+from service.store.base import store_budget
 from service.store.redis.cluster import global_key
 from tests.service.own_cluster import (
     OwnCluster,
