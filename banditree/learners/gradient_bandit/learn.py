@@ -57,8 +57,15 @@ class Learning(GradientBase):
             check_loss(feedback.loss, self.loss_bounds, "loss")
         for i, v in enumerate(feedback.losses or ()):
             check_loss(v, self.loss_bounds, f"losses[{i}]")
-        if self.task == "classification" and decision.action is not None:
-            if not 0 <= decision.action < self.n_actions:
+        if self.task == "classification":
+            # an action that is not an integer (None, a bool, a float) is refused too:
+            # buffered, it would fail every later flush or index as a mask
+            action = decision.action
+            if (
+                isinstance(action, bool)
+                or not isinstance(action, int | np.integer)
+                or not 0 <= action < self.n_actions
+            ):
                 raise InvalidInput("decision.action", f"must be in [0, {self.n_actions - 1}]")
             if not 0.0 < decision.propensity <= 1.0:
                 raise InvalidInput(
