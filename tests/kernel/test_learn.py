@@ -82,15 +82,16 @@ def test_a_change_restarts_both_alike() -> None:
     assert native._explore_origin == reference._explore_origin > 0
 
 
-def test_checkpoints_cross_between_the_paths() -> None:
+@pytest.mark.parametrize("size", [32, 7])
+def test_checkpoints_cross_between_the_paths(size: int) -> None:
     """A checkpoint of the native learner restores into a reference one and the other
-    way round, and both learn on alike."""
+    way round, and both learn on alike (size 7: taken with a window open)."""
     native, reference = pair({**CONFIGS["default"], "seed": 3})
-    run(native, reference, chunks=3, size=32, seed=2)
+    run(native, reference, chunks=3, size=size, seed=2)
     from_native, from_reference = loads(dumps(native)), loads(dumps(reference))
     assert isinstance(from_native, GradientBandit) and isinstance(from_reference, GradientBandit)
     use_reference(from_native)  # the native learner's checkpoint, learned by numpy
-    run(from_reference, from_native, chunks=3, size=32, seed=3)
+    run(from_reference, from_native, chunks=3, size=size, seed=3)
 
 
 @settings(max_examples=20, deadline=None)
