@@ -71,8 +71,9 @@ static Py_ssize_t window_scratch(Py_ssize_t n_int, Py_ssize_t n_leaves, Py_ssize
 /* Where the compiler can build a copy for processors with a fused multiply-add
  * instruction, chosen at load time (GCC's function multiversioning): the explicit fma()
  * calls become that instruction instead of a call into libm; the same exactly rounded
- * results (ISO C mode: no other expression is contracted). */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+ * results (ISO C mode: no other expression is contracted).  The choice is a glibc
+ * ifunc: elsewhere (clang, musl, other processors) one portable copy is built. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__GLIBC__)
 #define FMA_CLONES __attribute__((target_clones("fma", "default")))
 #else
 #define FMA_CLONES
