@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from operator import attrgetter
 from types import ModuleType
 from typing import TYPE_CHECKING, cast
 
@@ -243,20 +244,24 @@ def learns_chunks(learner: GradientBase) -> bool:
     return stats is None or stats.n_trees == 1
 
 
+_ACTION, _PROPENSITY = attrgetter("action"), attrgetter("propensity")
+_LOSS, _LOSSES = attrgetter("loss"), attrgetter("losses")
+
+
 def chunk_columns(
     decisions: Sequence[Decision], feedbacks: Sequence[Feedback], n_actions: int
 ) -> tuple[IntArray, FloatArray, FloatArray]:
     """The chunk's actions, propensities and losses as arrays; an entry the kernel must
     not learn (a type the checks refuse, two-point losses) gets action -1, so the kernel
     stops there and the Python path learns it (or names its error)."""
-    actions = [d.action for d in decisions]
-    propensity = [d.propensity for d in decisions]
-    loss = [f.loss for f in feedbacks]
+    actions = list(map(_ACTION, decisions))  # attrgetter: no Python frame an entry
+    propensity = list(map(_PROPENSITY, decisions))
+    loss = list(map(_LOSS, feedbacks))
     if (
         set(map(type, actions)) <= {int}
         and set(map(type, propensity)) <= {float}
         and set(map(type, loss)) <= {float, int}
-        and all(f.losses is None for f in feedbacks)
+        and not any(map(_LOSSES, feedbacks))  # two-point losses: a pair, never empty
         and (not actions or (0 <= min(cast(list[int], actions)) < n_actions))
         and max(cast(list[int], actions), default=0) < n_actions
     ):
