@@ -62,6 +62,143 @@ static inline double fused_dot(const double *a, const double *b, Py_ssize_t n) {
     return s;
 }
 
+/* scratch doubles window_rows needs: activations and node deltas (2 n_int), the
+ * leaves' softmax, adjoint and products (3 L), the leaves' outputs theta + bias (L K) */
+static Py_ssize_t window_scratch(Py_ssize_t n_int, Py_ssize_t n_leaves, Py_ssize_t k) {
+    return 2 * n_int + 3 * n_leaves + n_leaves * k;
+}
+
+/* Where the compiler can build a copy for processors with a fused multiply-add
+ * instruction, chosen at load time (GCC's function multiversioning): the explicit fma()
+ * calls become that instruction instead of a call into libm; the same exactly rounded
+ * results (ISO C mode: no other expression is contracted).  The choice is a glibc
+ * ifunc: elsewhere (clang, musl, other processors) one portable copy is built. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__GLIBC__)
+#define FMA_CLONES __attribute__((target_clones("fma", "default")))
+#else
+#define FMA_CLONES
+#endif
+
+/* Algorithm 2 with eq. 8 over B standardised rows (the arguments checked by the caller),
+ * added into the gradient arrays (g_bias, g_linear NULL: not graded). */
+FMA_CLONES static void window_rows(const double *x, const int64_t *actions, const double *prop,
+                        const double *loss, Py_ssize_t b_rows, Py_ssize_t d, int height,
+                        Py_ssize_t k, const double *w, const double *theta, const double *bias,
+                        const double *linear, int sigmoid, double cap, int aware, double *g_w,
+                        double *g_theta, double *g_bias, double *g_linear, double *act) {
+    Py_ssize_t n_leaves = (Py_ssize_t)1 << height, n_int = n_leaves - 1;
+    int has_bias = bias != NULL, has_linear = linear != NULL;
+    double *delta = act + n_int, *p = delta + n_int, *dq = p + n_leaves;
+    double *pu_terms = dq + n_leaves, *outputs = pu_terms + n_leaves;
+    for (Py_ssize_t l = 0; l < n_leaves; l++) { /* by leaf and action: no division */
+        for (Py_ssize_t c = 0; c < k; c++) {
+            outputs[l * k + c] = has_bias ? theta[l * k + c] + bias[c] : theta[l * k + c];
+        }
+    }
+    double leaf_exp[MAX_HEIGHT + 1];
+    for (int m = 0; m <= height; m++) {
+        leaf_exp[m] = exp((double)(-2 * m));
+    }
+    for (Py_ssize_t b = 0; b < b_rows; b++) {
+        const double *xb = x + b * d;
+        /* node activations a = W [x; 1] and the reached leaf (q = h); four nodes' sums
+         * run side by side (each still added in index order: the same bits as dot())
+         * so that one's additions wait for another's less */
+        Py_ssize_t i = 0;
+        for (; i + 4 <= n_int; i += 4) {
+            const double *r0 = w + i * (d + 1), *r1 = r0 + (d + 1), *r2 = r1 + (d + 1);
+            const double *r3 = r2 + (d + 1);
+            double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+            for (Py_ssize_t j = 0; j < d; j++) {
+                s0 += r0[j] * xb[j];
+                s1 += r1[j] * xb[j];
+                s2 += r2[j] * xb[j];
+                s3 += r3[j] * xb[j];
+            }
+            act[i] = s0 + r0[d];
+            act[i + 1] = s1 + r1[d];
+            act[i + 2] = s2 + r2[d];
+            act[i + 3] = s3 + r3[d];
+        }
+        for (; i < n_int; i++) {
+            const double *row = w + i * (d + 1);
+            act[i] = dot(row, xb, d) + row[d];
+        }
+        Py_ssize_t node = 0;
+        for (int level = 0; level < height; level++) {
+            node = 2 * node + (act[node] > 0.0 ? 2 : 1);
+        }
+        Py_ssize_t leaf = node - n_int, y = (Py_ssize_t)actions[b];
+        /* the played action's output: the leaf's row plus the linear term */
+        double o = outputs[leaf * k + y];
+        if (has_linear) {
+            o += fused_dot(linear + y * d, xb, d);
+        }
+        double g = eq8(o, prop[b], loss[b], cap, aware, sigmoid);
+        /* Theta gets the hard choice's gradient e_{l*} g; bias and linear g and g x */
+        g_theta[leaf * k + y] += g;
+        if (g_bias != NULL) {
+            g_bias[y] += g;
+        }
+        if (g_linear != NULL) {
+            for (Py_ssize_t j = 0; j < d; j++) {
+                g_linear[y * d + j] = fma(g, xb[j], g_linear[y * d + j]);
+            }
+        }
+        /* W: the soft surrogate sum_l softmax(q)_l theta_l (Algorithm 2, Remark 2):
+         * q_l the sum-form path score (eq. 4), dq = p (u - p.u) with u_l = theta_l . g */
+        for (Py_ssize_t l = 0; l < n_leaves; l++) {
+            Py_ssize_t score = 0, at = l + n_int;
+            while (at > 0) { /* leaf l's ancestors, bottom up: S(i, l) sign(a_i) */
+                Py_ssize_t parent = (at - 1) / 2;
+                int right = at == 2 * parent + 2;
+                score += (right ? 1 : -1) * (act[parent] > 0.0 ? 1 : -1);
+                at = parent;
+            }
+            p[l] = leaf_exp[(height - score) / 2]; /* exp(q - h), q - h in {0, -2, ..} */
+        }
+        /* softmax over the leaves, then p . u (each a pairwise sum, as numpy adds) */
+        double total = pairwise(p, n_leaves);
+        for (Py_ssize_t l = 0; l < n_leaves; l++) {
+            p[l] /= total;
+            dq[l] = g * outputs[l * k + y];
+        }
+        for (Py_ssize_t l = 0; l < n_leaves; l++) {
+            pu_terms[l] = p[l] * dq[l];
+        }
+        double pu = pairwise(pu_terms, n_leaves);
+        for (Py_ssize_t i = 0; i < n_int; i++) {
+            delta[i] = 0.0;
+        }
+        for (Py_ssize_t l = 0; l < n_leaves; l++) {
+            double v = p[l] * (dq[l] - pu);
+            Py_ssize_t at = l + n_int;
+            while (at > 0) { /* dq S: each ancestor gets S(i, l) dq_l */
+                Py_ssize_t parent = (at - 1) / 2;
+                delta[parent] += at == 2 * parent + 2 ? v : -v;
+                at = parent;
+            }
+        }
+        /* the straight-through sign: d sign(a) / da = 1{|a| <= 1}; a node that gets
+         * nothing adds nothing (fma(0, x, s) = s for a finite x) */
+        int finite_row = 1;
+        for (Py_ssize_t j = 0; j < d; j++) {
+            finite_row &= isfinite(xb[j]) != 0;
+        }
+        for (Py_ssize_t i = 0; i < n_int; i++) {
+            double di = fabs(act[i]) <= 1.0 ? delta[i] : 0.0;
+            if (di == 0.0 && finite_row) {
+                continue;
+            }
+            double *gi = g_w + i * (d + 1);
+            for (Py_ssize_t j = 0; j < d; j++) {
+                gi[j] = fma(di, xb[j], gi[j]);
+            }
+            gi[d] += di;
+        }
+    }
+}
+
 PyDoc_STRVAR(window_gradients_doc,
              "window_gradients(x, actions, propensity, loss, weights, theta, bias, linear,\n"
              "                 sigmoid, cap, aware, grad_weights, grad_theta, grad_bias, "
@@ -153,109 +290,20 @@ static PyObject *window_gradients(PyObject *self, PyObject *args) {
             goto fail;
         }
     }
-    /* scratch: activations (n_int), node deltas (n_int), leaf softmax and adjoint (2 L),
-     * the leaves' outputs theta + bias (L K) */
-    Py_ssize_t scratch = 2 * n_int + 3 * n_leaves + n_leaves * k;
+    Py_ssize_t scratch = window_scratch(n_int, n_leaves, k);
     double *act = PyMem_Malloc((size_t)scratch * sizeof(double));
     if (act == NULL) {
         PyErr_NoMemory();
         goto fail;
     }
-    double *delta = act + n_int, *p = delta + n_int, *dq = p + n_leaves;
-    double *pu_terms = dq + n_leaves, *outputs = pu_terms + n_leaves;
     const double *w = f64(&a[4]), *theta = f64(&a[5]);
     const double *bias = has_bias ? f64(&a[6]) : NULL, *linear = has_linear ? f64(&a[7]) : NULL;
     double *g_w = f64(&a[8]), *g_theta = f64(&a[9]);
     double *g_bias = grad_bias ? f64(&a[10]) : NULL, *g_linear = grad_linear ? f64(&a[11]) : NULL;
 
     Py_BEGIN_ALLOW_THREADS;
-    for (Py_ssize_t i = 0; i < n_leaves * k; i++) {
-        outputs[i] = has_bias ? theta[i] + bias[i % k] : theta[i];
-    }
-    double leaf_exp[MAX_HEIGHT + 1];
-    for (int m = 0; m <= height; m++) {
-        leaf_exp[m] = exp((double)(-2 * m));
-    }
-    for (Py_ssize_t b = 0; b < b_rows; b++) {
-        const double *xb = x + b * d;
-        /* node activations a = W [x; 1] and the reached leaf (q = h) */
-        for (Py_ssize_t i = 0; i < n_int; i++) {
-            const double *row = w + i * (d + 1);
-            act[i] = dot(row, xb, d) + row[d];
-        }
-        Py_ssize_t node = 0;
-        for (int level = 0; level < height; level++) {
-            node = 2 * node + (act[node] > 0.0 ? 2 : 1);
-        }
-        Py_ssize_t leaf = node - n_int, y = (Py_ssize_t)actions[b];
-        /* the played action's output: the leaf's row plus the linear term */
-        double o = outputs[leaf * k + y];
-        if (has_linear) {
-            o += fused_dot(linear + y * d, xb, d);
-        }
-        double g = eq8(o, prop[b], loss[b], cap, aware, sigmoid);
-        /* Theta gets the hard choice's gradient e_{l*} g; bias and linear g and g x */
-        g_theta[leaf * k + y] += g;
-        if (g_bias != NULL) {
-            g_bias[y] += g;
-        }
-        if (g_linear != NULL) {
-            for (Py_ssize_t j = 0; j < d; j++) {
-                g_linear[y * d + j] = fma(g, xb[j], g_linear[y * d + j]);
-            }
-        }
-        /* W: the soft surrogate sum_l softmax(q)_l theta_l (Algorithm 2, Remark 2):
-         * q_l the sum-form path score (eq. 4), dq = p (u - p.u) with u_l = theta_l . g */
-        for (Py_ssize_t l = 0; l < n_leaves; l++) {
-            Py_ssize_t score = 0, at = l + n_int;
-            while (at > 0) { /* leaf l's ancestors, bottom up: S(i, l) sign(a_i) */
-                Py_ssize_t parent = (at - 1) / 2;
-                int right = at == 2 * parent + 2;
-                score += (right ? 1 : -1) * (act[parent] > 0.0 ? 1 : -1);
-                at = parent;
-            }
-            p[l] = leaf_exp[(height - score) / 2]; /* exp(q - h), q - h in {0, -2, ..} */
-        }
-        /* softmax over the leaves, then p . u (each a pairwise sum, as numpy adds) */
-        double total = pairwise(p, n_leaves);
-        for (Py_ssize_t l = 0; l < n_leaves; l++) {
-            p[l] /= total;
-            dq[l] = g * outputs[l * k + y];
-        }
-        for (Py_ssize_t l = 0; l < n_leaves; l++) {
-            pu_terms[l] = p[l] * dq[l];
-        }
-        double pu = pairwise(pu_terms, n_leaves);
-        for (Py_ssize_t i = 0; i < n_int; i++) {
-            delta[i] = 0.0;
-        }
-        for (Py_ssize_t l = 0; l < n_leaves; l++) {
-            double v = p[l] * (dq[l] - pu);
-            Py_ssize_t at = l + n_int;
-            while (at > 0) { /* dq S: each ancestor gets S(i, l) dq_l */
-                Py_ssize_t parent = (at - 1) / 2;
-                delta[parent] += at == 2 * parent + 2 ? v : -v;
-                at = parent;
-            }
-        }
-        /* the straight-through sign: d sign(a) / da = 1{|a| <= 1}; a node that gets
-         * nothing adds nothing (fma(0, x, s) = s for a finite x) */
-        int finite_row = 1;
-        for (Py_ssize_t j = 0; j < d; j++) {
-            finite_row &= isfinite(xb[j]) != 0;
-        }
-        for (Py_ssize_t i = 0; i < n_int; i++) {
-            double di = fabs(act[i]) <= 1.0 ? delta[i] : 0.0;
-            if (di == 0.0 && finite_row) {
-                continue;
-            }
-            double *gi = g_w + i * (d + 1);
-            for (Py_ssize_t j = 0; j < d; j++) {
-                gi[j] = fma(di, xb[j], gi[j]);
-            }
-            gi[d] += di;
-        }
-    }
+    window_rows(x, actions, prop, loss, b_rows, d, height, k, w, theta, bias, linear, sigmoid, cap,
+                aware, g_w, g_theta, g_bias, g_linear, act);
     Py_END_ALLOW_THREADS;
     PyMem_Free(act);
     release(a, 12);
@@ -266,6 +314,47 @@ fail:
 }
 
 /* ---- the per-action ridge: Sherman-Morrison rounds (banditree.learners.ridge) ---- */
+
+/* PerActionRidge.update_rows (defer 0) over B rows (checked by the caller); `u` is
+ * scratch of 2 (d + 1) doubles.  Returns the rows applied. */
+static Py_ssize_t ridge_core(const double *x, const int64_t *actions, const double *rewards,
+                             Py_ssize_t b_rows, Py_ssize_t d, double *inv_gram, double *weights,
+                             double *stats, const double *prior, int mixing, double *u) {
+    Py_ssize_t dim = d + 1;
+    double *iu = u + dim;
+    Py_ssize_t applied = 0;
+    for (Py_ssize_t b = 0; b < b_rows; b++) {
+        Py_ssize_t y = (Py_ssize_t)actions[b];
+        double *inv = inv_gram + y * dim * dim, *w = weights + y * dim, *st = stats + y * 3;
+        memcpy(u, x + b * d, (size_t)d * sizeof(double)); /* u = (x, 1) */
+        u[d] = 1.0;
+        for (Py_ssize_t i = 0; i < dim; i++) {
+            iu[i] = dot(inv + i * dim, u, dim);
+        }
+        double denom = 1.0 + dot(u, iu, dim);
+        double residual = rewards[b] - dot(w, u, dim);
+        if (!(isfinite(denom) && isfinite(residual))) {
+            continue; /* an update that would not be finite is skipped whole */
+        }
+        /* w += A^-1 u r / (1 + u A^-1 u); A^-1 -= (A^-1 u)(A^-1 u)^T / (1 + u A^-1 u) */
+        for (Py_ssize_t i = 0; i < dim; i++) {
+            double gain = iu[i] / denom;
+            w[i] += gain * residual;
+            for (Py_ssize_t j = 0; j < dim; j++) {
+                inv[i * dim + j] -= gain * iu[j];
+            }
+        }
+        applied++;
+        if (mixing && st[0] < (double)d) { /* the mix's evidence (MIX_MEAN_PRIOR = 1) */
+            double mean = (1.0 * prior[y] + st[1]) / (1.0 + st[0]);
+            double gap = rewards[b] - mean;
+            st[0] += 1.0;
+            st[1] += rewards[b];
+            st[2] += gap * gap - residual * residual;
+        }
+    }
+    return applied;
+}
 
 PyDoc_STRVAR(ridge_rows_doc,
              "ridge_rows(x, actions, rewards, inv_gram, weights, mix_stats, prior, mixing)\n"
@@ -314,41 +403,11 @@ static PyObject *ridge_rows(PyObject *self, PyObject *args) {
         PyErr_NoMemory();
         goto fail;
     }
-    double *iu = u + dim;
     const double *x = f64(&a[0]), *rewards = f64(&a[2]), *prior = f64(&a[6]);
     double *inv_gram = f64(&a[3]), *weights = f64(&a[4]), *stats = f64(&a[5]);
-    Py_ssize_t applied = 0;
+    Py_ssize_t applied;
     Py_BEGIN_ALLOW_THREADS;
-    for (Py_ssize_t b = 0; b < b_rows; b++) {
-        Py_ssize_t y = (Py_ssize_t)actions[b];
-        double *inv = inv_gram + y * dim * dim, *w = weights + y * dim, *st = stats + y * 3;
-        memcpy(u, x + b * d, (size_t)d * sizeof(double)); /* u = (x, 1) */
-        u[d] = 1.0;
-        for (Py_ssize_t i = 0; i < dim; i++) {
-            iu[i] = dot(inv + i * dim, u, dim);
-        }
-        double denom = 1.0 + dot(u, iu, dim);
-        double residual = rewards[b] - dot(w, u, dim);
-        if (!(isfinite(denom) && isfinite(residual))) {
-            continue; /* an update that would not be finite is skipped whole */
-        }
-        /* w += A^-1 u r / (1 + u A^-1 u); A^-1 -= (A^-1 u)(A^-1 u)^T / (1 + u A^-1 u) */
-        for (Py_ssize_t i = 0; i < dim; i++) {
-            double gain = iu[i] / denom;
-            w[i] += gain * residual;
-            for (Py_ssize_t j = 0; j < dim; j++) {
-                inv[i * dim + j] -= gain * iu[j];
-            }
-        }
-        applied++;
-        if (mixing && st[0] < (double)d) { /* the mix's evidence (MIX_MEAN_PRIOR = 1) */
-            double mean = (1.0 * prior[y] + st[1]) / (1.0 + st[0]);
-            double gap = rewards[b] - mean;
-            st[0] += 1.0;
-            st[1] += rewards[b];
-            st[2] += gap * gap - residual * residual;
-        }
-    }
+    applied = ridge_core(x, actions, rewards, b_rows, d, inv_gram, weights, stats, prior, mixing, u);
     Py_END_ALLOW_THREADS;
     PyMem_Free(u);
     release(a, 7);
@@ -359,6 +418,38 @@ fail:
 }
 
 /* ---- RMSprop / AdaGrad, one parameter (banditree.learners.optim.RMSprop._step) ---- */
+
+/* RMSprop._step of one parameter of n values into `out`; 0 (nothing written) when a
+ * squared gradient is not finite. */
+static int rmsprop_core(const double *p, const double *g, double *v, double *out, Py_ssize_t n,
+                        double alpha, double eps, double rate, int adagrad, int first) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!isfinite(g[i] * g[i])) {
+            return 0;
+        }
+    }
+    double rest = 1.0 - alpha;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        double g2 = g[i] * g[i];
+        if (!adagrad) {
+            g2 *= rest; /* v = alpha v + (1 - alpha) g^2; AdaGrad: v = v + g^2 */
+        }
+        if (first) {
+            v[i] = g2;
+        } else {
+            if (!adagrad) {
+                v[i] *= alpha;
+            }
+            v[i] += g2;
+        }
+        double step = sqrt(v[i]);
+        step += eps;
+        step = g[i] / step;
+        step *= rate;
+        out[i] = p[i] - step; /* p - lr g / (sqrt(v) + eps) */
+    }
+    return 1;
+}
 
 PyDoc_STRVAR(rmsprop_doc,
              "rmsprop(param, grad, square_avg, new, alpha, eps, rate, adagrad, first)\n--\n\n"
@@ -386,35 +477,12 @@ static PyObject *rmsprop(PyObject *self, PyObject *args) {
         take(o[3], "new", 'd', 1, n, 1, &a[3]) < 0) {
         goto fail;
     }
-    const double *p = f64(&a[0]), *g = f64(&a[1]);
-    double *v = f64(&a[2]), *out = f64(&a[3]);
-    for (Py_ssize_t i = 0; i < n[0]; i++) {
-        if (!isfinite(g[i] * g[i])) {
-            release(a, 4);
-            Py_RETURN_FALSE; /* refused whole: the running average only sees finite values */
-        }
-    }
-    double rest = 1.0 - alpha;
-    for (Py_ssize_t i = 0; i < n[0]; i++) {
-        double g2 = g[i] * g[i];
-        if (!adagrad) {
-            g2 *= rest; /* v = alpha v + (1 - alpha) g^2; AdaGrad: v = v + g^2 */
-        }
-        if (first) {
-            v[i] = g2;
-        } else {
-            if (!adagrad) {
-                v[i] *= alpha;
-            }
-            v[i] += g2;
-        }
-        double step = sqrt(v[i]);
-        step += eps;
-        step = g[i] / step;
-        step *= rate;
-        out[i] = p[i] - step; /* p - lr g / (sqrt(v) + eps) */
-    }
+    int stepped = rmsprop_core(f64(&a[0]), f64(&a[1]), f64(&a[2]), f64(&a[3]), n[0], alpha, eps,
+                               rate, adagrad, first);
     release(a, 4);
+    if (!stepped) {
+        Py_RETURN_FALSE; /* refused whole: the running average only sees finite values */
+    }
     Py_RETURN_TRUE;
 fail:
     release(a, 4);
@@ -422,6 +490,18 @@ fail:
 }
 
 /* ---- the running input statistics (banditree.learners.standardize) -------------- */
+
+/* Welford with one row, `seen` rows counted with it: mean += (x - mean) / n;
+ * m2 += (x - new mean)(x - old mean) (RunningStandardizer.update). */
+static inline void welford_row(double *mean, double *m2, const double *x, Py_ssize_t d,
+                               double seen) {
+    for (Py_ssize_t j = 0; j < d; j++) {
+        double delta = x[j] - mean[j];
+        double moved = delta / seen + mean[j];
+        m2[j] = (x[j] - moved) * delta + m2[j];
+        mean[j] = moved;
+    }
+}
 
 PyDoc_STRVAR(welford_doc,
              "welford(mean, m2, count, rows, mean_out, m2_out)\n--\n\n"
@@ -456,15 +536,7 @@ static PyObject *welford(PyObject *self, PyObject *args) {
     memmove(mean, f64(&a[0]), (size_t)d * sizeof(double));
     memmove(m2, f64(&a[1]), (size_t)d * sizeof(double));
     for (Py_ssize_t r = 0; r < n; r++) {
-        /* Welford: mean += (x - mean) / n; m2 += (x - new mean)(x - old mean) */
-        double seen = (double)(count + r + 1);
-        const double *x = rows + r * d;
-        for (Py_ssize_t j = 0; j < d; j++) {
-            double delta = x[j] - mean[j];
-            double moved = delta / seen + mean[j];
-            m2[j] = (x[j] - moved) * delta + m2[j];
-            mean[j] = moved;
-        }
+        welford_row(mean, m2, rows + r * d, d, (double)(count + r + 1));
     }
     release(a, 5);
     Py_RETURN_NONE;

@@ -434,6 +434,10 @@ fail:
 
 #include "_learn.h"
 
+/* ---- learn: a whole chunk of feedback (learn_batch's bookkeeping) ------------- */
+
+#include "_chunk.h"
+
 /* ---- the event ids' uniforms (banditree.explore.event_uniform_rows) ------------- */
 
 #include "_blake2b.h"
@@ -441,6 +445,7 @@ fail:
 static PyMethodDef methods[] = {
     {"decide", decide, METH_VARARGS, decide_doc},
     {"window_gradients", window_gradients, METH_VARARGS, window_gradients_doc},
+    {"learn_chunk", learn_chunk, METH_VARARGS, learn_chunk_doc},
     {"ridge_rows", ridge_rows, METH_VARARGS, ridge_rows_doc},
     {"rmsprop", rmsprop, METH_VARARGS, rmsprop_doc},
     {"welford", welford, METH_VARARGS, welford_doc},

@@ -66,3 +66,23 @@ def rmsprop(
 ) -> bool: ...
 def event_uniforms(prefix: bytes, event_ids: list[str], out: Any, /) -> None: ...
 def welford(mean: Any, m2: Any, count: int, rows: Any, mean_out: Any, m2_out: Any, /) -> None: ...
+def learn_chunk(
+    x: Any,
+    actions: Any,
+    propensity: Any,
+    loss: Any,
+    at: int,
+    buffered: tuple[Any, Any, Any, Any],
+    learned: Any,
+    params: tuple[Any, Any, Any, Any],
+    squares: tuple[Any, Any, Any, Any],
+    grads: tuple[Any, Any, Any, Any],
+    ridge: tuple[Any, Any, Any, Any] | None,
+    stats: tuple[Any, Any],
+    snapshot: tuple[Any, Any],
+    leaves: tuple[Any, Any, Any, Any] | None,
+    istate: Any,
+    fstate: Any,
+    config: Any,
+    /,
+) -> None: ...

@@ -13,7 +13,10 @@ its pace, against the bare ``learner.learn`` loop on the same pairs, decoded
 beforehand, in the same run.  Goals (issue 28): pace >= 0.9x the bare loop and >= 5,000
 feedbacks/s; recovery of 100,000 entries < 5 s.  On a shared machine the wall-clock
 figures move with the load (one run's ratio by +-0.05 on a 2-core machine); the
-CPU-second figures (this process's CPU time) do less.  Each of ``--rounds`` rounds
+CPU-second figures (this process's CPU time) do less.  Where the optional
+``vowpalwabbit`` is installed, each round also times Vowpal Wabbit learning the same
+logged examples from a text file with its own parser and loop (:data:`VW_ARGUMENTS`,
+issue 43's baseline) and prints the service learner's pace against it.  Each of ``--rounds`` rounds
 learns a fresh log and times the bare loop right after it; every round is printed, and
 the figures and the goals' verdicts are the rounds' medians.  ``bare_learn_batch_per_cpu_second`` is
 the library's ``learn_batch`` alone (512 pairs a call), which the service's learner uses.
@@ -42,6 +45,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 import orjson
 
@@ -103,6 +107,40 @@ def bare_batch_rate(
             part = decoded[start : start + chunk]
             learner.learn_batch([d for d, _ in part], [f for _, f in part])  # type: ignore[misc]
         return len(decoded) / (time.process_time() - cpu)
+
+
+#: Vowpal Wabbit's learner the issue compares with (issue 43): SquareCB over
+#: action-dependent features, the context crossed with the action
+VW_ARGUMENTS = "--cb_explore_adf --squarecb -q sa --quiet"
+
+
+def vw_native_rate(pairs: list[tuple[str, str, str]], folder: Path) -> tuple[float, float] | None:
+    """Feedbacks per wall and per CPU second of Vowpal Wabbit learning the same logged
+    examples (context, played action, its propensity and loss) from a text file with
+    its own parser, in its own C++ loop (``run_parser``: no Python per example), as
+    ``vw -d FILE`` does; None without the optional ``vowpalwabbit`` package."""
+    try:
+        import vowpalwabbit
+    except ImportError:
+        return None
+    n_actions = int(CONFIG["n_actions"])
+    path = folder / "vw_examples.txt"
+    with path.open("w") as out:
+        for _, payload, feedback in pairs:
+            decision = read_decision(payload, UID)
+            assert decision is not None and decision.action is not None
+            loss = float(orjson.loads(feedback)["loss"])
+            context = cast(tuple[float, ...], decision.context)
+            out.write("shared |s " + " ".join(f"f{j}:{v!r}" for j, v in enumerate(context)) + "\n")
+            for k in range(n_actions):
+                label = f"0:{loss!r}:{decision.propensity!r} " if k == decision.action else ""
+                out.write(f"{label}|a a{k}\n")
+            out.write("\n")
+    started, cpu = time.perf_counter(), time.process_time()
+    workspace = vowpalwabbit.Workspace(f"{VW_ARGUMENTS} -d {path}")
+    workspace.run_parser()
+    workspace.finish()
+    return len(pairs) / (time.perf_counter() - started), len(pairs) / (time.process_time() - cpu)
 
 
 class _CollectorClock:
@@ -173,6 +211,19 @@ async def run(args: argparse.Namespace, pairs: list[tuple[str, str, str]]) -> di
     again, again_cpu = bare_rate(sample, freeze)  # before and after: the better of the two
     bare, bare_cpu = max(bare, again), max(bare_cpu, again_cpu)
     batch_cpu = bare_batch_rate(sample, freeze=freeze)
+    with tempfile.TemporaryDirectory() as tmp:
+        vw = vw_native_rate(pairs, Path(tmp))
+    vw_figures = (
+        {}
+        if vw is None
+        else {
+            "vw_native_per_second": vw[0],
+            "vw_native_per_cpu_second": vw[1],
+            "service_vs_vw": len(pairs) / seconds / vw[0],
+            "service_vs_vw_cpu": len(pairs) / cpu_seconds / vw[1],
+            "learn_batch_vs_vw_cpu": batch_cpu / vw[1],
+        }
+    )
     return {
         "entries": float(len(pairs)),
         "bare_learn_per_second": bare,
@@ -187,6 +238,7 @@ async def run(args: argparse.Namespace, pairs: list[tuple[str, str, str]]) -> di
         "loop_thread_us_per_entry": took["loop_cpu"] / len(pairs) * 1e6,
         "other_threads_us_per_entry": (cpu_seconds - took["loop_cpu"]) / len(pairs) * 1e6,
         "gc_us_per_entry": took["gc_cpu"] / len(pairs) * 1e6,
+        **vw_figures,
     }
 
 
@@ -227,6 +279,14 @@ def main() -> None:
         f">= 5,000/s {'met' if figures['service_learner_per_second'] >= 5000 else 'NOT met'}; "
         f"recovery < 5 s {'met' if figures['recovery_seconds'] < 5 else 'NOT met'}"
     )
+    if "service_vs_vw" in figures:
+        print(
+            f"against Vowpal Wabbit ({VW_ARGUMENTS}, from a file): service learner "
+            f"{figures['service_vs_vw']:.2f}x per wall second, "
+            f"{figures['service_vs_vw_cpu']:.2f}x per CPU second (issue 43's goal: 2x)"
+        )
+    else:
+        print("against Vowpal Wabbit: not measured (the optional vowpalwabbit is not installed)")
 
 
 if __name__ == "__main__":

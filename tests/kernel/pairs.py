@@ -61,10 +61,45 @@ def assert_same_columns(native: DecisionColumns, reference: DecisionColumns) -> 
 
 def assert_same_state(native: GradientBandit, reference: GradientBandit) -> None:
     """The same learned state within 1e-12: parameters, RMSprop's averages, the ridge,
-    the input statistics and the counters."""
+    the input statistics and the snapshot's, the open window, the leaf counts, the
+    drift detector and the counters."""
     assert native._n_learned == reference._n_learned
     assert native.version == reference.version
     assert native._refused == reference._refused
+    assert native._optimizer.refused == reference._optimizer.refused
+    assert native._optimizer.lr == reference._optimizer.lr
+    assert native._loss_sum == pytest.approx(reference._loss_sum, rel=TOLERANCE)
+    assert native._pending == reference._pending
+    assert native._accum_finite == reference._accum_finite
+    assert len(native._buffer) == len(reference._buffer)
+    for (x, d, f), (x2, d2, f2) in zip(native._buffer, reference._buffer, strict=True):
+        assert d == d2 and f == f2
+        np.testing.assert_array_equal(x, x2)
+    assert native._accum.keys() == reference._accum.keys()
+    for name, value in reference._accum.items():
+        np.testing.assert_allclose(
+            native._accum[name], value, rtol=TOLERANCE, atol=TOLERANCE, err_msg=name
+        )
+    for name in ("mean", "inv_scale"):
+        np.testing.assert_array_equal(
+            getattr(native._snapshot, name), getattr(reference._snapshot, name), err_msg=name
+        )
+    if reference._leaf_stats is not None:
+        assert native._leaf_stats is not None
+        assert native._leaf_stats.to_json() == reference._leaf_stats.to_json()
+    if reference._detector is not None:
+        assert native._detector is not None
+        got, want = native._detector.state(), reference._detector.state()
+        assert got.keys() == want.keys()
+        for key, value in want.items():
+            assert got[key] == pytest.approx(value, rel=TOLERANCE, abs=TOLERANCE), key
+    if reference._challenger is not None:
+        assert native._challenger is not None
+        got, want = native._challenger.state(), reference._challenger.state()
+        assert got["errors"] == pytest.approx(want["errors"], rel=TOLERANCE)
+        assert {k: v for k, v in got.items() if k != "errors"} == {
+            k: v for k, v in want.items() if k != "errors"
+        }
     assert native._params.keys() == reference._params.keys()
     for name, value in reference._params.items():
         np.testing.assert_allclose(

@@ -26,13 +26,14 @@ RAISED = (TypeError, ValueError, OverflowError)
 RAN = {"decide": 0, "window_gradients": 0}
 
 
-def hostile(valid: np.ndarray) -> st.SearchStrategy[Any]:
-    """``valid`` itself (mostly), or one of the ways to get it wrong."""
+def hostile(valid: np.ndarray, odds: int = 11) -> st.SearchStrategy[Any]:
+    """``valid`` itself (mostly: wrong one time in ``odds + 1``), or one of the ways to
+    get it wrong."""
     with np.errstate(all="ignore"):  # NaN to an integer: the wrong dtype is the point
-        return _hostile(valid)
+        return _hostile(valid, odds)
 
 
-def _hostile(valid: np.ndarray) -> st.SearchStrategy[Any]:
+def _hostile(valid: np.ndarray, odds: int) -> st.SearchStrategy[Any]:
     wrong = [
         valid.astype(np.float32),
         valid.astype(np.int32),
@@ -54,7 +55,7 @@ def _hostile(valid: np.ndarray) -> st.SearchStrategy[Any]:
     readonly.setflags(write=False)
     wrong.append(readonly)
     # one argument in about twelve is wrong: most calls then pass the checks and run
-    return st.integers(0, 11).flatmap(
+    return st.integers(0, odds).flatmap(
         lambda i: st.sampled_from(wrong) if i == 0 else st.just(valid)
     )
 
@@ -286,3 +287,112 @@ def test_welford_raises_or_folds(data: st.DataObject, count: int) -> None:
     except RAISED:
         return
     assert isinstance(args[4], np.ndarray)
+
+
+#: learn_chunk's settings (``_chunk.h``'s C_ order), valid
+CHUNK_CONFIG = [
+    3, 2, 4, 0.01, 10.0, 0.1, 0.99, 1e-8, 1.0, 1.0, 3.0, 2.0, 0, 0, 1, 1, 3.0, 0, 0.0, 0,
+    10.0, 0.0, 1.0, 1, 0.5, 0.05, 2, 0.3, 0.25, 1,
+]  # fmt: skip
+
+
+def _config(data: st.DataObject) -> Any:
+    config = np.array(CHUNK_CONFIG, dtype=np.float64)
+    at = data.draw(st.integers(0, 4 * len(config)), label="config at")
+    if at < len(config):  # one setting wrong, one time in four
+        config[at] = data.draw(
+            st.sampled_from([np.nan, -1.0, np.inf, 0.5, 2.0, 1e300]), label="setting"
+        )
+    return data.draw(hostile(config), label="config")
+
+
+def rare_hostile(valid: np.ndarray) -> st.SearchStrategy[Any]:
+    """:func:`hostile` one time in 40: learn_chunk takes some 30 arrays, and most of
+    its calls must still pass every check and run."""
+    return hostile(valid, odds=39)
+
+
+def rare(strategy: st.SearchStrategy[np.ndarray]) -> st.SearchStrategy[Any]:
+    return strategy.flatmap(rare_hostile)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    data=st.data(),
+    ridge=st.booleans(),
+    at=mostly([0, 1, B], [-1, B + 1, 2**62]),
+    nb=st.sampled_from([0, 0, 2]),
+)
+def test_learn_chunk_raises_or_learns(data: st.DataObject, ridge: bool, at: int, nb: int) -> None:
+    dim = D + 1
+    shapes = [(N_INT, D + 1), (LEAVES, K), (K,), (K, D)]
+    params = tuple(data.draw(rare(floats(s)), label=f"params{i}") for i, s in enumerate(shapes))
+    graded = [True, True, not ridge, not ridge]
+    squares = tuple(
+        data.draw(rare_hostile(np.zeros(s)), label=f"square{i}") if on else None
+        for i, (s, on) in enumerate(zip(shapes, graded, strict=True))
+    )
+    grads = tuple(
+        data.draw(rare_hostile(np.zeros(s)), label=f"grad{i}") if on else None
+        for i, (s, on) in enumerate(zip(shapes, graded, strict=True))
+    )
+    buffered = (
+        data.draw(rare(floats((nb, D))), label="bx"),
+        data.draw(rare(ints((nb,), K)), label="bactions"),
+        data.draw(rare(floats((nb,), 0.01, 1.0)), label="bprop"),
+        data.draw(rare(floats((nb,), 0.0, 1.0)), label="bloss"),
+    )
+    ridge_arrays = (
+        data.draw(rare_hostile(np.stack([np.eye(dim)] * K)), label="inv_gram"),
+        data.draw(rare_hostile(np.zeros((K, dim))), label="weights"),
+        data.draw(rare_hostile(np.zeros((K, 3))), label="mix_stats"),
+        data.draw(rare(floats((K,), 0.0, 1.0)), label="prior"),
+    ) if ridge else None  # fmt: skip
+    leaves = data.draw(
+        mostly(
+            [(np.zeros(LEAVES), np.zeros(LEAVES), np.zeros(LEAVES), np.zeros((LEAVES, K))), None],
+            [(np.zeros(LEAVES),) * 4, (np.zeros(LEAVES),) * 3, ()],
+        ),
+        label="leaves",
+    )
+    istate = np.array([5, nb + 1, 1, 1, 0, 0, 0, 5, 0, 0, 0, 0], dtype=np.int64)
+    istate = data.draw(
+        mostly([istate], [istate * -1, istate[:-1], istate.astype(np.float64), istate * 2**60]),
+        label="istate",
+    )
+    args = [
+        data.draw(rare(floats((B, D))), label="x"),
+        data.draw(rare(ints((B,), K)), label="actions"),
+        data.draw(rare(floats((B,), 0.01, 1.0)), label="propensity"),
+        data.draw(rare(floats((B,), 0.0, 1.0)), label="loss"),
+        at,
+        data.draw(mostly([buffered], [buffered[:3], list(buffered), None]), label="buffered"),
+        data.draw(rare_hostile(np.zeros(B, dtype=np.int64)), label="learned"),
+        data.draw(mostly([params], [params[:2], (*params[:2], None, params[3])]), label="params"),
+        squares,
+        data.draw(mostly([grads], [(None, *grads[1:]), grads[:3]]), label="grads"),
+        ridge_arrays,
+        (
+            data.draw(rare_hostile(np.zeros(D)), label="mean"),
+            data.draw(rare_hostile(np.zeros(D)), label="m2"),
+        ),
+        (data.draw(rare_hostile(np.zeros(D)), label="snap_mean"), np.ones(D)),
+        leaves,
+        istate,
+        data.draw(rare_hostile(np.zeros(7)), label="fstate"),
+        _config(data),
+    ]
+    try:
+        module.learn_chunk(*args)
+    except RAISED:
+        return
+    RAN["learn_chunk"] = RAN.get("learn_chunk", 0) + 1
+    state = args[14]
+    stop, tail = int(state[10]), int(state[11])
+    assert at <= stop <= B and 0 <= tail <= nb + stop - at
+    assert set(args[6][at:stop].tolist()) <= {0, 1}
+
+
+def test_the_chunk_fuzz_ran_the_loop() -> None:
+    """The fuzz above reached learn_chunk's loop, not only its checks."""
+    assert RAN.get("learn_chunk", 0) > 20, RAN

@@ -33,6 +33,14 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "two-actions": {"n_features": 3, "n_actions": 2, "height": 1},
     "1000-features": {"n_features": 1000, "n_actions": 2, "height": 3},
     "1000-actions": {"n_features": 3, "n_actions": 1000, "height": 3, "explorer": "squarecb"},
+    # a window longer than the buffer (flushed every 64 entries), a decaying step, no
+    # detector; no standardisation and no clip; the ridge without its mix
+    "long-window-decay": {
+        "n_features": 4, "n_actions": 3, "accumulate": 100, "learning_rate_decay": 50.0,
+        "learning_rate_floor": 0.2, "drift_threshold": 0.0,
+    },
+    "raw-contexts": {"n_features": 4, "n_actions": 3, "standardize": False, "context_clip": 0.0},
+    "no-mix": {"n_features": 4, "n_actions": 3, "ridge_mix_rate": 0.0},
 }  # fmt: skip
 
 
@@ -74,15 +82,16 @@ def test_a_change_restarts_both_alike() -> None:
     assert native._explore_origin == reference._explore_origin > 0
 
 
-def test_checkpoints_cross_between_the_paths() -> None:
+@pytest.mark.parametrize("size", [32, 7])
+def test_checkpoints_cross_between_the_paths(size: int) -> None:
     """A checkpoint of the native learner restores into a reference one and the other
-    way round, and both learn on alike."""
+    way round, and both learn on alike (size 7: taken with a window open)."""
     native, reference = pair({**CONFIGS["default"], "seed": 3})
-    run(native, reference, chunks=3, size=32, seed=2)
+    run(native, reference, chunks=3, size=size, seed=2)
     from_native, from_reference = loads(dumps(native)), loads(dumps(reference))
     assert isinstance(from_native, GradientBandit) and isinstance(from_reference, GradientBandit)
     use_reference(from_native)  # the native learner's checkpoint, learned by numpy
-    run(from_reference, from_native, chunks=3, size=32, seed=3)
+    run(from_reference, from_native, chunks=3, size=size, seed=3)
 
 
 @settings(max_examples=20, deadline=None)
@@ -157,3 +166,75 @@ def test_window_gradients_are_algorithm_2(
     assert got.keys() == want.keys()
     for name, value in want.items():
         np.testing.assert_allclose(got[name], value, rtol=1e-13, atol=1e-15, err_msg=name)
+
+
+@pytest.mark.parametrize("name", ["default", "adagrad-linear", "long-window-decay"])
+@pytest.mark.parametrize("size", [1, 7, 37])
+def test_chunks_that_split_windows(name: str, size: int) -> None:
+    """Chunks whose end falls inside a window: the buffered entries cross into the next
+    call, on both paths alike."""
+    native, reference = pair({**CONFIGS[name], "seed": 4, "accumulate": 9})
+    run(native, reference, chunks=12, size=size, seed=size)
+
+
+def _hostile(decision: Any, feedback: Feedback, kind: int) -> tuple[Any, Any]:
+    """One entry each check refuses (or accepts in another type)."""
+    from dataclasses import replace
+
+    bad: list[tuple[Any, Any]] = [
+        (replace(decision, action=-1), feedback),
+        (replace(decision, action=10**30), feedback),
+        (replace(decision, action=None), feedback),
+        (replace(decision, propensity=0.0), feedback),
+        (replace(decision, propensity=float("nan")), feedback),
+        (decision, Feedback(loss=2.0)),
+        (decision, Feedback(loss=None)),
+        (decision, Feedback(loss=True)),  # type: ignore[arg-type]
+        (decision, Feedback(loss=1)),  # an int loss: learned as 1.0
+        (decision, Feedback(loss=0.5, losses=(0.5, 3.0))),
+        (replace(decision, context=(float("nan"),) * len(decision.context)), feedback),
+        (replace(decision, action=True), feedback),
+        (replace(decision, action=1.0), feedback),
+        (replace(decision, action=np.int64(1)), feedback),
+    ]
+    return bad[kind % len(bad)]
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**16), picks=st.lists(st.integers(0, 400), max_size=12))
+def test_refused_entries_inside_a_chunk(seed: int, picks: list[int]) -> None:
+    """Entries that fail a check (or take another type) anywhere in a chunk: the kernel
+    stops before each, the Python path names its error, and both paths end alike."""
+    native, reference = pair({**CONFIGS["default"], "n_features": 3, "seed": seed % 7})
+    rng = np.random.default_rng(seed)
+    for chunk in range(3):
+        x = rng.normal(size=(40, 3))
+        columns = native.act_columns(x, [f"h{seed}-{chunk}-{i}" for i in range(40)])
+        decisions, losses = columns.rows(), feedbacks(native, columns, rng)
+        for pick in picks:
+            at = pick % 40
+            decisions[at], losses[at] = _hostile(decisions[at], losses[at], pick // 40 + chunk)
+        got = native.learn_batch(decisions, losses)
+        want = reference.learn_batch(decisions, losses)
+        assert [repr(r) for r in got] == [repr(r) for r in want]
+        assert_same_state(native, reference)
+
+
+@pytest.mark.parametrize("linear_update", ["ridge", "adagrad"])
+def test_windows_that_are_not_finite_are_dropped_alike(linear_update: str) -> None:
+    """Contexts of 1e300 with neither standardisation nor clip overflow the window's
+    gradients or their squares: both paths drop the same windows and steps."""
+    config = {**CONFIGS["raw-contexts"], "seed": 6, "linear_update": linear_update}
+    native, reference = pair(config)
+    rng = np.random.default_rng(6)
+    for chunk in range(6):
+        x = rng.normal(size=(30, 4))
+        x[rng.random(30) < 0.2] *= 1e300
+        columns = native.act_columns(x, [f"o{chunk}-{i}" for i in range(30)])
+        losses = feedbacks(native, columns, rng)
+        got = native.learn_batch(columns.rows(), losses)
+        with np.errstate(over="ignore", invalid="ignore"):  # the reference's overflow
+            want = reference.learn_batch(columns.rows(), losses)
+        assert [repr(r) for r in got] == [repr(r) for r in want]
+        assert_same_state(native, reference)
+    assert native._refused + native._optimizer.refused > 0

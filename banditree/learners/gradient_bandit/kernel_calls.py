@@ -14,12 +14,14 @@ RMSprop's steps (:mod:`banditree.learners.optim`), the ridge's rounds
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
+from operator import attrgetter
 from types import ModuleType
 from typing import TYPE_CHECKING, Protocol, cast
 
 import numpy as np
 
-from banditree.core.arrays import FloatArray
+from banditree.core.arrays import FloatArray, IntArray
 from banditree.core.columns import DecisionColumns
 from banditree.core.records import Decision, Feedback
 from banditree.estimators import ClassificationEstimator, OnePointEstimator, TwoPointEstimator
@@ -219,3 +221,220 @@ def gradients(
         aware=est.importance_aware,
         graded=model._graded_extras,
     )
+
+
+#: the parameters of a single-layer DGT tree, in the kernel's order
+_PARAMS = ("W0", "theta", "bias", "linear")
+
+
+def learns_chunks(learner: GradientBase) -> bool:
+    """Whether :func:`learn_run` covers ``learner``: a window the kernel differentiates
+    (:func:`learns_natively`), RMSprop without penalties, the ridge without deferred
+    rounds (or none), the running statistics and the optimizer on the kernel."""
+    if not (learner._native and learns_natively(learner)):
+        return False
+    model = cast(DGTSpec, learner.model)
+    params, opt, ridge = learner._params, learner._optimizer, learner._ridge
+    if not set(params) <= set(_PARAMS) or opt.kernel is None:
+        return False
+    if (opt.l1 or opt.l2) and not set(opt.regularised).isdisjoint(params):
+        return False
+    if learner.standardize and learner._standardizer.kernel is None:
+        return False
+    if ridge is not None and (
+        ridge.defer or ridge.kernel is None or any(model._graded_extras)
+        or not (model.shared_bias and model.linear)
+    ):  # fmt: skip
+        return False
+    stats = learner._leaf_stats
+    return stats is None or stats.n_trees == 1
+
+
+_ACTION, _PROPENSITY = attrgetter("action"), attrgetter("propensity")
+_LOSS, _LOSSES = attrgetter("loss"), attrgetter("losses")
+
+
+def chunk_columns(
+    decisions: Sequence[Decision], feedbacks: Sequence[Feedback], n_actions: int
+) -> tuple[IntArray, FloatArray, FloatArray]:
+    """The chunk's actions, propensities and losses as arrays; an entry the kernel must
+    not learn (a type the checks refuse, two-point losses) gets action -1, so the kernel
+    stops there and the Python path learns it (or names its error)."""
+    actions = list(map(_ACTION, decisions))  # attrgetter: no Python frame an entry
+    propensity = list(map(_PROPENSITY, decisions))
+    loss = list(map(_LOSS, feedbacks))
+    if (
+        set(map(type, actions)) <= {int}
+        and set(map(type, propensity)) <= {float}
+        and set(map(type, loss)) <= {float, int}
+        and not any(map(_LOSSES, feedbacks))  # two-point losses: a pair, never empty
+        and (not actions or (0 <= min(cast(list[int], actions)) < n_actions))
+        and max(cast(list[int], actions), default=0) < n_actions
+    ):
+        return (
+            np.array(actions, dtype=np.int64),
+            np.array(propensity, dtype=np.float64),
+            np.array(loss, dtype=np.float64),
+        )
+    plain = [
+        type(a) is int and 0 <= a < n_actions and type(p) in (float, int)
+        and type(v) in (float, int) and f.losses is None
+        for a, p, v, f in zip(actions, propensity, loss, feedbacks, strict=True)
+    ]  # fmt: skip
+    return (
+        np.array([a if ok else -1 for a, ok in zip(actions, plain, strict=True)], dtype=np.int64),
+        np.array([p if ok else 1.0 for p, ok in zip(propensity, plain, strict=True)]),
+        np.array([v if ok else 0.0 for v, ok in zip(loss, plain, strict=True)]),
+    )
+
+
+def learn_run(
+    module: ModuleType,
+    learner: GradientBase,
+    rows: FloatArray,
+    columns: tuple[IntArray, FloatArray, FloatArray],
+    decisions: Sequence[Decision],
+    feedbacks: Sequence[Feedback],
+    at: int,
+    out: list[bool | ValueError | KeyError | TypeError],
+    windows: tuple[int, int],
+) -> int:
+    """``learn_batch``'s entries from ``at`` on by one kernel call, for a learner where
+    :func:`learns_chunks` holds: until the chunk's end or an entry the Python path must
+    learn (one that fails a check, or the drift detector's signal).  Appends their
+    results to ``out`` and returns the index of the first entry not learned.
+
+    The state goes in and comes back whole (the parameters as fresh arrays, published
+    with the snapshot of the last step), so the Python path can take any entry next.
+    """
+    model = cast(DGTSpec, learner.model)
+    est = cast(ClassificationEstimator, learner.estimator)
+    opt, ridge, std, det = (
+        learner._optimizer,
+        learner._ridge,
+        learner._standardizer,
+        learner._detector,
+    )
+    learner._fold_inputs()
+    old = learner._params
+    bias_in = model.shared_bias and "bias" in old
+    linear_in = model.linear and "linear" in old
+    params = (
+        old["W0"].copy(),
+        old["theta"].copy(),
+        old["bias"].copy() if bias_in else None,
+        old["linear"].copy() if linear_in else None,
+    )
+    graded = (True, True, bias_in and ridge is None, linear_in and ridge is None)
+    accum = learner._accum
+    grads = tuple(
+        (accum[name] if accum else np.empty(p.shape)) if on and p is not None else None
+        for name, p, on in zip(_PARAMS, params, graded, strict=True)
+    )
+    kept = opt._square_avg
+    squares = tuple(
+        None
+        if g is None
+        else (np.ascontiguousarray(kept[name]) if name in kept else np.empty(g.shape))
+        for name, g in zip(_PARAMS, grads, strict=True)
+    )
+    buffer = learner._buffer
+    if buffer:
+        bx = np.array([b[0] for b in buffer])
+        buffered = (
+            bx,
+            np.array([b[1].action for b in buffer], dtype=np.int64),
+            np.array([b[1].propensity for b in buffer], dtype=np.float64),
+            np.array([b[2].loss for b in buffer], dtype=np.float64),
+        )
+    else:
+        buffered = (np.empty((0, learner.n_features)), _NO_INTS, _NO_FLOATS, _NO_FLOATS)
+    snap = learner._snapshot
+    mean, m2 = std.mean.copy(), std.m2.copy()
+    snap_mean, snap_inv = snap.mean.copy(), snap.inv_scale.copy()
+    stats = learner._leaf_stats
+    leaves = (
+        None if stats is None
+        else (stats.decisions[0], stats.feedbacks[0], stats.loss_sum[0], stats.action_counts[0])
+    )  # fmt: skip
+    istate = np.array([
+        learner._n_learned, learner._pending, int(not accum), int(learner._accum_finite),
+        learner._refused, opt.refused, 0, std.count, 0 if det is None else det.n,
+        sum(1 << i for i, name in enumerate(_PARAMS) if name in kept), 0, 0,
+    ], dtype=np.int64)  # fmt: skip
+    fstate = np.array([
+        learner._loss_sum, opt.lr,
+        *((0.0,) * 5 if det is None else (det.mean, det.cum, det.low, det.jump_cum, det.jump_low)),
+    ])  # fmt: skip
+    config = _config(learner, est, windows)
+    n = len(rows)
+    learned = np.zeros(n, dtype=np.int64)
+    module.learn_chunk(
+        rows, columns[0], columns[1], columns[2], at, buffered, learned, params, squares,
+        grads, None if ridge is None else (ridge.inv_gram, ridge.weights, ridge.mix_stats, ridge.prior),
+        (mean, m2), (snap_mean, snap_inv), leaves, istate, fstate, config,
+    )  # fmt: skip
+    (n_learned, pending, accum_empty, accum_finite, refused, opt_refused, steps, count,
+     det_n, squared, stop, tail) = istate.tolist()  # fmt: skip
+    out.extend(learned[at:stop].astype(bool).tolist())
+    nb = len(buffer)
+    learner._buffer = [
+        buffer[v] if v < nb else (rows[at + v - nb], decisions[at + v - nb], feedbacks[at + v - nb])
+        for v in range(tail, nb + stop - at)
+    ]
+    learner._n_learned, learner._pending, learner._refused = n_learned, pending, refused
+    learner._accum_finite = bool(accum_finite)
+    learner._accum = {} if accum_empty else {
+        name: g for name, g in zip(("theta", "bias", "linear", "W0"), (grads[1], grads[2], grads[3], grads[0]), strict=True)
+        if g is not None
+    }  # fmt: skip
+    learner._loss_sum, opt.lr = float(fstate[0]), float(fstate[1])
+    opt.refused = opt_refused
+    for i, (name, v) in enumerate(zip(_PARAMS, squares, strict=True)):
+        if v is not None and squared & (1 << i):
+            kept[name] = v
+    if det is not None:
+        det.n = det_n
+        det.mean, det.cum, det.low, det.jump_cum, det.jump_low = fstate[2:7].tolist()
+    if learner.standardize:
+        std.count, std.mean, std.m2 = count, mean, m2
+    if steps:
+        # a parameter the kernel did not hold (a bias without ``shared_bias``) as it was
+        new = {
+            name: old[name] if p is None else p
+            for name, p in zip(_PARAMS, params, strict=True)
+            if name in old
+        }
+        learner._params = new
+        learner._snapshot = replace(
+            snap, version=snap.version + steps, frozen=learner.model.freeze_unprepared(new),
+            mean=snap_mean, inv_scale=snap_inv,
+        )  # fmt: skip
+    return cast(int, stop)
+
+
+_NO_INTS = np.empty(0, dtype=np.int64)
+_NO_FLOATS = np.empty(0)
+
+
+def _config(
+    learner: GradientBase, est: ClassificationEstimator, windows: tuple[int, int]
+) -> FloatArray:
+    """The kernel's settings of ``learner`` (``_chunk.h``'s ``C_`` order); ``windows``:
+    the eager rounds and the most examples buffered (``learn.py``)."""
+    opt, det, ridge = learner._optimizer, learner._detector, learner._ridge
+    low, high = learner.loss_bounds if learner.loss_bounds is not None else (-np.inf, np.inf)
+    cap = est.max_importance_weight
+    return np.array([
+        learner.accumulate, *windows, learner.learning_rate,
+        learner.learning_rate_decay or 0.0, learner.learning_rate_floor, opt.alpha, opt.eps,
+        *(opt.lr_scales.get(name, 1.0) for name in _PARAMS),
+        *(float(name in opt.summed) for name in _PARAMS),
+        learner.context_clip or 0.0, float(est.link == "sigmoid"),
+        0.0 if cap is None else float(cap), float(est.importance_aware),
+        0.0 if ridge is None else ridge.mix_rate, low, high,
+        float(det is not None),
+        *((det.threshold, det.delta, det.min_rounds, det.jump_threshold or 0.0, det.jump_delta)
+          if det is not None else (1.0, 0.0, 0.0, 0.0, 0.0)),
+        float(learner.standardize),
+    ], dtype=np.float64)  # fmt: skip

@@ -14,7 +14,13 @@ from banditree.core.records import Decision, Feedback
 from banditree.estimators import OnePointEstimator
 from banditree.kernel import native
 from banditree.learners.gradient_bandit.base import GradientBase
-from banditree.learners.gradient_bandit.kernel_calls import gradients, learns_natively
+from banditree.learners.gradient_bandit.kernel_calls import (
+    chunk_columns,
+    gradients,
+    learn_run,
+    learns_chunks,
+    learns_natively,
+)
 from banditree.learners.gradient_bandit.upstreams import WindowUpstreams
 from banditree.learners.leaf_stats import LeafStats
 from banditree.learners.validation import InvalidInput, as_context, check_loss
@@ -57,8 +63,15 @@ class Learning(GradientBase):
             check_loss(feedback.loss, self.loss_bounds, "loss")
         for i, v in enumerate(feedback.losses or ()):
             check_loss(v, self.loss_bounds, f"losses[{i}]")
-        if self.task == "classification" and decision.action is not None:
-            if not 0 <= decision.action < self.n_actions:
+        if self.task == "classification":
+            # an action that is not an integer (None, a bool, a float) is refused too:
+            # buffered, it would fail every later flush or index as a mask
+            action = decision.action
+            if (
+                isinstance(action, bool)
+                or not isinstance(action, int | np.integer)
+                or not 0 <= action < self.n_actions
+            ):
                 raise InvalidInput("decision.action", f"must be in [0, {self.n_actions - 1}]")
             if not 0.0 < decision.propensity <= 1.0:
                 raise InvalidInput(
@@ -120,9 +133,29 @@ class Learning(GradientBase):
         out: list[bool | ValueError | KeyError | TypeError] = []
         learn, check, learn_checked = self.learn, self._check_rest, self._learn_checked
         before = self._snapshot
+        # the compiled kernel learns runs of entries, one call each; the entries it
+        # stops at (a refused one, a detected change) and the challenger's phase go
+        # through the Python path below, which is their specification
+        module = native() if self._native and learns_chunks(self) else None
+        columns = None if module is None else chunk_columns(decisions, feedbacks, self.n_actions)
+        challenger = self._challenger
         self._in_batch = True
         try:
-            for x, ok, decision, feedback in zip(rows, finite, decisions, feedbacks, strict=True):
+            i = 0
+            while i < n:
+                if (
+                    module is not None
+                    and columns is not None
+                    and (challenger is None or challenger.left <= 0)
+                ):
+                    i = learn_run(
+                        module, self, rows, columns, decisions, feedbacks, i, out,
+                        (EAGER_ROUNDS, _MAX_BUFFERED),
+                    )  # fmt: skip
+                    if i >= n:
+                        break
+                x, ok, decision, feedback = rows[i], finite[i], decisions[i], feedbacks[i]
+                i += 1
                 try:
                     if ok:  # as_context would accept it: the same array, the checks after it
                         check(decision, feedback)

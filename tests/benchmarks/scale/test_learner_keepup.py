@@ -9,7 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.scale.learner_keepup import bare_rate, medians, served_heap, service_learner_seconds
+from benchmarks.scale.learner_keepup import (
+    bare_rate,
+    medians,
+    served_heap,
+    service_learner_seconds,
+    vw_native_rate,
+)
 from benchmarks.scale.log_scale import fill, make_pairs
 from service.main import YOUNG_THRESHOLD
 from service.store import SqliteStore
@@ -59,3 +65,19 @@ def test_the_figures_are_the_rounds_medians() -> None:
     rounds = [{"ratio": 0.80, "recovery_seconds": 5.4}, {"ratio": 0.95, "recovery_seconds": 4.6},
               {"ratio": 0.91, "recovery_seconds": 4.9}]  # fmt: skip
     assert medians(rounds) == {"ratio": 0.91, "recovery_seconds": 4.9}
+
+
+def test_vowpal_wabbit_learns_the_logged_examples_from_a_file(tmp_path: Path) -> None:
+    """The VW row: each logged pair as one ADF example (the context shared, one line per
+    action, the played one labelled with its loss and propensity), learned by VW."""
+    pytest.importorskip("vowpalwabbit")
+    pairs = make_pairs(40)
+    rates = vw_native_rate(pairs, tmp_path)
+    assert rates is not None and min(rates) > 0
+    examples = (tmp_path / "vw_examples.txt").read_text().strip("\n").split("\n\n")
+    assert len(examples) == len(pairs)
+    for example in examples:
+        shared, *actions = example.split("\n")
+        assert shared.startswith("shared |s f0:") and len(actions) == 10
+        labelled = [line for line in actions if not line.startswith("|a ")]
+        assert len(labelled) == 1 and labelled[0].startswith("0:")
