@@ -51,6 +51,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
+from banditree import kernel
 from banditree.core.codec import (
     column_payloads,
     columns_public,
@@ -382,8 +383,9 @@ def new_event_ids(count: int) -> list[str]:
 
 
 #: from this many requests in a tick, one ``act_columns`` decides them all (below it
-#: the per-row ``act`` costs less than the batched pass's fixed cost)
-MIN_BATCH = 6
+#: the per-row ``act`` costs less than the batched pass's fixed cost; the compiled
+#: kernel's fixed cost is smaller: benchmarks/results/service_kernel.md)
+MIN_BATCH = 3 if kernel.ACTIVE == "native" else 6
 
 #: what a request gets back: its public answer and the future of its decision's write
 Answer = tuple[dict[str, Any], "asyncio.Future[None]"]
