@@ -44,6 +44,9 @@ class _Unexported:
     def inc(self, amount: float = 1.0) -> None:
         """Export nothing."""
 
+    def observe(self, amount: float) -> None:
+        """Export nothing."""
+
 
 class LeaseHolderGauge:
     """``banditree_learner_lease_holder{model, holder}``: 1 for the holder, one series."""
@@ -294,6 +297,14 @@ class ServiceMetrics:
             feedback=feedback, lease_holder=holder, tick=self.tick, **children
         )
         return self._shared
+
+    def unexported(self) -> ModelMetrics:
+        """Children that export nothing: for a model restored only to be looked at."""
+        nothing = _Unexported()
+        children: dict[str, Any] = dict.fromkeys(_MODEL_LABELLED, nothing)
+        feedback = dict.fromkeys(FEEDBACK_OUTCOMES, nothing)
+        holder: Any = nothing
+        return ModelMetrics(feedback=feedback, lease_holder=holder, tick=self.tick, **children)
 
     def has_series(self, name: str) -> bool:
         """Whether ``name`` has per-model series of its own."""

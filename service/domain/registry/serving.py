@@ -37,12 +37,15 @@ class ServingRegistry(RegistryBase):
     """Load served models on first use; sweep their decisions; refresh their gauges."""
 
     async def _restore(self, name: str, record_json: str, *, hold: bool = True) -> ModelRuntime:
+        """The runtime of ``name`` on its newest valid checkpoint; ``hold`` False: only to
+        look at (the store's hold of the model not checked, no metric series made)."""
         if hold:  # a no-op unless stored by an older release
             await self.store.hold_model(name)
         record = json.loads(record_json)
         config = LearnerConfig.from_stored(record["config"])
         uid, policy = record["uid"], self._policy(ModelPolicy.model_validate(record["policy"]))
-        metrics = self.metrics.for_model(name)
+        # a model restored to be looked at (not served) makes no series
+        metrics = self.metrics.for_model(name) if hold else self.metrics.unexported()
         found = await newest_valid_checkpoint(
             self.store, name, await self.store.list_checkpoints(name),
             expected_config=config.model_dump(mode="json"),
