@@ -106,7 +106,8 @@ async def list_models(
     """Every model this process serves (that the request's key reaches), loaded or not."""
     patterns = getattr(request.state, SCOPE_STATE_KEY, None)
     summary = view == "summary"
-    names = [name for name in registry.records if visible(patterns, name)]
+    known = registry.records if registry.serves else {}  # a learner-only process serves none
+    names = [name for name in known if visible(patterns, name)]
     return ModelList(
         models=await registry.views(names, lambda r: model_public(r, summary=summary), view)
     )
