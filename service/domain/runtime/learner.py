@@ -83,6 +83,10 @@ class ModelLearner:
         #: (loaded then), and again once let go while idle (see :meth:`_let_go`)
         self._model: Learner | None = None
         self._idle = False  # waiting for work with everything learned published
+        # checkpoint requests taken, and those a saved checkpoint answers: a request taken
+        # and not answered (the lead failed meanwhile) makes the next lead publish once
+        # caught up, its model loaded or not
+        self._taken = self._answered = 0
         self.on_gone = on_gone  # the store no longer holds the model: deleted, or data lost
         self.share = share  # None: no limit on the models this process leads
         # called when this learner starts leading (its model's objects are made)
@@ -307,7 +311,8 @@ class ModelLearner:
         # publish once caught up: a request taken by a fenced-out predecessor is answered
         # (the initial checkpoint of a new model, just published, already answers it; an
         # unloaded model publishes only when asked, or its log has work)
-        caught_up_publish = not published_initial and learner is not None
+        owed = self._taken > self._answered
+        caught_up_publish = (not published_initial and learner is not None) or owed
         self._model = learner
         if learner is not None:
             self._loaded()
@@ -337,6 +342,7 @@ class ModelLearner:
             if not entries or time.monotonic() - request_checked >= _REQUEST_CHECK_SECONDS:
                 asked = await self.store.take_checkpoint_request(self.name)
                 request_checked = time.monotonic()
+                self._taken += asked
             if caught_up_publish and not entries:
                 asked, caught_up_publish = True, False
             if asked and self._model is None:  # loaded to answer the request
@@ -449,7 +455,7 @@ class ModelLearner:
         await self._saved()
         started = time.perf_counter()
         blob = await asyncio.to_thread(dumps, learner)
-        save = self._save(learner.version, blob, token, offset, acked_at, started)
+        save = self._save(learner.version, blob, token, offset, acked_at, started, self._taken)
         if wait:
             await save
         else:
@@ -471,8 +477,16 @@ class ModelLearner:
                 saving.exception()  # retrieved: counted by _save, the lead failed anyway
 
     async def _save(
-        self, version: int, blob: bytes, token: int, offset: int, acked_at: float, started: float
+        self,
+        version: int,
+        blob: bytes,
+        token: int,
+        offset: int,
+        acked_at: float,
+        started: float,
+        taken: int = 0,
     ) -> None:
+        """Save a checkpoint; ``taken``: the checkpoint requests taken before it."""
         try:
             info = await self.store.save_checkpoint(
                 self.name, version=version, blob=blob, keep=self.policy.keep,
@@ -484,5 +498,6 @@ class ModelLearner:
         except StoreUnavailable:
             self.metrics.checkpoint_failures.inc()
             raise
+        self._answered = max(self._answered, taken)  # the requests taken before it
         self.metrics.checkpoint_duration.observe(time.perf_counter() - started)
         log.debug("model %s: checkpoint %d at offset %d", self.name, info.sequence, offset)
