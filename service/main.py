@@ -182,7 +182,7 @@ def create_app(settings: Settings | None = None, *, freeze_startup: bool = False
     out of later garbage collections (see :func:`freeze_startup_objects`).
     """
     settings = settings if settings is not None else load_settings()
-    service_metrics = ServiceMetrics()
+    service_metrics = ServiceMetrics(max_model_series=settings.metrics_max_models)
     service_metrics.kernel.labels(kernel=check_kernel()).set(1)
 
     @contextlib.asynccontextmanager

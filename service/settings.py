@@ -172,6 +172,17 @@ class Settings(BaseSettings):
     max_models: int = Field(
         10_000, ge=1, le=1_000_000, description="models one process serves; more get 409"
     )
+    max_resident_models: int = Field(
+        0, ge=0, le=1_000_000,
+        description="models whose objects one process keeps in memory: past it, the least "
+        "recently used idle ones are let go (served and learned again from the store on "
+        "their next use); 0: no bound.  Models are loaded on first use, never at start",
+    )  # fmt: skip
+    metrics_max_models: int = Field(
+        1000, ge=0, le=1_000_000,
+        description="models with /metrics series of their own; the others' counters and "
+        'histograms add up under model="_other" and their gauges are not exported',
+    )  # fmt: skip
     max_export_bytes: int = Field(
         64 << 20, ge=1024, le=1 << 34, description="largest tree export answer; larger get 413"
     )

@@ -53,6 +53,7 @@ def start_server(
     env = {
         **os.environ, **env, "PYTHONPATH": str(ROOT), "BANDITREE_PORT": str(port),
         "BANDITREE_MAX_MODELS": str(models + 10), "BANDITREE_LOG_LEVEL": "warning",
+        "BANDITREE_METRICS_MAX_MODELS": str(models + 10),  # every model's own series
     }  # fmt: skip
     command = ["-m", "banditree", "serve"]
     if probe is not None:
@@ -148,7 +149,7 @@ def quantile(values: list[float], q: float) -> float:
 def baseline_render_seconds(models: int) -> tuple[float, tuple[float, float]]:
     """``generate_latest`` on the same series in one piece (what a first scrape waited
     for), and the service's renderer's first and second rendering."""
-    metrics = ServiceMetrics()
+    metrics = ServiceMetrics(max_model_series=models)
     for i in range(models):
         metrics.for_model(f"m{i}")
     started = time.perf_counter()

@@ -1,6 +1,12 @@
 """Prometheus metrics of one app, in its own registry (several apps can live in one process).
 
 The metric names are part of the service contract; dashboards query them.
+
+Per-model series are made when a model is first used in this process (not for idle
+models), for at most ``max_model_series`` models: past that, a model's counters and
+histograms add to the series of the label :data:`OTHER_MODELS` and its gauges are not
+exported, so a fleet of ten thousand models keeps a bounded ``/metrics`` page and the
+memory its series take (about 30 KB a model).
 """
 
 from __future__ import annotations
@@ -21,10 +27,25 @@ FEEDBACK_OUTCOMES = ("applied", "unknown", "expired", "duplicate", "invalid")
 LOOP_LAG_BUCKETS_SECONDS = (
     0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0,
 )  # fmt: skip
+#: the ``model`` label of the models past the series limit, added up
+OTHER_MODELS = "_other"
 STALENESS_BUCKETS_SECONDS = (
     0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0,
     5.0, 10.0, 30.0,
 )  # fmt: skip
+
+
+class _Unexported:
+    """A gauge of a model past the series limit: set, read as nothing, never exported."""
+
+    def set(self, value: float) -> None:
+        """Export nothing."""
+
+    def inc(self, amount: float = 1.0) -> None:
+        """Export nothing."""
+
+    def observe(self, amount: float) -> None:
+        """Export nothing."""
 
 
 class LeaseHolderGauge:
@@ -99,8 +120,12 @@ _MODEL_LABELLED = tuple(
 class ServiceMetrics:
     """Every metric the service exports (prefix ``banditree_``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, max_model_series: int = 1000) -> None:
         self.registry = CollectorRegistry()
+        #: models with series of their own (the others add to :data:`OTHER_MODELS`)
+        self.max_model_series = max_model_series
+        self._bound: dict[str, ModelMetrics] = {}
+        self._shared: ModelMetrics | None = None  # the children of the models past the limit
         self.tick = (
             TickMetrics()
         )  # per-tick updates of the hot paths (service.telemetry.tick_metrics)
@@ -238,14 +263,57 @@ class ServiceMetrics:
         )  # fmt: skip
 
     def for_model(self, name: str) -> ModelMetrics:
-        """Bind every per-model metric to ``name`` (and create its series at zero)."""
+        """Bind every per-model metric to ``name`` (and create its series at zero); past
+        ``max_model_series`` models, to the shared :data:`OTHER_MODELS` series (gauges
+        unexported).  The same object for every call with ``name``."""
+        bound = self._bound.get(name)
+        if bound is None:
+            if len(self._holders) < self.max_model_series:
+                bound = self._own_series(name)
+            else:
+                bound = self._other_series()
+            self._bound[name] = bound
+        return bound
+
+    def _own_series(self, name: str) -> ModelMetrics:
         feedback = {o: self.feedback.labels(name, o) for o in FEEDBACK_OUTCOMES}
-        bound = {attr: getattr(self, attr).labels(name) for attr in _MODEL_LABELLED}
+        children = {attr: getattr(self, attr).labels(name) for attr in _MODEL_LABELLED}
         holder = self._holders.setdefault(name, LeaseHolderGauge(self.lease_holder, name))
-        return ModelMetrics(feedback=feedback, lease_holder=holder, tick=self.tick, **bound)
+        return ModelMetrics(feedback=feedback, lease_holder=holder, tick=self.tick, **children)
+
+    def _other_series(self) -> ModelMetrics:
+        """The children shared by the models past the limit (made once)."""
+        if self._shared is not None:
+            return self._shared
+        feedback = {o: self.feedback.labels(OTHER_MODELS, o) for o in FEEDBACK_OUTCOMES}
+        children = {
+            attr: getattr(self, attr).labels(OTHER_MODELS)
+            if isinstance(getattr(self, attr), Counter | Histogram)
+            else _Unexported()
+            for attr in _MODEL_LABELLED
+        }
+        holder: Any = _Unexported()
+        self._shared = ModelMetrics(
+            feedback=feedback, lease_holder=holder, tick=self.tick, **children
+        )
+        return self._shared
+
+    def unexported(self) -> ModelMetrics:
+        """Children that export nothing: for a model restored only to be looked at."""
+        nothing = _Unexported()
+        children: dict[str, Any] = dict.fromkeys(_MODEL_LABELLED, nothing)
+        feedback = dict.fromkeys(FEEDBACK_OUTCOMES, nothing)
+        holder: Any = nothing
+        return ModelMetrics(feedback=feedback, lease_holder=holder, tick=self.tick, **children)
+
+    def has_series(self, name: str) -> bool:
+        """Whether ``name`` has per-model series of its own."""
+        return name in self._holders
 
     def forget_model(self, name: str) -> None:
         """Drop the series of a deleted model."""
+        if self._bound.pop(name, None) is None or name not in self._holders:
+            return  # never used here, or counted in the shared series
         for attr in _MODEL_LABELLED:
             with contextlib.suppress(KeyError):
                 getattr(self, attr).remove(name)

@@ -73,9 +73,11 @@ class OwnCluster:
         replicas: int = 1,
         host: str = "127.0.0.1",
         prefix: Sequence[str] = (),
+        options: Sequence[str] = (),
     ) -> None:
         """``prefix`` runs the nodes inside something (``ip netns exec <ns>``), where they
-        listen on ``host``."""
+        listen on ``host``; ``options`` are added to every node's command line."""
+        self.options = list(options)
         self.directory = directory
         self.replicas = replicas
         self.host, self.prefix = host, list(prefix)
@@ -122,7 +124,7 @@ class OwnCluster:
             "--cluster-enabled", "yes", "--cluster-port", str(node.bus_port),
             "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", str(NODE_TIMEOUT_MS),
             "--dir", str(home), "--save", "", "--appendonly", "yes",
-            "--protected-mode", "no" if self.host != "127.0.0.1" else "yes",
+            "--protected-mode", "no" if self.host != "127.0.0.1" else "yes", *self.options,
         ]  # fmt: skip
         with (home / "redis.log").open("ab") as log:
             node.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)

@@ -14,6 +14,7 @@ from typing import Any
 from service.domain.runtime import ModelLearner, ModelRuntime, Policy
 from service.domain.runtime.heap import HeapFreezer
 from service.domain.runtime.idle import IdleLearners
+from service.domain.runtime.residency import Residency
 from service.domain.runtime.share import LeaseShare
 from service.domain.runtime.snapshot import SnapshotWatcher
 from service.domain.schemas import ModelPolicy
@@ -28,7 +29,7 @@ class RegistryBase:
 
     def __init__(self, *, store: Store, settings: Settings, metrics: ServiceMetrics) -> None:
         self.store, self.settings, self.metrics = store, settings, metrics
-        self.runtimes: dict[str, ModelRuntime] = {}
+        self.runtimes: dict[str, ModelRuntime] = {}  # the served models loaded (on first use)
         self.learners: dict[str, ModelLearner] = {}
         self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self.serves = settings.role in ("all", "api")
@@ -40,7 +41,16 @@ class RegistryBase:
             weakref.WeakValueDictionary()
         )  # per name, dropped with its last user
         self.epoch: str | None = None  # the store epoch this process's models are held in
-        self.records: dict[str, str] = {}  # the record of every model served or learned
+        # the record of every model served or learned, loaded or not
+        self.records: dict[str, str] = {}
+        # loaded runtimes and learners' models, least recently used first (a bound lets go)
+        self.resident = Residency(settings.max_resident_models)
+        self.resident_learners = Residency(settings.max_resident_models)
+        self._configs: dict[str, dict[str, Any]] = {}  # learner configs, one per distinct
+        self._starting: asyncio.Task[None] | None = None  # learners started after start()
+        self._unswept: list[str] = []  # models not loaded, to sweep in turn (serving)
+        # a view of each model not loaded, by (newest checkpoint sequence, kind of view)
+        self._views: dict[str, tuple[tuple[int, str], Any]] = {}
         self._discovery_wanted = asyncio.Event()
         self._creating = 0  # creates past the model cap's check, not yet in ``runtimes``
         # every create, first load and delete of this process bumps the generation and
@@ -143,7 +153,22 @@ class RegistryBase:
         return wake
 
     def _publish(self, runtime: ModelRuntime) -> None:
-        self.runtimes[runtime.name] = runtime
-        self.touch(runtime.name)
+        name = runtime.name
+        self.runtimes[name] = runtime
+        self.touch(name)
         self.metrics.models_loaded.set(len(self.runtimes))
         self.freezer.soon()  # its long-lived objects out of full collections
+        self.resident.loaded(name, lambda: self._let_go(name, runtime))
+
+    def _let_go(self, name: str, runtime: ModelRuntime) -> bool:
+        """Unload the served ``runtime`` of ``name`` unless busy (a create, load or delete
+        of the name under way, or a decision under a caller's id being made): True when
+        it is unloaded (its next request loads it again from the store)."""
+        if self.runtimes.get(name) is not runtime:
+            return True  # already replaced or forgotten
+        lock = self._locks.get(name)
+        if runtime.given_in_flight or (lock is not None and lock.locked()):
+            return False
+        del self.runtimes[name]
+        self.metrics.models_loaded.set(len(self.runtimes))
+        return True

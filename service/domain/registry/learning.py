@@ -7,13 +7,13 @@ import asyncio
 import json
 import logging
 from collections.abc import Container
+from typing import Any
 
 from banditree.learners import LearnerConfig
-from service.domain.errors import ModelNotFound
 from service.domain.recovery import HeldModel, write_back
 from service.domain.registry.serving import ServingRegistry
 from service.domain.runtime import LearnerPolicy, ModelLearner
-from service.domain.runtime.tasks import LoopShare
+from service.domain.runtime.tasks import LoopShare, stop_tasks
 from service.domain.schemas import ModelPolicy
 from service.store import StoreUnavailable
 
@@ -21,6 +21,8 @@ log = logging.getLogger("banditree.service")
 
 #: names a pass of discovery looks at between two turns of the event loop
 NAMES_PER_TURN = 256
+#: distinct learner configs kept to share between models
+DISTINCT_CONFIGS = 1024
 
 
 async def _absent(names: list[str], held: Container[str], share: LoopShare) -> list[str]:
@@ -37,23 +39,49 @@ class LearningRegistry(ServingRegistry):
     """Start, discover and stop learners; recover after a loss of the store's data."""
 
     async def start(self) -> None:
-        """Restore every stored model (serving roles) and start learners (learning roles)."""
+        """Know every stored model and start a learner for each (learning roles); load none.
+
+        A served model is loaded on its first request (:meth:`get`), a learner's model
+        when its log has entries to learn (:mod:`service.domain.runtime.learner`): with
+        ten thousand models, loading them all at start took minutes and most of the
+        process's memory, for models that may be idle.
+        """
         self.epoch = await self.store.epoch()
         if self.learns:  # how many learn, before this process's learners take leases
             await self.share.beat()
             self.share.start()
         self.saw_store_changes(await self.store.changes())
-        for name, record in (await self.store.load_models()).items():
-            try:
-                await self.store.hold_model(name)  # a no-op unless stored by an older release
-                if self.serves:
-                    self._publish(await self._restore(name, record))
-                if self.learns:
-                    self._start_learner(name, record)
-            except (KeyError, TypeError, ValueError) as err:
-                log.error("model %s could not be restored: %s", name, err)
+        records = await self.store.load_models()
+        self.records.update(records)
+        if self.learns:  # in the background: the process answers meanwhile
+            self._starting = asyncio.create_task(
+                self._start_learners(records), name="start-learners"
+            )
         if self.serves:
             self.watcher.start()
+
+    async def _start_learners(self, records: dict[str, str]) -> None:
+        """A learner for each of ``records`` (still known), a turn of the loop between."""
+        share = LoopShare()
+        for name, record in records.items():
+            await share.turn()
+            if self.records.get(name) != record:
+                continue  # deleted or replaced meanwhile (discovery starts its own)
+            try:
+                self._start_learner(name, record)
+            except (KeyError, TypeError, ValueError) as err:
+                log.error("model %s could not be restored: %s", name, err)
+
+    def _config(self, stored: dict[str, Any]) -> dict[str, Any]:
+        """The learner config (JSON form) of a record's ``stored`` one: one dict for
+        all the models of the same config (read only), not one each."""
+        key = json.dumps(stored, sort_keys=True)
+        config = self._configs.get(key)
+        if config is None:
+            if len(self._configs) >= DISTINCT_CONFIGS:  # many distinct ones: start over
+                self._configs.clear()
+            config = self._configs[key] = LearnerConfig.from_stored(stored).model_dump(mode="json")
+        return config
 
     def _start_learner(self, name: str, record_json: str) -> None:
         if name in self.learners:
@@ -62,15 +90,15 @@ class LearningRegistry(ServingRegistry):
         policy = self._policy(ModelPolicy.model_validate(record["policy"]))
         learner = ModelLearner(
             name=name, uid=record["uid"],
-            config=LearnerConfig.from_stored(record["config"]).model_dump(mode="json"),
+            config=self._config(record["config"]),
             policy=LearnerPolicy(
                 every_updates=policy.checkpoint_every_updates,
                 every_seconds=policy.checkpoint_every_seconds, keep=policy.checkpoint_keep,
                 default_loss=policy.default_loss, lease_seconds=self.settings.lease_seconds,
             ),
-            store=self.store, metrics=self.metrics.for_model(name), holder=self.holder,
-            on_gone=self.want_discovery, idle=self.idle, share=self.share,
-            on_led=self.freezer.soon,
+            store=self.store, metrics=lambda: self.metrics.for_model(name),
+            holder=self.holder, on_gone=self.want_discovery, idle=self.idle, share=self.share,
+            on_led=self.freezer.soon, resident=self.resident_learners,
         )  # fmt: skip
         self.records[name] = record_json
         self.learners[name] = learner
@@ -147,15 +175,10 @@ class LearningRegistry(ServingRegistry):
         """
         share = LoopShare()
         names = list(records)
-        if self.serves:  # replicas hold every model, so each one serves its newest snapshot
-            for name in await _absent(names, self.runtimes, share):
-                await share.turn()
-                if self.changed_since(name, seen):
-                    continue
-                try:
-                    await self.get(name)
-                except ModelNotFound:  # deleted elsewhere since the list was read
-                    continue
+        if self.serves:  # known here, loaded on first use (then on its newest snapshot)
+            for name in await _absent(names, self.records, share):
+                if not self.changed_since(name, seen):
+                    self.records[name] = records[name]
         if self.learns:
             for name in await _absent(names, self.learners, share):
                 await share.turn()
@@ -182,8 +205,11 @@ class LearningRegistry(ServingRegistry):
         if learner is not None:
             await learner.stop()
         runtime = self.runtimes.pop(name, None)
-        self.records.pop(name, None)
-        if learner is not None or runtime is not None:
+        record = self.records.pop(name, None)
+        self._views.pop(name, None)
+        self.resident.dropped(name)
+        self.resident_learners.dropped(name)
+        if learner is not None or runtime is not None or record is not None:
             self.metrics.forget_model(name)
             self.metrics.models_loaded.set(len(self.runtimes))
 
@@ -193,7 +219,7 @@ class LearningRegistry(ServingRegistry):
             # a learner-only process has no snapshot to offer: let serving processes (which
             # do) hold the models first, so their snapshots are what learning restarts from
             await asyncio.sleep(2 * self.settings.snapshot_poll_seconds)
-        names = sorted(set(self.runtimes) | set(self.learners))
+        names = sorted(set(self.runtimes) | set(self.learners) | set(self.records))
         log.error(
             "the store lost its data or came back older (epoch %s, was %s): writing back %d models",
             epoch, self.epoch, len(names),
@@ -210,6 +236,9 @@ class LearningRegistry(ServingRegistry):
     async def close(self) -> None:
         """Stop the watcher; every learner publishes what it learned and gives its lease back."""
         await self.watcher.stop()
+        if self._starting is not None:
+            await stop_tasks([self._starting], 5.0)
+            self._starting = None
         for learner in list(self.learners.values()):
             try:
                 await learner.stop()

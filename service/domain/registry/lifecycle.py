@@ -61,9 +61,9 @@ class ModelRegistry(LearningRegistry):
             self.touch(name)  # a discovery pass that read the list before leaves it alone
             await self._name_free(name)
             limit = self.settings.max_models
-            if len(self.runtimes) + self._creating >= limit:
+            if len(self.records) + self._creating >= limit:
                 await self._forget_deleted_elsewhere()
-            held = len(self.runtimes) + self._creating
+            held = len(self.records) + self._creating
             if held >= limit:
                 raise CapacityReached(held, limit)
             self._creating += 1
@@ -83,7 +83,7 @@ class ModelRegistry(LearningRegistry):
         """
         if await self.store.load_model(name) is not None:
             raise ModelExists(name)
-        if name in self.runtimes or name in self.learners:
+        if name in self.runtimes or name in self.learners or name in self.records:
             if await self.store.epoch() != self.epoch:
                 raise ModelExists(name)
             await self._forget(name)  # deleted elsewhere
@@ -99,7 +99,7 @@ class ModelRegistry(LearningRegistry):
         records = await self.store.load_models()
         if await self.store.epoch() != self.epoch:
             return
-        for gone in [n for n in self.runtimes if n not in records]:
+        for gone in [n for n in self.records if n not in records]:
             lock = self._locks.get(gone)
             if lock is None or not lock.locked():
                 await self._drop(gone, generation)
@@ -211,6 +211,9 @@ class ModelRegistry(LearningRegistry):
                 raise
             self.runtimes.pop(name, None)
             self.records.pop(name, None)
+            self._views.pop(name, None)
+            self.resident.dropped(name)
+            self.resident_learners.dropped(name)
             self.metrics.forget_model(name)
             self.metrics.models_loaded.set(len(self.runtimes))
             self.touch(name)

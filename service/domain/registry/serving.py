@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
+from collections.abc import Callable, Iterable
+from typing import TypeVar
 
 from banditree.learners import LearnerConfig, build_learner
 from banditree.learners.apprentice import ApprenticeModel, apprentice_model
@@ -12,11 +15,17 @@ from service.domain.checkpoint_restore import newest_valid_checkpoint
 from service.domain.errors import ModelNotFound, Unavailable
 from service.domain.registry.base import RegistryBase
 from service.domain.runtime import ModelRuntime
+from service.domain.runtime.api import EXPIRE_CHUNK
 from service.domain.runtime.tasks import LoopShare
 from service.domain.schemas import ModelPolicy
 from service.store import ModelGone
 
 log = logging.getLogger("banditree.service")
+
+T = TypeVar("T")
+
+#: models not loaded here whose overdue decisions one sweep expires (in turn)
+UNLOADED_PER_SWEEP = 500
 
 
 class _NotCounted:
@@ -27,11 +36,16 @@ class _NotCounted:
 class ServingRegistry(RegistryBase):
     """Load served models on first use; sweep their decisions; refresh their gauges."""
 
-    async def _restore(self, name: str, record_json: str) -> ModelRuntime:
+    async def _restore(self, name: str, record_json: str, *, hold: bool = True) -> ModelRuntime:
+        """The runtime of ``name`` on its newest valid checkpoint; ``hold`` False: only to
+        look at (the store's hold of the model not checked, no metric series made)."""
+        if hold:  # a no-op unless stored by an older release
+            await self.store.hold_model(name)
         record = json.loads(record_json)
         config = LearnerConfig.from_stored(record["config"])
         uid, policy = record["uid"], self._policy(ModelPolicy.model_validate(record["policy"]))
-        metrics = self.metrics.for_model(name)
+        # a model restored to be looked at (not served) makes no series
+        metrics = self.metrics.for_model(name) if hold else self.metrics.unexported()
         found = await newest_valid_checkpoint(
             self.store, name, await self.store.list_checkpoints(name),
             expected_config=config.model_dump(mode="json"),
@@ -54,6 +68,7 @@ class ServingRegistry(RegistryBase):
         """The runtime of ``name``; loads it from the store when another process created it."""
         runtime = self.runtimes.get(name)
         if runtime is not None:
+            self.resident.used(name)
             return runtime
         if not self.serves:
             raise Unavailable(
@@ -69,8 +84,41 @@ class ServingRegistry(RegistryBase):
             self._publish(runtime)
             return runtime
 
+    async def views(
+        self, names: Iterable[str], view: Callable[[ModelRuntime], T], kind: str
+    ) -> list[T]:
+        """``view`` of each of ``names`` this process knows, in order: of its runtime when
+        it is loaded, else of one restored for the look and not kept (the view kept
+        instead, by ``kind``, until the model's newest checkpoint changes)."""
+        share, views = LoopShare(), []
+        for name in names:
+            await share.turn()
+            runtime = self.runtimes.get(name)
+            if runtime is not None:
+                views.append(view(runtime))
+                continue
+            record = self.records.get(name)
+            if record is None:
+                continue
+            newest = await self.store.list_checkpoints(name, limit=1)
+            key = (newest[0].sequence if newest else 0, kind)
+            seen = self._views.get(name)
+            if seen is None or seen[0] != key:
+                try:
+                    looked = await self._restore(name, record, hold=False)
+                except (KeyError, TypeError, ValueError) as err:
+                    log.error("model %s could not be restored: %s", name, err)
+                    continue
+                seen = self._views[name] = (key, view(looked))
+            views.append(seen[1])
+        return views
+
     async def sweep(self) -> float:
-        """Expire overdue decisions of every served model: the seconds the expiries took."""
+        """Expire overdue decisions of every served model: the seconds the expiries took.
+
+        Loaded models each sweep theirs; the others (not loaded here, or let go) are
+        swept without loading them, :data:`UNLOADED_PER_SWEEP` a sweep in turn.
+        """
         now, share = time.time(), LoopShare()
         expiring = 0.0
         for runtime in list(self.runtimes.values()):
@@ -81,7 +129,43 @@ class ServingRegistry(RegistryBase):
                 self.want_discovery()
             except Exception as err:  # a store hiccup must not stop the maintenance loop
                 log.error("maintenance of model %s failed: %s", runtime.name, err)
+        if self.serves:
+            await self._sweep_unloaded(now, share)
         return expiring
+
+    async def _sweep_unloaded(self, now: float, share: LoopShare) -> None:
+        """Expire the overdue decisions of up to :data:`UNLOADED_PER_SWEEP` models not
+        loaded here, taken in turn (every one within ``models / UNLOADED_PER_SWEEP``
+        sweeps): those made before a restart or by another process, or left when a
+        model was let go.  Those of a model with a default loss go to its log, where its
+        learner finds them."""
+        if not self._unswept:
+            self._unswept = [n for n in self.records if n not in self.runtimes]
+        taken = self._unswept[-UNLOADED_PER_SWEEP:]
+        del self._unswept[-UNLOADED_PER_SWEEP:]
+        for name in taken:
+            await share.turn()
+            record = self.records.get(name)
+            if record is None or name in self.runtimes:
+                continue
+            try:
+                policy = ModelPolicy.model_validate(json.loads(record)["policy"])
+                logged = self._policy(policy).default_loss is not None
+                while True:
+                    expired = await self.store.expire_events(
+                        name, now=now, limit=EXPIRE_CHUNK, log=logged, seen=0
+                    )
+                    if expired:
+                        self.metrics.for_model(name).expired.inc(expired)
+                        if logged:
+                            self._waker(name)()
+                    if expired < EXPIRE_CHUNK:
+                        break
+                    await asyncio.sleep(0)
+            except ModelGone:
+                self.want_discovery()
+            except Exception as err:
+                log.error("maintenance of model %s failed: %s", name, err)
 
     async def refresh_gauges(self) -> None:
         """Pending decisions, log length and lease holder of every model, for a scrape."""

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 from banditree.learners import Learner, build_learner
-from banditree.persistence import dumps
+from banditree.persistence import CorruptCheckpoint, dumps, load_state
 from service.domain.checkpoint_restore import newest_valid_checkpoint
 from service.domain.runtime.idle import IdleLearners
 from service.domain.runtime.learner_steps import (
@@ -41,6 +41,7 @@ from service.domain.runtime.learner_steps import (
     retry_seconds,
 )
 from service.domain.runtime.log_reader import LogReader
+from service.domain.runtime.residency import Residency
 from service.domain.runtime.share import LeaseShare
 from service.store import FencedOut, LogEntry, ModelGone, Store, StoreUnavailable
 from service.telemetry.metrics import ModelMetrics
@@ -62,16 +63,30 @@ class ModelLearner:
         config: dict[str, Any],
         policy: LearnerPolicy,
         store: Store,
-        metrics: ModelMetrics,
+        metrics: ModelMetrics | Callable[[], ModelMetrics],
         holder: str,
         on_gone: Callable[[], None] | None = None,
         idle: IdleLearners,
         share: LeaseShare | None = None,
         on_led: Callable[[], None] | None = None,
+        resident: Residency | None = None,
     ) -> None:
         self.name, self.uid, self.config = name, uid, config
         self.idle = idle  # where this learner waits when its log is read to the end
-        self.policy, self.store, self.metrics, self.holder = policy, store, metrics, holder
+        self.policy, self.store, self.holder = policy, store, holder
+        # bound on first use (a callable): an idle model has no series
+        self._metrics_source = metrics
+        self._metrics = None if callable(metrics) else metrics
+        self.resident = resident  # models loaded in this process (a bound lets go of some)
+        self._held = False  # hold_model called (a no-op unless stored by an older release)
+        #: the model being learned while leading: None until its log has entries to learn
+        #: (loaded then), and again once let go while idle (see :meth:`_let_go`)
+        self._model: Learner | None = None
+        self._idle = False  # waiting for work with everything learned published
+        # checkpoint requests taken, and those a saved checkpoint answers: a request taken
+        # and not answered (the lead failed meanwhile) makes the next lead publish once
+        # caught up, its model loaded or not
+        self._taken = self._answered = 0
         self.on_gone = on_gone  # the store no longer holds the model: deleted, or data lost
         self.share = share  # None: no limit on the models this process leads
         # called when this learner starts leading (its model's objects are made)
@@ -85,6 +100,27 @@ class ModelLearner:
         self._saving: asyncio.Task[None] | None = None  # a checkpoint's save under way
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
+
+    @property
+    def metrics(self) -> ModelMetrics:
+        """The model's metric children (made on first use)."""
+        if self._metrics is None:
+            source = self._metrics_source
+            self._metrics = source() if callable(source) else source
+            self._metrics.lease_held.set(1 if self.token is not None else 0)
+        return self._metrics
+
+    def _lease_gauge(self, value: int) -> None:
+        if self._metrics is not None:  # an idle model's series are not made for it
+            self._metrics.lease_held.set(value)
+
+    def _let_go(self) -> bool:
+        """Drop the model's objects when idle (everything learned is in the newest
+        checkpoint): True; False when busy.  Loaded again when its log has work."""
+        if self._model is not None and not self._idle:
+            return False
+        self._model = None
+        return True
 
     def start(self) -> None:
         # a context of its own: a learner started by a request has no store budget
@@ -130,6 +166,9 @@ class ModelLearner:
                 # a few at a time (thousands may start at once), the lease taken inside:
                 # it lapses 3 s after it is taken, not after a wait for the others
                 async with self.idle.starting:
+                    if not self._held:
+                        await self.store.hold_model(self.name)
+                        self._held = True
                     token = await self.store.acquire_lease(
                         self.name, self.holder, ttl_seconds=self.policy.lease_seconds,
                         now=time.time(),
@@ -143,9 +182,7 @@ class ModelLearner:
                     pause = self.policy.lease_seconds / 3
                 else:
                     led = True
-                    self.metrics.lease_held.set(1)
-                    if self.on_led is not None:
-                        self.on_led()
+                    self._lease_gauge(1)
                     log.info("learner %s leads model %s (token %d)", self.holder, self.name, token)
                     await self._lead(token, *started, renewed=acquired)
             except HandedOver:
@@ -172,7 +209,10 @@ class ModelLearner:
                     self._reader = None
                 await self._drop_save()
                 self.token = None
-                self.metrics.lease_held.set(0)
+                self._lease_gauge(0)
+                self._model = None
+                if self.resident is not None:
+                    self.resident.dropped(self.name)
                 if self.share is not None:
                     self.share.give_back(leaving=self._leaving)
                 self._leaving = False
@@ -199,6 +239,19 @@ class ModelLearner:
         learner, info = found
         return learner, info.offset
 
+    async def _whole_offset(self) -> int | None:
+        """The offset of the newest checkpoint when it holds the whole log and is sound
+        (its checksum and config checked, the model not built): else None."""
+        newest = await self.store.list_checkpoints(self.name, limit=1)
+        if not newest or (await self.store.log_bounds(self.name)).last > newest[0].offset:
+            return None
+        blob = await self.store.load_checkpoint(self.name, newest[0].sequence)
+        try:
+            _, meta = load_state(blob or b"")
+        except CorruptCheckpoint:
+            return None  # the restore skips it, logged and counted
+        return newest[0].offset if meta.get("config") == self.config else None
+
     async def _start_offset(self, restored: int) -> int:
         """Where learning goes on: after the restored checkpoint, or after a gap in the log.
 
@@ -216,9 +269,17 @@ class ModelLearner:
             return start
         return restored
 
-    async def _start(self, token: int) -> tuple[Learner, int, int, bool]:
+    async def _start(self, token: int) -> tuple[Learner | None, int, int, bool]:
         """Restore the model: the learner, the offset restored, the offset to go on from,
-        and whether it is a new model whose initial checkpoint was just published."""
+        and whether it is a new model whose initial checkpoint was just published.
+
+        When the log holds nothing after the newest checkpoint, nothing is loaded (the
+        learner is None): the model is loaded once its log has entries to learn.
+        """
+        whole = await self._whole_offset()
+        if whole is not None:
+            self._advance(whole)
+            return None, whole, whole, False
         learner, restored = await self._restore()
         offset = await self._start_offset(restored)
         self._advance(offset)
@@ -232,46 +293,75 @@ class ModelLearner:
     async def _lead(
         self,
         token: int,
-        learner: Learner,
+        learner: Learner | None,
         restored: int,
         offset: int,
         published_initial: bool,
         *,
         renewed: float,
     ) -> None:
-        """Learn the log from ``offset`` under the lease ``token`` (taken at ``renewed``)."""
+        """Learn the log from ``offset`` under the lease ``token`` (taken at ``renewed``).
+
+        ``learner`` None: nothing to learn after the newest checkpoint, which is loaded
+        when the log has entries or a checkpoint is asked for (:meth:`_load`).
+        """
         published_offset, oldest_unpublished = restored, 0.0
         updates = 0
         last_publish = request_checked = time.monotonic()
         # publish once caught up: a request taken by a fenced-out predecessor is answered
-        # (the initial checkpoint of a new model, just published, already answers it)
-        caught_up_publish = not published_initial
+        # (the initial checkpoint of a new model, just published, already answers it; an
+        # unloaded model publishes only when asked, or its log has work)
+        owed = self._taken > self._answered
+        caught_up_publish = (not published_initial and learner is not None) or owed
+        self._model = learner
+        if learner is not None:
+            self._loaded()
         self._reader = reader = LogReader(self._read, _BATCH)
         while True:
             entries = [] if self._stopping else await reader.next(offset)
+            if entries and self._model is None:
+                restored, start = await self._load()
+                if start != offset:  # the newest checkpoint did not restore: an older one
+                    published_offset, offset = restored, start
+                    self._advance(start)
+                    continue
             if entries:
+                model = self._model
+                assert model is not None
                 reader.read_ahead(entries)  # read while this batch is learned
                 if not oldest_unpublished:
                     oldest_unpublished = entries[0].acked_at
-                done, changed = await asyncio.to_thread(self._apply, learner, entries)
+                done, changed = await asyncio.to_thread(self._apply, model, entries)
                 offset, updates = entries[done - 1].offset, updates + changed
                 self._advance(offset)
+                if self.resident is not None:
+                    self.resident.used(self.name)
                 if self.share is not None and self.share.applied is not None:
                     self.share.applied.inc(done)
             asked = False
             if not entries or time.monotonic() - request_checked >= _REQUEST_CHECK_SECONDS:
                 asked = await self.store.take_checkpoint_request(self.name)
                 request_checked = time.monotonic()
+                self._taken += asked
             if caught_up_publish and not entries:
                 asked, caught_up_publish = True, False
+            if asked and self._model is None:  # loaded to answer the request
+                restored, start = await self._load()
+                if start != offset:
+                    published_offset, offset = restored, start
+                    self._advance(start)
+                    caught_up_publish = True  # answered once caught up
+                    continue
             dirty = offset != published_offset
             due = updates >= self.policy.every_updates or (
                 time.monotonic() - last_publish >= self.policy.every_seconds
             )
             leaving = self._should_leave()
-            if asked or (dirty and (due or self._stopping or leaving)):
+            if self._model is not None and (
+                asked or (dirty and (due or self._stopping or leaving))
+            ):
                 # the store refuses this write if the lease was taken over meanwhile
-                await self._publish(learner, token, offset, oldest_unpublished, wait=False)
+                await self._publish(self._model, token, offset, oldest_unpublished, wait=False)
                 published_offset, oldest_unpublished, updates = offset, 0.0, 0
                 last_publish = time.monotonic()
             if self._stopping or leaving:
@@ -289,7 +379,27 @@ class ModelLearner:
                 renew_at = renewed + self.policy.lease_seconds / 3
                 await self._sleep(max(0.0, min(publish_at, renew_at) - time.monotonic()))
             else:
-                renewed = await self._wait_for_work(token, offset, renewed)
+                self._idle = True  # everything learned is published: it may be let go
+                try:
+                    renewed = await self._wait_for_work(token, offset, renewed)
+                finally:
+                    self._idle = False
+
+    async def _load(self) -> tuple[int, int]:
+        """Load the model (its newest valid checkpoint) to learn: the offset restored and
+        the offset to go on from (after a gap in the log, see :meth:`_start_offset`)."""
+        learner, restored = await self._restore()
+        start = await self._start_offset(restored)
+        self._model = learner
+        self._loaded()
+        return restored, start
+
+    def _loaded(self) -> None:
+        """The model's objects were made: out of the collector's walks, counted resident."""
+        if self.on_led is not None:
+            self.on_led()
+        if self.resident is not None:
+            self.resident.loaded(self.name, self._let_go)
 
     def _should_leave(self) -> bool:
         """Whether to hand the lease over (this process is over its share): asked once."""
@@ -345,11 +455,12 @@ class ModelLearner:
         await self._saved()
         started = time.perf_counter()
         blob = await asyncio.to_thread(dumps, learner)
-        save = self._save(learner.version, blob, token, offset, acked_at, started)
+        save = self._save(learner.version, blob, token, offset, acked_at, started, self._taken)
         if wait:
             await save
         else:
             self._saving = asyncio.ensure_future(save)
+            await asyncio.sleep(0)  # the save under way before the next slice takes the thread
 
     async def _saved(self) -> None:
         """The outcome of the save under way, if any (LeaseLost, StoreUnavailable...)."""
@@ -366,8 +477,16 @@ class ModelLearner:
                 saving.exception()  # retrieved: counted by _save, the lead failed anyway
 
     async def _save(
-        self, version: int, blob: bytes, token: int, offset: int, acked_at: float, started: float
+        self,
+        version: int,
+        blob: bytes,
+        token: int,
+        offset: int,
+        acked_at: float,
+        started: float,
+        taken: int = 0,
     ) -> None:
+        """Save a checkpoint; ``taken``: the checkpoint requests taken before it."""
         try:
             info = await self.store.save_checkpoint(
                 self.name, version=version, blob=blob, keep=self.policy.keep,
@@ -379,5 +498,6 @@ class ModelLearner:
         except StoreUnavailable:
             self.metrics.checkpoint_failures.inc()
             raise
+        self._answered = max(self._answered, taken)  # the requests taken before it
         self.metrics.checkpoint_duration.observe(time.perf_counter() - started)
         log.debug("model %s: checkpoint %d at offset %d", self.name, info.sequence, offset)

@@ -160,10 +160,16 @@ class SnapshotWatcher:
                 started = time.monotonic()
                 polling = started >= next_poll
                 share = LoopShare()
+                unreachable: StoreUnavailable | None = None
                 for runtime in runtimes:
                     await share.turn()
                     if polling or runtime.name in names:
-                        await runtime.served.refresh()
+                        try:
+                            await runtime.served.refresh()
+                        except StoreUnavailable as err:  # a cluster node away: the models
+                            unreachable = err  # of the others are refreshed all the same
+                if unreachable is not None:
+                    log.warning("snapshot watcher: %s", unreachable)
                 if polling:  # thousands of models: the poll takes at most a twentieth of the time
                     took = time.monotonic() - started
                     next_poll = time.monotonic() + pause_after_pass(took, self.poll_seconds)

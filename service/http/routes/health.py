@@ -47,4 +47,4 @@ async def readyz(registry: RegistryDep) -> JSONResponse:
             )
         body = {"status": "unavailable", "detail": f"store: {err}", "field": None}
         return JSONResponse(body, status_code=503, headers={"Retry-After": "1"})
-    return JSONResponse({"status": "ready", "models": len(registry.runtimes)})
+    return JSONResponse({"status": "ready", "models": len(registry.records)})

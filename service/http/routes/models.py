@@ -103,15 +103,13 @@ async def list_models(
         Query(description="summary: each config cut to kind and task (a lighter list)"),
     ] = "full",
 ) -> ModelList:
-    """Every model this process serves (that the request's key reaches)."""
+    """Every model this process serves (that the request's key reaches), loaded or not."""
     patterns = getattr(request.state, SCOPE_STATE_KEY, None)
     summary = view == "summary"
+    known = registry.records if registry.serves else {}  # a learner-only process serves none
+    names = [name for name in known if visible(patterns, name)]
     return ModelList(
-        models=[
-            model_public(r, summary=summary)
-            for name, r in registry.runtimes.items()
-            if visible(patterns, name)
-        ]
+        models=await registry.views(names, lambda r: model_public(r, summary=summary), view)
     )
 
 

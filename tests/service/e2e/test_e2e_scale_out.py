@@ -149,6 +149,8 @@ def test_two_workers_serve_one_model_learned_once(tmp_path: Path, redis_prefix: 
         deadline = time.monotonic() + 60
         while seen != {0.0, 1.0}:
             assert time.monotonic() < deadline, f"only workers with lease_held {seen} answered"
+            # a worker loads a model on its first request: a new connection reaches either
+            httpx.get(f"{url}/v1/models/m", timeout=10).raise_for_status()
             scraped = _scrape(url)
             if scraped is not None and scraped[1] == 200.0:
                 seen.add(scraped[0])

@@ -24,7 +24,7 @@ def _families(body: bytes) -> set[str]:
 
 @pytest.mark.anyio
 async def test_the_first_scrape_answers_within_its_wait_and_later_ones_at_once() -> None:
-    metrics = ServiceMetrics()
+    metrics = ServiceMetrics(max_model_series=MODELS)
     for i in range(MODELS):
         metrics.for_model(f"m{i}").predictions.inc()
     metrics.models_loaded.set(MODELS)
@@ -79,7 +79,7 @@ async def test_a_rendering_runs_on_the_loop_in_slices_and_no_thread_runs_it_besi
     system calls, a switch interval each time: predictions stalled 60-100 ms behind the
     renderings of 10,000 models.  The rendering runs on the loop's own thread, a slice at a
     time, and the loop turns between slices."""
-    metrics = ServiceMetrics()
+    metrics = ServiceMetrics(max_model_series=MODELS)
     for i in range(MODELS):
         metrics.for_model(f"m{i}").predictions.inc()
     exposition = CachedExposition(metrics.registry)
@@ -112,7 +112,7 @@ async def test_a_scrape_sends_the_pieces_as_rendered_whole_and_gzipped() -> None
 
     from service.http.routes.metrics import router
 
-    metrics = ServiceMetrics()
+    metrics = ServiceMetrics(max_model_series=MODELS)
     for i in range(MODELS):
         metrics.for_model(f"m{i}").predictions.inc()
     app = FastAPI()

@@ -37,7 +37,7 @@ def active(metrics: ServiceMetrics, models: int) -> None:
 
 
 def test_the_same_samples_as_generate_latest_and_cached_histograms_follow_changes() -> None:
-    metrics = ServiceMetrics()
+    metrics = ServiceMetrics(max_model_series=2000)
     active(metrics, 30)
     renderer = ExpositionRenderer(registry_metrics(metrics.registry))
     first = renderer.render().decode()
@@ -53,7 +53,7 @@ def test_the_same_samples_as_generate_latest_and_cached_histograms_follow_change
 
 
 def test_an_idle_model_costs_little() -> None:
-    metrics = ServiceMetrics()
+    metrics = ServiceMetrics(max_model_series=2000)
     active(metrics, 2000)
     renderer = ExpositionRenderer(registry_metrics(metrics.registry))
     started = time.perf_counter()
@@ -78,7 +78,7 @@ def test_a_collection_during_a_rendering_walks_no_container_as_large_as_the_seri
     entry per model), never more.
     """
     models = 2000
-    metrics = ServiceMetrics()
+    metrics = ServiceMetrics(max_model_series=2000)
     active(metrics, models)
     renderer = ExpositionRenderer(registry_metrics(metrics.registry))
     renderer.render()  # the caches are made once ...
@@ -97,9 +97,13 @@ def test_a_collection_during_a_rendering_walks_no_container_as_large_as_the_seri
     threshold = gc.get_threshold()
     gc.set_threshold(100, 10, 10)
     gc.callbacks.append(watch)
+    made: list[list[list[int]]] = []
     try:
         for i in range(0, models, 7):  # some histograms change, so they are rendered anew
             metrics.for_model(f"m{i}").predict_latency.observe(0.002)
+            # young containers kept, as a serving process makes meanwhile: collections run
+            made.append([[i] for _ in range(30)])
+        made.clear()
         text = renderer.render().decode()
     finally:
         gc.callbacks.remove(watch)
@@ -116,7 +120,7 @@ def test_a_rendering_is_its_pieces_and_an_idle_one_copies_no_text() -> None:
     ``realloc`` copied it to a new place (steps of 21-63 ms in the service): stalls of the
     event loop.  A rendering is the pieces as written, and an idle rendering's pieces are
     the very bytes of the last one: no text is copied."""
-    metrics = ServiceMetrics()
+    metrics = ServiceMetrics(max_model_series=2000)
     active(metrics, 1000)
     renderer = ExpositionRenderer(registry_metrics(metrics.registry))
     first = renderer.exposition()
@@ -137,7 +141,7 @@ def test_an_idle_rendering_writes_no_sample_again(monkeypatch: pytest.MonkeyPatc
     from service.telemetry import metrics_render
 
     models = 2000
-    metrics = ServiceMetrics()
+    metrics = ServiceMetrics(max_model_series=2000)
     active(metrics, models)
     renderer = ExpositionRenderer(registry_metrics(metrics.registry))
     first = renderer.render()
