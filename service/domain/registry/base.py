@@ -12,9 +12,9 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from service.domain.runtime import ModelLearner, ModelRuntime, Policy
+from service.domain.runtime.api import Residency
 from service.domain.runtime.heap import HeapFreezer
 from service.domain.runtime.idle import IdleLearners
-from service.domain.runtime.residency import Residency
 from service.domain.runtime.share import LeaseShare
 from service.domain.runtime.snapshot import SnapshotWatcher
 from service.domain.schemas import ModelPolicy

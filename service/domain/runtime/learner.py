@@ -32,6 +32,7 @@ from typing import Any
 from banditree.learners import Learner, build_learner
 from banditree.persistence import CorruptCheckpoint, dumps, load_state
 from service.domain.checkpoint_restore import newest_valid_checkpoint
+from service.domain.runtime.api import Residency
 from service.domain.runtime.idle import IdleLearners
 from service.domain.runtime.learner_steps import (
     HandedOver,
@@ -41,7 +42,6 @@ from service.domain.runtime.learner_steps import (
     retry_seconds,
 )
 from service.domain.runtime.log_reader import LogReader
-from service.domain.runtime.residency import Residency
 from service.domain.runtime.share import LeaseShare
 from service.store import FencedOut, LogEntry, ModelGone, Store, StoreUnavailable
 from service.telemetry.metrics import ModelMetrics

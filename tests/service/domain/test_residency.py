@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from service.domain.runtime.residency import Residency
+from service.domain.runtime.api import Residency
 
 
 def test_the_least_recently_used_idle_models_are_let_go() -> None:
