@@ -66,3 +66,24 @@ def rmsprop(
 ) -> bool: ...
 def event_uniforms(prefix: bytes, event_ids: list[str], out: Any, /) -> None: ...
 def welford(mean: Any, m2: Any, count: int, rows: Any, mean_out: Any, m2_out: Any, /) -> None: ...
+def boosted_decide(
+    x: Any,
+    features: Any,
+    thresholds: Any,
+    values: Any,
+    uncertainty: Any,
+    offset: Any,
+    scale: Any,
+    base: Any,
+    clip: float,
+    online: Any,
+    e_online: float,
+    e_ensemble: float,
+    optimism: float,
+    explorer: int,
+    param: float,
+    u: float,
+    mean: Any,
+    scores: Any,
+    /,
+) -> tuple[int, float, int]: ...

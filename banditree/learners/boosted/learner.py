@@ -20,25 +20,34 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol, cast
 
 import numpy as np
 
 from banditree.core.arrays import FloatArray
 from banditree.core.records import Decision, Feedback
 from banditree.explore import Explorer, event_uniforms, sample_action
+from banditree.kernel import boosted_decide, native
 from banditree.learners.base import Learner, Tensors
 from banditree.learners.boosted.compete import ProgressiveErrors
 from banditree.learners.boosted.window import RoundWindow, feedback_rewards
 from banditree.learners.boosted_options import BoostedOptions
+from banditree.learners.gradient_bandit.kernel_calls import explorer_setting
 from banditree.learners.validation import InvalidInput, as_context, check_loss
 from banditree.models.boosted.fit import BoostingSettings, fit_ensemble
 from banditree.models.boosted.frozen import FrozenBoostedEnsemble
+from banditree.models.boosted.linear import Z_CLIP
 
 ENSEMBLE_PREFIX = "ensemble."
 #: rounds the ensemble is scored on before it may decide (``compete``)
 COMPETE_MIN_ROUNDS = 30
 STARTER_PREFIX = "starter."
+
+
+class _RewardEstimates(Protocol):
+    """A starter that predicts every action's reward (the ``dgt`` learner does)."""
+
+    def reward_estimates(self, context: FloatArray) -> FloatArray: ...
 
 
 class BoostedBandit(Learner):
@@ -92,6 +101,8 @@ class BoostedBandit(Learner):
         self._version = 0
         self._fits = 0
         self._next_fit = options.first_fit
+        # the compiled kernel decides (None: the numpy reference, BANDITREE_KERNEL=reference)
+        self._kernel = native()
 
     @property
     def version(self) -> int:
@@ -121,7 +132,7 @@ class BoostedBandit(Learner):
         mean, var = self._ensemble.action_scores(x)
         if self._compete and self.options.blend and self._starter is not None:
             # inverse-error weights: each model weighted by the other's error
-            online = self._starter.reward_estimates(x)  # type: ignore[attr-defined]
+            online = cast(_RewardEstimates, self._starter).reward_estimates(x)
             e_online, e_ensemble = self._errors.online, self._errors.ensemble
             total = e_online + e_ensemble
             if total > 0.0:
@@ -145,6 +156,12 @@ class BoostedBandit(Learner):
             return Decision.of_action(
                 event_id, values, self._version, action, 1.0 / k, action, None, {}
             )
+        decided = self._kernel_decision(x, event_id)
+        if decided is not None:
+            action, propensity, greedy = decided
+            return Decision.of_action(
+                event_id, values, self._version, action, propensity, greedy, None, {}
+            )
         mean, scores = self.optimistic_scores(x)
         greedy = int(np.argmax(mean))
         if self.options.exploration == "ucb" or self._explorer is None:
@@ -157,6 +174,30 @@ class BoostedBandit(Learner):
         return Decision.of_action(
             event_id, values, self._version, action, propensity, greedy, None, {}
         )
+
+    def _kernel_decision(self, x: FloatArray, event_id: str) -> tuple[int, float, int] | None:
+        """``(action, propensity, greedy)`` of the ensemble's decision by one kernel call,
+        or None where the numpy path decides (no kernel, or an explorer it does not
+        compute)."""
+        ensemble, module = self._ensemble, self._kernel
+        if module is None or ensemble is None:
+            return None
+        explorer, parameter, uniform = None, 0.0, 0.0
+        if self.options.exploration != "ucb" and self._explorer is not None:
+            setting = explorer_setting(self._explorer, self._n_learned)
+            if setting is None:
+                return None
+            explorer, parameter = setting
+            uniform = event_uniforms(self.seed, event_id)[0]
+        online = None
+        if self._compete and self.options.blend and self._starter is not None:
+            online = cast(_RewardEstimates, self._starter).reward_estimates(x)
+        action, propensity, greedy, _, _ = boosted_decide(
+            module, x, ensemble.tree_arrays, ensemble.linear_arrays, Z_CLIP, online,
+            (self._errors.online, self._errors.ensemble), self.options.optimism, explorer,
+            parameter, uniform,
+        )  # fmt: skip
+        return action, propensity, greedy
 
     def action_probabilities(self, context: Sequence[float] | FloatArray) -> FloatArray:
         """The probability ``act`` plays each action for ``context`` ``(K,)``."""
