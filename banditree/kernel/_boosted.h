@@ -227,8 +227,10 @@ static PyObject *boosted_decide(PyObject *self, PyObject *args) {
         }
         if (!(isfinite(mean[c]) && var[c] >= 0.0 && isfinite(var[c]))) {
             bad = 1;
+            continue;
         }
         scores[c] = mean[c] + optimism * sqrt(var[c]);
+        bad |= !isfinite(scores[c]);
     }
     if (!bad) {
         greedy = argmax(mean, k);
@@ -247,8 +249,8 @@ static PyObject *boosted_decide(PyObject *self, PyObject *args) {
     release(a, 11);
     if (bad) {
         return PyErr_Format(PyExc_ValueError,
-                            "the ensemble's leaf values and uncertainties must be finite, "
-                            "the uncertainties >= 0");
+                            "the ensemble's predicted rewards, uncertainties and scores must "
+                            "be finite, the uncertainties >= 0");
     }
     return Py_BuildValue("ndn", action, propensity, greedy);
 fail:
