@@ -30,6 +30,12 @@ from banditree.explore import Explorer, event_uniforms, sample_action
 from banditree.kernel import boosted_decide, native
 from banditree.learners.base import Learner, Tensors
 from banditree.learners.boosted.compete import ProgressiveErrors
+from banditree.learners.boosted.refits import (
+    BACKGROUND_ROWS,
+    PendingFit,
+    apply_round,
+    preload_lightgbm,
+)
 from banditree.learners.boosted.window import RoundWindow, feedback_rewards
 from banditree.learners.boosted_options import BoostedOptions
 from banditree.learners.gradient_bandit.kernel_calls import explorer_setting
@@ -39,6 +45,8 @@ from banditree.models.boosted.frozen import FrozenBoostedEnsemble
 from banditree.models.boosted.linear import Z_CLIP
 
 ENSEMBLE_PREFIX = "ensemble."
+#: the tensors of a fit started and not yet applied (``refits.PendingFit``)
+PENDING_PREFIX = "pending."
 #: rounds the ensemble is scored on before it may decide (``compete``)
 COMPETE_MIN_ROUNDS = 30
 STARTER_PREFIX = "starter."
@@ -101,6 +109,7 @@ class BoostedBandit(Learner):
         self._version = 0
         self._fits = 0
         self._next_fit = options.first_fit
+        self._pending_fit: PendingFit | None = None
         # the compiled kernel decides (None: the numpy reference, BANDITREE_KERNEL=reference)
         self._kernel = native()
 
@@ -262,9 +271,16 @@ class BoostedBandit(Learner):
                 self._window.append(x, action, float(rewards[action]))
         self._count_feedback(feedback)
         self._version += 1
+        if self._pending_fit is not None and self._n_learned >= self._pending_fit.apply_at:
+            pending, self._pending_fit = self._pending_fit, None
+            self._use(pending.result())
         if self._n_learned >= self._next_fit:
             self._refit()
         return True
+
+    def prepare_to_learn(self) -> None:
+        """Import LightGBM on the fit worker now, not in the first fit's ``learn``."""
+        preload_lightgbm()
 
     def _score(self, x: FloatArray, action: int, reward: float) -> None:
         """Both models' predicted reward of the played action, before either learns it."""
@@ -273,20 +289,42 @@ class BoostedBandit(Learner):
         if estimates is None:
             return
         online = float(estimates(x)[action])
-        self._errors.update(online, self._ensemble.action_value(x, action), reward)
+        if self._kernel is None:
+            value = self._ensemble.action_value(x, action)
+        else:  # every action's un-blended mean in one call; the played one's read
+            value = float(
+                boosted_decide(
+                    self._kernel, x, self._ensemble.tree_arrays, self._ensemble.linear_arrays,
+                    Z_CLIP, None, (0.0, 0.0), 0.0, None, 0.0, 0.0,
+                )[3][action]
+            )  # fmt: skip
+        self._errors.update(online, value, reward)
 
     def _refit(self) -> None:
-        """Fit the window and schedule the next fit."""
-        contexts, actions, rewards = self._window.rows()
-        self._ensemble = fit_ensemble(
-            contexts, actions, rewards, self.n_actions, self.settings, self.seed
-        )
-        self._fits += 1
-        if not self._compete:
-            self._starter = None  # the ensemble decides from now on
+        """Fit the window and schedule the next fit.
+
+        A window of fewer than ``BACKGROUND_ROWS`` rows is fitted here and used at once;
+        a larger one on the fit worker, used after round :func:`~banditree.learners.
+        boosted.refits.apply_round` (at most ``FIT_LAG`` rounds on, never after the
+        next fit's round): the same round however fast the worker is.
+        """
         n = self._n_learned
         grown = math.ceil(n * self.options.refit_growth)
         self._next_fit = n + max(1, min(grown - n, self.options.max_refit_interval))
+        rows = self._window.rows()
+        if len(self._window) < BACKGROUND_ROWS:
+            self._use(fit_ensemble(*rows, self.n_actions, self.settings, self.seed))
+            return
+        self._pending_fit = PendingFit.start(
+            apply_round(n, self._next_fit), rows, self.n_actions, self.settings, self.seed
+        )
+
+    def _use(self, ensemble: FrozenBoostedEnsemble) -> None:
+        """Decide with a fitted ``ensemble`` from now on."""
+        self._ensemble = ensemble
+        self._fits += 1
+        if not self._compete:
+            self._starter = None  # the ensemble decides from now on
 
     # -- state --------------------------------------------------------------------------
     def state(self) -> tuple[Tensors, dict[str, Any]]:
@@ -294,6 +332,9 @@ class BoostedBandit(Learner):
         if self._ensemble is not None:
             for name, value in self._ensemble.tensors().items():
                 tensors[ENSEMBLE_PREFIX + name] = value
+        if self._pending_fit is not None:  # waits for the worker: its result is state
+            for name, value in self._pending_fit.result().tensors().items():
+                tensors[PENDING_PREFIX + name] = value
         starter_meta = None
         if self._starter is not None:
             inner_tensors, starter_meta = self._starter.state()
@@ -304,6 +345,7 @@ class BoostedBandit(Learner):
             "version": self._version,
             "fits": self._fits,
             "next_fit": self._next_fit,
+            "apply_at": None if self._pending_fit is None else self._pending_fit.apply_at,
             "starter": starter_meta,
             "errors": self._errors.state(),
             **self._counter_state(),
@@ -321,6 +363,20 @@ class BoostedBandit(Learner):
             FrozenBoostedEnsemble.from_tensors(ensemble, self.n_features, self.n_actions)
             if ensemble
             else None
+        )
+        pending = {
+            k[len(PENDING_PREFIX) :]: v for k, v in tensors.items() if k.startswith(PENDING_PREFIX)
+        }
+        apply_at = meta.get("apply_at")
+        if (apply_at is None) != (not pending):
+            raise ValueError("checkpoint holds a pending fit without its round, or the reverse")
+        self._pending_fit = (
+            None
+            if apply_at is None
+            else PendingFit(
+                int(apply_at),
+                done=FrozenBoostedEnsemble.from_tensors(pending, self.n_features, self.n_actions),
+            )
         )
         if meta.get("starter") is None:
             self._starter = None

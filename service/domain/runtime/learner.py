@@ -220,6 +220,7 @@ class ModelLearner:
         """Restore the model: the learner, the offset restored, the offset to go on from,
         and whether it is a new model whose initial checkpoint was just published."""
         learner, restored = await self._restore()
+        learner.prepare_to_learn()
         offset = await self._start_offset(restored)
         self._advance(offset)
         if offset == 0 and not await self.store.list_checkpoints(self.name, limit=1):
