@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.scale.learner_keepup import bare_rate, medians, served_heap, service_learner_seconds
-from benchmarks.scale.log_scale import fill, make_pairs
+from benchmarks.scale.log_scale import CONFIG, fill, make_pairs
 from service.main import YOUNG_THRESHOLD
 from service.store import SqliteStore
 
@@ -59,3 +59,20 @@ def test_the_figures_are_the_rounds_medians() -> None:
     rounds = [{"ratio": 0.80, "recovery_seconds": 5.4}, {"ratio": 0.95, "recovery_seconds": 4.6},
               {"ratio": 0.91, "recovery_seconds": 4.9}]  # fmt: skip
     assert medians(rounds) == {"ratio": 0.91, "recovery_seconds": 4.9}
+
+
+def test_the_boosted_row_learns_the_log_through_the_service(tmp_path: Path) -> None:
+    pairs = make_pairs(260)
+    config = {**CONFIG, "kind": "boosted", "n_trees": 5}
+
+    async def scenario() -> dict[str, float]:
+        store = SqliteStore(tmp_path)
+        try:
+            await fill(store, pairs, 1_000.0)
+            return await service_learner_seconds(store, len(pairs), True, config)
+        finally:
+            await store.close()
+
+    took = asyncio.run(scenario())
+    assert took["wall"] > 0 and took["cpu"] > 0
+    assert bare_rate(pairs, True, config)[1] > 0
