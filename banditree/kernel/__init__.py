@@ -29,6 +29,7 @@ __all__ = [
     "IMPORT_ERROR",
     "KernelUnavailable",
     "boosted_decide",
+    "boosted_value",
     "decide_rows",
     "event_uniform_rows",
     "native",
@@ -168,6 +169,21 @@ def boosted_decide(
         float(uniform), mean, scores,
     )  # fmt: skip
     return action, propensity, greedy, mean, scores
+
+
+def boosted_value(
+    module: ModuleType,
+    x: FloatArray,
+    trees: tuple[IntArray, FloatArray, FloatArray, FloatArray],
+    linear: tuple[FloatArray, FloatArray, FloatArray],
+    clip: float,
+    action: int,
+) -> float:
+    """The predicted reward of ``action`` for ``x`` ``(d,)``: one walk per tree and the
+    linear base (:meth:`~banditree.models.boosted.frozen.FrozenBoostedEnsemble.action_value`);
+    the arrays as :func:`boosted_decide` takes them (the uncertainty unread)."""
+    value: float = module.boosted_value(x, *trees[:3], *linear, float(clip), int(action))
+    return value
 
 
 def event_uniform_rows(module: ModuleType, seed: int, event_ids: list[str]) -> FloatArray:

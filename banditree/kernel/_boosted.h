@@ -40,6 +40,74 @@ static Py_ssize_t boosted_walk(const int64_t *features, const double *thresholds
     return node - (((Py_ssize_t)1 << depth) - 1);
 }
 
+/*
+ * The ensemble's arrays, checked: o[0] x (d,) finite, o[1] features (T, 2^D - 1) in
+ * [0, d + K), o[2] thresholds, o[3] values (T, 2^D), o[4] uncertainty like values (NULL:
+ * not taken), o[5] offset (d,), o[6] scale (d,), o[7] base (K, d + 1).  Sets
+ * shape[] = {d, K, T, 2^D - 1} and *depth.
+ */
+static int take_boosted(PyObject *const *o, Arr *a, Py_ssize_t *shape, int *depth_out) {
+    Py_ssize_t xs[1] = {-1};
+    Py_ssize_t fs[2] = {-1, -1};
+    Py_ssize_t bs[2] = {-1, -1};
+    if (take(o[0], "x", 'd', 1, xs, 0, &a[0]) < 0 ||
+        take(o[1], "features", 'q', 2, fs, 0, &a[1]) < 0) {
+        return -1;
+    }
+    Py_ssize_t d = xs[0], n_trees = fs[0], n_int = fs[1];
+    int depth = 0;
+    while (depth <= MAX_HEIGHT && ((Py_ssize_t)1 << depth) - 1 < n_int) {
+        depth++;
+    }
+    if (d < 1 || depth > MAX_HEIGHT || ((Py_ssize_t)1 << depth) - 1 != n_int) {
+        PyErr_Format(PyExc_ValueError,
+                     "x must have d >= 1 numbers and features (T, 2^D - 1 nodes, D in [0, %d]), "
+                     "got d = %zd, features (%zd, %zd)",
+                     MAX_HEIGHT, d, n_trees, n_int);
+        return -1;
+    }
+    Py_ssize_t ts[2] = {n_trees, n_int};
+    Py_ssize_t vs[2] = {n_trees, n_int + 1};
+    Py_ssize_t us[2] = {n_trees, n_int + 1};
+    Py_ssize_t ds[1] = {d};
+    Py_ssize_t ds2[1] = {d};
+    if (take(o[2], "thresholds", 'd', 2, ts, 0, &a[2]) < 0 ||
+        take(o[3], "values", 'd', 2, vs, 0, &a[3]) < 0 ||
+        (o[4] != NULL && take(o[4], "uncertainty", 'd', 2, us, 0, &a[4]) < 0) ||
+        take(o[5], "offset", 'd', 1, ds, 0, &a[5]) < 0 ||
+        take(o[6], "scale", 'd', 1, ds2, 0, &a[6]) < 0 ||
+        take(o[7], "base", 'd', 2, bs, 0, &a[7]) < 0) {
+        return -1;
+    }
+    Py_ssize_t k = bs[0];
+    if (k < 1 || bs[1] != d + 1) {
+        PyErr_Format(PyExc_ValueError, "base must be (K >= 1, d + 1 = %zd), got (%zd, %zd)", d + 1,
+                     bs[0], bs[1]);
+        return -1;
+    }
+    const double *x = f64(&a[0]);
+    for (Py_ssize_t j = 0; j < d; j++) {
+        if (!isfinite(x[j])) {
+            PyErr_Format(PyExc_ValueError, "x[%zd] must be finite", j);
+            return -1;
+        }
+    }
+    const int64_t *features = i64(&a[1]);
+    for (Py_ssize_t i = 0; i < n_trees * n_int; i++) {
+        if (features[i] < 0 || features[i] >= (int64_t)(d + k)) {
+            PyErr_Format(PyExc_ValueError, "features[%zd][%zd] must be in [0, %zd], got %lld",
+                         i / n_int, i % n_int, d + k - 1, (long long)features[i]);
+            return -1;
+        }
+    }
+    shape[0] = d;
+    shape[1] = k;
+    shape[2] = n_trees;
+    shape[3] = n_int;
+    *depth_out = depth;
+    return 0;
+}
+
 PyDoc_STRVAR(boosted_decide_doc,
              "boosted_decide(x, features, thresholds, values, uncertainty, offset, scale,\n"
              "               base, clip, online, e_online, e_ensemble, optimism, explorer,\n"
@@ -86,44 +154,12 @@ static PyObject *boosted_decide(PyObject *self, PyObject *args) {
     }
     Arr a[11];
     memset(a, 0, sizeof a);
-    Py_ssize_t xs[1] = {-1};
-    Py_ssize_t fs[2] = {-1, -1};
-    Py_ssize_t bs[2] = {-1, -1};
-    if (take(o[0], "x", 'd', 1, xs, 0, &a[0]) < 0 ||
-        take(o[1], "features", 'q', 2, fs, 0, &a[1]) < 0) {
+    Py_ssize_t shape[4];
+    int depth;
+    if (take_boosted(o, a, shape, &depth) < 0) {
         goto fail;
     }
-    Py_ssize_t d = xs[0], n_trees = fs[0], n_int = fs[1];
-    int depth = 0;
-    while (depth <= MAX_HEIGHT && ((Py_ssize_t)1 << depth) - 1 < n_int) {
-        depth++;
-    }
-    if (d < 1 || depth > MAX_HEIGHT || ((Py_ssize_t)1 << depth) - 1 != n_int) {
-        PyErr_Format(PyExc_ValueError,
-                     "x must have d >= 1 numbers and features (T, 2^D - 1 nodes, D in [0, %d]), "
-                     "got d = %zd, features (%zd, %zd)",
-                     MAX_HEIGHT, d, n_trees, n_int);
-        goto fail;
-    }
-    Py_ssize_t ts[2] = {n_trees, n_int};
-    Py_ssize_t vs[2] = {n_trees, n_int + 1};
-    Py_ssize_t us[2] = {n_trees, n_int + 1};
-    Py_ssize_t ds[1] = {d};
-    Py_ssize_t ds2[1] = {d};
-    if (take(o[2], "thresholds", 'd', 2, ts, 0, &a[2]) < 0 ||
-        take(o[3], "values", 'd', 2, vs, 0, &a[3]) < 0 ||
-        take(o[4], "uncertainty", 'd', 2, us, 0, &a[4]) < 0 ||
-        take(o[5], "offset", 'd', 1, ds, 0, &a[5]) < 0 ||
-        take(o[6], "scale", 'd', 1, ds2, 0, &a[6]) < 0 ||
-        take(o[7], "base", 'd', 2, bs, 0, &a[7]) < 0) {
-        goto fail;
-    }
-    Py_ssize_t k = bs[0];
-    if (k < 1 || bs[1] != d + 1) {
-        PyErr_Format(PyExc_ValueError, "base must be (K >= 1, d + 1 = %zd), got (%zd, %zd)", d + 1,
-                     bs[0], bs[1]);
-        goto fail;
-    }
+    Py_ssize_t d = shape[0], k = shape[1], n_trees = shape[2], n_int = shape[3];
     int blended = o[8] != Py_None;
     Py_ssize_t ks[1] = {k};
     if (blended && take(o[8], "online", 'd', 1, ks, 0, &a[8]) < 0) {
@@ -136,20 +172,7 @@ static PyObject *boosted_decide(PyObject *self, PyObject *args) {
         goto fail;
     }
     const double *x = f64(&a[0]);
-    for (Py_ssize_t j = 0; j < d; j++) {
-        if (!isfinite(x[j])) {
-            PyErr_Format(PyExc_ValueError, "x[%zd] must be finite", j);
-            goto fail;
-        }
-    }
     const int64_t *features = i64(&a[1]);
-    for (Py_ssize_t i = 0; i < n_trees * n_int; i++) {
-        if (features[i] < 0 || features[i] >= (int64_t)(d + k)) {
-            PyErr_Format(PyExc_ValueError, "features[%zd][%zd] must be in [0, %zd], got %lld",
-                         i / n_int, i % n_int, d + k - 1, (long long)features[i]);
-            goto fail;
-        }
-    }
     const double *online = blended ? f64(&a[8]) : NULL;
     if (blended) {
         for (Py_ssize_t c = 0; c < k; c++) {
@@ -256,4 +279,59 @@ static PyObject *boosted_decide(PyObject *self, PyObject *args) {
 fail:
     release(a, 11);
     return NULL;
+}
+
+PyDoc_STRVAR(boosted_value_doc,
+             "boosted_value(x, features, thresholds, values, offset, scale, base, clip, action)\n"
+             "--\n\n"
+             "The predicted reward of one action for context x (d,): one walk per tree\n"
+             "and the linear base.  See banditree.kernel.boosted_value.");
+
+static PyObject *boosted_value(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[8];
+    double clip_bound;
+    Py_ssize_t action;
+    if (!PyArg_ParseTuple(args, "OOOOOOOdn:boosted_value", &o[0], &o[1], &o[2], &o[3], &o[5],
+                          &o[6], &o[7], &clip_bound, &action)) {
+        return NULL;
+    }
+    o[4] = NULL; /* no uncertainty */
+    if (!(clip_bound > 0.0)) {
+        return PyErr_Format(PyExc_ValueError, "clip must be > 0, got %R",
+                            PyTuple_GET_ITEM(args, 7));
+    }
+    Arr a[8];
+    memset(a, 0, sizeof a);
+    Py_ssize_t shape[4];
+    int depth;
+    if (take_boosted(o, a, shape, &depth) < 0) {
+        release(a, 8);
+        return NULL;
+    }
+    Py_ssize_t d = shape[0], k = shape[1], n_trees = shape[2], n_int = shape[3];
+    if (action < 0 || action >= k) {
+        release(a, 8);
+        return PyErr_Format(PyExc_ValueError, "action must be in [0, %zd], got %zd", k - 1,
+                            action);
+    }
+    const double *x = f64(&a[0]), *thresholds = f64(&a[2]), *values = f64(&a[3]);
+    const double *offset = f64(&a[5]), *scale = f64(&a[6]), *w = f64(&a[7]) + action * (d + 1);
+    const int64_t *features = i64(&a[1]);
+    double trees = 0.0, linear = w[0];
+    /* FrozenBoostedEnsemble.action_value: the trees' leaves, then the base */
+    for (Py_ssize_t t = 0; t < n_trees; t++) {
+        Py_ssize_t leaf = boosted_walk(features + t * n_int, thresholds + t * n_int, x, d, depth,
+                                       action, NULL, NULL);
+        trees += values[t * (n_int + 1) + leaf];
+    }
+    for (Py_ssize_t j = 0; j < d; j++) {
+        linear += w[1 + j] * clip(x[j] * scale[j] - offset[j], clip_bound);
+    }
+    release(a, 8);
+    double value = trees + linear;
+    if (!isfinite(value)) {
+        return PyErr_Format(PyExc_ValueError, "the predicted reward must be finite");
+    }
+    return PyFloat_FromDouble(value);
 }

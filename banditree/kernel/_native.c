@@ -450,6 +450,7 @@ static PyMethodDef methods[] = {
     {"welford", welford, METH_VARARGS, welford_doc},
     {"event_uniforms", event_uniforms, METH_VARARGS, event_uniforms_doc},
     {"boosted_decide", boosted_decide, METH_VARARGS, boosted_decide_doc},
+    {"boosted_value", boosted_value, METH_VARARGS, boosted_value_doc},
     {NULL, NULL, 0, NULL},
 };
 

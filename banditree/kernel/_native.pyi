@@ -87,3 +87,15 @@ def boosted_decide(
     scores: Any,
     /,
 ) -> tuple[int, float, int]: ...
+def boosted_value(
+    x: Any,
+    features: Any,
+    thresholds: Any,
+    values: Any,
+    offset: Any,
+    scale: Any,
+    base: Any,
+    clip: float,
+    action: int,
+    /,
+) -> float: ...

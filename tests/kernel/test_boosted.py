@@ -180,6 +180,12 @@ def test_the_kernel_is_the_reference(
     if got[0] != want[0]:  # only within rounding of a tie (or of a cumulative step)
         assert explorer is not None or near_tie(want[4], got[0], want[0])
     assert abs(got[1] - want[1]) <= TOLERANCE or got[0] != want[0]
+    for action in {0, k - 1, int(rng.integers(k))}:  # one action's value, one walk a tree
+        value = kernel.boosted_value(
+            module, x, frozen.tree_arrays, frozen.linear_arrays, Z_CLIP, action
+        )
+        assert value == pytest.approx(frozen.action_value(x, action), rel=TOLERANCE, abs=TOLERANCE)
+        assert value == pytest.approx(got[3][action], rel=TOLERANCE, abs=TOLERANCE) or blend
 
 
 def near_tie(values: np.ndarray, a: int, b: int) -> bool:
@@ -249,3 +255,22 @@ def test_the_messages_name_the_argument_and_the_bound() -> None:
     assert call(mean=np.zeros(4, dtype=np.int64)) == (
         "TypeError: mean must hold float64, got format l"
     )
+
+
+def test_one_value_names_the_action_and_its_bound() -> None:
+    frozen = ensemble(np.random.default_rng(0), 3, 4, 2, 2)
+    trees, linear = frozen.tree_arrays, frozen.linear_arrays
+
+    def value(action: int, x: np.ndarray | None = None) -> str:
+        try:
+            kernel.boosted_value(
+                module, np.zeros(3) if x is None else x, trees, linear, 5.0, action
+            )
+        except ValueError as err:
+            return str(err)
+        return "ok"
+
+    assert value(3) == "ok"
+    assert value(4) == "action must be in [0, 3], got 4"
+    assert value(-1) == "action must be in [0, 3], got -1"
+    assert value(0, np.array([0.0, np.inf, 0.0])) == "x[1] must be finite"

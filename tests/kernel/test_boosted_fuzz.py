@@ -1,4 +1,4 @@
-"""``boosted_decide`` under hostile arguments: it raises, it never crashes.
+"""``boosted_decide`` and ``boosted_value`` under hostile arguments: it raises, it never crashes.
 
 The strategies are :mod:`tests.kernel.test_fuzz`'s; ``make sanitize`` runs this file
 under AddressSanitizer and UndefinedBehaviorSanitizer.
@@ -18,7 +18,7 @@ module = kernel.native()
 D, K, T, DEPTH = 3, 4, 2, 2
 N_INT, LEAVES = (1 << DEPTH) - 1, 1 << DEPTH
 #: calls that passed every check and ran
-RAN = {"boosted_decide": 0}
+RAN = {"boosted_decide": 0, "boosted_value": 0}
 
 
 @settings(max_examples=300, deadline=None)
@@ -66,6 +66,34 @@ def test_boosted_decide_raises_or_decides(
     assert 0.0 <= propensity <= 1.0 + 1e-9
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    data=st.data(),
+    clip=mostly([5.0, 1e300], [0.0, -1.0, float("nan")]),
+    action=mostly([0, 1, K - 1], [-1, K, 2**62]),
+    trees=st.sampled_from([0, 1, T]),
+)
+def test_boosted_value_raises_or_values(
+    data: st.DataObject, clip: float, action: int, trees: int
+) -> None:
+    args = [
+        data.draw(then_hostile(floats((D,))), label="x"),
+        data.draw(then_hostile(ints((trees, N_INT), D + K)), label="features"),
+        data.draw(then_hostile(floats((trees, N_INT))), label="thresholds"),
+        data.draw(then_hostile(floats((trees, LEAVES))), label="values"),
+        data.draw(then_hostile(floats((D,))), label="offset"),
+        data.draw(then_hostile(floats((D,))), label="scale"),
+        data.draw(then_hostile(floats((K, D + 1))), label="base"),
+        clip, action,
+    ]  # fmt: skip
+    try:
+        value = module.boosted_value(*args)
+    except RAISED:
+        return
+    RAN["boosted_value"] += 1
+    assert np.isfinite(value)
+
+
 def test_the_fuzz_ran_the_loops() -> None:
     """The fuzz above reached the kernel's loops, not only its checks."""
-    assert RAN["boosted_decide"] > 5, RAN
+    assert RAN["boosted_decide"] > 5 and RAN["boosted_value"] > 5, RAN

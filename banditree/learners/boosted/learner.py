@@ -27,7 +27,7 @@ import numpy as np
 from banditree.core.arrays import FloatArray
 from banditree.core.records import Decision, Feedback
 from banditree.explore import Explorer, event_uniforms, sample_action
-from banditree.kernel import boosted_decide, native
+from banditree.kernel import boosted_decide, boosted_value, native
 from banditree.learners.base import Learner, Tensors
 from banditree.learners.boosted.compete import ProgressiveErrors
 from banditree.learners.boosted.refits import (
@@ -291,12 +291,10 @@ class BoostedBandit(Learner):
         online = float(estimates(x)[action])
         if self._kernel is None:
             value = self._ensemble.action_value(x, action)
-        else:  # every action's un-blended mean in one call; the played one's read
-            value = float(
-                boosted_decide(
-                    self._kernel, x, self._ensemble.tree_arrays, self._ensemble.linear_arrays,
-                    Z_CLIP, None, (0.0, 0.0), 0.0, None, 0.0, 0.0,
-                )[3][action]
+        else:
+            value = boosted_value(
+                self._kernel, x, self._ensemble.tree_arrays, self._ensemble.linear_arrays,
+                Z_CLIP, action,
             )  # fmt: skip
         self._errors.update(online, value, reward)
 
