@@ -29,6 +29,7 @@ __all__ = [
     "IMPORT_ERROR",
     "KernelUnavailable",
     "boosted_decide",
+    "boosted_route",
     "boosted_value",
     "decide_rows",
     "event_uniform_rows",
@@ -184,6 +185,17 @@ def boosted_value(
     the arrays as :func:`boosted_decide` takes them (the uncertainty unread)."""
     value: float = module.boosted_value(x, *trees[:3], *linear, float(clip), int(action))
     return value
+
+
+def boosted_route(
+    module: ModuleType, inputs: FloatArray, features: IntArray, thresholds: FloatArray
+) -> IntArray:
+    """The flat leaf (``t * 2**D + j``) of every row of ``inputs`` ``(B, W)`` in every tree
+    of ``features`` and ``thresholds`` ``(T, 2**D - 1)``, ``(B, T)``
+    (:meth:`~banditree.models.boosted.frozen.FrozenBoostedEnsemble.route`)."""
+    leaves = np.empty((inputs.shape[0], features.shape[0]), dtype=np.int64)
+    module.boosted_route(inputs, features, thresholds, leaves)
+    return leaves
 
 
 def event_uniform_rows(module: ModuleType, seed: int, event_ids: list[str]) -> FloatArray:

@@ -335,3 +335,70 @@ static PyObject *boosted_value(PyObject *self, PyObject *args) {
     }
     return PyFloat_FromDouble(value);
 }
+
+PyDoc_STRVAR(boosted_route_doc,
+             "boosted_route(inputs, features, thresholds, leaves)\n--\n\n"
+             "The flat leaf (t * 2^D + j) of every row of inputs (B, W) in every tree,\n"
+             "written into leaves (B, T).  See banditree.kernel.boosted_route.");
+
+static PyObject *boosted_route(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[4];
+    if (!PyArg_ParseTuple(args, "OOOO:boosted_route", &o[0], &o[1], &o[2], &o[3])) {
+        return NULL;
+    }
+    Arr a[4];
+    memset(a, 0, sizeof a);
+    Py_ssize_t is[2] = {-1, -1};
+    Py_ssize_t fs[2] = {-1, -1};
+    if (take(o[0], "inputs", 'd', 2, is, 0, &a[0]) < 0 ||
+        take(o[1], "features", 'q', 2, fs, 0, &a[1]) < 0) {
+        goto fail;
+    }
+    Py_ssize_t b_rows = is[0], width = is[1], n_trees = fs[0], n_int = fs[1];
+    int depth = 0;
+    while (depth <= MAX_HEIGHT && ((Py_ssize_t)1 << depth) - 1 < n_int) {
+        depth++;
+    }
+    if (depth > MAX_HEIGHT || ((Py_ssize_t)1 << depth) - 1 != n_int) {
+        PyErr_Format(PyExc_ValueError, "features must be (T, 2^D - 1 nodes, D in [0, %d]), got "
+                     "(%zd, %zd)", MAX_HEIGHT, n_trees, n_int);
+        goto fail;
+    }
+    Py_ssize_t ts[2] = {n_trees, n_int};
+    Py_ssize_t ls[2] = {b_rows, n_trees};
+    if (take(o[2], "thresholds", 'd', 2, ts, 0, &a[2]) < 0 ||
+        take(o[3], "leaves", 'q', 2, ls, 1, &a[3]) < 0) {
+        goto fail;
+    }
+    const int64_t *features = i64(&a[1]);
+    for (Py_ssize_t i = 0; i < n_trees * n_int; i++) {
+        if (features[i] < 0 || features[i] >= (int64_t)width) {
+            PyErr_Format(PyExc_ValueError, "features[%zd][%zd] must be in [0, %zd], got %lld",
+                         i / n_int, i % n_int, width - 1, (long long)features[i]);
+            goto fail;
+        }
+    }
+    const double *inputs = f64(&a[0]), *thresholds = f64(&a[2]);
+    int64_t *leaves = i64(&a[3]);
+    Py_BEGIN_ALLOW_THREADS;
+    /* FrozenBoostedEnsemble.route: RIGHT when input[feature] > threshold */
+    for (Py_ssize_t b = 0; b < b_rows; b++) {
+        const double *row = inputs + b * width;
+        for (Py_ssize_t t = 0; t < n_trees; t++) {
+            const int64_t *ft = features + t * n_int;
+            const double *tt = thresholds + t * n_int;
+            Py_ssize_t node = 0;
+            for (int level = 0; level < depth; level++) {
+                node = 2 * node + 1 + (row[ft[node]] > tt[node]);
+            }
+            leaves[b * n_trees + t] = (int64_t)(t * (n_int + 1) + node - n_int);
+        }
+    }
+    Py_END_ALLOW_THREADS;
+    release(a, 4);
+    Py_RETURN_NONE;
+fail:
+    release(a, 4);
+    return NULL;
+}

@@ -451,6 +451,7 @@ static PyMethodDef methods[] = {
     {"event_uniforms", event_uniforms, METH_VARARGS, event_uniforms_doc},
     {"boosted_decide", boosted_decide, METH_VARARGS, boosted_decide_doc},
     {"boosted_value", boosted_value, METH_VARARGS, boosted_value_doc},
+    {"boosted_route", boosted_route, METH_VARARGS, boosted_route_doc},
     {NULL, NULL, 0, NULL},
 };
 

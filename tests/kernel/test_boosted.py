@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from functools import cache
+from functools import cache, partial
 from typing import Any
 
 import numpy as np
@@ -15,6 +15,7 @@ from banditree.explore import make_explorer, sample_action
 from banditree.learners import Feedback, InvalidInput, build_learner
 from banditree.learners.boosted import BoostedBandit
 from banditree.learners.gradient_bandit.kernel_calls import explorer_setting
+from banditree.models.boosted.fit import BoostingSettings, fit_ensemble
 from banditree.models.boosted.frozen import FrozenBoostedEnsemble
 from banditree.models.boosted.linear import Z_CLIP
 from tests.kernel.pairs import TOLERANCE
@@ -274,3 +275,42 @@ def test_one_value_names_the_action_and_its_bound() -> None:
     assert value(4) == "action must be in [0, 3], got 4"
     assert value(-1) == "action must be in [0, 3], got -1"
     assert value(0, np.array([0.0, np.inf, 0.0])) == "x[1] must be finite"
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    width=st.sampled_from([1, 3, 30]),
+    trees=st.sampled_from([0, 1, 7]),
+    depth=st.integers(1, 6),
+    rows=st.sampled_from([0, 1, 50]),
+)
+def test_the_rows_reach_the_leaves_of_the_numpy_walk(
+    seed: int, width: int, trees: int, depth: int, rows: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    n = (1 << depth) - 1
+    features = rng.integers(0, width, size=(trees, n))
+    thresholds = rng.normal(size=(trees, n))
+    thresholds[rng.random((trees, n)) < 0.1] = np.inf
+    inputs = rng.normal(size=(rows, width))
+    inputs[rng.random(inputs.shape) < 0.2] = rng.choice([0.0, 1.0])  # one-hot-like columns
+    frozen = FrozenBoostedEnsemble(
+        features, thresholds, np.zeros((trees, n + 1)), np.zeros((trees, n + 1)), width, 1,
+        np.zeros(width), np.ones(width), np.zeros((1, width + 1)),
+    )  # fmt: skip
+    got = kernel.boosted_route(module, inputs, frozen.features, frozen.thresholds)
+    np.testing.assert_array_equal(got, frozen.route(inputs))
+
+
+def test_a_fit_routed_by_the_kernel_is_the_fit_routed_by_lightgbm() -> None:
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(700, 5))
+    actions = rng.integers(0, 3, size=700)
+    rewards = (rng.random(700) < 0.4).astype(np.float64)
+    settings = BoostingSettings(n_trees=12, depth=4, linear_l2=10.0)
+    ours = fit_ensemble(x, actions, rewards, 3, settings, 0, partial(kernel.boosted_route, module))
+    theirs = fit_ensemble(x, actions, rewards, 3, settings, 0)
+    for name, value in theirs.tensors().items():
+        np.testing.assert_array_equal(ours.tensors()[name], value, err_msg=name)
+    assert ours.uncertainty.any()

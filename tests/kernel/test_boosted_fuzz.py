@@ -1,4 +1,4 @@
-"""``boosted_decide`` and ``boosted_value`` under hostile arguments: it raises, it never crashes.
+"""``boosted_decide``, ``boosted_value`` and ``boosted_route`` under hostile arguments: it raises, it never crashes.
 
 The strategies are :mod:`tests.kernel.test_fuzz`'s; ``make sanitize`` runs this file
 under AddressSanitizer and UndefinedBehaviorSanitizer.
@@ -18,7 +18,7 @@ module = kernel.native()
 D, K, T, DEPTH = 3, 4, 2, 2
 N_INT, LEAVES = (1 << DEPTH) - 1, 1 << DEPTH
 #: calls that passed every check and ran
-RAN = {"boosted_decide": 0, "boosted_value": 0}
+RAN = {"boosted_decide": 0, "boosted_value": 0, "boosted_route": 0}
 
 
 @settings(max_examples=300, deadline=None)
@@ -94,6 +94,26 @@ def test_boosted_value_raises_or_values(
     assert np.isfinite(value)
 
 
+@settings(max_examples=200, deadline=None)
+@given(data=st.data(), trees=st.sampled_from([0, 1, T]), rows=st.sampled_from([0, 1, 3]))
+def test_boosted_route_raises_or_routes(data: st.DataObject, trees: int, rows: int) -> None:
+    width = D + K
+    args = [
+        data.draw(then_hostile(floats((rows, width))), label="inputs"),
+        data.draw(then_hostile(ints((trees, N_INT), width)), label="features"),
+        data.draw(then_hostile(floats((trees, N_INT))), label="thresholds"),
+        data.draw(hostile(np.zeros((rows, trees), dtype=np.int64)), label="leaves"),
+    ]
+    try:
+        module.boosted_route(*args)
+    except RAISED:
+        return
+    RAN["boosted_route"] += 1
+    leaves = args[3]
+    first = np.arange(trees) * LEAVES
+    assert ((leaves >= first) & (leaves < first + LEAVES)).all()
+
+
 def test_the_fuzz_ran_the_loops() -> None:
     """The fuzz above reached the kernel's loops, not only its checks."""
-    assert RAN["boosted_decide"] > 5 and RAN["boosted_value"] > 5, RAN
+    assert min(RAN.values()) > 5, RAN

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any, Protocol, cast
 
 import numpy as np
@@ -27,7 +28,7 @@ import numpy as np
 from banditree.core.arrays import FloatArray
 from banditree.core.records import Decision, Feedback
 from banditree.explore import Explorer, event_uniforms, sample_action
-from banditree.kernel import boosted_decide, boosted_value, native
+from banditree.kernel import boosted_decide, boosted_route, boosted_value, native
 from banditree.learners.base import Learner, Tensors
 from banditree.learners.boosted.compete import ProgressiveErrors
 from banditree.learners.boosted.refits import (
@@ -310,11 +311,12 @@ class BoostedBandit(Learner):
         grown = math.ceil(n * self.options.refit_growth)
         self._next_fit = n + max(1, min(grown - n, self.options.max_refit_interval))
         rows = self._window.rows()
+        route = None if self._kernel is None else partial(boosted_route, self._kernel)
         if len(self._window) < BACKGROUND_ROWS:
-            self._use(fit_ensemble(*rows, self.n_actions, self.settings, self.seed))
+            self._use(fit_ensemble(*rows, self.n_actions, self.settings, self.seed, route))
             return
         self._pending_fit = PendingFit.start(
-            apply_round(n, self._next_fit), rows, self.n_actions, self.settings, self.seed
+            apply_round(n, self._next_fit), rows, self.n_actions, self.settings, self.seed, route
         )
 
     def _use(self, ensemble: FrozenBoostedEnsemble) -> None:

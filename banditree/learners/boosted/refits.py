@@ -18,7 +18,7 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from banditree.core.arrays import FloatArray, IntArray
-from banditree.models.boosted.fit import BoostingSettings, fit_ensemble
+from banditree.models.boosted.fit import BoostingSettings, Router, fit_ensemble
 from banditree.models.boosted.frozen import FrozenBoostedEnsemble
 
 #: a fit of at least this many window rows runs on the worker (fewer: inside ``learn``,
@@ -83,12 +83,14 @@ class PendingFit:
         n_actions: int,
         settings: BoostingSettings,
         seed: int,
+        route: Router | None,
     ) -> PendingFit:
         """Fit ``rows`` (copied: the window moves on meanwhile) on the worker."""
         contexts, actions, rewards = rows
         future = fit_worker().submit(
-            fit_ensemble, contexts.copy(), actions.copy(), rewards.copy(), n_actions, settings, seed
-        )
+            fit_ensemble, contexts.copy(), actions.copy(), rewards.copy(), n_actions, settings,
+            seed, route,
+        )  # fmt: skip
         return cls(apply_at, future=future)
 
     def result(self) -> FrozenBoostedEnsemble:
