@@ -21,7 +21,12 @@ setup(
         Extension(
             "banditree.kernel._native",
             sources=["banditree/kernel/_native.c"],
-            depends=["banditree/kernel/_learn.h", "banditree/kernel/_chunk.h", "banditree/kernel/_blake2b.h"],
+            depends=[
+                "banditree/kernel/_learn.h",
+                "banditree/kernel/_chunk.h",
+                "banditree/kernel/_blake2b.h",
+                "banditree/kernel/_boosted.h",
+            ],
             extra_compile_args=FLAGS,
             extra_link_args=LINK,
         )

@@ -28,6 +28,9 @@ __all__ = [
     "ENV",
     "IMPORT_ERROR",
     "KernelUnavailable",
+    "boosted_decide",
+    "boosted_route",
+    "boosted_value",
     "decide_rows",
     "event_uniform_rows",
     "native",
@@ -123,6 +126,76 @@ def decide_rows(
         float(parameter), uniforms, action, propensity, greedy, leaf, output, scores,
     )  # fmt: skip
     return action, propensity, greedy, leaf, output, scores
+
+
+def boosted_decide(
+    module: ModuleType,
+    x: FloatArray,
+    trees: tuple[IntArray, FloatArray, FloatArray, FloatArray],
+    linear: tuple[FloatArray, FloatArray, FloatArray],
+    clip: float,
+    online: FloatArray | None,
+    errors: tuple[float, float],
+    optimism: float,
+    explorer: str | None,
+    parameter: float,
+    uniform: float,
+) -> tuple[int, float, int, FloatArray, FloatArray]:
+    """One decision of a boosted ensemble on (context, one-hot action), every action in
+    one call (:meth:`banditree.models.boosted.frozen.FrozenBoostedEnsemble.action_scores`
+    and :class:`banditree.learners.boosted.BoostedBandit`'s ``act``).
+
+    ``x`` ``(d,)`` finite; ``trees`` the complete trees of depth ``D``: ``features``
+    ``(T, 2**D - 1)`` int64 in ``[0, d + K)``, ``thresholds`` of the same shape,
+    ``values`` and ``uncertainty`` ``(T, 2**D)``; ``linear`` the base: ``offset``
+    (``base_mean * base_scale``) and ``scale`` ``(d,)``, weights ``(K, d + 1)``, the
+    standardised context clipped to ``[-clip, clip]``.  With ``online`` ``(K,)`` the
+    ensemble's mean is blended with it, weighted by ``errors`` ``(e_online,
+    e_ensemble)``: ``(e_online * mean + e_ensemble * online) / (e_online + e_ensemble)``
+    when that sum is positive.  Scores are ``mean + optimism * sqrt(variance)``; without
+    an explorer the action is their argmax at probability 1, else the explorer's pmf
+    (``parameter`` at the learner's round) is sampled with ``uniform``.
+
+    Returns
+    -------
+    action, propensity, greedy, mean, scores
+        ``greedy`` is the argmax of ``mean`` ``(K,)``.
+    """
+    k = linear[2].shape[0]
+    mean = np.empty(k)
+    scores = np.empty(k)
+    action, propensity, greedy = module.boosted_decide(
+        x, *trees, *linear, float(clip), online, float(errors[0]), float(errors[1]),
+        float(optimism), -1 if explorer is None else EXPLORERS[explorer], float(parameter),
+        float(uniform), mean, scores,
+    )  # fmt: skip
+    return action, propensity, greedy, mean, scores
+
+
+def boosted_value(
+    module: ModuleType,
+    x: FloatArray,
+    trees: tuple[IntArray, FloatArray, FloatArray, FloatArray],
+    linear: tuple[FloatArray, FloatArray, FloatArray],
+    clip: float,
+    action: int,
+) -> float:
+    """The predicted reward of ``action`` for ``x`` ``(d,)``: one walk per tree and the
+    linear base (:meth:`~banditree.models.boosted.frozen.FrozenBoostedEnsemble.action_value`);
+    the arrays as :func:`boosted_decide` takes them (the uncertainty unread)."""
+    value: float = module.boosted_value(x, *trees[:3], *linear, float(clip), int(action))
+    return value
+
+
+def boosted_route(
+    module: ModuleType, inputs: FloatArray, features: IntArray, thresholds: FloatArray
+) -> IntArray:
+    """The flat leaf (``t * 2**D + j``) of every row of ``inputs`` ``(B, W)`` in every tree
+    of ``features`` and ``thresholds`` ``(T, 2**D - 1)``, ``(B, T)``
+    (:meth:`~banditree.models.boosted.frozen.FrozenBoostedEnsemble.route`)."""
+    leaves = np.empty((inputs.shape[0], features.shape[0]), dtype=np.int64)
+    module.boosted_route(inputs, features, thresholds, leaves)
+    return leaves
 
 
 def event_uniform_rows(module: ModuleType, seed: int, event_ids: list[str]) -> FloatArray:

@@ -442,6 +442,10 @@ fail:
 
 #include "_blake2b.h"
 
+/* ---- a boosted ensemble's decision over every action (banditree.models.boosted) -- */
+
+#include "_boosted.h"
+
 static PyMethodDef methods[] = {
     {"decide", decide, METH_VARARGS, decide_doc},
     {"window_gradients", window_gradients, METH_VARARGS, window_gradients_doc},
@@ -450,6 +454,9 @@ static PyMethodDef methods[] = {
     {"rmsprop", rmsprop, METH_VARARGS, rmsprop_doc},
     {"welford", welford, METH_VARARGS, welford_doc},
     {"event_uniforms", event_uniforms, METH_VARARGS, event_uniforms_doc},
+    {"boosted_decide", boosted_decide, METH_VARARGS, boosted_decide_doc},
+    {"boosted_value", boosted_value, METH_VARARGS, boosted_value_doc},
+    {"boosted_route", boosted_route, METH_VARARGS, boosted_route_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -86,3 +86,37 @@ def learn_chunk(
     config: Any,
     /,
 ) -> None: ...
+def boosted_decide(
+    x: Any,
+    features: Any,
+    thresholds: Any,
+    values: Any,
+    uncertainty: Any,
+    offset: Any,
+    scale: Any,
+    base: Any,
+    clip: float,
+    online: Any,
+    e_online: float,
+    e_ensemble: float,
+    optimism: float,
+    explorer: int,
+    param: float,
+    u: float,
+    mean: Any,
+    scores: Any,
+    /,
+) -> tuple[int, float, int]: ...
+def boosted_value(
+    x: Any,
+    features: Any,
+    thresholds: Any,
+    values: Any,
+    offset: Any,
+    scale: Any,
+    base: Any,
+    clip: float,
+    action: int,
+    /,
+) -> float: ...
+def boosted_route(inputs: Any, features: Any, thresholds: Any, leaves: Any, /) -> None: ...

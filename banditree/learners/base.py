@@ -154,6 +154,10 @@ class Learner(ABC):
     def load_state(self, tensors: Tensors, meta: dict[str, Any]) -> None:
         """Restore the state written by :meth:`state` into a learner of the same config."""
 
+    def prepare_to_learn(self) -> None:  # noqa: B027 - a no-op hook
+        """Called when a service's learner takes this model, before its log is learned:
+        load what learning needs and serving does not (a boosted model's LightGBM)."""
+
     def note_unanswered(self, decision: Decision) -> None:  # noqa: B027 - a no-op hook
         """Count a decision of the log that got no feedback (it expired with no default
         loss) in the per-leaf statistics; learners without them ignore it."""

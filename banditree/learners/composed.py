@@ -432,6 +432,9 @@ class ComposedLearner(Learner):
         if not self._awaiting_schema:
             self.core.note_unanswered(self._learning(decision))
 
+    def prepare_to_learn(self) -> None:
+        self.core.prepare_to_learn()
+
     # -- state -----------------------------------------------------------------------------
     def leaf_stats(self) -> dict[str, Any] | None:
         return None if self._awaiting_schema else self.core.leaf_stats()

@@ -3,8 +3,11 @@
 One command::
 
     python -m benchmarks.scale.learner_keepup [--entries 100000] [--store sqlite|redis] [--rounds 3]
+        [--kind dgt|boosted]
 
-A model (DGT h=6, 16 features, 10 actions) whose log holds ``--entries`` feedbacks after
+A model (DGT h=6, 16 features, 10 actions; ``--kind boosted``: the boosted family of the
+same shape, its refits included, LightGBM imported when the learner takes the model, as
+the service does) whose log holds ``--entries`` feedbacks after
 its only checkpoint (what a learner finds after ``kill -9``) is learned by the service's
 own :class:`~service.domain.runtime.learner.ModelLearner` (lease, batched reads, the decoding,
 the learner thread, metrics, checkpoints at the service's default pace): the seconds
@@ -45,12 +48,13 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import orjson
 
 from banditree.core.codec import read_decision
 from banditree.learners import Feedback, build_learner
+from banditree.learners.boosted.refits import preload_lightgbm
 from benchmarks.scale.log_scale import CONFIG, UID, fill, make_pairs
 from service.domain.runtime.idle import IdleLearners
 from service.domain.runtime.learner import LearnerPolicy, ModelLearner
@@ -78,11 +82,14 @@ def served_heap(freeze: bool) -> Iterator[None]:
         gc.set_threshold(*threshold)
 
 
-def bare_rate(pairs: list[tuple[str, str, str]], freeze: bool = True) -> tuple[float, float]:
+def bare_rate(
+    pairs: list[tuple[str, str, str]], freeze: bool = True, config: dict[str, Any] = CONFIG
+) -> tuple[float, float]:
     """Feedbacks per second of ``learner.learn`` alone (decoded beforehand): per wall
     second and per CPU second of this process."""
     decoded = [(read_decision(d, UID), Feedback.from_dict(orjson.loads(f))) for _, d, f in pairs]
-    learner = build_learner(CONFIG)
+    learner = build_learner(config)
+    learner.prepare_to_learn()
     with served_heap(freeze):
         started, cpu = time.perf_counter(), time.process_time()
         for decision, feedback in decoded:
@@ -95,12 +102,16 @@ def bare_rate(pairs: list[tuple[str, str, str]], freeze: bool = True) -> tuple[f
 
 
 def bare_batch_rate(
-    pairs: list[tuple[str, str, str]], chunk: int = MAX_CHUNK, freeze: bool = True
+    pairs: list[tuple[str, str, str]],
+    chunk: int = MAX_CHUNK,
+    freeze: bool = True,
+    config: dict[str, Any] = CONFIG,
 ) -> float:
     """Feedbacks per CPU second of ``learner.learn_batch`` alone, ``chunk`` pairs a call
     (at most what the service's learner calls; the same state as the ``learn`` loop)."""
     decoded = [(read_decision(d, UID), Feedback.from_dict(orjson.loads(f))) for _, d, f in pairs]
-    learner = build_learner(CONFIG)
+    learner = build_learner(config)
+    learner.prepare_to_learn()
     with served_heap(freeze):
         cpu = time.process_time()
         for start in range(0, len(decoded), chunk):
@@ -157,7 +168,7 @@ class _CollectorClock:
 
 
 async def service_learner_seconds(
-    store: Store, entries: int, freeze: bool = True
+    store: Store, entries: int, freeze: bool = True, config: dict[str, Any] = CONFIG
 ) -> dict[str, float]:
     """A ModelLearner from its start to its last entry applied: the wall seconds, the CPU
     seconds of this process (the event loop, the learner's thread, the store client),
@@ -165,7 +176,7 @@ async def service_learner_seconds(
     metrics = ServiceMetrics()
     idle = IdleLearners(store, holder="bench", lease_seconds=3.0)
     learner = ModelLearner(
-        name="m", uid=UID, config=CONFIG,
+        name="m", uid=UID, config=config,
         policy=LearnerPolicy(every_updates=1000, every_seconds=1.0, keep=3, default_loss=None,
                              lease_seconds=3.0),
         store=store, metrics=metrics.for_model("m"), holder="bench", idle=idle,
@@ -192,7 +203,8 @@ async def run(args: argparse.Namespace, pairs: list[tuple[str, str, str]]) -> di
     """One round: a fresh log learned by the service's learner, the bare loops after."""
     sample = pairs[: min(len(pairs), 20_000)]
     freeze = not args.no_freeze
-    bare, bare_cpu = bare_rate(sample, freeze)
+    config = {**CONFIG, "kind": args.kind}
+    bare, bare_cpu = bare_rate(sample, freeze, config)
     with tempfile.TemporaryDirectory() as tmp:
         if args.store == "redis":
             store: Store = RedisStore.from_url(
@@ -201,16 +213,16 @@ async def run(args: argparse.Namespace, pairs: list[tuple[str, str, str]]) -> di
         else:
             store = SqliteStore(Path(tmp))
         await fill(store, pairs, time.time())
-        took = await service_learner_seconds(store, len(pairs), freeze)
+        took = await service_learner_seconds(store, len(pairs), freeze, config)
         seconds, cpu_seconds = took["wall"], took["cpu"]
         if isinstance(store, RedisStore):
             keys = [k async for k in store.client.scan_iter(match=store.prefix + "*")]
             for key in keys:
                 await store.client.delete(key)
         await store.close()
-    again, again_cpu = bare_rate(sample, freeze)  # before and after: the better of the two
+    again, again_cpu = bare_rate(sample, freeze, config)  # before and after: the better
     bare, bare_cpu = max(bare, again), max(bare_cpu, again_cpu)
-    batch_cpu = bare_batch_rate(sample, freeze=freeze)
+    batch_cpu = bare_batch_rate(sample, freeze=freeze, config=config)
     with tempfile.TemporaryDirectory() as tmp:
         vw = vw_native_rate(pairs, Path(tmp))
     vw_figures = (
@@ -257,10 +269,15 @@ def main() -> None:
         help="time with the benchmark's own data walked by the collector (see the docstring)",
     )  # fmt: skip
     parser.add_argument("--rounds", type=int, default=3, help="rounds; the medians are reported")
+    parser.add_argument(
+        "--kind", choices=["dgt", "boosted"], default="dgt", help="the model's family"
+    )
     args = parser.parse_args()
     if args.rounds < 1:
         parser.error(f"--rounds must be at least 1, got {args.rounds}")
     pairs = make_pairs(args.entries)
+    if args.kind == "boosted":  # as a learner taking the model does (prepare_to_learn)
+        preload_lightgbm().result()
     rounds = []
     for number in range(1, args.rounds + 1):
         one = asyncio.run(run(args, pairs))
@@ -271,7 +288,7 @@ def main() -> None:
             flush=True,
         )
     figures = medians(rounds)
-    print(f"medians of {len(rounds)} rounds:")
+    print(f"kind {args.kind}; medians of {len(rounds)} rounds:")
     for key, value in figures.items():
         print(f"{key:32s} {value:,.2f}")
     print(

@@ -20,25 +20,43 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from functools import partial
+from typing import Any, Protocol, cast
 
 import numpy as np
 
 from banditree.core.arrays import FloatArray
 from banditree.core.records import Decision, Feedback
 from banditree.explore import Explorer, event_uniforms, sample_action
+from banditree.kernel import boosted_decide, boosted_route, boosted_value, native
 from banditree.learners.base import Learner, Tensors
 from banditree.learners.boosted.compete import ProgressiveErrors
+from banditree.learners.boosted.refits import (
+    BACKGROUND_ROWS,
+    PendingFit,
+    apply_round,
+    preload_lightgbm,
+)
 from banditree.learners.boosted.window import RoundWindow, feedback_rewards
 from banditree.learners.boosted_options import BoostedOptions
+from banditree.learners.gradient_bandit.kernel_calls import explorer_setting
 from banditree.learners.validation import InvalidInput, as_context, check_loss
 from banditree.models.boosted.fit import BoostingSettings, fit_ensemble
 from banditree.models.boosted.frozen import FrozenBoostedEnsemble
+from banditree.models.boosted.linear import Z_CLIP
 
 ENSEMBLE_PREFIX = "ensemble."
+#: the tensors of a fit started and not yet applied (``refits.PendingFit``)
+PENDING_PREFIX = "pending."
 #: rounds the ensemble is scored on before it may decide (``compete``)
 COMPETE_MIN_ROUNDS = 30
 STARTER_PREFIX = "starter."
+
+
+class _RewardEstimates(Protocol):
+    """A starter that predicts every action's reward (the ``dgt`` learner does)."""
+
+    def reward_estimates(self, context: FloatArray) -> FloatArray: ...
 
 
 class BoostedBandit(Learner):
@@ -92,6 +110,9 @@ class BoostedBandit(Learner):
         self._version = 0
         self._fits = 0
         self._next_fit = options.first_fit
+        self._pending_fit: PendingFit | None = None
+        # the compiled kernel decides (None: the numpy reference, BANDITREE_KERNEL=reference)
+        self._kernel = native()
 
     @property
     def version(self) -> int:
@@ -121,7 +142,7 @@ class BoostedBandit(Learner):
         mean, var = self._ensemble.action_scores(x)
         if self._compete and self.options.blend and self._starter is not None:
             # inverse-error weights: each model weighted by the other's error
-            online = self._starter.reward_estimates(x)  # type: ignore[attr-defined]
+            online = cast(_RewardEstimates, self._starter).reward_estimates(x)
             e_online, e_ensemble = self._errors.online, self._errors.ensemble
             total = e_online + e_ensemble
             if total > 0.0:
@@ -145,6 +166,12 @@ class BoostedBandit(Learner):
             return Decision.of_action(
                 event_id, values, self._version, action, 1.0 / k, action, None, {}
             )
+        decided = self._kernel_decision(x, event_id)
+        if decided is not None:
+            action, propensity, greedy = decided
+            return Decision.of_action(
+                event_id, values, self._version, action, propensity, greedy, None, {}
+            )
         mean, scores = self.optimistic_scores(x)
         greedy = int(np.argmax(mean))
         if self.options.exploration == "ucb" or self._explorer is None:
@@ -157,6 +184,30 @@ class BoostedBandit(Learner):
         return Decision.of_action(
             event_id, values, self._version, action, propensity, greedy, None, {}
         )
+
+    def _kernel_decision(self, x: FloatArray, event_id: str) -> tuple[int, float, int] | None:
+        """``(action, propensity, greedy)`` of the ensemble's decision by one kernel call,
+        or None where the numpy path decides (no kernel, or an explorer it does not
+        compute)."""
+        ensemble, module = self._ensemble, self._kernel
+        if module is None or ensemble is None:
+            return None
+        explorer, parameter, uniform = None, 0.0, 0.0
+        if self.options.exploration != "ucb" and self._explorer is not None:
+            setting = explorer_setting(self._explorer, self._n_learned)
+            if setting is None:
+                return None
+            explorer, parameter = setting
+            uniform = event_uniforms(self.seed, event_id)[0]
+        online = None
+        if self._compete and self.options.blend and self._starter is not None:
+            online = cast(_RewardEstimates, self._starter).reward_estimates(x)
+        action, propensity, greedy, _, _ = boosted_decide(
+            module, x, ensemble.tree_arrays, ensemble.linear_arrays, Z_CLIP, online,
+            (self._errors.online, self._errors.ensemble), self.options.optimism, explorer,
+            parameter, uniform,
+        )  # fmt: skip
+        return action, propensity, greedy
 
     def action_probabilities(self, context: Sequence[float] | FloatArray) -> FloatArray:
         """The probability ``act`` plays each action for ``context`` ``(K,)``."""
@@ -221,9 +272,16 @@ class BoostedBandit(Learner):
                 self._window.append(x, action, float(rewards[action]))
         self._count_feedback(feedback)
         self._version += 1
+        if self._pending_fit is not None and self._n_learned >= self._pending_fit.apply_at:
+            pending, self._pending_fit = self._pending_fit, None
+            self._use(pending.result())
         if self._n_learned >= self._next_fit:
             self._refit()
         return True
+
+    def prepare_to_learn(self) -> None:
+        """Import LightGBM on the fit worker now, not in the first fit's ``learn``."""
+        preload_lightgbm()
 
     def _score(self, x: FloatArray, action: int, reward: float) -> None:
         """Both models' predicted reward of the played action, before either learns it."""
@@ -232,20 +290,41 @@ class BoostedBandit(Learner):
         if estimates is None:
             return
         online = float(estimates(x)[action])
-        self._errors.update(online, self._ensemble.action_value(x, action), reward)
+        if self._kernel is None:
+            value = self._ensemble.action_value(x, action)
+        else:
+            value = boosted_value(
+                self._kernel, x, self._ensemble.tree_arrays, self._ensemble.linear_arrays,
+                Z_CLIP, action,
+            )  # fmt: skip
+        self._errors.update(online, value, reward)
 
     def _refit(self) -> None:
-        """Fit the window and schedule the next fit."""
-        contexts, actions, rewards = self._window.rows()
-        self._ensemble = fit_ensemble(
-            contexts, actions, rewards, self.n_actions, self.settings, self.seed
-        )
-        self._fits += 1
-        if not self._compete:
-            self._starter = None  # the ensemble decides from now on
+        """Fit the window and schedule the next fit.
+
+        A window of fewer than ``BACKGROUND_ROWS`` rows is fitted here and used at once;
+        a larger one on the fit worker, used after round :func:`~banditree.learners.
+        boosted.refits.apply_round` (at most ``FIT_LAG`` rounds on, never after the
+        next fit's round): the same round however fast the worker is.
+        """
         n = self._n_learned
         grown = math.ceil(n * self.options.refit_growth)
         self._next_fit = n + max(1, min(grown - n, self.options.max_refit_interval))
+        rows = self._window.rows()
+        route = None if self._kernel is None else partial(boosted_route, self._kernel)
+        if len(self._window) < BACKGROUND_ROWS:
+            self._use(fit_ensemble(*rows, self.n_actions, self.settings, self.seed, route))
+            return
+        self._pending_fit = PendingFit.start(
+            apply_round(n, self._next_fit), rows, self.n_actions, self.settings, self.seed, route
+        )
+
+    def _use(self, ensemble: FrozenBoostedEnsemble) -> None:
+        """Decide with a fitted ``ensemble`` from now on."""
+        self._ensemble = ensemble
+        self._fits += 1
+        if not self._compete:
+            self._starter = None  # the ensemble decides from now on
 
     # -- state --------------------------------------------------------------------------
     def state(self) -> tuple[Tensors, dict[str, Any]]:
@@ -253,6 +332,9 @@ class BoostedBandit(Learner):
         if self._ensemble is not None:
             for name, value in self._ensemble.tensors().items():
                 tensors[ENSEMBLE_PREFIX + name] = value
+        if self._pending_fit is not None:  # waits for the worker: its result is state
+            for name, value in self._pending_fit.result().tensors().items():
+                tensors[PENDING_PREFIX + name] = value
         starter_meta = None
         if self._starter is not None:
             inner_tensors, starter_meta = self._starter.state()
@@ -263,6 +345,7 @@ class BoostedBandit(Learner):
             "version": self._version,
             "fits": self._fits,
             "next_fit": self._next_fit,
+            "apply_at": None if self._pending_fit is None else self._pending_fit.apply_at,
             "starter": starter_meta,
             "errors": self._errors.state(),
             **self._counter_state(),
@@ -280,6 +363,20 @@ class BoostedBandit(Learner):
             FrozenBoostedEnsemble.from_tensors(ensemble, self.n_features, self.n_actions)
             if ensemble
             else None
+        )
+        pending = {
+            k[len(PENDING_PREFIX) :]: v for k, v in tensors.items() if k.startswith(PENDING_PREFIX)
+        }
+        apply_at = meta.get("apply_at")
+        if (apply_at is None) != (not pending):
+            raise ValueError("checkpoint holds a pending fit without its round, or the reverse")
+        self._pending_fit = (
+            None
+            if apply_at is None
+            else PendingFit(
+                int(apply_at),
+                done=FrozenBoostedEnsemble.from_tensors(pending, self.n_features, self.n_actions),
+            )
         )
         if meta.get("starter") is None:
             self._starter = None

@@ -19,7 +19,7 @@ reaches.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -29,6 +29,30 @@ from banditree.models.boosted.linear import Z_CLIP
 
 #: tensor names of :meth:`FrozenBoostedEnsemble.tensors`
 TENSORS = ("features", "thresholds", "values", "uncertainty", "base_mean", "base_scale", "base")
+
+
+@dataclass(frozen=True)
+class WalkTables:
+    """The walks' lookup tables of one version, derived once from its arrays (see
+    :meth:`FrozenBoostedEnsemble.action_leaves` and :meth:`~FrozenBoostedEnsemble.action_value`).
+    """
+
+    #: ``base_mean * base_scale`` ``(d,)``, subtracted after scaling
+    offset: FloatArray
+    # every action's walks at once (action_leaves): node ``t N + i`` times K plus the lane
+    ctx_features: IntArray
+    ctx_thresholds: FloatArray
+    arm_table: IntArray
+    first: IntArray
+    step: IntArray
+    lane: IntArray
+    leaf_offset: IntArray
+    # one walk per tree (action_value): node t N + i, as route
+    flat_features: IntArray
+    flat_thresholds: FloatArray
+    tree_first: IntArray
+    tree_step: IntArray
+    tree_leaf_offset: IntArray
 
 
 @dataclass(frozen=True)
@@ -52,8 +76,14 @@ class FrozenBoostedEnsemble:
     base_mean: FloatArray
     base_scale: FloatArray
     base: FloatArray
+    #: derived in ``__post_init__``
+    tables: WalkTables = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        # C-contiguous 8-byte arrays, as the compiled kernel reads them (no copy if so)
+        for name in TENSORS:
+            dtype = np.int64 if name == "features" else np.float64
+            object.__setattr__(self, name, np.ascontiguousarray(getattr(self, name), dtype=dtype))
         t, n = self.features.shape
         if self.thresholds.shape != (t, n) or self.values.shape != (t, n + 1):
             raise ValueError("features, thresholds (T, N) and values (T, N + 1) disagree")
@@ -75,7 +105,6 @@ class FrozenBoostedEnsemble:
             offset = self.base_mean * self.base_scale
         if not all(np.isfinite(a).all() for a in (self.base, offset, self.base_scale)):
             raise ValueError("the linear base must be finite")
-        object.__setattr__(self, "_offset", offset)
         # the walk's lookup tables, derived once per version (see :meth:`action_leaves`)
         k, flat = self.n_actions, self.features.ravel()
         arm = flat >= self.n_context
@@ -84,23 +113,34 @@ class FrozenBoostedEnsemble:
         arm_right = (onehot.astype(np.float64) > self.thresholds.ravel()[:, None]) & arm[:, None]
         start = (np.arange(t, dtype=np.intp) * n)[None, :]
         lane = np.arange(k, dtype=np.intp)[:, None]
-        tables = {
-            "_ctx_features": np.where(arm, 0, flat).astype(np.intp),
-            "_ctx_thresholds": np.where(arm, np.inf, self.thresholds.ravel()),
-            "_arm_table": arm_right.astype(np.intp) * k,
-            "_first": start * k + lane,
-            "_step": (1 - start) * k - lane,
-            "_lane": lane,
-            "_leaf_offset": start // max(n, 1) - n,
-            # one walk per tree (action_value): node t N + i, as route
-            "_flat_features": flat.astype(np.intp),
-            "_flat_thresholds": self.thresholds.ravel().copy(),
-            "_tree_first": start[0].copy(),
-            "_tree_step": 1 - start[0],
-            "_tree_leaf_offset": start[0] // max(n, 1) - n,
-        }
-        for name, value in tables.items():
-            object.__setattr__(self, name, value)
+        tables = WalkTables(
+            offset=offset,
+            ctx_features=np.where(arm, 0, flat).astype(np.intp),
+            ctx_thresholds=np.where(arm, np.inf, self.thresholds.ravel()),
+            arm_table=arm_right.astype(np.intp) * k,
+            first=start * k + lane,
+            step=(1 - start) * k - lane,
+            lane=lane,
+            leaf_offset=start // max(n, 1) - n,
+            flat_features=flat.astype(np.intp),
+            flat_thresholds=self.thresholds.ravel().copy(),
+            tree_first=start[0].copy(),
+            tree_step=1 - start[0],
+            tree_leaf_offset=start[0] // max(n, 1) - n,
+        )
+        object.__setattr__(self, "tables", tables)
+
+    @property
+    def tree_arrays(self) -> tuple[IntArray, FloatArray, FloatArray, FloatArray]:
+        """``features, thresholds, values, uncertainty``: the trees as the compiled kernel
+        reads them (:func:`banditree.kernel.boosted_decide`)."""
+        return self.features, self.thresholds, self.values, self.uncertainty
+
+    @property
+    def linear_arrays(self) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """``offset, scale, weights``: the linear base as the compiled kernel reads it
+        (the context standardised as ``x * scale - offset``, clipped to ``Z_CLIP``)."""
+        return self.tables.offset, self.base_scale, self.base
 
     @property
     def n_trees(self) -> int:
@@ -119,20 +159,20 @@ class FrozenBoostedEnsemble:
         context splits are compared once per call, action splits come from a table
         fixed per version; a step is ``p <- 2 p + (1 - t N) K - k + table[p]``.
         """
-        k = self.n_actions
-        right = (x[self._ctx_features] > self._ctx_thresholds) * k  # type: ignore[attr-defined]
-        table = (self._arm_table + right[:, None]).ravel()  # type: ignore[attr-defined]
-        p: IntArray = self._first.copy()  # type: ignore[attr-defined]
-        step = self._step  # type: ignore[attr-defined]
+        k, tables = self.n_actions, self.tables
+        right = (x[tables.ctx_features] > tables.ctx_thresholds) * k
+        table = (tables.arm_table + right[:, None]).ravel()
+        p: IntArray = tables.first.copy()
+        step = tables.step
         for _ in range(self.depth):
             go = table[p]
             p *= 2
             p += step
             p += go
         # p is (t N + N + j) K + k for leaf j of tree t: its row is t (N + 1) + j
-        p -= self._lane  # type: ignore[attr-defined]
+        p -= tables.lane
         p //= k
-        p += self._leaf_offset  # type: ignore[attr-defined]
+        p += tables.leaf_offset
         return p
 
     def action_scores(self, x: FloatArray) -> tuple[FloatArray, FloatArray]:
@@ -151,15 +191,16 @@ class FrozenBoostedEnsemble:
         inputs = np.zeros(d + self.n_actions)
         inputs[:d] = x
         inputs[d + action] = 1.0
-        feats, thr = self._flat_features, self._flat_thresholds  # type: ignore[attr-defined]
-        node: IntArray = self._tree_first.copy()  # type: ignore[attr-defined]
-        step = self._tree_step  # type: ignore[attr-defined]
+        tables = self.tables
+        feats, thr = tables.flat_features, tables.flat_thresholds
+        node: IntArray = tables.tree_first.copy()
+        step = tables.tree_step
         for _ in range(self.depth):
             go = inputs[feats[node]] > thr[node]
             node *= 2
             node += step
             node += go
-        node += self._tree_leaf_offset  # type: ignore[attr-defined]
+        node += tables.tree_leaf_offset
         w = self.base[action]
         trees = float(self.values.ravel()[node].sum())
         return trees + float(w[0] + w[1:] @ self.standardized(x))
@@ -183,7 +224,7 @@ class FrozenBoostedEnsemble:
         context, however large, gives finite numbers)."""
         with np.errstate(over="ignore"):
             z = x * self.base_scale
-        z -= self._offset  # type: ignore[attr-defined]
+        z -= self.tables.offset
         out: FloatArray = clip_ufunc(z, -Z_CLIP, Z_CLIP, out=z)
         return out
 

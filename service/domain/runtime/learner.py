@@ -281,6 +281,7 @@ class ModelLearner:
             self._advance(whole)
             return None, whole, whole, False
         learner, restored = await self._restore()
+        learner.prepare_to_learn()
         offset = await self._start_offset(restored)
         self._advance(offset)
         if offset == 0 and not await self.store.list_checkpoints(self.name, limit=1):

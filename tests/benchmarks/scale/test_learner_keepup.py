@@ -16,7 +16,7 @@ from benchmarks.scale.learner_keepup import (
     service_learner_seconds,
     vw_native_rate,
 )
-from benchmarks.scale.log_scale import fill, make_pairs
+from benchmarks.scale.log_scale import CONFIG, fill, make_pairs
 from service.main import YOUNG_THRESHOLD
 from service.store import SqliteStore
 
@@ -81,3 +81,20 @@ def test_vowpal_wabbit_learns_the_logged_examples_from_a_file(tmp_path: Path) ->
         assert shared.startswith("shared |s f0:") and len(actions) == 10
         labelled = [line for line in actions if not line.startswith("|a ")]
         assert len(labelled) == 1 and labelled[0].startswith("0:")
+
+
+def test_the_boosted_row_learns_the_log_through_the_service(tmp_path: Path) -> None:
+    pairs = make_pairs(260)
+    config = {**CONFIG, "kind": "boosted", "n_trees": 5}
+
+    async def scenario() -> dict[str, float]:
+        store = SqliteStore(tmp_path)
+        try:
+            await fill(store, pairs, 1_000.0)
+            return await service_learner_seconds(store, len(pairs), True, config)
+        finally:
+            await store.close()
+
+    took = asyncio.run(scenario())
+    assert took["wall"] > 0 and took["cpu"] > 0
+    assert bare_rate(pairs, True, config)[1] > 0
