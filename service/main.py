@@ -30,6 +30,7 @@ from service.http.routes import (
     checkpoints,
     console,
     decisions,
+    evaluations,
     health,
     metrics,
     models,
@@ -242,7 +243,7 @@ def create_app(settings: Settings | None = None, *, freeze_startup: bool = False
     routers = [
         decisions.router, models.router, checkpoints.router, health.router, metrics.router,
         log_route.router, apprentice.router, ranking.router, ranking_slots.router,
-        personalizer.router, personalizer_root.router, console.router,
+        personalizer.router, personalizer_root.router, console.router, evaluations.router,
     ]  # fmt: skip
     document_errors(app, routers, set(ADMIN_OPERATIONS))
     add_links(routers)
