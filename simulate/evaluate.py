@@ -109,7 +109,7 @@ def evaluate(options: EvaluateOptions) -> dict[str, Any]:
     bar = _progress_bar(n * len(candidates), options.progress)
     try:
         found = evaluate_candidates(
-            table, candidates, settings, on_row=bar.update, on_candidate=bar.set_description
+            table, candidates, settings, on_row=bar.update, on_stage=bar.set_description
         )
     finally:
         bar.close()

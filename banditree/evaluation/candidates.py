@@ -96,13 +96,14 @@ def evaluate_candidates(
     options: CandidateOptions,
     *,
     on_row: Callable[[int], Any] | None = None,
-    on_candidate: Callable[[str], Any] | None = None,
+    on_stage: Callable[[str], Any] | None = None,
 ) -> dict[str, Any]:
     """Estimate each candidate (completed by :func:`complete_candidate`) on ``table``.
 
-    ``on_candidate(name)`` is called before each candidate's replay and ``on_row(1)``
-    after each row of it (``len(candidates) x n_rows`` calls in all): a progress bar's
-    or a job's counter; an exception they raise stops the evaluation.  Returns
+    ``on_stage(text)`` is called before the reward model's fit and before each
+    candidate's replay (``replaying <name>``), ``on_row(1)`` after each row replayed
+    (``len(candidates) x n_rows`` calls in all): a progress bar's or a job's counter;
+    an exception they raise stops the evaluation.  Returns
     ``log`` (its shape), ``logged_policy`` (the logging policy's value on the
     evaluation rows, its progressive curve) and ``candidates`` by name.
     """
@@ -118,11 +119,13 @@ def evaluate_candidates(
     k = max(int(c["n_actions"]) for c in completed.values())
     columns, schema = (table.context, None) if not table.named else named_columns(table, cut)
     log = BanditLog(table.name, columns, table.action, table.reward(), table.propensity, k)
+    if on_stage is not None:
+        on_stage("fitting the reward model")
     q = reward_model(log, np.arange(cut), np.arange(cut, n))
     results: dict[str, Any] = {}
     for name, config in completed.items():
-        if on_candidate is not None:
-            on_candidate(name)
+        if on_stage is not None:
+            on_stage(f"replaying {name}")
         trace = replay(table, config, cut, rejection=rejection, seed=options.seed, on_row=on_row)
         cq = q if q.shape[1] == int(config["n_actions"]) else q[:, : int(config["n_actions"])]
         entry = score_candidate(
