@@ -186,15 +186,13 @@ def test_app_key_reads_but_cannot_change(console: Any, trained: str) -> None:
     assert page.locator("#copy-form button[type=submit]").is_disabled()
 
 
-def test_evaluate_prepares_a_run_that_runs(
-    console: Any, trained: str, admin: httpx.Client, tmp_path: Path
-) -> None:
+def test_evaluate_prepares_a_run_that_runs(console: Any, trained: str, tmp_path: Path) -> None:
     page = open_tab(console, "evaluate")
     page.fill(
         "#evaluate-candidates",
         '[{"height": 2}, {"explorer": "epsilon_greedy", "explorer_parameter": 0.1}]',
     )
-    page.click("#evaluate-form button[type=submit]")
+    page.click("#evaluate-prepare")
     commands = page.locator("#evaluate-commands").inner_text()
     assert commands.count("--config") == 2 and f"banditree log export {MODEL}" in commands
     files = []
@@ -208,7 +206,6 @@ def test_evaluate_prepares_a_run_that_runs(
         files.append(tmp_path / info.value.suggested_filename)
         info.value.save_as(files[-1])
     assert json.loads(files[0].read_text())["height"] == 2
-    shot(page, "evaluate")
     argv = [sys.executable, "-m", "banditree_cli", "evaluate", str(log_path), "--config", str(files[0]),
             "--config", str(files[1]), "--n-bootstrap", "50", "--no-progress", "--out", str(tmp_path / "run")]  # fmt: skip
     done = subprocess.run(
@@ -222,8 +219,56 @@ def test_evaluate_prepares_a_run_that_runs(
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads((tmp_path / "run" / "report.json").read_text())
     assert len(report["candidates"]) == 2
-    page.click("button[data-apply='0']")
+
+
+def test_evaluate_runs_on_the_server_with_progress_and_creates_a_candidate(
+    console: Any, trained: str, admin: httpx.Client
+) -> None:
+    page = open_tab(console, "evaluate", allow=422)
+    page.fill("#evaluate-candidates", '[{"height": 0}]')
+    page.fill("#evaluate-bootstrap", "50")
+    page.click("#evaluate-form button[type=submit]")
+    error = page.locator('[data-error-for="candidates"]')
+    error.filter(has_text="candidates[0].changes.height").wait_for()
+    page.fill(
+        "#evaluate-candidates",
+        '[{"height": 2}, {"explorer": "epsilon_greedy", "explorer_parameter": 0.1}]',
+    )
+    # every state the page shows on the way: the progress bar, then the report
+    page.evaluate(
+        """() => { window.seen = [];
+        new MutationObserver(() => { const p = document.getElementById('evaluate-progress');
+          if (p) window.seen.push(p.getAttribute('value')); })
+          .observe(document.getElementById('evaluate-out'), {childList: true, subtree: true}); }"""
+    )
+    page.click("#evaluate-form button[type=submit]")
+    assert error.inner_text() == ""
+    page.wait_for_selector("#evaluate-results", timeout=120_000)
+    assert page.locator("#evaluate-status").inner_text() == "succeeded"
+    assert len(page.evaluate("window.seen")) >= 1  # a running job was shown with its bar
+    names = page.locator("#evaluate-results tbody th").all_inner_texts()
+    assert [n.split()[0] for n in names] == ["current", "candidate-0", "candidate-1"]
+    job = admin.get(f"/v1/models/{MODEL}/evaluations").json()["evaluations"][-1]
+    report = admin.get(f"/v1/models/{MODEL}/evaluations/{job['id']}").json()["result"]
+    snips = report["candidates"]["candidate-1"]["snips"]
+    cell = page.locator("#evaluate-results tr[data-candidate='candidate-1'] td").first
+    assert cell.inner_text().startswith(
+        "withheld" if snips is None else f"{1 - snips:.3g}".rstrip("0").rstrip(".")
+    )
+    shot(page, "evaluate")
+    page.click("#evaluate-results button[data-create='candidate-0']")
     page.wait_for_function(
         f"document.getElementById('toast').textContent.includes('{MODEL}-candidate-0')"
     )
     assert admin.get(f"/v1/models/{MODEL}-candidate-0").json()["config"]["height"] == 2
+    # the evaluation stays on the server: the tab opened again shows it
+    again = open_tab(console, "evaluate")
+    again.wait_for_selector("#evaluate-results")
+    assert again.locator("#evaluate-past button[data-job]").count() >= 1
+
+
+def test_evaluate_needs_an_admin_key_to_run(console: Any, trained: str) -> None:
+    page = open_tab(console, "evaluate", key=APP_KEY)
+    assert page.locator("#evaluate-form button[type=submit]").is_disabled()
+    page.click("#evaluate-prepare")
+    assert "banditree evaluate" in page.locator("#evaluate-commands").inner_text()

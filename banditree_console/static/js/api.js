@@ -53,6 +53,10 @@ export const api = {
   checkpointNow: (name) => call("POST", `${m(name)}/checkpoints`),
   rollback: (name, version) => call("POST", `${m(name)}/rollback`, { version }),
   whoami: () => get("/v1/whoami"),
+  evaluate: (name, body) => call("POST", `${m(name)}/evaluations`, body),
+  evaluations: (name) => get(`${m(name)}/evaluations`),
+  evaluation: (name, id) => get(`${m(name)}/evaluations/${encodeURIComponent(id)}`),
+  deleteEvaluation: (name, id) => call("DELETE", `${m(name)}/evaluations/${encodeURIComponent(id)}`),
   /** The joined log as rows (NDJSON), oldest first: rows with offset above ``since``. */
   async log(name, { since = 0, limit = 1000 } = {}) {
     const response = await fetch(`${m(name)}/log?since=${since}&limit=${limit}`, { headers: headers({ Accept: "application/x-ndjson" }) });
