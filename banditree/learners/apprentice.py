@@ -259,6 +259,9 @@ class Apprentice(Learner):
     def leaf_probabilities(self) -> list[list[list[float]]] | None:
         return self.inner.leaf_probabilities()
 
+    def drift_events(self) -> list[dict[str, Any]]:
+        return self.inner.drift_events()
+
     def input_scaling(self) -> dict[str, list[float]] | None:
         return self.inner.input_scaling()
 

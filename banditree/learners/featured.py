@@ -126,6 +126,9 @@ class FeaturedLearner(Learner):
     def leaf_probabilities(self) -> list[list[list[float]]] | None:
         return self.inner.leaf_probabilities()
 
+    def drift_events(self) -> list[dict[str, Any]]:
+        return self.inner.drift_events()
+
     def trace(self, context: Any) -> dict[str, Any]:
         """The inner learner's trace of the encoded context, with the named path
         (:meth:`explain`) where the model is a single tree."""

@@ -185,6 +185,9 @@ class InferringLearner(Learner):
     def leaf_probabilities(self) -> list[list[list[float]]] | None:
         return None if self.featured is None else self.featured.leaf_probabilities()
 
+    def drift_events(self) -> list[dict[str, Any]]:
+        return [] if self.featured is None else self.featured.drift_events()
+
     def trace(self, context: Any) -> dict[str, Any]:
         if self.featured is None:
             raise InvalidInput(
