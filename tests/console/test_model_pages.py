@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,38 @@ def test_learning_shows_loss_against_the_baselines(
     legend = page.locator("#loss-chart .legend").inner_text()
     assert "uniform play (SNIPS)" in legend and "best constant" in legend
     shot(page, "learning")
+
+
+def test_learning_marks_each_drift_signal_at_its_row(console: Any, admin: httpx.Client) -> None:
+    name = "pages-drifting"
+    create(admin, name, {"kind": "dgt", "n_features": 2, "n_actions": 2, "height": 2})
+    for loss in [0.0] * 300 + [1.0] * 100:  # right for 300 rounds, then always wrong
+        decision = admin.post(f"/v1/models/{name}/predict", json={"context": [0.1, 0.2]}).json()
+        body = {"event_id": decision["event_id"], "loss": loss}
+        assert admin.post(f"/v1/models/{name}/feedback", json=body).status_code == 200
+    for _ in range(300):
+        drift = admin.get(f"/v1/models/{name}/drift").json()
+        if drift["signals"]:
+            break
+        time.sleep(0.1)
+    (event,) = drift["events"]
+    page = console().open(f"#/models/{name}/learning")
+    page.wait_for_selector("#loss-chart svg polyline")
+    marks = page.locator("#loss-chart line.drift")
+    assert marks.count() == 1 and page.locator("#explore-chart line.drift").count() == 1
+    title = marks.first.locator("title").text_content() or ""
+    assert title.startswith("drift signal 1 ") and f"at feedback {event['feedback']}," in title
+    # drawn at the offset of the row whose feedback set it off, between the axis' ends
+    rows = admin.get(f"/v1/models/{name}/log").text.splitlines()
+    offsets = [json.loads(r)["offset"] for r in rows]
+    (at,) = [json.loads(r)["offset"] for r in rows if event["event_id"] in r]
+    x = float(marks.first.get_attribute("x1"))
+    share = (at - offsets[0]) / (offsets[-1] - offsets[0])
+    box = page.locator("#loss-chart line.axis").first
+    left, right = float(box.get_attribute("x1")), float(box.get_attribute("x2"))
+    assert x == pytest.approx(left + share * (right - left), abs=1.0)
+    assert "Drift signals: 1 in all; 1 marked" in page.locator("#drift-note").inner_text()
+    shot(page, "learning-drift")
 
 
 def test_policy_draws_named_splits_and_a_leafs_decisions(

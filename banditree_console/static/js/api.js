@@ -47,6 +47,7 @@ export const api = {
   setMode: (name, mode) => call("PATCH", m(name), { mode }),
   tree: (name) => get(`${m(name)}/tree`),
   leaves: (name) => get(`${m(name)}/leaves`),
+  drift: (name) => get(`${m(name)}/drift`),
   trace: (name, contexts) => call("POST", `${m(name)}/trace`, { contexts }),
   checkpoints: (name) => get(`${m(name)}/checkpoints`),
   checkpointTree: (name, sequence) => get(`${m(name)}/checkpoints/${encodeURIComponent(sequence)}/tree`),
