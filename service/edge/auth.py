@@ -67,6 +67,7 @@ ROLE_OPERATIONS = {
     ("GET", "/v1/models/{name}/tree"): "read",
     ("GET", "/v1/models/{name}/checkpoints"): "read",
     ("GET", "/v1/models/{name}/leaves"): "read",
+    ("GET", "/v1/models/{name}/drift"): "read",
     ("POST", "/v1/models/{name}/trace"): "read",
     ("GET", "/v1/models/{name}/evaluations"): "read",
     ("GET", "/v1/models/{name}/evaluations/{evaluation_id}"): "read",
