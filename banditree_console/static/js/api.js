@@ -54,6 +54,7 @@ export const api = {
   checkpointNow: (name) => call("POST", `${m(name)}/checkpoints`),
   rollback: (name, version) => call("POST", `${m(name)}/rollback`, { version }),
   whoami: () => get("/v1/whoami"),
+  series: () => get("/v1/series"),
   evaluate: (name, body) => call("POST", `${m(name)}/evaluations`, body),
   evaluations: (name) => get(`${m(name)}/evaluations`),
   evaluation: (name, id) => get(`${m(name)}/evaluations/${encodeURIComponent(id)}`),
