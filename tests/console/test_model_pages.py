@@ -169,6 +169,13 @@ def test_decisions_filter_and_export(console: Any, trained: str) -> None:
     with page.expect_download() as info:
         page.click("#decisions-export")
     lines = info.value.path().read_text().splitlines()
+    # time to feedback: from the decision's time (its event id's first 12 hex digits, in
+    # milliseconds) to the feedback's
+    first = json.loads(lines[0])
+    waited = first["time_seconds"] - int(first["event_id"][:12], 16) / 1000
+    shown = page.locator("#decisions-table tbody tr").first.locator("td").nth(6).inner_text()
+    assert 0 <= waited < 120  # the traffic answers each decision at once
+    assert shown == (f"{round(waited * 1000)} ms" if waited < 1 else f"{waited:.3g} s")
     assert lines and all(json.loads(line)["action"] == 1 and "oslo" in line for line in lines)
 
 

@@ -71,15 +71,19 @@ export async function renderOverview(main, ctx) {
 
   let models = [];
   const rows = () => { view.rows = models.map((m) => figures(m, recent[m.name])); render(); };
+  let figured = false;
   async function refresh(prefetched = null) {
-    // the list is drawn as soon as it comes; the figures when they follow
-    const series = api.series().then((a) => { recent = a.models; }, () => {});
+    // the list is drawn as soon as it comes; the figures when they follow (either first)
+    api.series().then((a) => {
+      recent = a.models;
+      if (!table.isConnected) return;
+      rows();
+      if (!figured) { figured = true; performance.mark("overview-figures"); }
+    }, () => {});
     try {
       models = (await (prefetched || api.models())).models;
       rows();
-    } catch (err) { showError(err); return; }
-    await series;
-    if (table.isConnected) rows();
+    } catch (err) { showError(err); }
   }
 
   head.addEventListener("click", (event) => {
