@@ -5,14 +5,16 @@ feedbacks and summed progressive loss into a ring of :data:`SAMPLES` rows (a fix
 ``(SAMPLES, 4)`` float64 array per model: 3.8 KB, whatever the traffic).  From the ring:
 decisions and feedbacks per second over the last :data:`RATE_SECONDS`, the loss of the
 feedback learned in that window, and a trend of :data:`TREND_POINTS` windowed losses
-over the whole ring (the overview's sparkline).  Rates are those this process sees; a
-model dropped by the process is forgotten at the next sample.
+over the whole ring (the overview's sparkline); they are worked out at the first read
+after a sample and kept until the next (one more small dict per model read).  Rates
+are those this process sees; a model dropped by the process is forgotten at the next
+sample.
 """
 
 from __future__ import annotations
 
 import asyncio
-import itertools
+import functools
 import math
 import time
 from collections.abc import Callable, Mapping
@@ -39,11 +41,13 @@ class Counted(Protocol):
 
 
 class _Ring:
-    __slots__ = ("count", "rows")
+    __slots__ = ("count", "figures", "rows")
 
     def __init__(self, samples: int) -> None:
         self.rows = np.zeros((samples, 4))
         self.count = 0  # samples written in all (the newest is at (count - 1) % samples)
+        #: the figures of the newest sample, made at the first read after it
+        self.figures: tuple[int, dict[str, Any]] | None = None
 
     def add(self, row: tuple[float, float, float, float]) -> None:
         self.rows[self.count % self.rows.shape[0]] = row
@@ -87,18 +91,9 @@ class ModelSeries:
         ring = self._rings.get(name)
         if ring is None or ring.count < 2:
             return None
-        rows = ring.ordered()
-        last = rows[-1]
-        recent = rows[rows[:, _T] >= last[_T] - RATE_SECONDS - 1e-9]
-        first = recent[0] if len(recent) >= 2 else rows[-2]
-        seconds = float(last[_T] - first[_T])
-        return {
-            "seconds": seconds,
-            "decisions_per_second": _rate(last[_DECISIONS] - first[_DECISIONS], seconds),
-            "feedback_per_second": _rate(last[_FEEDBACK] - first[_FEEDBACK], seconds),
-            "window_loss": _loss(first, last),
-            "loss_trend": _trend(rows),
-        }
+        if ring.figures is None or ring.figures[0] != ring.count:
+            ring.figures = (ring.count, _figures(ring.ordered()))
+        return ring.figures[1]
 
     async def run(
         self, runtimes: Callable[[], Mapping[str, Counted]], every: float = SAMPLE_SECONDS
@@ -107,6 +102,21 @@ class ModelSeries:
         while True:
             self.sample(runtimes(), time.time())
             await asyncio.sleep(every)
+
+
+def _figures(rows: np.ndarray) -> dict[str, Any]:
+    """The figures of a ring's samples ``rows`` (oldest first, at least two)."""
+    last = rows[-1]
+    recent = rows[rows[:, _T] >= last[_T] - RATE_SECONDS - 1e-9]
+    first = recent[0] if len(recent) >= 2 else rows[-2]
+    seconds = float(last[_T] - first[_T])
+    return {
+        "seconds": seconds,
+        "decisions_per_second": _rate(last[_DECISIONS] - first[_DECISIONS], seconds),
+        "feedback_per_second": _rate(last[_FEEDBACK] - first[_FEEDBACK], seconds),
+        "window_loss": _loss(first, last),
+        "loss_trend": _trend(rows),
+    }
 
 
 def _rate(delta: float, seconds: float) -> float | None:
@@ -124,5 +134,17 @@ def _loss(first: np.ndarray, last: np.ndarray) -> float | None:
 
 def _trend(rows: np.ndarray) -> list[float | None]:
     """Up to :data:`TREND_POINTS` windowed losses over ``rows``, oldest first."""
-    cuts = np.unique(np.linspace(0, len(rows) - 1, min(TREND_POINTS, len(rows) - 1) + 1).round())
-    return [_loss(rows[int(a)], rows[int(b)]) for a, b in itertools.pairwise(cuts)]
+    cuts = _cuts(len(rows))
+    a, b = rows[cuts[:-1]], rows[cuts[1:]]
+    learned = b[:, _FEEDBACK] - a[:, _FEEDBACK]
+    summed = b[:, _LOSS_SUM] - a[:, _LOSS_SUM]
+    ok = learned > 0
+    losses = np.divide(summed, learned, out=np.zeros_like(summed), where=ok)
+    ok &= np.isfinite(losses)
+    return [float(v) if k else None for v, k in zip(losses.tolist(), ok.tolist(), strict=True)]
+
+
+@functools.cache
+def _cuts(n: int) -> np.ndarray:
+    """The sample indices that split ``n`` samples into the trend's stretches."""
+    return np.unique(np.linspace(0, n - 1, min(TREND_POINTS, n - 1) + 1).round()).astype(np.intp)

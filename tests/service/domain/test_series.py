@@ -58,11 +58,14 @@ def test_memory_is_one_fixed_ring_per_model_and_dropped_models_are_forgotten() -
     ring = series._rings["m"]
     assert ring.rows.shape == (SAMPLES, 4) and ring.count == SAMPLES * 5
     assert [r[0] for r in ring.ordered()] == [float(t) for t in range(SAMPLES * 4, SAMPLES * 5)]
+    kept = series.figures("m")
+    assert kept is series.figures("m")  # worked out once a sample, whoever reads them
     quiet = series.figures("idle")
     assert quiet is not None and quiet["feedback_per_second"] == 0.0
     assert quiet["window_loss"] is None and set(quiet["loss_trend"]) == {None}
     series.sample({"m": model}, float(SAMPLES * 5))
     assert len(series) == 1 and series.figures("idle") is None
+    assert series.figures("m") is not kept
 
 
 async def test_the_sampler_runs_until_cancelled() -> None:
