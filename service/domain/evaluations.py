@@ -3,23 +3,23 @@
 An evaluation reads the model's newest answered decisions (up to ``rows`` log entries),
 completes each candidate (the model's configuration with the candidate's changes;
 ``current`` is the configuration unchanged) and runs
-:func:`banditree.evaluation.evaluate_candidates` in a worker thread of
-:mod:`service.domain.jobs`, advancing the job's :class:`~service.domain.jobs.Progress`
-row by row.  The result is the report of ``banditree evaluate`` (estimates with
+:func:`banditree.evaluation.evaluate_candidates` in a child process
+(:mod:`service.domain.evaluation_worker`) while a job of :mod:`service.domain.jobs`
+follows it, the job's :class:`~service.domain.jobs.Progress` row by row.  The result is the report of ``banditree evaluate`` (estimates with
 bootstrap intervals, the support refusals) without its file paths.
 """
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from pydantic import ValidationError
 
-from banditree.evaluation import CandidateOptions, evaluate_candidates
+from banditree.evaluation import CandidateOptions
 from banditree.learners import LearnerConfig
 from banditree.logs import table_from_rows
 from service.domain.errors import InvalidRequest, Unavailable
+from service.domain.evaluation_worker import evaluate_apart
 from service.domain.jobs import Job, Progress
 from service.domain.runtime import ModelRuntime
 from service.domain.runtime.replay import entry_row
@@ -116,22 +116,13 @@ async def run_evaluation(
         train_fraction=request["train_fraction"], n_bootstrap=request["n_bootstrap"]
     )
 
-    def stage(text: str) -> None:
-        progress.stage = text
-
-    def work() -> dict[str, Any]:
-        progress.begin("replaying", len(configs) * table.n_rows)
-        try:
-            return evaluate_candidates(
-                table, configs, options, on_row=progress.step, on_stage=stage
-            )
-        except ImportError as err:  # the doubly robust reward model's scikit-learn
-            raise ValueError(
-                f"{err.name or 'a package'} is not installed: the doubly robust estimate "
-                "needs the sim extra (pip install 'banditree[sim]')"
-            ) from None
-
-    found = await asyncio.to_thread(work)
+    try:
+        found = await evaluate_apart(table, configs, options, progress)
+    except ImportError as err:  # the doubly robust reward model's scikit-learn
+        raise ValueError(
+            f"{err.name or 'a package'} is not installed: the doubly robust estimate "
+            "needs the sim extra (pip install 'banditree[sim]')"
+        ) from None
     progress.stage = "done"
     return {"model_version": version, **found}
 
