@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from banditree.evaluation import CandidateOptions
-from banditree.logs.table import table_from_columns
+from banditree.logs.table import LogTable, table_from_columns
 from service.domain.evaluation_worker import Stopped, evaluate_apart
 from service.domain.jobs import Progress
 
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.anyio
 CONFIG = {"kind": "dgt", "n_features": 3, "n_actions": 2, "height": 2}
 
 
-def uniform_log(n: int) -> object:
+def uniform_log(n: int) -> LogTable:
     rng = np.random.default_rng(0)
     context = rng.normal(size=(n, 3))
     action = rng.integers(0, 2, n)
