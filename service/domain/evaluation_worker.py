@@ -26,9 +26,11 @@ from banditree.logs import LogTable
 STARTING, FITTING = -2, -1
 #: seconds between two reads of the child's progress
 POLL_SECONDS = 0.2
-_CONTEXT = multiprocessing.get_context("forkserver")
-# the fork server imports the evaluation once; each evaluation's child is forked from it
-_CONTEXT.set_forkserver_preload([__name__, "sklearn.linear_model"])
+_FORKSERVER = "forkserver" in multiprocessing.get_all_start_methods()
+#: ``spawn`` where there is no fork server (Windows): each child imports on its own
+_CONTEXT = multiprocessing.get_context("forkserver" if _FORKSERVER else "spawn")
+if _FORKSERVER:  # the fork server imports the evaluation once; each child is forked from it
+    _CONTEXT.set_forkserver_preload([__name__, "sklearn.linear_model"])
 _shared: tuple[Any, Any, Any] | None = None
 
 
