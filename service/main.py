@@ -18,6 +18,7 @@ from banditree import __version__, kernel
 from service.domain.jobs import Jobs
 from service.domain.registry import ModelRegistry
 from service.domain.runtime.tasks import pause_after_pass, stop_tasks
+from service.domain.series import ModelSeries
 from service.edge.app import ADMIN_OPERATIONS, ApiKeyAuth, ServiceApp, enable_access_log
 from service.http.console_page import install_console
 from service.http.docs_page import install_docs
@@ -28,6 +29,7 @@ from service.http.routes import (
     checkpoints,
     console,
     decisions,
+    evaluations,
     health,
     metrics,
     models,
@@ -195,6 +197,7 @@ def create_app(settings: Settings | None = None, *, freeze_startup: bool = False
         registry = ModelRegistry(store=store, settings=settings, metrics=service_metrics)
         app.state.registry = registry
         app.state.jobs = Jobs()  # evaluations and feature importances (Personalizer's)
+        app.state.series = ModelSeries()  # the console's rates and loss trends
         if not settings.auth_enabled:
             log.warning("no API keys configured: every route is open (set BANDITREE_API_KEYS)")
         await registry.start()
@@ -208,6 +211,7 @@ def create_app(settings: Settings | None = None, *, freeze_startup: bool = False
             # /metrics rendered off the request path from the first scrape
             asyncio.create_task(app.state.exposition.refresh_loop()),
             asyncio.create_task(watch_loop_lag(service_metrics.loop_lag)),
+            asyncio.create_task(app.state.series.run(lambda: registry.runtimes)),
         ]
         if freeze_startup:
             freeze_startup_objects()
@@ -236,7 +240,7 @@ def create_app(settings: Settings | None = None, *, freeze_startup: bool = False
     routers = [
         decisions.router, models.router, checkpoints.router, health.router, metrics.router,
         log_route.router, apprentice.router, ranking.router, ranking_slots.router,
-        personalizer.router, personalizer_root.router, console.router,
+        personalizer.router, personalizer_root.router, console.router, evaluations.router,
     ]  # fmt: skip
     document_errors(app, routers, set(ADMIN_OPERATIONS))
     add_links(routers)

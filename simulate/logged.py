@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 
 from banditree.datasets import data_path
+from banditree.evaluation.reward import BanditLog, reward_model
+from banditree.evaluation.support import SupportRules, event_notes, support
 from banditree.learners import Decision, Feedback, build_learner
 from banditree.learners.config import default_kind
 from banditree.ope import (
@@ -27,19 +29,6 @@ from banditree.ope import (
     SelfNormalizedInverseProbabilityWeighting,
     check_logged_rounds,
 )
-from simulate.support import SupportRules, event_notes, support
-
-
-@dataclass(frozen=True)
-class BanditLog:
-    """Logged rounds in time order; ``reward`` in ``[0, 1]`` (loss = 1 - reward)."""
-
-    name: str
-    context: np.ndarray
-    action: np.ndarray
-    reward: np.ndarray
-    propensity: np.ndarray
-    n_actions: int
 
 
 @dataclass
@@ -151,29 +140,6 @@ def train_policy(log: BanditLog, rows: np.ndarray, config: dict[str, Any], passe
             )
             learner.learn(decision, Feedback(loss=1.0 - float(log.reward[i])))
     return learner
-
-
-def reward_model(log: BanditLog, train: np.ndarray, evaluate: np.ndarray) -> np.ndarray:
-    """``q(x, a)`` for every evaluation round and action: logistic regression on
-    ``[standardised context, one-hot action]`` fitted on the training rounds (the
-    training mean reward when the training rewards are all equal)."""
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.preprocessing import StandardScaler
-
-    k = log.n_actions
-    scaler = StandardScaler().fit(log.context[train])
-    labels = (log.reward[train] >= 0.5).astype(np.int64)
-    if labels.min() == labels.max():
-        return np.full((len(evaluate), k), float(log.reward[train].mean()))
-    design = np.hstack([scaler.transform(log.context[train]), np.eye(k)[log.action[train]]])
-    model = LogisticRegression(C=1.0, max_iter=500).fit(design, labels)
-    x_eval = scaler.transform(log.context[evaluate])
-    q = np.empty((len(evaluate), k))
-    for a in range(k):
-        one_hot = np.zeros((len(evaluate), k))
-        one_hot[:, a] = 1.0
-        q[:, a] = model.predict_proba(np.hstack([x_eval, one_hot]))[:, 1]
-    return q
 
 
 def evaluate_log(options: LoggedOptions) -> dict[str, Any]:

@@ -168,6 +168,12 @@ class Learner(ABC):
         without leaves."""
         return None
 
+    def drift_events(self) -> list[dict[str, Any]]:
+        """The change detector's newest signals, oldest first, each with ``signal`` (its
+        number), ``test``, ``rounds``, ``event_id``, ``feedback`` and ``version`` (see
+        :class:`~banditree.learners.drift.LossRiseDetector`); none without a detector."""
+        return []
+
     def trace(self, context: Any) -> dict[str, Any]:
         """What the served model does with ``context`` without deciding: each tree's
         path and leaf, the greedy answer, the probabilities (gradient-learned models)."""

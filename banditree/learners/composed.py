@@ -435,6 +435,9 @@ class ComposedLearner(Learner):
     def prepare_to_learn(self) -> None:
         self.core.prepare_to_learn()
 
+    def drift_events(self) -> list[dict[str, Any]]:
+        return [] if self._awaiting_schema else self.core.drift_events()
+
     # -- state -----------------------------------------------------------------------------
     def leaf_stats(self) -> dict[str, Any] | None:
         return None if self._awaiting_schema else self.core.leaf_stats()

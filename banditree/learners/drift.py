@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import math
+from collections import deque
 from typing import Any
+
+#: signals kept with where they happened (older ones are only counted in ``signals``)
+RECENT_SIGNALS = 32
 
 
 class LossRiseDetector:
@@ -25,6 +29,11 @@ class LossRiseDetector:
     statistic drifts down by ``jump_delta`` a round, five times as fast, so a false
     signal is rarer than the first test's (about ``exp(-8 jump_delta jump_threshold)``:
     ``exp(-20)`` at 10; in a million rounds of a fair coin's loss: none at 10, 2 at 5).
+
+    ``recent``: the newest :data:`RECENT_SIGNALS` signals, each with the test that
+    fired (``rise`` or ``jump``), the rounds since the previous one and what the learner
+    records with :meth:`locate` (the feedback that set it off): learner state, so a
+    checkpoint and a replay of the same log hold the same ones.
     """
 
     def __init__(
@@ -41,6 +50,7 @@ class LossRiseDetector:
         self.threshold, self.delta, self.min_rounds = float(threshold), float(delta), min_rounds
         self.jump_threshold, self.jump_delta = jump_threshold, float(jump_delta)
         self.signals = 0
+        self.recent: deque[dict[str, Any]] = deque(maxlen=RECENT_SIGNALS)
         self._reset()
 
     def _reset(self) -> None:
@@ -67,11 +77,20 @@ class LossRiseDetector:
         self.jump_cum = jump_cum
         if jump_cum < self.jump_low:
             self.jump_low = jump_cum
-        if n >= self.min_rounds and (cum - low > self.threshold or self._jumped()):
-            self.signals += 1
-            self._reset()
-            return True
+        if n >= self.min_rounds:
+            test = "rise" if cum - low > self.threshold else "jump" if self._jumped() else None
+            if test is not None:
+                self.signals += 1
+                self.recent.append({"signal": self.signals, "test": test, "rounds": n})
+                self._reset()
+                return True
         return False
+
+    def locate(self, **where: Any) -> None:
+        """Add ``where`` (JSON values: the event, the feedback count, the model version)
+        to the newest signal's record."""
+        if self.recent:
+            self.recent[-1].update(where)
 
     def _jumped(self) -> bool:
         jump = self.jump_threshold
@@ -80,13 +99,16 @@ class LossRiseDetector:
     def state(self) -> dict[str, Any]:
         return {"n": self.n, "mean": self.mean, "cum": self.cum, "low": self.low,
                 "jump_cum": self.jump_cum, "jump_low": self.jump_low,
-                "signals": self.signals}  # fmt: skip
+                "signals": self.signals, "recent": list(self.recent)}  # fmt: skip
 
     def load_state(self, state: dict[str, Any] | None) -> None:
         """Restore :meth:`state`; ``None`` (a checkpoint from before the detector): afresh."""
         self._reset()
         self.signals = 0
+        self.recent.clear()
         if state:
+            # a checkpoint from before the records: its signals are only counted
+            self.recent.extend(dict(r) for r in state.get("recent", ()))
             self.n, self.mean = int(state["n"]), float(state["mean"])
             self.cum, self.low = float(state["cum"]), float(state["low"])
             self.signals = int(state["signals"])

@@ -7,7 +7,7 @@ and every reader returns a :class:`LogTable` that ``banditree evaluate`` and
 by the same CSV reader.
 """
 
-from banditree.logs.readers import read_log
+from banditree.logs.readers import read_log, table_from_rows
 from banditree.logs.record import FLAT_COLUMNS, log_row, validate_row
 from banditree.logs.table import LogTable
 from banditree.logs.writers import LOG_FORMATS, LogWriter, format_from_path, open_log_writer
@@ -21,5 +21,6 @@ __all__ = [
     "log_row",
     "open_log_writer",
     "read_log",
+    "table_from_rows",
     "validate_row",
 ]

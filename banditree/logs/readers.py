@@ -29,21 +29,41 @@ def _read_ndjson(path: Path) -> dict[str, Any]:
             rows.append(row)
     if not rows:
         raise ValueError(f"{path}: the log has no rows")
+    return rows_to_columns(rows, str(path))
+
+
+def rows_to_columns(rows: list[dict[str, Any]], where: str) -> dict[str, Any]:
+    """Validated wire rows (:func:`banditree.logs.validate_row`) as named columns; a
+    ``ValueError`` starting with ``where`` when their contexts do not make one table."""
     named = isinstance(rows[0]["context"], dict)
     width = len(rows[0]["context"])
     for number, row in enumerate(rows, start=1):
         if isinstance(row["context"], dict) != named:
             raise ValueError(
-                f"{path}: row {number} mixes a context of "
+                f"{where}: row {number} mixes a context of "
                 f"{'numbers' if named else 'named features'} into a log of "
                 f"{'named features' if named else 'numbers'}"
             )
         if not named and len(row["context"]) != width:
             raise ValueError(
-                f"{path}: row {number} has {len(row['context'])} context values, not {width}"
+                f"{where}: row {number} has {len(row['context'])} context values, not {width}"
             )
     keys = {k for row in rows for k in row}
     return {k: [row.get(k) for row in rows] for k in keys}
+
+
+def table_from_rows(name: str, rows: list[dict[str, Any]]) -> LogTable:
+    """Wire rows (the service's log export, each already validated) as a checked
+    :class:`LogTable` in offset order."""
+    if not rows:
+        raise ValueError(f"{name}: the log has no rows")
+    table = table_from_columns(name, rows_to_columns(rows, name), len(rows))
+    return _in_offset_order(table).check()
+
+
+def _in_offset_order(table: LogTable) -> LogTable:
+    order = np.argsort(table.offset, kind="stable")
+    return table if np.all(order == np.arange(table.n_rows)) else table.rows(order)
 
 
 def _read_arrow(path: Path, fmt: LogFormat) -> dict[str, Any]:
@@ -95,8 +115,4 @@ def read_log(path: Path | str, fmt: LogFormat | None = None) -> LogTable:
         }
         n = len(keep)
     name = path.name.split(".")[0]
-    table = table_from_columns(name, columns, n)
-    order = np.argsort(table.offset, kind="stable")
-    if not np.all(order == np.arange(n)):
-        table = table.rows(order)
-    return table.check()
+    return _in_offset_order(table_from_columns(name, columns, n)).check()

@@ -1,7 +1,8 @@
 """Background jobs of a model (offline evaluations, feature importances): one job system.
 
 A job runs a computation over a model (its log, its served learner) off the event loop
-and keeps its answer for the caller to read.  Jobs are held by the process that runs
+and keeps its answer for the caller to read; a job given a :class:`Progress` reports
+how far it is while it runs, and stops at its next step when it is deleted.  Jobs are held by the process that runs
 them, in memory: a restart forgets them, and with several serving processes a job is
 read back from the process that took it.  At most :data:`MAX_JOBS` per model and kind
 are kept (the oldest finished one is dropped for a new one); at most
@@ -27,6 +28,40 @@ MAX_JOBS = 100
 MAX_RUNNING = 2
 
 
+class JobCancelled(Exception):
+    """Raised in a job's worker at its next step once the job is deleted."""
+
+
+@dataclass
+class Progress:
+    """How far a running job is: ``done`` of ``total`` steps of its ``stage``.
+
+    The job's worker thread writes it (plain attribute stores); the event loop reads it.
+    """
+
+    stage: str = "queued"
+    done: int = 0
+    total: int = 0
+    cancelled: bool = False
+
+    def step(self, count: int = 1) -> None:
+        """``count`` more steps done; :class:`JobCancelled` once the job is deleted."""
+        if self.cancelled:
+            raise JobCancelled("deleted while it ran")
+        self.done += count
+
+    def begin(self, stage: str, total: int) -> None:
+        """A new stage of ``total`` steps."""
+        if self.cancelled:
+            raise JobCancelled("deleted while it ran")
+        self.stage, self.done, self.total = stage, 0, total
+
+    def public(self) -> dict[str, Any]:
+        """``stage``, ``done``, ``total`` and ``fraction`` (null while the total is unknown)."""
+        fraction = min(self.done / self.total, 1.0) if self.total > 0 else None
+        return {"stage": self.stage, "done": self.done, "total": self.total, "fraction": fraction}
+
+
 @dataclass
 class Job:
     """One background job: what was asked, its state and, once done, its result."""
@@ -41,6 +76,14 @@ class Job:
     error: str | None = None
     finished_at: float | None = None
     task: asyncio.Task[None] | None = None
+    progress: Progress | None = None
+
+    def cancel(self) -> None:
+        """Stop the job: its task is cancelled and its worker stops at its next step."""
+        if self.progress is not None:
+            self.progress.cancelled = True
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
 
 
 class Jobs:
@@ -57,13 +100,17 @@ class Jobs:
         job_id: str,
         request: dict[str, Any],
         work: Callable[[], Awaitable[Any]],
+        progress: Progress | None = None,
     ) -> Job:
-        """Start ``work`` as job ``job_id``; :class:`Conflict` when the id is taken."""
+        """Start ``work`` as job ``job_id``; :class:`Conflict` when the id is taken.
+
+        ``progress``, when given, is the one ``work`` advances (read back with the job).
+        """
         key = (model, kind, job_id)
         if key in self._jobs:
             raise Conflict(f"a {kind} with id {job_id!r} exists already", "id")
         self._make_room(model, kind)
-        job = Job(model, kind, job_id, request)
+        job = Job(model, kind, job_id, request, progress=progress)
         self._jobs[key] = job
         job.task = asyncio.create_task(self._run(job, work))
         return job
@@ -71,6 +118,8 @@ class Jobs:
     async def _run(self, job: Job, work: Callable[[], Awaitable[Any]]) -> None:
         try:
             async with self._slots:
+                if job.progress is not None:
+                    job.progress.stage = "running"
                 job.result = await work()
             job.status = "succeeded"
         except asyncio.CancelledError:
@@ -108,19 +157,16 @@ class Jobs:
         """Forget the job (cancelled when it runs); :class:`NotFound` when there is none."""
         job = self.get(model, kind, job_id)
         del self._jobs[model, kind, job_id]
-        if job.task is not None and not job.task.done():
-            job.task.cancel()
+        job.cancel()
 
     def forget_model(self, model: str) -> None:
         """Drop every job of ``model`` (deleted or reset)."""
         for key in [k for k in self._jobs if k[0] == model]:
-            job = self._jobs.pop(key)
-            if job.task is not None and not job.task.done():
-                job.task.cancel()
+            self._jobs.pop(key).cancel()
 
     async def close(self) -> None:
         """Cancel the running jobs and wait for them (at shutdown)."""
         tasks = [j.task for j in self._jobs.values() if j.task is not None and not j.task.done()]
-        for task in tasks:
-            task.cancel()
+        for job in self._jobs.values():
+            job.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)

@@ -69,6 +69,9 @@ ADMIN_OPERATIONS = frozenset(
         ("POST", "/v1/models/{name}/rollback"),
         ("POST", "/v1/models/{name}/checkpoints"),
         ("PATCH", "/v1/models/{name}"),
+        # an evaluation replays the log once per candidate on the service's CPU
+        ("POST", "/v1/models/{name}/evaluations"),
+        ("DELETE", "/v1/models/{name}/evaluations/{evaluation_id}"),
     }
 )
 #: (method, path template) -> role, for the operations on one model that are not admin
@@ -82,8 +85,17 @@ ROLE_OPERATIONS = {
     ("GET", "/v1/models/{name}/tree"): "read",
     ("GET", "/v1/models/{name}/checkpoints"): "read",
     ("GET", "/v1/models/{name}/leaves"): "read",
+    ("GET", "/v1/models/{name}/drift"): "read",
     ("POST", "/v1/models/{name}/trace"): "read",
+    ("GET", "/v1/models/{name}/evaluations"): "read",
+    ("GET", "/v1/models/{name}/evaluations/{evaluation_id}"): "read",
+    ("GET", "/v1/models/{name}/checkpoints/{sequence}/tree"): "read",
 }
+#: a model's routes one segment deeper than :data:`_MODEL_PATH` takes, by their template
+_DEEPER_PATH = re.compile(
+    r"^/v1/models/(?P<name>[^/]+)(?:/evaluations/(?P<evaluation>[^/]+)"
+    r"|/checkpoints/(?P<sequence>[^/]+)/tree)/?$"
+)
 _MODEL_PATH = re.compile(r"^/v1/models/(?P<name>[^/]+)(?P<rest>/[^/]+)?/?$")
 #: the deeper paths of a model that need the predict role: activation, multi-slot reward
 #: and activation, and Personalizer's rank, reward and activate routes (single and
@@ -154,6 +166,13 @@ def find_grant(key: bytes, candidates: list[KeyGrant]) -> KeyGrant | None:
 def _operation(method: str, path: str) -> tuple[str | None, str | None]:
     """The model a ``/v1`` request is about and the role it needs (None: any role)."""
     match = _MODEL_PATH.match(path)
+    if match is None and (deep := _DEEPER_PATH.match(path)) is not None:
+        template = (
+            "/v1/models/{name}/evaluations/{evaluation_id}"
+            if deep["evaluation"] is not None
+            else "/v1/models/{name}/checkpoints/{sequence}/tree"
+        )
+        return deep["name"], ROLE_OPERATIONS.get((method, template))
     if match is None:
         deeper = _PREDICT_PATH.match(path)
         return (deeper["name"], "predict") if deeper and method == "POST" else (None, None)

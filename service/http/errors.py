@@ -268,6 +268,8 @@ def _statuses(route: APIRoute, admin_routes: set[tuple[str, str]]) -> set[int]:
         statuses.add(409)  # the name is taken, the model cap is reached, or no apprentice
     if path.endswith(("/feedback", "/activate", "/reward_multi_slot", "/activate_multi_slot")):
         statuses |= {409, 410}
+    if method == "POST" and path.endswith("/evaluations"):
+        statuses.add(409)  # the model's evaluations held are all still running
     if path.endswith(("/rank", "/rank_multi_slot", "/predict")):
         statuses.add(409)  # the event id given is already used (and settled)
     if path == "/metrics":

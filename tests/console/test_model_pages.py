@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,38 @@ def test_learning_shows_loss_against_the_baselines(
     legend = page.locator("#loss-chart .legend").inner_text()
     assert "uniform play (SNIPS)" in legend and "best constant" in legend
     shot(page, "learning")
+
+
+def test_learning_marks_each_drift_signal_at_its_row(console: Any, admin: httpx.Client) -> None:
+    name = "pages-drifting"
+    create(admin, name, {"kind": "dgt", "n_features": 2, "n_actions": 2, "height": 2})
+    for loss in [0.0] * 300 + [1.0] * 100:  # right for 300 rounds, then always wrong
+        decision = admin.post(f"/v1/models/{name}/predict", json={"context": [0.1, 0.2]}).json()
+        body = {"event_id": decision["event_id"], "loss": loss}
+        assert admin.post(f"/v1/models/{name}/feedback", json=body).status_code == 200
+    for _ in range(300):
+        drift = admin.get(f"/v1/models/{name}/drift").json()
+        if drift["signals"]:
+            break
+        time.sleep(0.1)
+    (event,) = drift["events"]
+    page = console().open(f"#/models/{name}/learning")
+    page.wait_for_selector("#loss-chart svg polyline")
+    marks = page.locator("#loss-chart line.drift")
+    assert marks.count() == 1 and page.locator("#explore-chart line.drift").count() == 1
+    title = marks.first.locator("title").text_content() or ""
+    assert title.startswith("drift signal 1 ") and f"at feedback {event['feedback']}," in title
+    # drawn at the offset of the row whose feedback set it off, between the axis' ends
+    rows = admin.get(f"/v1/models/{name}/log").text.splitlines()
+    offsets = [json.loads(r)["offset"] for r in rows]
+    (at,) = [json.loads(r)["offset"] for r in rows if event["event_id"] in r]
+    x = float(marks.first.get_attribute("x1"))
+    share = (at - offsets[0]) / (offsets[-1] - offsets[0])
+    box = page.locator("#loss-chart line.axis").first
+    left, right = float(box.get_attribute("x1")), float(box.get_attribute("x2"))
+    assert x == pytest.approx(left + share * (right - left), abs=1.0)
+    assert "Drift signals: 1 in all; 1 marked" in page.locator("#drift-note").inner_text()
+    shot(page, "learning-drift")
 
 
 def test_policy_draws_named_splits_and_a_leafs_decisions(
@@ -136,6 +169,13 @@ def test_decisions_filter_and_export(console: Any, trained: str) -> None:
     with page.expect_download() as info:
         page.click("#decisions-export")
     lines = info.value.path().read_text().splitlines()
+    # time to feedback: from the decision's time (its event id's first 12 hex digits, in
+    # milliseconds) to the feedback's
+    first = json.loads(lines[0])
+    waited = first["time_seconds"] - int(first["event_id"][:12], 16) / 1000
+    shown = page.locator("#decisions-table tbody tr").first.locator("td").nth(6).inner_text()
+    assert 0 <= waited < 120  # the traffic answers each decision at once
+    assert shown == (f"{round(waited * 1000)} ms" if waited < 1 else f"{waited:.3g} s")
     assert lines and all(json.loads(line)["action"] == 1 and "oslo" in line for line in lines)
 
 
@@ -186,15 +226,13 @@ def test_app_key_reads_but_cannot_change(console: Any, trained: str) -> None:
     assert page.locator("#copy-form button[type=submit]").is_disabled()
 
 
-def test_evaluate_prepares_a_run_that_runs(
-    console: Any, trained: str, admin: httpx.Client, tmp_path: Path
-) -> None:
+def test_evaluate_prepares_a_run_that_runs(console: Any, trained: str, tmp_path: Path) -> None:
     page = open_tab(console, "evaluate")
     page.fill(
         "#evaluate-candidates",
         '[{"height": 2}, {"explorer": "epsilon_greedy", "explorer_parameter": 0.1}]',
     )
-    page.click("#evaluate-form button[type=submit]")
+    page.click("#evaluate-prepare")
     commands = page.locator("#evaluate-commands").inner_text()
     assert commands.count("--config") == 2 and f"banditree log export {MODEL}" in commands
     files = []
@@ -208,7 +246,6 @@ def test_evaluate_prepares_a_run_that_runs(
         files.append(tmp_path / info.value.suggested_filename)
         info.value.save_as(files[-1])
     assert json.loads(files[0].read_text())["height"] == 2
-    shot(page, "evaluate")
     argv = [sys.executable, "-m", "banditree_cli", "evaluate", str(log_path), "--config", str(files[0]),
             "--config", str(files[1]), "--n-bootstrap", "50", "--no-progress", "--out", str(tmp_path / "run")]  # fmt: skip
     done = subprocess.run(
@@ -222,8 +259,56 @@ def test_evaluate_prepares_a_run_that_runs(
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads((tmp_path / "run" / "report.json").read_text())
     assert len(report["candidates"]) == 2
-    page.click("button[data-apply='0']")
+
+
+def test_evaluate_runs_on_the_server_with_progress_and_creates_a_candidate(
+    console: Any, trained: str, admin: httpx.Client
+) -> None:
+    page = open_tab(console, "evaluate", allow=422)
+    page.fill("#evaluate-candidates", '[{"height": 0}]')
+    page.fill("#evaluate-bootstrap", "50")
+    page.click("#evaluate-form button[type=submit]")
+    error = page.locator('[data-error-for="candidates"]')
+    error.filter(has_text="candidates[0].changes.height").wait_for()
+    page.fill(
+        "#evaluate-candidates",
+        '[{"height": 2}, {"explorer": "epsilon_greedy", "explorer_parameter": 0.1}]',
+    )
+    # every state the page shows on the way: the progress bar, then the report
+    page.evaluate(
+        """() => { window.seen = [];
+        new MutationObserver(() => { const p = document.getElementById('evaluate-progress');
+          if (p) window.seen.push(p.getAttribute('value')); })
+          .observe(document.getElementById('evaluate-out'), {childList: true, subtree: true}); }"""
+    )
+    page.click("#evaluate-form button[type=submit]")
+    assert error.inner_text() == ""
+    page.wait_for_selector("#evaluate-results", timeout=120_000)
+    assert page.locator("#evaluate-status").inner_text() == "succeeded"
+    assert len(page.evaluate("window.seen")) >= 1  # a running job was shown with its bar
+    names = page.locator("#evaluate-results tbody th").all_inner_texts()
+    assert [n.split()[0] for n in names] == ["current", "candidate-0", "candidate-1"]
+    job = admin.get(f"/v1/models/{MODEL}/evaluations").json()["evaluations"][-1]
+    report = admin.get(f"/v1/models/{MODEL}/evaluations/{job['id']}").json()["result"]
+    snips = report["candidates"]["candidate-1"]["snips"]
+    cell = page.locator("#evaluate-results tr[data-candidate='candidate-1'] td").first
+    assert cell.inner_text().startswith(
+        "withheld" if snips is None else f"{1 - snips:.3g}".rstrip("0").rstrip(".")
+    )
+    shot(page, "evaluate")
+    page.click("#evaluate-results button[data-create='candidate-0']")
     page.wait_for_function(
         f"document.getElementById('toast').textContent.includes('{MODEL}-candidate-0')"
     )
     assert admin.get(f"/v1/models/{MODEL}-candidate-0").json()["config"]["height"] == 2
+    # the evaluation stays on the server: the tab opened again shows it
+    again = open_tab(console, "evaluate")
+    again.wait_for_selector("#evaluate-results")
+    assert again.locator("#evaluate-past button[data-job]").count() >= 1
+
+
+def test_evaluate_needs_an_admin_key_to_run(console: Any, trained: str) -> None:
+    page = open_tab(console, "evaluate", key=APP_KEY)
+    assert page.locator("#evaluate-form button[type=submit]").is_disabled()
+    page.click("#evaluate-prepare")
+    assert "banditree evaluate" in page.locator("#evaluate-commands").inner_text()

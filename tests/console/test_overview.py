@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any
 
 import httpx
 
 from tests.console.conftest import APP_KEY, shot
+from tests.console.traffic import NAMED, create, feed
 
 
 def make(admin: httpx.Client, name: str, **extra: Any) -> None:
@@ -83,3 +86,34 @@ def test_theme_toggle_and_keyboard(console: Any) -> None:
     shot(page, "overview-dark")
     page.keyboard.press("t")
     assert page.evaluate("document.documentElement.dataset.theme") == "light"
+
+
+def test_rates_and_trend_come_from_the_services_series(console: Any, admin: httpx.Client) -> None:
+    create(admin, "ov-busy", NAMED)
+
+    def sampled(ready: Callable[[dict[str, Any]], bool]) -> None:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            figures = admin.get("/v1/series").json()["models"].get("ov-busy")
+            if figures and ready(figures):
+                return
+            time.sleep(0.2)
+        raise AssertionError("the service sampled no traffic of ov-busy")
+
+    sampled(lambda f: True)  # two samples of the idle model
+    feed(admin, "ov-busy", 200)  # answered traffic after them
+    sampled(lambda f: f["window_loss"] is not None)
+    watched = console()
+    lists: list[str] = []
+    watched.page.on("request", lambda r: lists.append(r.url) if "/v1/models?" in r.url else None)
+    page = watched.open()
+    row = page.locator("#models-body tr[data-name=ov-busy]")
+    # the first answer already shows rates: nothing waits for a second poll of the list
+    page.wait_for_function(
+        "() => { const r = document.querySelector('#models-body tr[data-name=ov-busy]');"
+        " return r && r.children[5].textContent !== '–'; }"
+    )
+    assert len(lists) == 1, lists
+    cells = row.locator("td").all_inner_texts()
+    assert float(cells[5].replace(",", "")) > 0 and float(cells[6].replace(",", "")) > 0
+    assert 0 <= float(cells[7]) <= 1  # the loss of the feedback learned in the last minute

@@ -9,7 +9,7 @@ import pytest
 
 from banditree.datasets import load
 from banditree.learners import Feedback, LearnerConfig, build_learner
-from banditree.learners.drift import LossRiseDetector
+from banditree.learners.drift import RECENT_SIGNALS, LossRiseDetector
 from banditree.learners.factory import restore_learner
 from banditree.learners.gradient_bandit import GradientBandit
 from simulate.drift import drift_labels
@@ -84,8 +84,9 @@ def _shifted_stream(n: int, at: int, seed: int = 0) -> tuple[np.ndarray, np.ndar
 
 def _play(learner: Any, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     losses = np.empty(len(y))
+    start = learner.counters["feedback"]
     for t, (row, label) in enumerate(zip(x, y.tolist(), strict=True)):
-        d = learner.act(row)
+        d = learner.act(row, event_id=f"e{start + t}")
         losses[t] = float(d.action != label)
         learner.learn(d, Feedback(loss=losses[t]))
     return losses
@@ -137,6 +138,29 @@ def test_a_checkpoint_carries_the_detector_and_the_explorers_restart() -> None:
     np.testing.assert_array_equal(np.concatenate([first_losses, rest]), whole_losses)
     assert resumed.counters["drift_signals"] == whole.counters["drift_signals"] == 1
     assert whole._explore_rounds < whole.counters["feedback"]
+    # the signal is recorded where it happened, and a checkpoint carries the record
+    (event,) = whole.drift_events()
+    assert resumed.drift_events() == [event]
+    assert event["signal"] == 1 and event["test"] in ("rise", "jump")
+    assert at < event["feedback"] < at + 100  # the shift is seen within ~40 rounds
+    assert event["event_id"] == f"e{event['feedback'] - 1}" and event["version"] > 0
+    assert event["rounds"] == event["feedback"]  # the first signal: rounds since the start
+
+
+def test_the_detector_keeps_the_newest_signals_only() -> None:
+    detector = LossRiseDetector(5.0, min_rounds=10)
+    for t in range(RECENT_SIGNALS * 3 * 40):
+        if detector.update(float((t // 40) % 2)):  # 40 rounds right, 40 wrong, ...
+            detector.locate(feedback=t + 1)
+    assert detector.signals > RECENT_SIGNALS
+    assert len(detector.recent) == RECENT_SIGNALS
+    kept = [r["signal"] for r in detector.recent]
+    assert kept == list(range(detector.signals - RECENT_SIGNALS + 1, detector.signals + 1))
+    copy = LossRiseDetector(5.0, min_rounds=10)
+    copy.load_state(detector.state())
+    assert list(copy.recent) == list(detector.recent)
+    copy.load_state({k: v for k, v in detector.state().items() if k != "recent"})
+    assert copy.signals == detector.signals and not copy.recent  # an older checkpoint
 
 
 def test_stored_configs_keep_their_behaviour() -> None:

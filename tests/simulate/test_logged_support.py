@@ -12,9 +12,9 @@ import pytest
 from typer.testing import CliRunner
 
 from banditree.datasets import data_path
+from banditree.evaluation.support import SupportRules, support
 from banditree_cli import app
 from simulate.logged import LoggedOptions, evaluate_log, load_log_csv, load_obd
-from simulate.support import SupportRules, support
 
 
 def test_a_raw_obd_csv_is_read_as_documented(tmp_path: Path) -> None:

@@ -186,6 +186,11 @@ class Learning(GradientBase):
         self._count_feedback(feedback)
         if self._detector is not None and feedback.loss is not None:
             if self._detector.update(feedback.loss):
+                self._detector.locate(
+                    event_id=decision.event_id,
+                    feedback=self._n_learned,
+                    version=self._snapshot.version,
+                )
                 self._on_drift()
         if self._pending < self.accumulate and self._n_learned > EAGER_ROUNDS:
             if len(self._buffer) >= _MAX_BUFFERED:

@@ -30,6 +30,11 @@ class Checkpointing(GradientBase):
             "drift_signals": detector.signals if detector is not None else 0,
         }
 
+    def drift_events(self) -> list[dict[str, Any]]:
+        """The change detector's newest signals, oldest first (none without a detector)."""
+        detector = self._detector
+        return [] if detector is None else [dict(r) for r in detector.recent]
+
     def parameters(self) -> Params:
         """A copy of the current parameters."""
         return {k: v.copy() for k, v in self._params.items()}

@@ -47,12 +47,18 @@ export const api = {
   setMode: (name, mode) => call("PATCH", m(name), { mode }),
   tree: (name) => get(`${m(name)}/tree`),
   leaves: (name) => get(`${m(name)}/leaves`),
+  drift: (name) => get(`${m(name)}/drift`),
   trace: (name, contexts) => call("POST", `${m(name)}/trace`, { contexts }),
   checkpoints: (name) => get(`${m(name)}/checkpoints`),
   checkpointTree: (name, sequence) => get(`${m(name)}/checkpoints/${encodeURIComponent(sequence)}/tree`),
   checkpointNow: (name) => call("POST", `${m(name)}/checkpoints`),
   rollback: (name, version) => call("POST", `${m(name)}/rollback`, { version }),
   whoami: () => get("/v1/whoami"),
+  series: () => get("/v1/series"),
+  evaluate: (name, body) => call("POST", `${m(name)}/evaluations`, body),
+  evaluations: (name) => get(`${m(name)}/evaluations`),
+  evaluation: (name, id) => get(`${m(name)}/evaluations/${encodeURIComponent(id)}`),
+  deleteEvaluation: (name, id) => call("DELETE", `${m(name)}/evaluations/${encodeURIComponent(id)}`),
   /** The joined log as rows (NDJSON), oldest first: rows with offset above ``since``. */
   async log(name, { since = 0, limit = 1000 } = {}) {
     const response = await fetch(`${m(name)}/log?since=${since}&limit=${limit}`, { headers: headers({ Accept: "application/x-ndjson" }) });

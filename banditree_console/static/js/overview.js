@@ -3,9 +3,9 @@ import { api } from "./api.js";
 import { esc, fmt, h, seconds, showError, toast } from "./dom.js";
 import { sparkline } from "./svg.js";
 
-/** Per model, the counters of recent polls: rates and windowed loss come from their deltas. */
-const history = new Map();
-const WINDOW_SECONDS = 60, POLL_MS = 2000;
+/** Per model, the service's recent figures (GET /v1/series: sampled every few seconds). */
+let recent = {};
+const POLL_MS = 2000;
 const COLUMNS = [
   ["name", "Model"], ["kind", "Kind"], ["task", "Task"], ["mode", "Mode"], ["version", "Version", true],
   ["decisionsPerSecond", "Decisions/s", true], ["feedbackPerSecond", "Feedbacks/s", true],
@@ -13,33 +13,16 @@ const COLUMNS = [
   ["learner", "Learner"], ["checkpointAge", "Checkpoint age", true], ["actions", ""],
 ];
 
-function remember(model, now) {
-  const c = model.counters, loss = c.progressive_mean_loss;
-  const point = { t: now, predictions: c.predictions, feedback: c.feedback, lossSum: loss === null ? 0 : loss * c.feedback };
-  const list = history.get(model.name) || [];
-  list.push(point);
-  while (list.length > 2 && now - list[0].t > WINDOW_SECONDS * 1000) list.shift();
-  history.set(model.name, list);
-  return list;
-}
-
-/** One row's figures: rates over the last minute, the loss of the feedback in it. */
-function figures(model, now) {
-  const list = remember(model, now);
-  const first = list[0], last = list[list.length - 1], dt = (last.t - first.t) / 1000;
-  const windows = [];
-  for (let i = 1; i < list.length; i++) {
-    const df = list[i].feedback - list[i - 1].feedback;
-    windows.push(df > 0 ? (list[i].lossSum - list[i - 1].lossSum) / df : null);
-  }
-  const df = last.feedback - first.feedback;
+/** One row's figures: the service's rates over the last minute and the loss of the
+ * feedback learned in it (the progressive loss until the service has two samples). */
+export function figures(model, r) {
   const status = model.status || {};
   return {
     name: model.name, kind: model.config.kind, task: model.config.task, mode: model.mode, version: model.version,
-    decisionsPerSecond: dt > 0 ? (last.predictions - first.predictions) / dt : null,
-    feedbackPerSecond: dt > 0 ? df / dt : null,
-    windowLoss: df > 0 ? (last.lossSum - first.lossSum) / df : model.counters.progressive_mean_loss,
-    trend: windows,
+    decisionsPerSecond: r ? r.decisions_per_second : null,
+    feedbackPerSecond: r ? r.feedback_per_second : null,
+    windowLoss: r && r.window_loss !== null ? r.window_loss : model.counters.progressive_mean_loss,
+    trend: r ? r.loss_trend : [],
     pending: status.pending_decisions ?? null,
     learner: `${status.learner_holder || "no lease"} · lag ${model.pending_updates}`,
     checkpointAge: status.checkpoint_age_seconds ?? null,
@@ -86,12 +69,20 @@ export async function renderOverview(main, ctx) {
     });
   }
 
+  let models = [];
+  const rows = () => { view.rows = models.map((m) => figures(m, recent[m.name])); render(); };
+  let figured = false;
   async function refresh(prefetched = null) {
+    // the list is drawn as soon as it comes; the figures when they follow (either first)
+    api.series().then((a) => {
+      recent = a.models;
+      if (!table.isConnected) return;
+      rows();
+      if (!figured) { figured = true; performance.mark("overview-figures"); }
+    }, () => {});
     try {
-      const answer = await (prefetched || api.models());
-      const now = Date.now();
-      view.rows = answer.models.map((m) => figures(m, now));
-      render();
+      models = (await (prefetched || api.models())).models;
+      rows();
     } catch (err) { showError(err); }
   }
 
@@ -108,7 +99,7 @@ export async function renderOverview(main, ctx) {
     if (!b) return;
     const name = b.dataset.delete;
     if (!(await confirmDialog(`Delete model ${name} and its checkpoints?`))) return;
-    try { await api.remove(name); history.delete(name); toast(`Deleted ${name}`); await refresh(); } catch (err) { showError(err); }
+    try { await api.remove(name); toast(`Deleted ${name}`); await refresh(); } catch (err) { showError(err); }
   });
   await refresh(ctx.prefetched);
   performance.mark("overview-interactive");

@@ -16,8 +16,8 @@ export function sparkline(values, width = 100, height = 22) {
 }
 
 /**
- * A line chart: ``series`` = [{name, points: [[x, y], ...]}], ``marks`` = x positions drawn
- * as vertical lines (drift signals).  Returns SVG text.
+ * A line chart: ``series`` = [{name, points: [[x, y], ...]}], ``marks`` = x positions (or
+ * {x, title}) drawn as vertical lines (drift signals).  Returns SVG text.
  */
 export function lineChart(series, { width = 720, height = 240, marks = [], xLabel = "", yLabel = "" } = {}) {
   const all = series.flatMap((s) => s.points).filter(([x, y]) => Number.isFinite(x) && Number.isFinite(y));
@@ -34,8 +34,10 @@ export function lineChart(series, { width = 720, height = 240, marks = [], xLabe
   }).join("");
   const ticks = [y0, (y0 + y1) / 2, y1].map((y) => `<text x="4" y="${sy(y) + 4}">${fmt(y)}</text>`).join("");
   const xt = [x0, x1].map((x, i) => `<text x="${sx(x) - (i ? 40 : 0)}" y="${height - 8}">${fmt(x)}</text>`).join("");
-  const drift = marks.map((x) => `<line class="drift" x1="${sx(x)}" x2="${sx(x)}" y1="${pad.t}" y2="${height - pad.b}"><title>drift signal</title></line>`).join("");
-  const legend = series.map((s, i) => `<span><i class="s${i}"></i>${esc(s.name)}</span>`).join("");
+  const drift = marks.map((m) => (typeof m === "number" ? { x: m, title: "drift signal" } : m))
+    .map(({ x, title }) => `<line class="drift" x1="${sx(x)}" x2="${sx(x)}" y1="${pad.t}" y2="${height - pad.b}"><title>${esc(title)}</title></line>`).join("");
+  const legend = series.map((s, i) => `<span><i class="s${i}"></i>${esc(s.name)}</span>`).join("") +
+    (marks.length ? '<span><i class="drift"></i>drift signal</span>' : "");
   return `<svg class="chart" viewBox="0 0 ${width} ${height}" width="100%" role="img" aria-label="${esc(yLabel)} by ${esc(xLabel)}">
     <line class="axis" x1="${pad.l}" x2="${width - pad.r}" y1="${height - pad.b}" y2="${height - pad.b}"/>
     <line class="axis" x1="${pad.l}" x2="${pad.l}" y1="${pad.t}" y2="${height - pad.b}"/>

@@ -7,11 +7,14 @@ from __future__ import annotations
 import asyncio
 from typing import Annotated, Any
 
+import orjson
 from fastapi import APIRouter, Request
+from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from service.domain.operations import ROLES_STATE_KEY, SCOPE_STATE_KEY
+from service.domain.operations import ROLES_STATE_KEY, SCOPE_STATE_KEY, visible
 from service.domain.schemas import MAX_BATCH_LENGTH, Context
+from service.domain.series import SAMPLE_SECONDS, ModelSeries
 from service.http.deps import RuntimeDep
 from service.http.errors import ServiceError
 from service.settings import ROLES, Settings
@@ -68,6 +71,64 @@ async def leaves(runtime: RuntimeDep) -> LeavesPublic:
         leaf_stats=learner.leaf_stats(),
         probabilities=learner.leaf_probabilities(),
         scaling=learner.input_scaling(),
+    )
+
+
+class RecentPublic(BaseModel):
+    """One model's recent figures, from this process's samples of its counters."""
+
+    seconds: float = Field(description="the span the rates cover (up to a minute)")
+    decisions_per_second: float | None
+    feedback_per_second: float | None
+    window_loss: float | None = Field(description="mean loss of the feedback learned in the span")
+    loss_trend: list[float | None] = Field(
+        description="windowed losses over the last ten minutes, oldest first (null: no feedback)"
+    )
+
+
+class SeriesPublic(BaseModel):
+    """Every model's recent figures (the models the key reaches; none before two samples)."""
+
+    sample_seconds: float
+    models: dict[str, RecentPublic]
+
+
+@router.get("/v1/series", response_model=SeriesPublic, response_class=Response)
+async def series(request: Request) -> Response:
+    """Decisions and feedbacks per second over the last minute, the loss of the feedback
+    learned in it, and a ten-minute loss trend, per model this process serves."""
+    sampled: ModelSeries = request.app.state.series
+    patterns = request.scope.get("state", {}).get(SCOPE_STATE_KEY)
+    models = {}
+    for name in request.app.state.registry.runtimes:
+        if visible(patterns, name) and (figures := sampled.figures(name)) is not None:
+            models[name] = figures
+    # the figures are plain floats made here: encoded as they are (a thousand models'
+    # worth each poll of the overview), not validated again model by model
+    body = {"sample_seconds": SAMPLE_SECONDS, "models": models}
+    return Response(orjson.dumps(body), media_type="application/json")
+
+
+class DriftPublic(BaseModel):
+    """The change detector's signals of the served model (learner state)."""
+
+    version: int
+    signals: int = Field(description="signals since the model was created")
+    events: list[dict[str, Any]] = Field(
+        description="the newest signals, oldest first: signal (its number), test (rise or "
+        "jump), rounds (since the previous one), event_id (the decision whose feedback set "
+        "it off), feedback (the learner's feedback count then), version"
+    )
+
+
+@router.get("/v1/models/{name}/drift")
+async def drift(runtime: RuntimeDep) -> DriftPublic:
+    """When the learner's change detector signalled a rise of the loss (none without one)."""
+    learner = runtime.learner
+    return DriftPublic(
+        version=learner.version,
+        signals=int(learner.counters.get("drift_signals", 0)),
+        events=learner.drift_events(),
     )
 
 

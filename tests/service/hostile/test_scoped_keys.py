@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -186,3 +187,36 @@ def test_leaves_and_trace_need_the_read_role_on_the_model(server: LiveServer) ->
         refused(call(server, PREDICTOR, method, path, json=body), 403, "read role")
         other = path.replace("shop-1", "other")
         refused(call(server, READER, method, other, json=body), 403, "does not reach")
+
+
+def test_a_models_deeper_routes_need_the_role_and_the_model(server: LiveServer) -> None:
+    """A checkpoint's tree and an evaluation are the model's: the role, and a key that reaches it."""
+    tree = "/v1/models/{}/checkpoints/1/tree"
+    refused(call(server, READER, "GET", tree.format("other")), 403, "does not reach")
+    refused(call(server, PREDICTOR, "GET", tree.format("shop-1")), 403, "read role")
+    assert call(server, READER, "GET", tree.format("shop-1")).status_code in (200, 404)
+    refused(call(server, READER, "POST", "/v1/models/shop-1/evaluations", json={}), 403, "admin")
+    refused(call(server, READER, "DELETE", "/v1/models/shop-1/evaluations/e1"), 403, "admin")
+    refused(call(server, PREDICTOR, "GET", "/v1/models/shop-1/evaluations/e1"), 403, "read role")
+    refused(call(server, READER, "GET", "/v1/models/other/evaluations/e1"), 403, "does not reach")
+    refused(call(server, READER, "GET", "/v1/models/other/evaluations"), 403, "does not reach")
+    refused(call(server, PREDICTOR, "GET", "/v1/models/shop-1/drift"), 403, "read role")
+    assert call(server, READER, "GET", "/v1/models/shop-1/drift").json()["signals"] == 0
+    assert call(server, READER, "GET", "/v1/models/shop-1/evaluations/e1").status_code == 404
+    listed = call(server, READER, "GET", "/v1/models/shop-1/evaluations").json()
+    assert listed == {"evaluations": []}
+    refused(call(server, TEAM, "POST", "/v1/models/shop-1/evaluations", json={}), 403, "reach")
+
+
+def test_series_lists_the_models_a_key_reaches(server: LiveServer) -> None:
+    for _ in range(150):  # the first samples come SAMPLE_SECONDS apart
+        every = call(server, ADMIN, "GET", "/v1/series").json()["models"]
+        if len(every) == 3:
+            break
+        time.sleep(0.1)
+    assert sorted(every) == ["other", "shop-1", "shop-2"]
+    assert sorted(call(server, READER, "GET", "/v1/series").json()["models"]) == [
+        "shop-1",
+        "shop-2",
+    ]
+    refused(call(server, None, "GET", "/v1/series"), 401, "missing API key")

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import numpy as np
 import orjson
 import pytest
 
@@ -153,3 +154,54 @@ async def test_a_missing_checkpoint_is_a_404_naming_the_sequence(http: httpx.Asy
     assert answer.status_code == 404
     assert "987654" in answer.text and "sequence" in answer.text
     assert (await http.get("/v1/models/m/checkpoints/-1/tree")).status_code == 422
+
+
+async def test_drift_names_the_feedback_that_set_each_signal_off(http: httpx.AsyncClient) -> None:
+    assert (await http.get("/v1/models/m/drift")).json() == {
+        "version": 0,
+        "signals": 0,
+        "events": [],
+    }
+    rng = np.random.default_rng(0)
+    rising: list[str] = []
+    for loss in [0.0] * 300 + [1.0] * 100:  # right for 300 rounds, then always wrong
+        context = rng.normal(size=3).tolist()
+        decision = (await http.post("/v1/models/m/predict", json={"context": context})).json()
+        if loss:
+            rising.append(decision["event_id"])
+        body = {"event_id": decision["event_id"], "loss": loss}
+        assert (await http.post("/v1/models/m/feedback", json=body)).status_code == 200
+    for _ in range(400):
+        model = (await http.get("/v1/models/m")).json()
+        if model["counters"]["feedback"] >= 400 and model["pending_updates"] == 0:
+            break
+        await asyncio.sleep(0.02)
+    answer = (await http.get("/v1/models/m/drift")).json()
+    assert answer["signals"] == 1
+    (event,) = answer["events"]
+    assert event["event_id"] in rising[:60]  # seen within 60 rounds of the rise
+    assert event["feedback"] == 301 + rising.index(event["event_id"])
+    rows = [orjson.loads(line) for line in (await http.get("/v1/models/m/log")).text.splitlines()]
+    (row,) = [r for r in rows if r["event_id"] == event["event_id"]]
+    assert row["loss"] == 1.0  # the console marks the signal at this row's offset
+
+
+async def test_series_gives_each_models_recent_rates_and_loss(tmp_path: Path) -> None:
+    app = create_app(load_settings(data_dir=tmp_path, snapshot_poll_seconds=0.05))
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
+            assert (await http.put("/v1/models/m", json=MODEL)).status_code == 201
+            series, runtimes = app.state.series, app.state.registry.runtimes
+            series.sample(runtimes, 1000.0)
+            assert (await http.get("/v1/series")).json()["models"] == {}  # one sample
+            model = await feed(http, [[float(i % 5), 1.0, 0.5 * i] for i in range(40)])
+            series.sample(runtimes, 1010.0)
+            answer = (await http.get("/v1/series")).json()
+    assert answer["sample_seconds"] == 5.0
+    figures = answer["models"]["m"]
+    assert figures["seconds"] == 10.0
+    assert figures["decisions_per_second"] == pytest.approx(4.0)
+    assert figures["feedback_per_second"] == pytest.approx(4.0)
+    assert figures["window_loss"] == pytest.approx(model["counters"]["progressive_mean_loss"])
+    assert figures["loss_trend"] == [pytest.approx(figures["window_loss"])]

@@ -2,6 +2,20 @@
 import { api } from "../api.js";
 import { download, esc, fmt, h } from "../dom.js";
 
+const MADE_ID = /^[0-9a-f]{36}$/;
+
+/** Seconds from the decision to its feedback: an event id the service made begins with
+ * the decision's time in milliseconds (12 hex digits); null for an id the caller gave. */
+export function toFeedback(row) {
+  if (!MADE_ID.test(row.event_id)) return null;
+  return Math.max(row.time_seconds - parseInt(row.event_id.slice(0, 12), 16) / 1000, 0);
+}
+
+function span(s) {
+  if (s === null) return "–";
+  return s < 1 ? `${Math.round(s * 1000)} ms` : s < 120 ? `${fmt(s)} s` : `${fmt(s / 60)} min`;
+}
+
 export async function renderDecisions(body, model) {
   const all = (await api.recentLog(model.name, 2000)).reverse();
   const text = h("input", { type: "search", id: "decisions-filter", "data-filter": "", placeholder: "context contains…  ( / )", "aria-label": "Filter by context" });
@@ -13,7 +27,7 @@ export async function renderDecisions(body, model) {
   const tbody = h("tbody");
   body.replaceChildren(h("div", { class: "row" }, text, action, source, minLoss, count, exportButton),
     h("div", { class: "scroll" }, h("table", { class: "grid", id: "decisions-table" }, h("thead", {}, h("tr", {},
-      ["Offset", "Time", "Context", "Action / value", "Probability", "Loss", "Source"].map((t) => h("th", {}, t)))), tbody)));
+      ["Offset", "Time", "Context", "Action / value", "Probability", "Loss", "To feedback", "Source"].map((t) => h("th", {}, t)))), tbody)));
   let shown = all;
   const apply = () => {
     const needle = text.value.toLowerCase(), a = action.value === "" ? null : Number(action.value), least = minLoss.value === "" ? null : Number(minLoss.value);
@@ -21,7 +35,8 @@ export async function renderDecisions(body, model) {
       && (!source.value || r.source === source.value) && (least === null || (r.loss ?? -Infinity) >= least));
     tbody.innerHTML = shown.slice(0, 500).map((r) => `<tr><td>${r.offset}</td><td>${new Date(r.time_seconds * 1000).toISOString().replace("T", " ").slice(0, 19)}</td>` +
       `<td><code>${esc(JSON.stringify(r.context)).slice(0, 120)}</code></td><td>${r.action ?? fmt(r.value)}</td><td class="num">${fmt(r.propensity)}</td>` +
-      `<td class="num">${fmt(r.loss ?? (r.losses ? (r.losses[0] + r.losses[1]) / 2 : null))}</td><td>${esc(r.source)}</td></tr>`).join("");
+      `<td class="num">${fmt(r.loss ?? (r.losses ? (r.losses[0] + r.losses[1]) / 2 : null))}</td>` +
+      `<td class="num" title="from the decision (its event id's time) to the feedback joined">${span(toFeedback(r))}</td><td>${esc(r.source)}</td></tr>`).join("");
     count.textContent = `${shown.length} of ${all.length} recent rows${shown.length > 500 ? " (first 500 shown)" : ""}`;
   };
   [text, action, source, minLoss].forEach((el) => el.addEventListener("input", apply));

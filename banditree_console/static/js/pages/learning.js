@@ -1,6 +1,7 @@
 // Learning: progressive loss from the model's own log (windowed and cumulative) against
 // uniform play and the best constant action (self-normalised inverse-propensity estimates
-// on the same rows), exploration share.
+// on the same rows), exploration share, and the change detector's signals marked where the
+// feedback that set each one off sits in the log.
 import { api } from "../api.js";
 import { fmt, h } from "../dom.js";
 import { lineChart } from "../svg.js";
@@ -37,8 +38,23 @@ export function learningSeries(rows, nActions) {
   return { windowed, cumulative, uniform, explored, bestConstant, n, support };
 }
 
+/** Drift signals (``GET .../drift`` events) as chart marks at their rows' offsets; the
+ * signals older than the rows shown are counted in ``older``. */
+export function driftMarks(events, rows) {
+  const at = new Map(rows.map((r) => [r.event_id, r.offset]));
+  const marks = [];
+  let older = 0;
+  for (const e of events) {
+    const x = at.get(e.event_id);
+    if (x === undefined) { older += 1; continue; }
+    marks.push({ x, title: `drift signal ${e.signal} (${e.test} test) at feedback ${e.feedback}, version ${e.version}` });
+  }
+  return { marks, older };
+}
+
 export async function renderLearning(body, model) {
-  const rows = await api.recentLog(model.name, ROWS);
+  const [rows, drift] = await Promise.all([api.recentLog(model.name, ROWS), api.drift(model.name)]);
+  const { marks, older } = driftMarks(drift.events, rows);
   const nActions = model.config.task === "classification" ? model.config.n_actions || 0 : 0;
   const s = learningSeries(rows, nActions);
   const series = [{ name: `windowed loss (${WINDOW} rows)`, points: s.windowed }, { name: "cumulative loss", points: s.cumulative }];
@@ -59,10 +75,14 @@ export async function renderLearning(body, model) {
       card("Exploration share", s.explored.length ? `${fmt(100 * last(s.explored), 3)}%` : "–", "played ≠ greedy, windowed"),
       a ? card("Apprentice agreement", a.agreement_rate === null ? "–" : `${fmt(100 * a.agreement_rate, 3)}%`, `${fmt(a.decisions_compared)} compared`) : null),
     h("h2", {}, "Loss over the log"),
-    h("p", { class: "muted" }, `${fmt(rows.length)} most recent log rows (x: log offset).`),
-    h("div", { id: "loss-chart", html: lineChart(series, { xLabel: "log offset", yLabel: "loss" }) }),
+    h("p", { class: "muted", id: "drift-note" }, `${fmt(rows.length)} most recent log rows (x: log offset). ` +
+      (drift.signals ? `Drift signals: ${fmt(drift.signals)} in all; ${fmt(marks.length)} marked by a vertical line` +
+        (older ? `, ${fmt(older)} before these rows` : "") +
+        (drift.signals > drift.events.length ? ` (the newest ${fmt(drift.events.length)} are kept)` : "") + "."
+        : "No drift signal: the change detector has not seen the loss rise.")),
+    h("div", { id: "loss-chart", html: lineChart(series, { xLabel: "log offset", yLabel: "loss", marks }) }),
     s.explored.length ? h("h2", {}, "Exploration share") : null,
-    s.explored.length ? h("div", { id: "explore-chart", html: lineChart([{ name: "played ≠ greedy", points: s.explored }], { height: 160, xLabel: "log offset", yLabel: "share" }) }) : null);
+    s.explored.length ? h("div", { id: "explore-chart", html: lineChart([{ name: "played ≠ greedy", points: s.explored }], { height: 160, xLabel: "log offset", yLabel: "share", marks }) }) : null);
 }
 
 export function card(title, value, note) {

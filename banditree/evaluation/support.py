@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from banditree.models.dgt.tree_ops import FloatArray
+from banditree.core.arrays import FloatArray
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """A log of named features (JSON contexts) as numbers, for the doubly robust reward model.
 
-The candidates replay the JSON contexts themselves (:mod:`simulate.counterfactual`);
+The candidates replay the JSON contexts themselves (:mod:`banditree.evaluation.counterfactual`);
 only the reward model ``q(x, a)`` of the doubly robust estimate needs a fixed matrix.
 Its schema is inferred from the training rows (:func:`banditree.features.infer_schema`:
 each name's first non-null value sets its type), its encoder learns those rows, and

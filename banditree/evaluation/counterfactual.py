@@ -29,6 +29,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from banditree.core.arrays import FloatArray
+from banditree.evaluation.support import SupportRules, event_notes, support
 from banditree.learners import (
     Decision,
     Feedback,
@@ -44,7 +45,6 @@ from banditree.ope import (
     SelfNormalizedInverseProbabilityWeighting,
     check_logged_rounds,
 )
-from simulate.support import SupportRules, event_notes, support
 
 __all__ = ["ReplayTrace", "ServedVersions", "SupportRules", "replay", "score_candidate", "support"]
 
