@@ -93,6 +93,22 @@ class BoostedOptions(BaseModel):
             "predicted rewards, each weighted by the other's error (not one or the other)"
         ),
     )
+    blend_power: float = Field(
+        1.0,
+        ge=0.0,
+        le=16.0,
+        description=(
+            "blend: each model weighted by the other's error to this power (higher: "
+            "the lower-error model weighs more; 0: the plain mean)"
+        ),
+    )
+    blend_bonus: Literal["full", "weighted"] = Field(
+        "full",
+        description=(
+            "blend: the ensemble's optimism bonus in full, or times the ensemble's weight "
+            "in the blend (the share of the blended mean its uncertainty enters)"
+        ),
+    )
     compete_halflife: float = Field(
         500.0, ge=1.0, le=1e7, description="rounds over which the errors are averaged"
     )

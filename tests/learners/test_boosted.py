@@ -196,6 +196,24 @@ def test_blend_weights_each_model_by_the_others_error() -> None:
     np.testing.assert_allclose(scores, want + 0.3 * np.sqrt(var), rtol=1e-12)
 
 
+@pytest.mark.parametrize("power", [0.0, 2.0])
+def test_blend_power_and_a_weighted_bonus(power: float) -> None:
+    x, labels = rounds(300)
+    learner = boosted(first_fit=40, blend_power=power, blend_bonus="weighted", optimism=2.0)
+    play(learner, x, labels)
+    errors = learner._errors
+    assert errors.online != errors.ensemble
+    assert learner._ensemble is not None and learner._starter is not None
+    own, var = learner._ensemble.action_scores(x[0])
+    online = learner._starter.reward_estimates(x[0])  # type: ignore[attr-defined]
+    w = errors.online**power / (errors.online**power + errors.ensemble**power)
+    want = w * own + (1.0 - w) * online
+    mean, scores = learner.optimistic_scores(x[0])
+    np.testing.assert_allclose(mean, want, rtol=1e-12)
+    # the bonus enters as the ensemble's share of the blended mean
+    np.testing.assert_allclose(scores, want + 2.0 * w * np.sqrt(var), rtol=1e-12)
+
+
 def test_full_information_learns_a_row_per_action() -> None:
     x, labels = rounds(80)
     learner = build_learner(

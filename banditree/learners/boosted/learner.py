@@ -119,14 +119,18 @@ class BoostedBandit(Learner):
         if self._ensemble is None:
             raise ValueError("no ensemble is fitted yet")
         mean, var = self._ensemble.action_scores(x)
+        bonus = self.options.optimism * np.sqrt(var)
         if self._compete and self.options.blend and self._starter is not None:
-            # inverse-error weights: each model weighted by the other's error
+            # inverse-error weights: each model weighted by the other's error (to a power)
             online = self._starter.reward_estimates(x)  # type: ignore[attr-defined]
-            e_online, e_ensemble = self._errors.online, self._errors.ensemble
+            power = self.options.blend_power
+            e_online, e_ensemble = self._errors.online**power, self._errors.ensemble**power
             total = e_online + e_ensemble
             if total > 0.0:
                 mean = (e_online * mean + e_ensemble * online) / total
-        return mean, mean + self.options.optimism * np.sqrt(var)
+                if self.options.blend_bonus == "weighted":
+                    bonus = bonus * (e_online / total)
+        return mean, mean + bonus
 
     def act(self, context: Sequence[float] | FloatArray, event_id: str | None = None) -> Decision:
         x = as_context(context, self.n_features)
