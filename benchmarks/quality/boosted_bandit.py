@@ -177,7 +177,7 @@ def main(argv: list[str] | None = None) -> None:
         for seed in range(args.seeds)
         for v in args.variants
     ]
-    # started afresh, as bandit_rivals does; records in the order the tasks end
+    # started afresh, as bandit_rivals does
     run_tasks(run_task, tasks, path, args.jobs, "set x seed x variant", args.no_progress)
     records = [json.loads(line) for line in path.read_text().splitlines() if line]
     print(report(records, args.variants))
