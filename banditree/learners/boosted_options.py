@@ -43,7 +43,7 @@ class BoostedOptions(BaseModel):
         description="the most recent rounds a fit reads (the bound on a fit's cost)",
     )
     optimism: float = Field(
-        0.3,
+        0.0,
         ge=0.0,
         le=100.0,
         description="play the action of the highest predicted reward + optimism x its std",
@@ -113,7 +113,7 @@ class BoostedOptions(BaseModel):
         500.0, ge=1.0, le=1e7, description="rounds over which the errors are averaged"
     )
     exploration: Literal["ucb", "explorer"] = Field(
-        "ucb",
+        "explorer",
         description=(
             "ucb: play the highest optimistic score (propensity 1); explorer: the config's "
             "explorer's pmf over the optimistic scores, sampled by the event id"

@@ -146,8 +146,8 @@ def test_checkpoints_resume_identically_before_and_after_the_first_fit(
 
 def test_optimism_explores_where_the_leaves_are_uncertain() -> None:
     x, labels = rounds(300)
-    greedy = boosted(optimism=0.0, first_fit=50, compete=False)
-    bold = boosted(optimism=5.0, first_fit=50, compete=False)
+    greedy = boosted(exploration="ucb", optimism=0.0, first_fit=50, compete=False)
+    bold = boosted(exploration="ucb", optimism=5.0, first_fit=50, compete=False)
     g, b = play(greedy, x, labels), play(bold, x, labels)
     assert all(d["action"] == d["greedy_action"] for d in g[60:])
     assert sum(d["explored"] for d in b[60:]) > 10
@@ -166,6 +166,22 @@ def test_explorer_mode_samples_the_pmf_by_event_id() -> None:
     assert twin.act(x[0], event_id="e1").action == d.action
 
 
+def test_by_default_the_blend_is_explored_by_the_configs_explorer() -> None:
+    x, labels = rounds(300)
+    learner = boosted(first_fit=40)
+    decisions = play(learner, x, labels)
+    assert learner.ensemble_decides and learner._starter is not None
+    # after the blend decides: sampled, with propensities below 1 on some rounds
+    assert any(d["propensity"] < 1.0 for d in decisions[100:])
+    mean, scores = learner.optimistic_scores(x[0])
+    np.testing.assert_array_equal(mean, scores)  # no optimism bonus
+    pmf = learner.action_probabilities(x[0])
+    want = learner._explorer(mean, learner._n_learned)  # type: ignore[misc]
+    np.testing.assert_allclose(pmf, want, rtol=1e-12)
+    d = learner.act(x[0], event_id="e2")
+    assert d.propensity == pytest.approx(pmf[d.action])
+
+
 def test_compete_lets_the_lower_error_model_decide() -> None:
     x, labels = rounds(400)
     learner = boosted(first_fit=40, blend=False)
@@ -182,7 +198,7 @@ def test_compete_lets_the_lower_error_model_decide() -> None:
 
 def test_blend_weights_each_model_by_the_others_error() -> None:
     x, labels = rounds(300)
-    learner = boosted(first_fit=40)  # blend is the default
+    learner = boosted(first_fit=40, exploration="ucb", optimism=0.3)  # blend is the default
     play(learner, x, labels)
     assert learner.ensemble_decides  # scored past its 30 rounds: the blend decides
     errors = learner._errors
