@@ -109,6 +109,14 @@ class BoostedOptions(BaseModel):
             "in the blend (the share of the blended mean its uncertainty enters)"
         ),
     )
+    blend_score: Literal["squared_error", "policy_value"] = Field(
+        "squared_error",
+        description=(
+            "blend: what weighs the models, each one's progressive squared error on the "
+            "played action's reward, or one minus its greedy policy's reward estimated by "
+            "inverse propensity weighting over the same rounds"
+        ),
+    )
     compete_halflife: float = Field(
         500.0, ge=1.0, le=1e7, description="rounds over which the errors are averaged"
     )

@@ -230,6 +230,33 @@ def test_blend_power_and_a_weighted_bonus(power: float) -> None:
     np.testing.assert_allclose(scores, want + 2.0 * w * np.sqrt(var), rtol=1e-12)
 
 
+def test_policy_value_scores_each_models_greedy_policy_by_ipw() -> None:
+    from banditree.learners.boosted.compete import ProgressiveErrors
+
+    errors = ProgressiveErrors(halflife=1e7, min_rounds=1)  # next to no decay
+    # played action the online tree's greedy one (reward 1, p 0.5), then the ensemble's
+    errors.update(0.5, 0.5, 1.0, greedy=(True, False), propensity=0.5)
+    errors.update(0.5, 0.5, 0.0, greedy=(False, True), propensity=0.25)
+    errors.update(0.5, 0.5, 1.0, greedy=(True, True), propensity=1.0)
+    assert errors.online_policy_loss == pytest.approx(1.0 - (2.0 + 1.0) / 3.0, abs=1e-6)
+    assert errors.ensemble_policy_loss == pytest.approx(1.0 - 1.0 / 3.0, abs=1e-6)
+    twin = ProgressiveErrors(halflife=1e7, min_rounds=1)
+    twin.load(errors.state())
+    assert twin.state() == errors.state()
+
+    x, labels = rounds(300)
+    learner = boosted(first_fit=40, blend_score="policy_value")
+    play(learner, x, labels)
+    e = learner._errors
+    assert e.weight > 0 and e.online_value > 0 and e.ensemble_value > 0
+    assert learner._ensemble is not None and learner._starter is not None
+    own, _ = learner._ensemble.action_scores(x[0])
+    online = learner._starter.reward_estimates(x[0])  # type: ignore[attr-defined]
+    lo, le = e.online_policy_loss, e.ensemble_policy_loss
+    mean, _ = learner.optimistic_scores(x[0])
+    np.testing.assert_allclose(mean, (lo * own + le * online) / (lo + le), rtol=1e-12)
+
+
 def test_full_information_learns_a_row_per_action() -> None:
     x, labels = rounds(80)
     learner = build_learner(

@@ -124,7 +124,12 @@ class BoostedBandit(Learner):
             # inverse-error weights: each model weighted by the other's error (to a power)
             online = self._starter.reward_estimates(x)  # type: ignore[attr-defined]
             power = self.options.blend_power
-            e_online, e_ensemble = self._errors.online**power, self._errors.ensemble**power
+            errors = self._errors
+            if self.options.blend_score == "policy_value":
+                e_online, e_ensemble = errors.online_policy_loss, errors.ensemble_policy_loss
+            else:
+                e_online, e_ensemble = errors.online, errors.ensemble
+            e_online, e_ensemble = e_online**power, e_ensemble**power
             total = e_online + e_ensemble
             if total > 0.0:
                 mean = (e_online * mean + e_ensemble * online) / total
@@ -215,7 +220,7 @@ class BoostedBandit(Learner):
         assert decision.action is not None  # checked
         rewards = feedback_rewards(feedback, self.n_actions, self._config.get("loss_matrix"))
         if self._compete and self._ensemble is not None:
-            self._score(x, decision.action, float(rewards[decision.action]))
+            self._score(x, decision.action, float(rewards[decision.action]), decision.propensity)
         if self._starter is not None:
             self._starter.learn(decision, feedback)
         if feedback.label is None:
@@ -229,14 +234,21 @@ class BoostedBandit(Learner):
             self._refit()
         return True
 
-    def _score(self, x: FloatArray, action: int, reward: float) -> None:
+    def _score(self, x: FloatArray, action: int, reward: float, propensity: float) -> None:
         """Both models' predicted reward of the played action, before either learns it."""
         assert self._ensemble is not None and self._starter is not None
         estimates = getattr(self._starter, "reward_estimates", None)
         if estimates is None:
             return
-        online = float(estimates(x)[action])
-        self._errors.update(online, self._ensemble.action_value(x, action), reward)
+        online = estimates(x)
+        if self.options.blend_score == "policy_value":
+            ensemble = self._ensemble.action_scores(x)[0]
+            greedy = (int(np.argmax(online)) == action, int(np.argmax(ensemble)) == action)
+            self._errors.update(
+                float(online[action]), float(ensemble[action]), reward, greedy, propensity
+            )
+            return
+        self._errors.update(float(online[action]), self._ensemble.action_value(x, action), reward)
 
     def _refit(self) -> None:
         """Fit the window and schedule the next fit."""
