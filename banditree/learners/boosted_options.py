@@ -117,6 +117,14 @@ class BoostedOptions(BaseModel):
             "inverse propensity weighting over the same rounds"
         ),
     )
+    restart_on_drift: bool = Field(
+        False,
+        description=(
+            "starter dgt with its drift detector: when it detects a rise of the loss, "
+            "the window is emptied and the ensemble dropped, so the tree decides until a "
+            "fit of first_fit rounds after the change"
+        ),
+    )
     compete_halflife: float = Field(
         500.0, ge=1.0, le=1e7, description="rounds over which the errors are averaged"
     )

@@ -257,6 +257,29 @@ def test_policy_value_scores_each_models_greedy_policy_by_ipw() -> None:
     np.testing.assert_allclose(mean, (lo * own + le * online) / (lo + le), rtol=1e-12)
 
 
+def test_restart_on_drift_forgets_the_window_when_the_tree_detects_a_change() -> None:
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(3000, D))
+    labels = (x[:, 0] > 0).astype(int) + (x[:, 1] > 0.5).astype(int)
+    labels[1500:] = (labels[1500:] + 1) % K  # the label-to-action map shifts by one
+    runs = {}
+    for restart in (False, True):
+        learner = boosted(restart_on_drift=restart)
+        decisions = play(learner, x, labels)
+        losses = [float(d["action"] != y) for d, y in zip(decisions, labels, strict=True)]
+        assert learner._starter is not None
+        origin = learner._starter._explore_origin  # type: ignore[attr-defined]
+        assert 1500 < origin < 1700  # the tree's detector saw the change
+        runs[restart] = (learner, float(np.mean(losses[2500:])))
+    kept, forgot = runs[False][0], runs[True][0]
+    assert len(kept._window) == 3000
+    assert len(forgot._window) == 3000 - origin + 1  # from the round the change was seen
+    assert forgot._ensemble is not None  # refitted after the change
+    assert runs[True][1] < runs[False][1]
+    twin = loads(dumps(forgot))
+    assert twin.act(x[0], "e").action == forgot.act(x[0], "e").action
+
+
 def test_full_information_learns_a_row_per_action() -> None:
     x, labels = rounds(80)
     learner = build_learner(

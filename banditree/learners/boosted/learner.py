@@ -222,7 +222,11 @@ class BoostedBandit(Learner):
         if self._compete and self._ensemble is not None:
             self._score(x, decision.action, float(rewards[decision.action]), decision.propensity)
         if self._starter is not None:
+            origin = getattr(self._starter, "_explore_origin", None)
             self._starter.learn(decision, feedback)
+            if self.options.restart_on_drift and origin is not None:
+                if getattr(self._starter, "_explore_origin", origin) != origin:
+                    self._restart()  # the tree's detector saw the loss rise
         if feedback.label is None:
             self._window.append(x, decision.action, float(rewards[decision.action]))
         else:  # full information: a row for every action
@@ -249,6 +253,14 @@ class BoostedBandit(Learner):
             )
             return
         self._errors.update(float(online[action]), self._ensemble.action_value(x, action), reward)
+
+    def _restart(self) -> None:
+        """After a detected change: forget the window and the ensemble; the tree decides
+        until the fit ``first_fit`` rounds from now (this round is the window's first)."""
+        self._window = RoundWindow(self.options.window, self.n_features)
+        self._ensemble = None
+        self._errors = ProgressiveErrors(self.options.compete_halflife, COMPETE_MIN_ROUNDS)
+        self._next_fit = self._n_learned + self.options.first_fit
 
     def _refit(self) -> None:
         """Fit the window and schedule the next fit."""
