@@ -118,7 +118,7 @@ class BoostedOptions(BaseModel):
         ),
     )
     restart_on_drift: bool = Field(
-        False,
+        True,
         description=(
             "starter dgt with its drift detector: when it detects a rise of the loss, "
             "the window is emptied and the ensemble dropped, so the tree decides until a "
