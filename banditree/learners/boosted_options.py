@@ -43,7 +43,7 @@ class BoostedOptions(BaseModel):
         description="the most recent rounds a fit reads (the bound on a fit's cost)",
     )
     optimism: float = Field(
-        0.3,
+        0.0,
         ge=0.0,
         le=100.0,
         description="play the action of the highest predicted reward + optimism x its std",
@@ -93,11 +93,43 @@ class BoostedOptions(BaseModel):
             "predicted rewards, each weighted by the other's error (not one or the other)"
         ),
     )
+    blend_power: float = Field(
+        1.0,
+        ge=0.0,
+        le=16.0,
+        description=(
+            "blend: each model weighted by the other's error to this power (higher: "
+            "the lower-error model weighs more; 0: the plain mean)"
+        ),
+    )
+    blend_bonus: Literal["full", "weighted"] = Field(
+        "full",
+        description=(
+            "blend: the ensemble's optimism bonus in full, or times the ensemble's weight "
+            "in the blend (the share of the blended mean its uncertainty enters)"
+        ),
+    )
+    blend_score: Literal["squared_error", "policy_value"] = Field(
+        "squared_error",
+        description=(
+            "blend: what weighs the models, each one's progressive squared error on the "
+            "played action's reward, or one minus its greedy policy's reward estimated by "
+            "inverse propensity weighting over the same rounds"
+        ),
+    )
+    restart_on_drift: bool = Field(
+        True,
+        description=(
+            "starter dgt with its drift detector: when it detects a rise of the loss, "
+            "the window is emptied and the ensemble dropped, so the tree decides until a "
+            "fit of first_fit rounds after the change"
+        ),
+    )
     compete_halflife: float = Field(
         500.0, ge=1.0, le=1e7, description="rounds over which the errors are averaged"
     )
     exploration: Literal["ucb", "explorer"] = Field(
-        "ucb",
+        "explorer",
         description=(
             "ucb: play the highest optimistic score (propensity 1); explorer: the config's "
             "explorer's pmf over the optimistic scores, sampled by the event id"

@@ -83,8 +83,10 @@ def _build_fresh(config: LearnerConfig | dict[str, Any]) -> Learner:
         return InferringLearner(c, _build_fresh)
     schema = c.feature_schema
     if schema is not None:  # the encoder in front of a learner of the encoded width
-        # the inner config names what the schema's config resolves (its ridge bound)
-        linear_update = "ridge" if c.uses_ridge else c.linear_update
+        # the inner config names what the schema's config resolves (its ridge bound); a
+        # boosted model's is its dgt starter's, resolved as a dgt config of this schema
+        resolved = c.model_copy(update={"kind": "dgt"}) if c.kind == "boosted" else c
+        linear_update = "ridge" if resolved.uses_ridge else c.linear_update
         inner = _build_fresh(
             c.model_copy(update={"features": None, "linear_update": linear_update})
         )

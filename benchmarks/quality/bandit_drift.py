@@ -67,6 +67,10 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "no_jump": {"drift_jump_threshold": 0},
     "no_leaf_shrink": {"drift_leaf_shrink": 1.0},
     "no_jump_shrink": {"drift_jump_threshold": 0, "drift_leaf_shrink": 1.0},
+    # the boosted kind (its dgt starter keeps the detector), at its defaults
+    "boosted": {"kind": "boosted"},
+    # the same, its window and ensemble kept when the tree's detector fires
+    "boosted_no_restart": {"kind": "boosted", "options": {"restart_on_drift": False}},
 }
 #: VW's algorithms on drifting streams ({k}: the number of actions)
 VW_DRIFT: dict[str, str] = {

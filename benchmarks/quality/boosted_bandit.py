@@ -4,7 +4,7 @@ Usage::
 
     python -m benchmarks.quality.boosted_bandit [--half tuning|check] [--datasets ...]
         [--seeds 2] [--max-rounds 5000] [--variants default teucb boosted ...]
-        [--out runs/boosted_bandit]
+        [--jobs 1] [--out runs/boosted_bandit]
 
 One pass over each set's training split in the seeded order of
 :mod:`benchmarks.quality.bandit_vs_vw` (its streams, so its VW figures compare), 0/1 loss of
@@ -37,7 +37,7 @@ import numpy as np
 
 from banditree.datasets import load
 from banditree.learners import Feedback, build_learner
-from benchmarks.quality.bandit_vs_vw import stream
+from benchmarks.quality.bandit_vs_vw import run_tasks, stream
 from benchmarks.quality.external_sets import EXTERNAL, load_external
 from benchmarks.quality.protocol import CHECK, TUNING
 
@@ -63,9 +63,13 @@ VARIANTS: dict[str, dict[str, Any]] = {
 
 
 def variant(name: str) -> dict[str, Any]:
-    """A named config, or ``boosted:{json options}`` for ad-hoc options of the kind."""
+    """A named config, ``boosted:{json options}`` for ad-hoc options of the kind, or a
+    JSON object of config fields (``{"kind": "boosted", "height": 4}``)."""
     if name in VARIANTS:
         return VARIANTS[name]
+    if name.startswith("{"):
+        config: dict[str, Any] = json.loads(name)
+        return config
     if name.startswith("boosted:"):
         return {"kind": "boosted", "options": json.loads(name[len("boosted:") :])}
     raise ValueError(f"unknown variant {name!r}")
@@ -108,6 +112,12 @@ def run(name: str, variant_name: str, seed: int, max_rounds: int) -> dict[str, A
         "test_accuracy": accuracy,
         "cpu_ms_per_round": 1e3 * cpu / len(y),
     }
+
+
+def run_task(task: dict[str, Any]) -> list[dict[str, Any]]:
+    """One (set, seed, variant) task of :func:`main`: its one record, labelled."""
+    result = run(task["dataset"], task["variant"], task["seed"], task["max_rounds"])
+    return [{**result, "variant": task["variant"]}]
 
 
 def report(records: list[dict[str, Any]], names: list[str]) -> str:
@@ -153,22 +163,23 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seeds", type=int, default=2)
     parser.add_argument("--max-rounds", type=int, default=5000)
     parser.add_argument("--variants", nargs="+", default=["default", "teucb", "boosted"])
+    parser.add_argument("--jobs", type=int, default=1, help="worker processes")
     parser.add_argument("--out", type=Path, default=Path("runs/boosted_bandit"))
+    parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
     if args.datasets is None:
         args.datasets = {**HALVES, "all": (*TUNING, *CHECK, *EXTERNAL)}[args.half]
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "results.jsonl"
-    path.write_text("")  # started afresh, as bandit_rivals does
-    records: list[dict[str, Any]] = []
-    for name in args.datasets:
-        for seed in range(args.seeds):
-            for v in args.variants:
-                result = {**run(name, v, seed, args.max_rounds), "variant": v}
-                records.append(result)
-                with path.open("a") as fh:
-                    fh.write(json.dumps(result) + "\n")
-                print(json.dumps(result), flush=True)
+    tasks = [
+        {"dataset": name, "seed": seed, "variant": v, "max_rounds": args.max_rounds}
+        for name in args.datasets
+        for seed in range(args.seeds)
+        for v in args.variants
+    ]
+    # started afresh, as bandit_rivals does
+    run_tasks(run_task, tasks, path, args.jobs, "set x seed x variant", args.no_progress)
+    records = [json.loads(line) for line in path.read_text().splitlines() if line]
     print(report(records, args.variants))
 
 

@@ -146,8 +146,8 @@ def test_checkpoints_resume_identically_before_and_after_the_first_fit(
 
 def test_optimism_explores_where_the_leaves_are_uncertain() -> None:
     x, labels = rounds(300)
-    greedy = boosted(optimism=0.0, first_fit=50, compete=False)
-    bold = boosted(optimism=5.0, first_fit=50, compete=False)
+    greedy = boosted(exploration="ucb", optimism=0.0, first_fit=50, compete=False)
+    bold = boosted(exploration="ucb", optimism=5.0, first_fit=50, compete=False)
     g, b = play(greedy, x, labels), play(bold, x, labels)
     assert all(d["action"] == d["greedy_action"] for d in g[60:])
     assert sum(d["explored"] for d in b[60:]) > 10
@@ -166,6 +166,22 @@ def test_explorer_mode_samples_the_pmf_by_event_id() -> None:
     assert twin.act(x[0], event_id="e1").action == d.action
 
 
+def test_by_default_the_blend_is_explored_by_the_configs_explorer() -> None:
+    x, labels = rounds(300)
+    learner = boosted(first_fit=40)
+    decisions = play(learner, x, labels)
+    assert learner.ensemble_decides and learner._starter is not None
+    # after the blend decides: sampled, with propensities below 1 on some rounds
+    assert any(d["propensity"] < 1.0 for d in decisions[100:])
+    mean, scores = learner.optimistic_scores(x[0])
+    np.testing.assert_array_equal(mean, scores)  # no optimism bonus
+    pmf = learner.action_probabilities(x[0])
+    want = learner._explorer(mean, learner._n_learned)  # type: ignore[misc]
+    np.testing.assert_allclose(pmf, want, rtol=1e-12)
+    d = learner.act(x[0], event_id="e2")
+    assert d.propensity == pytest.approx(pmf[d.action])
+
+
 def test_compete_lets_the_lower_error_model_decide() -> None:
     x, labels = rounds(400)
     learner = boosted(first_fit=40, blend=False)
@@ -182,7 +198,7 @@ def test_compete_lets_the_lower_error_model_decide() -> None:
 
 def test_blend_weights_each_model_by_the_others_error() -> None:
     x, labels = rounds(300)
-    learner = boosted(first_fit=40)  # blend is the default
+    learner = boosted(first_fit=40, exploration="ucb", optimism=0.3)  # blend is the default
     play(learner, x, labels)
     assert learner.ensemble_decides  # scored past its 30 rounds: the blend decides
     errors = learner._errors
@@ -194,6 +210,74 @@ def test_blend_weights_each_model_by_the_others_error() -> None:
     mean, scores = learner.optimistic_scores(x[0])
     np.testing.assert_allclose(mean, want, rtol=1e-12)
     np.testing.assert_allclose(scores, want + 0.3 * np.sqrt(var), rtol=1e-12)
+
+
+@pytest.mark.parametrize("power", [0.0, 2.0])
+def test_blend_power_and_a_weighted_bonus(power: float) -> None:
+    x, labels = rounds(300)
+    learner = boosted(first_fit=40, blend_power=power, blend_bonus="weighted", optimism=2.0)
+    play(learner, x, labels)
+    errors = learner._errors
+    assert errors.online != errors.ensemble
+    assert learner._ensemble is not None and learner._starter is not None
+    own, var = learner._ensemble.action_scores(x[0])
+    online = learner._starter.reward_estimates(x[0])  # type: ignore[attr-defined]
+    w = errors.online**power / (errors.online**power + errors.ensemble**power)
+    want = w * own + (1.0 - w) * online
+    mean, scores = learner.optimistic_scores(x[0])
+    np.testing.assert_allclose(mean, want, rtol=1e-12)
+    # the bonus enters as the ensemble's share of the blended mean
+    np.testing.assert_allclose(scores, want + 2.0 * w * np.sqrt(var), rtol=1e-12)
+
+
+def test_policy_value_scores_each_models_greedy_policy_by_ipw() -> None:
+    from banditree.learners.boosted.compete import ProgressiveErrors
+
+    errors = ProgressiveErrors(halflife=1e7, min_rounds=1)  # next to no decay
+    # played action the online tree's greedy one (reward 1, p 0.5), then the ensemble's
+    errors.update(0.5, 0.5, 1.0, greedy=(True, False), propensity=0.5)
+    errors.update(0.5, 0.5, 0.0, greedy=(False, True), propensity=0.25)
+    errors.update(0.5, 0.5, 1.0, greedy=(True, True), propensity=1.0)
+    assert errors.online_policy_loss == pytest.approx(1.0 - (2.0 + 1.0) / 3.0, abs=1e-6)
+    assert errors.ensemble_policy_loss == pytest.approx(1.0 - 1.0 / 3.0, abs=1e-6)
+    twin = ProgressiveErrors(halflife=1e7, min_rounds=1)
+    twin.load(errors.state())
+    assert twin.state() == errors.state()
+
+    x, labels = rounds(300)
+    learner = boosted(first_fit=40, blend_score="policy_value")
+    play(learner, x, labels)
+    e = learner._errors
+    assert e.weight > 0 and e.online_value > 0 and e.ensemble_value > 0
+    assert learner._ensemble is not None and learner._starter is not None
+    own, _ = learner._ensemble.action_scores(x[0])
+    online = learner._starter.reward_estimates(x[0])  # type: ignore[attr-defined]
+    lo, le = e.online_policy_loss, e.ensemble_policy_loss
+    mean, _ = learner.optimistic_scores(x[0])
+    np.testing.assert_allclose(mean, (lo * own + le * online) / (lo + le), rtol=1e-12)
+
+
+def test_restart_on_drift_forgets_the_window_when_the_tree_detects_a_change() -> None:
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(3000, D))
+    labels = (x[:, 0] > 0).astype(int) + (x[:, 1] > 0.5).astype(int)
+    labels[1500:] = (labels[1500:] + 1) % K  # the label-to-action map shifts by one
+    runs = {}
+    for restart in (False, True):
+        learner = boosted(restart_on_drift=restart)
+        decisions = play(learner, x, labels)
+        losses = [float(d["action"] != y) for d, y in zip(decisions, labels, strict=True)]
+        assert learner._starter is not None
+        origin = learner._starter._explore_origin  # type: ignore[attr-defined]
+        assert 1500 < origin < 1700  # the tree's detector saw the change
+        runs[restart] = (learner, float(np.mean(losses[2500:])))
+    kept, forgot = runs[False][0], runs[True][0]
+    assert len(kept._window) == 3000
+    assert len(forgot._window) == 3000 - origin + 1  # from the round the change was seen
+    assert forgot._ensemble is not None  # refitted after the change
+    assert runs[True][1] < runs[False][1]
+    twin = loads(dumps(forgot))
+    assert twin.act(x[0], "e").action == forgot.act(x[0], "e").action
 
 
 def test_full_information_learns_a_row_per_action() -> None:
@@ -270,3 +354,22 @@ def test_named_features_are_encoded_for_the_ensemble() -> None:
     restored = loads(dumps(learner))
     context = {"colour": "red", "size": 0.5}
     assert restored.act(context, "e").action == learner.act(context, "e").action == 1
+
+
+def test_the_starter_of_a_wide_schema_fits_ridge_as_the_default_does() -> None:
+    # 10 actions x (201 + 1)^2 columns: past the ridge bound of a plain config, within
+    # that of a config with a schema; the starter must resolve the schema's bound
+    values = [str(v) for v in range(200)]
+    schema = {
+        "features": [
+            {"name": "city", "type": "categorical", "values": values, "missing": False},
+            {"name": "size", "type": "numeric", "missing": False},
+        ]
+    }
+    config = {"features": schema, "n_actions": 10}
+    default = build_learner(config)
+    boosted = build_learner({**config, "kind": "boosted"})
+    starter = boosted.inner._starter  # type: ignore[attr-defined]
+    assert default.inner._ridge is not None  # type: ignore[attr-defined]
+    assert starter._ridge is not None
+    assert starter.config() == default.inner.config()  # type: ignore[attr-defined]

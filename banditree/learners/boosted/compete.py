@@ -7,6 +7,11 @@ honest estimate of each model's error on the rounds to come (progressive validat
 and a reward regression of lower squared error is what a greedy or inverse-gap policy
 needs (Foster and Rakhlin's SquareCB reduction).  The online tree decides until the
 ensemble has been scored on ``min_rounds`` rounds and has the lower error.
+
+With the played action's propensity, the same decayed sums also estimate each model's
+greedy policy's reward by inverse propensity weighting (a round counts for a model when
+its greedy action is the one played): ``online_policy_loss`` and
+``ensemble_policy_loss``, one minus those estimates.
 """
 
 from __future__ import annotations
@@ -31,13 +36,38 @@ class ProgressiveErrors:
         self.online = 0.0
         self.ensemble = 0.0
         self.rounds = 0
+        self.weight = 0.0
+        self.online_value = 0.0
+        self.ensemble_value = 0.0
 
-    def update(self, online: float, ensemble: float, reward: float) -> None:
-        """Score one round: the two predicted rewards of the played action and its reward."""
+    def update(
+        self,
+        online: float,
+        ensemble: float,
+        reward: float,
+        greedy: tuple[bool, bool] = (False, False),
+        propensity: float = 1.0,
+    ) -> None:
+        """Score one round: the two predicted rewards of the played action and its reward;
+        ``greedy``: whether the played action is the online tree's and the ensemble's
+        greedy one, ``propensity`` its probability."""
         d = self.decay
         self.online = d * self.online + (online - reward) ** 2
         self.ensemble = d * self.ensemble + (ensemble - reward) ** 2
+        self.weight = d * self.weight + 1.0
+        self.online_value = d * self.online_value + greedy[0] * reward / propensity
+        self.ensemble_value = d * self.ensemble_value + greedy[1] * reward / propensity
         self.rounds += 1
+
+    @property
+    def online_policy_loss(self) -> float:
+        """One minus the estimated reward of the online tree's greedy policy (>= 1e-6)."""
+        return max(1.0 - self.online_value / max(self.weight, 1e-12), 1e-6)
+
+    @property
+    def ensemble_policy_loss(self) -> float:
+        """One minus the estimated reward of the ensemble's greedy policy (>= 1e-6)."""
+        return max(1.0 - self.ensemble_value / max(self.weight, 1e-12), 1e-6)
 
     @property
     def ensemble_leads(self) -> bool:
@@ -45,9 +75,20 @@ class ProgressiveErrors:
         return self.rounds >= self.min_rounds and self.ensemble < self.online
 
     def state(self) -> dict[str, Any]:
-        return {"online": self.online, "ensemble": self.ensemble, "rounds": self.rounds}
+        return {
+            "online": self.online,
+            "ensemble": self.ensemble,
+            "rounds": self.rounds,
+            "weight": self.weight,
+            "online_value": self.online_value,
+            "ensemble_value": self.ensemble_value,
+        }
 
     def load(self, meta: dict[str, Any]) -> None:
         self.online = float(meta["online"])
         self.ensemble = float(meta["ensemble"])
         self.rounds = int(meta["rounds"])
+        # checkpoints written before the policy values: none scored yet
+        self.weight = float(meta.get("weight", 0.0))
+        self.online_value = float(meta.get("online_value", 0.0))
+        self.ensemble_value = float(meta.get("ensemble_value", 0.0))

@@ -140,14 +140,27 @@ class BoostedBandit(Learner):
         if self._ensemble is None:
             raise ValueError("no ensemble is fitted yet")
         mean, var = self._ensemble.action_scores(x)
+        bonus = self.options.optimism * np.sqrt(var)
         if self._compete and self.options.blend and self._starter is not None:
-            # inverse-error weights: each model weighted by the other's error
+            # inverse-error weights: each model weighted by the other's error (to a power)
             online = cast(_RewardEstimates, self._starter).reward_estimates(x)
-            e_online, e_ensemble = self._errors.online, self._errors.ensemble
+            e_online, e_ensemble = self._blend_errors()
             total = e_online + e_ensemble
             if total > 0.0:
                 mean = (e_online * mean + e_ensemble * online) / total
-        return mean, mean + self.options.optimism * np.sqrt(var)
+                if self.options.blend_bonus == "weighted":
+                    bonus = bonus * (e_online / total)
+        return mean, mean + bonus
+
+    def _blend_errors(self) -> tuple[float, float]:
+        """The tree's and the ensemble's errors as the blend weighs them (each model is
+        weighted by the other's): ``blend_score``'s measure to ``blend_power``."""
+        errors, power = self._errors, self.options.blend_power
+        if self.options.blend_score == "policy_value":
+            e_online, e_ensemble = errors.online_policy_loss, errors.ensemble_policy_loss
+        else:
+            e_online, e_ensemble = errors.online, errors.ensemble
+        return e_online**power, e_ensemble**power
 
     def act(self, context: Sequence[float] | FloatArray, event_id: str | None = None) -> Decision:
         x = as_context(context, self.n_features)
@@ -201,10 +214,12 @@ class BoostedBandit(Learner):
             uniform = event_uniforms(self.seed, event_id)[0]
         online = None
         if self._compete and self.options.blend and self._starter is not None:
+            if self.options.blend_bonus != "full":
+                return None  # the kernel adds the bonus in full
             online = cast(_RewardEstimates, self._starter).reward_estimates(x)
         action, propensity, greedy, _, _ = boosted_decide(
             module, x, ensemble.tree_arrays, ensemble.linear_arrays, Z_CLIP, online,
-            (self._errors.online, self._errors.ensemble), self.options.optimism, explorer,
+            self._blend_errors(), self.options.optimism, explorer,
             parameter, uniform,
         )  # fmt: skip
         return action, propensity, greedy
@@ -262,9 +277,13 @@ class BoostedBandit(Learner):
         assert decision.action is not None  # checked
         rewards = feedback_rewards(feedback, self.n_actions, self._config.get("loss_matrix"))
         if self._compete and self._ensemble is not None:
-            self._score(x, decision.action, float(rewards[decision.action]))
+            self._score(x, decision.action, float(rewards[decision.action]), decision.propensity)
         if self._starter is not None:
+            origin = getattr(self._starter, "_explore_origin", None)
             self._starter.learn(decision, feedback)
+            if self.options.restart_on_drift and origin is not None:
+                if getattr(self._starter, "_explore_origin", origin) != origin:
+                    self._restart()  # the tree's detector saw the loss rise
         if feedback.label is None:
             self._window.append(x, decision.action, float(rewards[decision.action]))
         else:  # full information: a row for every action
@@ -283,11 +302,19 @@ class BoostedBandit(Learner):
         """Import LightGBM on the fit worker now, not in the first fit's ``learn``."""
         preload_lightgbm()
 
-    def _score(self, x: FloatArray, action: int, reward: float) -> None:
+    def _score(self, x: FloatArray, action: int, reward: float, propensity: float) -> None:
         """Both models' predicted reward of the played action, before either learns it."""
         assert self._ensemble is not None and self._starter is not None
         estimates = getattr(self._starter, "reward_estimates", None)
         if estimates is None:
+            return
+        if self.options.blend_score == "policy_value":
+            scores = estimates(x)
+            ensemble = self._ensemble.action_scores(x)[0]
+            greedy = (int(np.argmax(scores)) == action, int(np.argmax(ensemble)) == action)
+            self._errors.update(
+                float(scores[action]), float(ensemble[action]), reward, greedy, propensity
+            )
             return
         online = float(estimates(x)[action])
         if self._kernel is None:
@@ -298,6 +325,16 @@ class BoostedBandit(Learner):
                 Z_CLIP, action,
             )  # fmt: skip
         self._errors.update(online, value, reward)
+
+    def _restart(self) -> None:
+        """After a detected change: forget the window, the ensemble and a fit under way;
+        the tree decides until the fit ``first_fit`` rounds from now (this round is the
+        window's first)."""
+        self._window = RoundWindow(self.options.window, self.n_features)
+        self._ensemble = None
+        self._pending_fit = None
+        self._errors = ProgressiveErrors(self.options.compete_halflife, COMPETE_MIN_ROUNDS)
+        self._next_fit = self._n_learned + self.options.first_fit
 
     def _refit(self) -> None:
         """Fit the window and schedule the next fit.

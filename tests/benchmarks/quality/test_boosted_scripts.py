@@ -28,6 +28,10 @@ def test_variants_name_configs_or_boosted_options() -> None:
         "kind": "boosted",
         "options": {"optimism": 2},
     }
+    assert boosted_bandit.variant('{"kind": "boosted", "height": 4}') == {
+        "kind": "boosted",
+        "height": 4,
+    }
     with pytest.raises(ValueError, match="unknown variant 'nope'"):
         boosted_bandit.variant("nope")
 
@@ -35,7 +39,7 @@ def test_variants_name_configs_or_boosted_options() -> None:
 def test_a_tiny_run_writes_a_record_per_variant(tmp_path: Path) -> None:
     boosted_bandit.main(
         ["--datasets", "waveform_40", "--seeds", "1", "--max-rounds", "150", "--out",
-         str(tmp_path), "--variants", "default", "boosted:{\"first_fit\": 50}"]
+         str(tmp_path), "--jobs", "2", "--variants", "default", "boosted:{\"first_fit\": 50}"]
     )  # fmt: skip
     lines = (tmp_path / "results.jsonl").read_text().splitlines()
     records = [json.loads(line) for line in lines]
