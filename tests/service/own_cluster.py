@@ -124,6 +124,8 @@ class OwnCluster:
             "--cluster-enabled", "yes", "--cluster-port", str(node.bus_port),
             "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", str(NODE_TIMEOUT_MS),
             "--dir", str(home), "--save", "", "--appendonly", "yes",
+            # a replica's first copy starts at once, not after Redis's 5 s wait for others
+            "--repl-diskless-sync-delay", "0",
             "--protected-mode", "no" if self.host != "127.0.0.1" else "yes", *self.options,
         ]  # fmt: skip
         with (home / "redis.log").open("ab") as log:

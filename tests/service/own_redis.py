@@ -40,6 +40,8 @@ class OwnRedis:
 
     def start(self) -> None:
         args = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", ""]
+        # a replica's first copy starts at once, not after Redis's 5 s wait for others
+        args += ["--repl-diskless-sync-delay", "0"]
         if self.aof_dir is None:
             args += ["--appendonly", "no"]
             if self.snapshot_dir is not None:

@@ -35,7 +35,8 @@ class Server:
     def __init__(self, root: Path, *extra: str) -> None:
         self.port, self.root = free_port(), root
         args = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", ""]
-        args += ["--appendonly", "no", "--dir", str(root), *extra]
+        args += ["--appendonly", "no", "--dir", str(root), "--repl-diskless-sync-delay", "0"]
+        args += [*extra]
         self.log = open(root / f"redis-{self.port}.log", "ab")  # closed in stop()
         self.process = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
         self.client = redis.Redis(port=self.port)

@@ -140,8 +140,9 @@ def test_an_idle_rendering_writes_no_sample_again(monkeypatch: pytest.MonkeyPatc
     every few seconds, the event loop's stalls).  A change writes its own piece again."""
     from service.telemetry import metrics_render
 
-    models = 2000
-    metrics = ServiceMetrics(max_model_series=2000)
+    # five pieces per metric: a change rewrites one of them, a full rewrite all five
+    models = 5 * metrics_render._CHUNK
+    metrics = ServiceMetrics(max_model_series=models)
     active(metrics, models)
     renderer = ExpositionRenderer(registry_metrics(metrics.registry))
     first = renderer.render()
