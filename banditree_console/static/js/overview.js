@@ -100,7 +100,11 @@ export async function renderOverview(main, ctx) {
   let models = [];
   const withFigures = () => { view.rows = models.map((m) => figures(m, recent[m.name])); };
   const rows = () => { withFigures(); render(); };
-  let figuresShown = false;
+  // "overview-figures": the first moment rows are drawn with the series' figures in them
+  let seriesCame = false, listDrawn = false, figuresShown = false;
+  const markFigures = () => {
+    if (seriesCame && listDrawn && !figuresShown) { figuresShown = true; performance.mark("overview-figures"); }
+  };
   async function refresh(prefetched = null) {
     // the list is drawn as soon as it comes; the figures when they follow (either first)
     api.series().then((a) => {
@@ -108,11 +112,14 @@ export async function renderOverview(main, ctx) {
       if (!table.isConnected) return;
       withFigures();
       refigure();
-      if (!figuresShown) { figuresShown = true; performance.mark("overview-figures"); }
+      seriesCame = true;
+      markFigures();
     }, () => {});
     try {
       models = (await (prefetched || api.models())).models;
       rows();
+      listDrawn = true;
+      markFigures();
     } catch (err) { showError(err); }
   }
 
