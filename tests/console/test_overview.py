@@ -117,3 +117,39 @@ def test_rates_and_trend_come_from_the_services_series(console: Any, admin: http
     cells = row.locator("td").all_inner_texts()
     assert float(cells[5].replace(",", "")) > 0 and float(cells[6].replace(",", "")) > 0
     assert 0 <= float(cells[7]) <= 1  # the loss of the feedback learned in the last minute
+
+
+def test_the_series_fills_the_rows_drawn_in_place(console: Any, admin: httpx.Client) -> None:
+    """The rates and trends set the cells of the rows drawn: redrawing 1,001 rows for
+    them took 1.2 s with 1,000 models."""
+    make(admin, "ov-kept")
+    deadline = time.monotonic() + 30
+    while "ov-kept" not in admin.get("/v1/series").json()["models"]:
+        assert time.monotonic() < deadline, "the service sampled no series of ov-kept"
+        time.sleep(0.2)
+    watched = console()
+    series: list[Any] = []
+    lists: list[Any] = []
+
+    def later_lists(route: Any) -> None:  # the first list passes; later polls wait
+        lists.append(route)
+        if len(lists) == 1:
+            route.continue_()
+
+    watched.page.route("**/v1/series", lambda route: series.append(route))
+    watched.page.route("**/v1/models?*", later_lists)
+    page = watched.open()
+    page.wait_for_selector("#models-body tr[data-name=ov-kept]")
+    page.evaluate("window.kept = document.querySelector('#models-body tr[data-name=ov-kept]')")
+    assert page.evaluate("window.kept.children[5].textContent") == "–"
+    series[0].continue_()
+    page.wait_for_function("() => window.kept.children[5].textContent !== '–'")
+    # the same row, still drawn, now with the rate of the service's series
+    assert page.evaluate(
+        "document.querySelector('#models-body tr[data-name=ov-kept]') === window.kept"
+    )
+    assert page.evaluate("window.kept.children[5].textContent") == "0"
+    page.unroute("**/v1/series")
+    page.unroute("**/v1/models?*")
+    for route in series[1:] + lists[1:]:
+        route.continue_()

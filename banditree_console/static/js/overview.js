@@ -13,6 +13,11 @@ const COLUMNS = [
   ["learner", "Learner"], ["checkpointAge", "Checkpoint age", true], ["actions", ""],
 ];
 
+/** The columns /v1/series fills in (their cells: FIGURE_CELLS in a row), and the trend's. */
+const FIGURE_KEYS = ["decisionsPerSecond", "feedbackPerSecond", "windowLoss"];
+const FIGURE_CELLS = [5, 6, 7];
+const TREND_CELL = 8;
+
 /** One row's figures: the service's rates over the last minute and the loss of the
  * feedback learned in it (the progressive loss until the service has two samples). */
 export function figures(model, r) {
@@ -29,11 +34,11 @@ export function figures(model, r) {
   };
 }
 
-function rowHtml(r, admin) {
+function rowHtml(r, admin, trend) {
   const link = `#/models/${encodeURIComponent(r.name)}/learning`;
   return `<tr data-name="${esc(r.name)}"><td><a href="${link}">${esc(r.name)}</a></td><td>${esc(r.kind)}</td><td>${esc(r.task)}</td>` +
     `<td>${esc(r.mode)}</td><td class="num">${fmt(r.version)}</td><td class="num">${fmt(r.decisionsPerSecond)}</td>` +
-    `<td class="num">${fmt(r.feedbackPerSecond)}</td><td class="num">${fmt(r.windowLoss)}</td><td>${sparkline(r.trend)}</td>` +
+    `<td class="num">${fmt(r.feedbackPerSecond)}</td><td class="num">${fmt(r.windowLoss)}</td><td>${trend}</td>` +
     `<td class="num">${fmt(r.pending)}</td><td>${esc(r.learner)}</td><td class="num">${seconds(r.checkpointAge)}</td>` +
     `<td>${admin ? `<button class="danger" data-delete="${esc(r.name)}" aria-label="Delete ${esc(r.name)}">Delete</button>` : ""}</td></tr>`;
 }
@@ -41,6 +46,7 @@ function rowHtml(r, admin) {
 export async function renderOverview(main, ctx) {
   performance.mark("overview-start");
   const view = { sort: "name", desc: false, filter: "", rows: [] };
+  const trends = new Map(); // each drawn row's sparkline (its markup), by model name
   const filter = h("input", { type: "search", placeholder: "Filter by name, kind, task, mode  ( / )", "data-filter": "", "aria-label": "Filter models", size: 40 });
   const count = h("span", { class: "muted", id: "model-count" });
   const head = h("tr", {}, COLUMNS.map(([key, label, num]) => h("th", { class: num ? "num" : null, scope: "col", "aria-sort": "none" },
@@ -61,7 +67,12 @@ export async function renderOverview(main, ctx) {
       if (y === null || y === undefined) return -1;
       return (x < y ? -1 : 1) * sign;
     });
-    body.innerHTML = shown.map((r) => rowHtml(r, ctx.admin)).join("");
+    trends.clear();
+    body.innerHTML = shown.map((r) => {
+      const trend = sparkline(r.trend);
+      trends.set(r.name, trend);
+      return rowHtml(r, ctx.admin, trend);
+    }).join("");
     count.textContent = `${shown.length} of ${view.rows.length} models`;
     head.querySelectorAll("th").forEach((th) => {
       const b = th.querySelector("button");
@@ -69,20 +80,46 @@ export async function renderOverview(main, ctx) {
     });
   }
 
+  /** The figure cells of the rows drawn, set in place (the rows, their links and
+   * buttons are kept): a thousand rows redrawn for new rates took over a second. */
+  function refigure() {
+    if (FIGURE_KEYS.includes(view.sort)) { render(); return; } // the order may change
+    const byName = new Map(view.rows.map((r) => [r.name, r]));
+    for (const tr of body.rows) {
+      const r = byName.get(tr.dataset.name);
+      if (!r) continue;
+      FIGURE_KEYS.forEach((key, i) => {
+        const cell = tr.cells[FIGURE_CELLS[i]], text = fmt(r[key]);
+        if (cell.textContent !== text) cell.textContent = text;
+      });
+      const trend = sparkline(r.trend);
+      if (trends.get(r.name) !== trend) { tr.cells[TREND_CELL].innerHTML = trend; trends.set(r.name, trend); }
+    }
+  }
+
   let models = [];
-  const rows = () => { view.rows = models.map((m) => figures(m, recent[m.name])); render(); };
-  let figured = false;
+  const withFigures = () => { view.rows = models.map((m) => figures(m, recent[m.name])); };
+  const rows = () => { withFigures(); render(); };
+  // "overview-figures": the first moment rows are drawn with the series' figures in them
+  let seriesCame = false, listDrawn = false, figuresShown = false;
+  const markFigures = () => {
+    if (seriesCame && listDrawn && !figuresShown) { figuresShown = true; performance.mark("overview-figures"); }
+  };
   async function refresh(prefetched = null) {
     // the list is drawn as soon as it comes; the figures when they follow (either first)
     api.series().then((a) => {
       recent = a.models;
       if (!table.isConnected) return;
-      rows();
-      if (!figured) { figured = true; performance.mark("overview-figures"); }
+      withFigures();
+      refigure();
+      seriesCame = true;
+      markFigures();
     }, () => {});
     try {
       models = (await (prefetched || api.models())).models;
       rows();
+      listDrawn = true;
+      markFigures();
     } catch (err) { showError(err); }
   }
 

@@ -51,6 +51,9 @@ class RegistryBase:
         self._unswept: list[str] = []  # models not loaded, to sweep in turn (serving)
         # a view of each model not loaded, by (newest checkpoint sequence, kind of view)
         self._views: dict[str, tuple[tuple[int, str], Any]] = {}
+        # a fresh learner's config and summary, by config (models with no checkpoint)
+        self._fresh: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
+        self._config_forms: dict[str, dict[str, Any]] = {}  # stored config -> JSON form
         self._discovery_wanted = asyncio.Event()
         self._creating = 0  # creates past the model cap's check, not yet in ``runtimes``
         # every create, first load and delete of this process bumps the generation and

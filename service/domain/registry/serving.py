@@ -7,18 +7,20 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from banditree.learners import LearnerConfig, build_learner
 from banditree.learners.apprentice import ApprenticeModel, apprentice_model
+from banditree.persistence import read_summary, summary
 from service.domain.checkpoint_restore import newest_valid_checkpoint
 from service.domain.errors import ModelNotFound, Unavailable
 from service.domain.registry.base import RegistryBase
 from service.domain.runtime import ModelRuntime
 from service.domain.runtime.api import EXPIRE_CHUNK
+from service.domain.runtime.glance import ModelGlance, glance
 from service.domain.runtime.tasks import LoopShare
 from service.domain.schemas import ModelPolicy
-from service.store import ModelGone
+from service.store import CheckpointInfo, ModelGone
 
 log = logging.getLogger("banditree.service")
 
@@ -85,33 +87,89 @@ class ServingRegistry(RegistryBase):
             return runtime
 
     async def views(
-        self, names: Iterable[str], view: Callable[[ModelRuntime], T], kind: str
+        self, names: Iterable[str], view: Callable[[ModelGlance], T], kind: str
     ) -> list[T]:
-        """``view`` of each of ``names`` this process knows, in order: of its runtime when
-        it is loaded, else of one restored for the look and not kept (the view kept
-        instead, by ``kind``, until the model's newest checkpoint changes)."""
+        """``view`` of the figures of each of ``names`` this process knows, in order: of
+        its runtime when it is loaded, else read from the store without restoring the
+        model (its record, its newest checkpoint's header, its log bounds:
+        :mod:`service.domain.runtime.glance`); the view of a model not loaded is kept,
+        by ``kind``, until its newest checkpoint changes."""
         share, views = LoopShare(), []
         for name in names:
             await share.turn()
             runtime = self.runtimes.get(name)
             if runtime is not None:
-                views.append(view(runtime))
+                views.append(view(glance(runtime)))
                 continue
             record = self.records.get(name)
             if record is None:
                 continue
             newest = await self.store.list_checkpoints(name, limit=1)
-            key = (newest[0].sequence if newest else 0, kind)
+            info = newest[0] if newest else None
+            key = (info.sequence if info else 0, kind)
             seen = self._views.get(name)
             if seen is None or seen[0] != key:
                 try:
-                    looked = await self._restore(name, record, hold=False)
+                    looked = await self._glance_unloaded(name, record, info)
                 except (KeyError, TypeError, ValueError) as err:
-                    log.error("model %s could not be restored: %s", name, err)
+                    log.error("model %s could not be read: %s", name, err)
                     continue
                 seen = self._views[name] = (key, view(looked))
             views.append(seen[1])
         return views
+
+    async def _glance_unloaded(
+        self, name: str, record_json: str, info: CheckpointInfo | None
+    ) -> ModelGlance:
+        """The figures of a model not loaded here, on its newest checkpoint ``info``.
+
+        A model with no checkpoint shows a fresh learner's figures (one learner built
+        per distinct config, not per model).  A checkpoint whose header holds no
+        summary (written by an older release) is restored for the look, as before."""
+        record = json.loads(record_json)
+        if info is None:
+            config_json, learned = self._fresh_summary(record["config"])
+        else:
+            blob = await self.store.load_checkpoint(name, info.sequence)
+            found = read_summary(blob or b"")
+            if found is None:
+                return glance(await self._restore(name, record_json, hold=False))
+            # the config a restore checks the checkpoint's against (equal when it restores)
+            config_json = self._config_json(record["config"])
+            learned = found
+        bounds = await self.store.log_bounds(name)
+        offset = info.offset if info else 0
+        return ModelGlance(
+            name=name,
+            config=config_json,
+            policy=self._policy(ModelPolicy.model_validate(record["policy"])),
+            version=int(learned["version"]),
+            counters={**learned["counters"], "decisions": max(0, bounds.decisions)},
+            pending_updates=max(0, max(offset, bounds.last) - offset),
+            published_at=info.created_at if info else 0.0,
+            apprentice=learned["apprentice"],
+        )
+
+    def _config_json(self, stored: dict[str, Any]) -> dict[str, Any]:
+        """The record's ``stored`` learner config in its JSON form (one per distinct)."""
+        key = json.dumps(stored, sort_keys=True)
+        found = self._config_forms.get(key)
+        if found is None:
+            found = self._config_forms[key] = LearnerConfig.from_stored(stored).model_dump(
+                mode="json"
+            )
+        return found
+
+    def _fresh_summary(self, stored: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The config (as a learner reports it) of the record's ``stored`` config and
+        :func:`~banditree.persistence.summary` of a fresh learner of it, built once per
+        distinct config (not per model)."""
+        key = json.dumps(stored, sort_keys=True)
+        found = self._fresh.get(key)
+        if found is None:
+            learner = build_learner(LearnerConfig.from_stored(stored))
+            found = self._fresh[key] = (learner.config(), summary(learner))
+        return found
 
     async def sweep(self) -> float:
         """Expire overdue decisions of every served model: the seconds the expiries took.

@@ -11,9 +11,9 @@ import orjson
 from fastapi import APIRouter, Query, Request, Response
 
 from banditree.learners import Learner, LearnerConfig
-from banditree.learners.apprentice import apprentice_model
 from service.domain.operations import SCOPE_STATE_KEY, visible
 from service.domain.runtime import ModelRuntime
+from service.domain.runtime.glance import ModelGlance, glance
 from service.domain.schemas import (
     ApprenticePublic,
     ModelCounters,
@@ -40,14 +40,21 @@ SUMMARY_CONFIG_KEYS = ("kind", "task")
 
 def model_public(runtime: ModelRuntime, *, summary: bool = False) -> ModelPublic:
     """The public view of a served model; ``summary`` keeps only ``kind`` and ``task`` of the config."""
-    counters = runtime.counters
-    config = runtime.learner.config()
+    return glance_public(glance(runtime), summary=summary)
+
+
+def glance_public(seen: ModelGlance, *, summary: bool = False) -> ModelPublic:
+    """The public view of a model's figures (loaded or read from the store)."""
+    counters = seen.counters
+    config = seen.config
     if summary:
         config = {k: config[k] for k in SUMMARY_CONFIG_KEYS if k in config}
-    mean_loss = float(counters.get("progressive_mean_loss", math.nan))
-    policy = runtime.policy
+    mean_loss = counters.get("progressive_mean_loss")
+    policy = seen.policy
+    published = seen.published_at
+    updates = counters.get("updates")
     return ModelPublic(
-        name=runtime.name,
+        name=seen.name,
         config=config,
         policy=ModelPolicy(
             checkpoint_every_updates=policy.checkpoint_every_updates,
@@ -55,33 +62,32 @@ def model_public(runtime: ModelRuntime, *, summary: bool = False) -> ModelPublic
             event_ttl_seconds=policy.event_ttl_seconds,
             default_loss=policy.default_loss,
         ),
-        version=runtime.learner.version,
+        version=seen.version,
         counters=ModelCounters(
-            predictions=int(counters.get("decisions", 0)),
-            feedback=int(counters.get("feedback", 0)),
-            updates=int(counters.get("updates", runtime.learner.version)),
-            progressive_mean_loss=mean_loss if math.isfinite(mean_loss) else None,
-        ),
-        pending_updates=runtime.pending_updates,
-        status=ModelStatus(
-            pending_decisions=runtime.pending_decisions,
-            checkpoint_age_seconds=time.time() - published
-            if (published := runtime.served.published_at)
+            predictions=int(counters.get("decisions") or 0),
+            feedback=int(counters.get("feedback") or 0),
+            updates=int(seen.version if updates is None else updates),
+            progressive_mean_loss=float(mean_loss)
+            if mean_loss is not None and math.isfinite(mean_loss)
             else None,
-            learner_holder=runtime.lease_holder,
         ),
-        **apprentice_public(runtime.learner),
+        pending_updates=seen.pending_updates,
+        status=ModelStatus(
+            pending_decisions=seen.pending_decisions,
+            checkpoint_age_seconds=time.time() - published if published else None,
+            learner_holder=seen.lease_holder,
+        ),
+        **apprentice_fields(seen.apprentice),
     )
 
 
-def apprentice_public(learner: Learner) -> dict[str, Any]:
-    """``mode`` and, for an apprentice-mode learner, its agreement figures."""
-    apprenticed = apprentice_model(learner)
-    if apprenticed is None:
+def apprentice_fields(apprentice: dict[str, Any] | None) -> dict[str, Any]:
+    """``mode`` and ``apprentice`` of a model created in apprentice mode (none else)."""
+    if apprentice is None:
         return {}
     return {
-        "mode": apprenticed.mode,
-        "apprentice": ApprenticePublic.model_validate(apprenticed.agreement()),
+        "mode": apprentice["mode"],
+        "apprentice": ApprenticePublic.model_validate(apprentice["agreement"]),
     }
 
 
@@ -109,7 +115,7 @@ async def list_models(
     known = registry.records if registry.serves else {}  # a learner-only process serves none
     names = [name for name in known if visible(patterns, name)]
     return ModelList(
-        models=await registry.views(names, lambda r: model_public(r, summary=summary), view)
+        models=await registry.views(names, lambda g: glance_public(g, summary=summary), view)
     )
 
 
