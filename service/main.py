@@ -211,7 +211,9 @@ def create_app(settings: Settings | None = None, *, freeze_startup: bool = False
             # /metrics rendered off the request path from the first scrape
             asyncio.create_task(app.state.exposition.refresh_loop()),
             asyncio.create_task(watch_loop_lag(service_metrics.loop_lag)),
-            asyncio.create_task(app.state.series.run(lambda: registry.runtimes)),
+            asyncio.create_task(
+                app.state.series.run(lambda: registry.runtimes, settings.series_sample_seconds)
+            ),
         ]
         if freeze_startup:
             freeze_startup_objects()

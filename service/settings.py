@@ -112,6 +112,13 @@ class Settings(BaseSettings):
         description="the learner publishes a snapshot (a checkpoint) "
         "after this many parameter updates",
     )
+    series_sample_seconds: float = Field(
+        5.0,
+        ge=0.05,
+        le=3600.0,
+        description="seconds between two samples of each model's counters for the console's "
+        "rates and loss trends (GET /v1/series)",
+    )
     checkpoint_every_seconds: float = Field(
         0.2,
         gt=0.0,

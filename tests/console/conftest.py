@@ -66,6 +66,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
             # the console's read-only key: app keys predict only unless given read
             "BANDITREE_API_KEY_ROLES": '["predict", "read"]',
             "BANDITREE_CHECKPOINT_EVERY_SECONDS": "0.2",
+            "BANDITREE_SERIES_SAMPLE_SECONDS": "1",  # the rates' samples, sooner
         },
         log_path=data / "server.log",
     )
