@@ -277,7 +277,10 @@ class RedisBase(StoreLifecycle):
             self._slot_wires.close()
         if self._log_wire is not None:
             self._log_wire.close()
-        await self.client.aclose()
+        if isinstance(self.client, cluster.OwnedCluster):
+            await self.client.close_all()
+        else:
+            await self.client.aclose()
         if not self.cluster:
             await self.client.connection_pool.disconnect()  # the client does not own its pool
 
