@@ -222,24 +222,47 @@ async def migrate_global_keys(client: RedisCluster, prefix: str) -> bool:
 async def evalsha_each(
     client: RedisCluster, script: Any, calls: Sequence[tuple[list[str], list[Any]]]
 ) -> list[Any]:
-    """Run ``script`` once per (keys, args), pipelined per node; loaded where missing.
+    """Run ``script`` once per (keys, args), a pipeline per master, sent whole (``EVAL``,
+    which loads it) to the masters that lack it.
 
-    A call whose node failed has its error in its place (the calls on the other nodes
-    ran: one master lost fails only its own); when every call failed, the first error
-    is raised.
+    A call whose master failed has the error in its place (the calls on the other
+    masters ran: one master lost fails only its own); when every call failed, the
+    first error is raised.
     """
+    groups: dict[str, list[int]] = {}
+    for i, (keys, _) in enumerate(calls):
+        node = client.get_node_from_key(keys[0])
+        groups.setdefault(node.name if node is not None else "", []).append(i)
+    replies: list[Any] = [None] * len(calls)
+    answers = await asyncio.gather(
+        *(_each_on_one(client, script, [calls[i] for i in group]) for group in groups.values()),
+        return_exceptions=True,
+    )
+    for group, answer in zip(groups.values(), answers, strict=True):
+        for j, i in enumerate(group):
+            replies[i] = answer[j] if isinstance(answer, list) else answer
+    errors = [reply for reply in replies if isinstance(reply, BaseException)]
+    if errors and len(errors) == len(replies):
+        raise errors[0]
+    return replies
+
+
+async def _each_on_one(
+    client: RedisCluster, script: Any, calls: Sequence[tuple[list[str], list[Any]]]
+) -> list[Any]:
+    """:func:`evalsha_each` for the calls of one master."""
     for attempt in (0, 1):
         async with client.pipeline(transaction=False) as pipe:
             for keys, args in calls:  # (the pipeline's own evalsha is blocked in a cluster)
-                pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
-            replies = list(await pipe.execute(raise_on_error=False))
-        errors = [reply for reply in replies if isinstance(reply, Exception)]
-        if attempt == 0 and any(isinstance(error, NoScriptError) for error in errors):
-            await client.script_load(script.script)  # on every master
-            continue
-        if errors and len(errors) == len(replies):
-            raise errors[0]
-        return replies
+                if attempt:
+                    pipe.execute_command("EVAL", script.script, len(keys), *keys, *args)
+                else:
+                    pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
+            try:
+                return list(await pipe.execute())
+            except NoScriptError:
+                if attempt:
+                    raise
     raise AssertionError("unreachable")
 
 
