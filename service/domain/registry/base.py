@@ -66,6 +66,8 @@ class RegistryBase:
         self._behind: dict[str, str] = {}
         # models (name -> uid) the store answered it does not hold (deleted, or lost)
         self._gone: dict[str, str] = {}
+        # those of them whose record stayed: when that was first seen (time.monotonic())
+        self._lost_since: dict[str, float] = {}
         self.freezer = HeapFreezer()  # new models' objects out of the collector's walks
         self.idle = IdleLearners(store, holder=self.holder, lease_seconds=settings.lease_seconds)
         self.share = LeaseShare(

@@ -7,6 +7,7 @@ import asyncio
 import functools
 import json
 import logging
+import time
 from collections.abc import Container
 from typing import Any
 
@@ -24,6 +25,8 @@ log = logging.getLogger("banditree.service")
 NAMES_PER_TURN = 256
 #: distinct learner configs kept to share between models
 DISTINCT_CONFIGS = 1024
+#: how long a model must stay unheld with its record kept before it is written back
+LOST_CONFIRM_SECONDS = 1.0
 
 
 async def _absent(names: list[str], held: Container[str], share: LoopShare) -> list[str]:
@@ -170,17 +173,24 @@ class LearningRegistry(ServingRegistry):
 
     async def _write_back_lost(self) -> None:
         """A new epoch when a model the store answered it does not hold still has its
-        record (the same model, in the epoch this process wrote back in): its keys were
-        lost apart from the record, as when a Redis Cluster master restarts empty while
-        the records' master lives on.  Every process then writes back what it serves
-        and learns, as after a single Redis lost its data.  A model deleted elsewhere
-        has no record: the pass drops it."""
+        record (the same model, in the epoch this process wrote back in), and still
+        does :data:`LOST_CONFIRM_SECONDS` later: its keys were lost apart from the
+        record, as when a Redis Cluster master restarts empty while the records' master
+        lives on.  Every process then writes back what it serves and learns, as after a
+        single Redis lost its data.  A model deleted elsewhere has no record (a delete
+        in a cluster removes the keys, then the record: the wait lets it finish): the
+        pass drops it."""
         gone, self._gone = self._gone, {}
         if await self.store.epoch() != self.epoch:
             return  # a write-back is due anyway (this pass's recover)
+        now = time.monotonic()
         for name, uid in gone.items():
             record = await self.store.load_model(name)
-            if record is not None and json.loads(record).get("uid") == uid:
+            if record is None or json.loads(record).get("uid") != uid:
+                self._lost_since.pop(name, None)
+                continue
+            since = self._lost_since.setdefault(name, now)
+            if now - since >= LOST_CONFIRM_SECONDS:
                 log.error(
                     "the store lost the keys of model %s (its record stayed): new epoch", name
                 )
@@ -255,6 +265,7 @@ class LearningRegistry(ServingRegistry):
         await write_back(self.store, models)
         self.epoch = epoch
         self._gone.clear()  # held again: what they met was the loss written back
+        self._lost_since.clear()
 
     async def close(self) -> None:
         """Stop the watcher; every learner publishes what it learned and gives its lease back."""
