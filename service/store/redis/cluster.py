@@ -27,6 +27,7 @@ from typing import Any
 
 import redis
 from redis.asyncio.cluster import PRIMARY, ClusterNode, RedisCluster
+from redis.asyncio.connection import Connection
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 from redis.exceptions import (
@@ -72,6 +73,19 @@ class _NodeTable(dict[str, ClusterNode]):
         return node
 
 
+class _Connection(Connection):
+    """redis-py's connection, whose write on a socket the peer closed (a master killed)
+    fails with ``ConnectionError``: on uvloop it raised a ``RuntimeError`` ("the
+    handler is closed") that the cluster client neither retried nor the store mapped
+    to 503."""
+
+    async def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+        try:
+            await super().send_packed_command(command, check_health)
+        except RuntimeError as err:  # (redis-py disconnected it)
+            raise RedisConnectionError(f"Error writing to the socket: {err}") from err
+
+
 class OwnedCluster(RedisCluster):
     """redis-py's cluster client whose :meth:`aclose` closes every connection it opened.
 
@@ -108,6 +122,10 @@ class OwnedCluster(RedisCluster):
         manager = self.nodes_manager  # (its tables are filled in place, never replaced)
         manager.nodes_cache = _NodeTable(manager.nodes_cache, self._dropped)
         manager.startup_nodes = _NodeTable(manager.startup_nodes, self._dropped)
+        if self.connection_kwargs.get("connection_class") is Connection:  # (not TLS)
+            self.connection_kwargs["connection_class"] = _Connection  # (the nodes' too)
+            for node in manager.startup_nodes.values():
+                node.connection_class = _Connection
 
     async def initialize(
         self,
