@@ -67,6 +67,10 @@ class RegistryBase:
         self._reconciled: tuple[str, int] | None = None
         # models (name -> uid) whose store log ended before an offset this process saw
         self._behind: dict[str, str] = {}
+        # models (name -> uid) the store answered it does not hold (deleted, or lost)
+        self._gone: dict[str, str] = {}
+        # those of them whose record stayed: when that was first seen (time.monotonic())
+        self._lost_since: dict[str, float] = {}
         self.freezer = HeapFreezer()  # new models' objects out of the collector's walks
         self.idle = IdleLearners(store, holder=self.holder, lease_seconds=settings.lease_seconds)
         self.share = LeaseShare(
@@ -118,6 +122,14 @@ class RegistryBase:
         discovery pass checks that the store still holds that model (not a namesake
         created since), then starts a new epoch so that every process writes back."""
         self._behind[name] = uid
+        self.want_discovery()
+
+    def gone(self, name: str, uid: str) -> None:
+        """The store answered it does not hold model ``name`` (``uid``): deleted elsewhere
+        (the next discovery pass drops it) or its keys lost while its record stayed (a
+        Redis Cluster master restarted empty: the pass starts a new epoch, so that every
+        process writes back, see :meth:`LearningRegistry.discover`)."""
+        self._gone[name] = uid
         self.want_discovery()
 
     def saw_store_changes(self, changes: int) -> None:

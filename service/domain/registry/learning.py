@@ -4,8 +4,10 @@ and the write-back of this process's models to a store that lost its data."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
+import time
 from collections.abc import Container
 from typing import Any
 
@@ -23,6 +25,8 @@ log = logging.getLogger("banditree.service")
 NAMES_PER_TURN = 256
 #: distinct learner configs kept to share between models
 DISTINCT_CONFIGS = 1024
+#: how long a model must stay unheld with its record kept before it is written back
+LOST_CONFIRM_SECONDS = 1.0
 
 
 async def _absent(names: list[str], held: Container[str], share: LoopShare) -> list[str]:
@@ -97,7 +101,7 @@ class LearningRegistry(ServingRegistry):
                 default_loss=policy.default_loss, lease_seconds=self.settings.lease_seconds,
             ),
             store=self.store, metrics=lambda: self.metrics.for_model(name),
-            holder=self.holder, on_gone=self.want_discovery, idle=self.idle, share=self.share,
+            holder=self.holder, on_gone=functools.partial(self.gone, name, record["uid"]), idle=self.idle, share=self.share,
             on_led=self.freezer.soon, resident=self.resident_learners,
         )  # fmt: skip
         self.records[name] = record_json
@@ -118,6 +122,8 @@ class LearningRegistry(ServingRegistry):
         async with self._discovering:
             if self._behind:
                 await self._start_new_epoch()
+            if self._gone:
+                await self._write_back_lost()
             seen, expected = self.generation, self.store_changes
             # counted before the list is read: a record saved meanwhile makes the next
             # pass a whole one
@@ -162,6 +168,32 @@ class LearningRegistry(ServingRegistry):
             record = await self.store.load_model(name)
             if record is not None and json.loads(record).get("uid") == uid:
                 log.error("the store came back from an older snapshot (model %s): new epoch", name)
+                await self.store.new_epoch(changes=self.store_changes)
+                return
+
+    async def _write_back_lost(self) -> None:
+        """A new epoch when a model the store answered it does not hold still has its
+        record (the same model, in the epoch this process wrote back in), and still
+        does :data:`LOST_CONFIRM_SECONDS` later: its keys were lost apart from the
+        record, as when a Redis Cluster master restarts empty while the records' master
+        lives on.  Every process then writes back what it serves and learns, as after a
+        single Redis lost its data.  A model deleted elsewhere has no record (a delete
+        in a cluster removes the keys, then the record: the wait lets it finish): the
+        pass drops it."""
+        gone, self._gone = self._gone, {}
+        if await self.store.epoch() != self.epoch:
+            return  # a write-back is due anyway (this pass's recover)
+        now = time.monotonic()
+        for name, uid in gone.items():
+            record = await self.store.load_model(name)
+            if record is None or json.loads(record).get("uid") != uid:
+                self._lost_since.pop(name, None)
+                continue
+            since = self._lost_since.setdefault(name, now)
+            if now - since >= LOST_CONFIRM_SECONDS:
+                log.error(
+                    "the store lost the keys of model %s (its record stayed): new epoch", name
+                )
                 await self.store.new_epoch(changes=self.store_changes)
                 return
 
@@ -232,6 +264,8 @@ class LearningRegistry(ServingRegistry):
         ]
         await write_back(self.store, models)
         self.epoch = epoch
+        self._gone.clear()  # held again: what they met was the loss written back
+        self._lost_since.clear()
 
     async def close(self) -> None:
         """Stop the watcher; every learner publishes what it learned and gives its lease back."""

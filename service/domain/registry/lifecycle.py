@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import time
 import uuid
@@ -137,7 +138,7 @@ class ModelRegistry(LearningRegistry):
         runtime = ModelRuntime(
             name=name, uid=record["uid"], learner=learner, policy=resolved,
             store=self.store, metrics=self.metrics.for_model(name),
-            wake_learner=self._waker(name), on_gone=self.want_discovery,
+            wake_learner=self._waker(name), on_gone=functools.partial(self.gone, name, record["uid"]),
             on_behind=self.went_back, on_initial_snapshot=self.freezer.soon,
         )  # fmt: skip
         self.records[name] = record_json

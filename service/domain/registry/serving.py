@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import time
@@ -59,7 +60,7 @@ class ServingRegistry(RegistryBase):
         runtime = ModelRuntime(
             name=name, uid=uid, learner=learner, policy=policy, store=self.store,
             metrics=metrics, last_checkpoint=info, wake_learner=self._waker(name),
-            on_gone=self.want_discovery, on_behind=self.went_back,
+            on_gone=functools.partial(self.gone, name, uid), on_behind=self.went_back,
             on_initial_snapshot=self.freezer.soon,
         )  # fmt: skip
         await runtime.refresh_bounds()

@@ -165,7 +165,15 @@ class RedisBase(StoreLifecycle):
         return f"{self.prefix}{kind}:{{{name}}}" + "".join(f":{part}" for part in rest)
 
     async def _run(self, script: str, keys: list[str], args: list[Any]) -> Any:
-        return await self._scripts[script](keys=keys, args=args)
+        code = self._scripts[script]
+        if not self.cluster:
+            return await code(keys=keys, args=args)
+        # in a cluster, a master that lacks it is sent the script itself (redis-py would
+        # load it on every master, and fail while one is down)
+        try:
+            return await self.client.evalsha(code.sha, len(keys), *keys, *args)
+        except NoScriptError:
+            return await self.client.eval(code.script, len(keys), *keys, *args)
 
     async def _claim(self, keys: list[str], args: list[Any]) -> Any:
         """The FEEDBACK script; when feedback waits for replicas, then ``WAIT`` on the same
@@ -277,7 +285,10 @@ class RedisBase(StoreLifecycle):
             self._slot_wires.close()
         if self._log_wire is not None:
             self._log_wire.close()
-        await self.client.aclose()
+        if isinstance(self.client, cluster.OwnedCluster):
+            await self.client.close_all()
+        else:
+            await self.client.aclose()
         if not self.cluster:
             await self.client.connection_pool.disconnect()  # the client does not own its pool
 

@@ -26,7 +26,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import redis
-from redis.asyncio.cluster import ClusterNode, RedisCluster
+from redis.asyncio.cluster import PRIMARY, ClusterNode, RedisCluster
+from redis.asyncio.connection import Connection
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 from redis.exceptions import (
@@ -72,6 +73,19 @@ class _NodeTable(dict[str, ClusterNode]):
         return node
 
 
+class _Connection(Connection):
+    """redis-py's connection, whose write on a socket the peer closed (a master killed)
+    fails with ``ConnectionError``: on uvloop it raised a ``RuntimeError`` ("the
+    handler is closed") that the cluster client neither retried nor the store mapped
+    to 503."""
+
+    async def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+        try:
+            await super().send_packed_command(command, check_health)
+        except RuntimeError as err:  # (redis-py disconnected it)
+            raise RedisConnectionError(f"Error writing to the socket: {err}") from err
+
+
 class OwnedCluster(RedisCluster):
     """redis-py's cluster client whose :meth:`aclose` closes every connection it opened.
 
@@ -86,16 +100,77 @@ class OwnedCluster(RedisCluster):
     Either stayed open until the garbage collector found it.  This client remembers
     every node taken out of its tables, and its close disconnects those and every node
     still in them, whatever state the client is in.
+
+    It also keeps one lost master from stopping the calls to the others:
+
+    * redis-py calls its own close after a failed call (a pipeline's lost connection,
+      ``CLUSTERDOWN``, ``MOVED``) only to learn the topology again; that close
+      disconnected every connection to every node, those of calls under way on the
+      healthy masters too (they failed, some with a plain ``RuntimeError`` from the
+      closed transport).  Here it only marks the topology to be learnt again; the
+      store's :meth:`close_all` closes;
+    * learning the topology again asked the command table (``COMMAND``) of the first
+      master listed, and failed, closing every connection, while that master was down:
+      every call of every model failed until it came back.  The table does not change;
+      it is asked once, of any master that answers.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._dropped: list[ClusterNode] = []
+        self._shutting = False
         manager = self.nodes_manager  # (its tables are filled in place, never replaced)
         manager.nodes_cache = _NodeTable(manager.nodes_cache, self._dropped)
         manager.startup_nodes = _NodeTable(manager.startup_nodes, self._dropped)
+        if self.connection_kwargs.get("connection_class") is Connection:  # (not TLS)
+            self.connection_kwargs["connection_class"] = _Connection  # (the nodes' too)
+            for node in manager.startup_nodes.values():
+                node.connection_class = _Connection
+
+    async def initialize(
+        self,
+        additional_startup_nodes_info: list[tuple[str, int]] | None = None,
+        last_failed_node_name: str | None = None,
+    ) -> RedisCluster:
+        """Learn the topology (from any node that answers); the command table once."""
+        if not self._initialize:
+            return self
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            if self._initialize:
+                manager = self.nodes_manager
+                await manager.initialize(
+                    additional_startup_nodes_info=additional_startup_nodes_info,
+                    last_failed_node_name=last_failed_node_name,
+                )
+                if not self.commands_parser.commands:
+                    await self._learn_commands()
+                self._initialize = False
+        return self
+
+    async def _learn_commands(self) -> None:
+        """The command table, from the default node or else the first master that answers
+        (then the default node: keyless calls go to one that answers)."""
+        manager = self.nodes_manager
+        failure: BaseException | None = None
+        for node in (manager.default_node, *manager.get_nodes_by_server_type(PRIMARY)):
+            if node is None:
+                continue
+            try:
+                await self.commands_parser.initialize(node)
+            except (RedisConnectionError, RedisTimeoutError, OSError) as err:
+                failure = err
+                continue
+            manager.default_node = node
+            return
+        raise failure or ClusterDownError("no master answers")
 
     async def aclose(self) -> None:
+        """Mark the topology to be learnt again (redis-py's calls); :meth:`close_all` closes."""
+        if not self._shutting:
+            self._initialize = True
+            return
         try:
             await super().aclose()
         finally:
@@ -111,6 +186,11 @@ class OwnedCluster(RedisCluster):
             await asyncio.gather(
                 *(node.disconnect() for node in nodes.values()), return_exceptions=True
             )
+
+    async def close_all(self) -> None:
+        """Close every connection this client opened."""
+        self._shutting = True
+        await self.aclose()
 
 
 def cluster_client(url: str, timeout_seconds: float) -> RedisCluster:
@@ -160,17 +240,47 @@ async def migrate_global_keys(client: RedisCluster, prefix: str) -> bool:
 async def evalsha_each(
     client: RedisCluster, script: Any, calls: Sequence[tuple[list[str], list[Any]]]
 ) -> list[Any]:
-    """Run ``script`` once per (keys, args), pipelined per node; loaded where missing."""
+    """Run ``script`` once per (keys, args), a pipeline per master, sent whole (``EVAL``,
+    which loads it) to the masters that lack it.
+
+    A call whose master failed has the error in its place (the calls on the other
+    masters ran: one master lost fails only its own); when every call failed, the
+    first error is raised.
+    """
+    groups: dict[str, list[int]] = {}
+    for i, (keys, _) in enumerate(calls):
+        node = client.get_node_from_key(keys[0])
+        groups.setdefault(node.name if node is not None else "", []).append(i)
+    replies: list[Any] = [None] * len(calls)
+    answers = await asyncio.gather(
+        *(_each_on_one(client, script, [calls[i] for i in group]) for group in groups.values()),
+        return_exceptions=True,
+    )
+    for group, answer in zip(groups.values(), answers, strict=True):
+        for j, i in enumerate(group):
+            replies[i] = answer[j] if isinstance(answer, list) else answer
+    errors = [reply for reply in replies if isinstance(reply, BaseException)]
+    if errors and len(errors) == len(replies):
+        raise errors[0]
+    return replies
+
+
+async def _each_on_one(
+    client: RedisCluster, script: Any, calls: Sequence[tuple[list[str], list[Any]]]
+) -> list[Any]:
+    """:func:`evalsha_each` for the calls of one master."""
     for attempt in (0, 1):
         async with client.pipeline(transaction=False) as pipe:
             for keys, args in calls:  # (the pipeline's own evalsha is blocked in a cluster)
-                pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
+                if attempt:
+                    pipe.execute_command("EVAL", script.script, len(keys), *keys, *args)
+                else:
+                    pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
             try:
                 return list(await pipe.execute())
             except NoScriptError:
                 if attempt:
                     raise
-        await client.script_load(script.script)  # on every master
     raise AssertionError("unreachable")
 
 

@@ -56,8 +56,11 @@ class RedisLeases(RedisBase, LeaseStore):
         else:
             replies = await self._idle_pipelined(script, holder, idle, ttl_ms)
         codes: dict[int, IdleVerdict] = {0: "lost", 1: "idle", 2: "work"}
+        # a learner whose master failed (a cluster node lost) is woken: it meets the fault
+        # on its own calls and waits, and the other masters' learners are renewed
         return {
-            learner.name: codes[int(reply)] for learner, reply in zip(idle, replies, strict=True)
+            learner.name: "work" if isinstance(reply, Exception) else codes[int(reply)]
+            for learner, reply in zip(idle, replies, strict=True)
         }
 
     async def _idle_pipelined(

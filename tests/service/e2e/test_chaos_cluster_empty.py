@@ -28,11 +28,6 @@ pytestmark = [
     pytest.mark.slow,
     needs_redis_cluster,
     ignore_dropped_nodes,
-    # seen: while the master is down every model's predict answers unlogged and every
-    # learner fails with "connection refused" to the dead node, the healthy masters'
-    # models included (cluster-require-full-coverage no): the cluster client, not the
-    # cluster, stops them; not yet found why
-    pytest.mark.xfail(reason="issue 41 item 1: models on healthy masters stop learning"),
 ]
 
 PREFIX = "empty:"

@@ -12,10 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisClusterException, SlotNotCoveredError
 
 from service.store import RedisStore, StoreUnavailable
 from service.store.redis.client import unavailable
+from service.store.redis.cluster import _Connection
 
 pytestmark = pytest.mark.anyio
 
@@ -55,3 +57,24 @@ async def test_a_broken_subscription_is_dropped_and_made_again(redis_prefix: str
         assert store._pubsub is not None
     finally:
         await store.close()
+
+
+class _ClosedWriter:
+    """A stream writer whose transport the peer closed (uvloop's error on a write)."""
+
+    def writelines(self, data: Any) -> None:
+        raise RuntimeError("unable to perform operation on <TCPTransport>; the handler is closed")
+
+    def close(self) -> None:
+        pass
+
+    async def wait_closed(self) -> None:
+        pass
+
+
+async def test_a_write_on_a_socket_the_peer_closed_is_a_connection_error() -> None:
+    connection = _Connection(host="127.0.0.1", port=1, socket_timeout=0.5)
+    connection._reader, connection._writer = object(), _ClosedWriter()  # type: ignore[assignment]
+    with pytest.raises(RedisConnectionError, match="handler is closed"):
+        await connection.send_packed_command([b"PING\r\n"], check_health=False)
+    assert not connection.is_connected  # made again at the next call
