@@ -48,7 +48,8 @@ async def test_the_first_scrape_answers_within_its_wait_and_later_ones_at_once()
     started = time.perf_counter()
     first = await exposition.latest()  # before any rendering finished
     first_seconds = time.perf_counter() - started
-    assert first_seconds < FIRST_WAIT_SECONDS + 0.25, first_seconds
+    # within its wait, and the machine's own hold-ups (measured above) beside it
+    assert first_seconds < FIRST_WAIT_SECONDS + 0.25 + max(quiet), (first_seconds, max(quiet))
     while exposition.body is None:
         await asyncio.sleep(0.05)
     assert exposition.slow, exposition.render_seconds  # the case this guards
