@@ -9,10 +9,12 @@ from typing import Any
 import numpy as np
 
 from banditree.core.arrays import FloatArray, clip_ufunc, scalar_array
+from banditree.core.columns import DecisionColumns
 from banditree.core.records import Decision, Feedback
-from banditree.estimators import Estimator
+from banditree.estimators import Estimator, OnePointEstimator, TwoPointEstimator
 from banditree.explore import Explorer
 from banditree.learners.base import Learner
+from banditree.learners.batch_decisions import regression_columns
 from banditree.learners.drift import LossRiseDetector
 from banditree.learners.leaf_stats import LeafStats
 from banditree.learners.optim import RMSprop
@@ -20,7 +22,7 @@ from banditree.learners.ridge import PerActionRidge
 from banditree.learners.ridge_challenger import RidgeChallenger
 from banditree.learners.robust import FeedbackClip
 from banditree.learners.standardize import RunningStandardizer
-from banditree.models.spec import ModelSpec, Params
+from banditree.models.spec import BatchOutput, ModelSpec, Params
 
 #: 1 as a 0-d array (numpy's faster operand, the same division)
 _ONE = scalar_array(1.0)
@@ -121,6 +123,26 @@ class GradientBase(Learner):
         if self.context_clip is not None:
             clip_in_place(z, self.context_clip)
         return z
+
+    def _regression_columns(
+        self,
+        out: BatchOutput,
+        x: FloatArray,
+        ids: list[str],
+        uniforms: FloatArray,
+        version: int,
+        given: object,
+    ) -> DecisionColumns:
+        """:func:`regression_columns` of a tick with this learner's target scale and its
+        estimator's perturbation (one-point, two-point or none)."""
+        est = self.estimator
+        return regression_columns(
+            out, x, ids, uniforms, version=version,
+            target_offset=self.target_offset, target_scale=self.target_scale,
+            one_point_delta=est.delta if isinstance(est, OnePointEstimator) else None,
+            two_point_delta=est.delta if isinstance(est, TwoPointEstimator) else None,
+            given=given,
+        )  # fmt: skip
 
     @property
     def _explore_rounds(self) -> int:

@@ -13,7 +13,7 @@ from banditree.estimators import OnePointEstimator, TwoPointEstimator
 from banditree.explore import event_uniform_rows, event_uniforms, explore_and_sample
 from banditree.kernel import event_uniform_rows as kernel_uniform_rows
 from banditree.kernel import native
-from banditree.learners.batch_decisions import classification_columns, regression_columns
+from banditree.learners.batch_decisions import classification_columns
 from banditree.learners.gradient_bandit.base import GradientBase, clip_in_place
 from banditree.learners.gradient_bandit.kernel_calls import decide_columns, decide_one
 from banditree.learners.validation import as_context, as_contexts, context_values
@@ -167,19 +167,7 @@ class Deciding(GradientBase):
                 sigmoid_link=self.reward_link == "sigmoid",
                 given=contexts,
             )
-        est = self.estimator
-        return regression_columns(
-            out,
-            x,
-            ids,
-            uniforms,
-            version=snap.version,
-            target_offset=self.target_offset,
-            target_scale=self.target_scale,
-            one_point_delta=est.delta if isinstance(est, OnePointEstimator) else None,
-            two_point_delta=est.delta if isinstance(est, TwoPointEstimator) else None,
-            given=contexts,
-        )
+        return self._regression_columns(out, x, ids, uniforms, snap.version, contexts)
 
     def act_batch(
         self,

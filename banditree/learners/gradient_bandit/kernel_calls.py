@@ -24,10 +24,10 @@ import numpy as np
 from banditree.core.arrays import FloatArray, IntArray
 from banditree.core.columns import DecisionColumns
 from banditree.core.records import Decision, Feedback
-from banditree.estimators import ClassificationEstimator, OnePointEstimator, TwoPointEstimator
+from banditree.estimators import ClassificationEstimator
 from banditree.explore import EpsilonGreedy, Explorer, FastCB, Softmax, SquareCB
 from banditree.kernel import decide_rows, event_uniform_rows, window_gradients
-from banditree.learners.batch_decisions import context_rows, regression_columns
+from banditree.learners.batch_decisions import context_rows
 from banditree.models.dgt.forest_spec import DGTForestSpec
 from banditree.models.dgt.spec import DGTSpec
 from banditree.models.spec import BatchOutput, Params
@@ -152,18 +152,8 @@ def decide_columns(
     )
     leaves = None if aggregate != "single" else leaf
     if not classification:
-        est = learner.estimator
-        return regression_columns(
-            BatchOutput(output=output, leaf=leaves),
-            x,
-            ids,
-            uniforms,
-            version=snap.version,
-            target_offset=learner.target_offset,
-            target_scale=learner.target_scale,
-            one_point_delta=est.delta if isinstance(est, OnePointEstimator) else None,
-            two_point_delta=est.delta if isinstance(est, TwoPointEstimator) else None,
-            given=given,
+        return learner._regression_columns(
+            BatchOutput(output=output, leaf=leaves), x, ids, uniforms, snap.version, given
         )
     return DecisionColumns(
         event_ids=ids,
