@@ -14,22 +14,16 @@ import pytest
 
 from service.domain.errors import NotFound
 from service.domain.jobs import Jobs, Progress
-from service.main import create_app
-from service.settings import load_settings
+from tests.service.http.one_model import one_model_client
 
 pytestmark = pytest.mark.anyio
-MODEL = {"kind": "dgt", "n_features": 3, "n_actions": 2, "height": 2, "accumulate": 1}
 EPSILON = {"name": "eps", "changes": {"explorer": "epsilon_greedy", "explorer_parameter": 0.1}}
 
 
 @pytest.fixture
 async def http(tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(load_settings(data_dir=tmp_path, snapshot_poll_seconds=0.05))
-    async with app.router.lifespan_context(app):
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
-            assert (await client.put("/v1/models/m", json=MODEL)).status_code == 201
-            yield client
+    async with one_model_client(tmp_path) as client:
+        yield client
 
 
 async def feed(http: httpx.AsyncClient, rounds: int) -> None:
