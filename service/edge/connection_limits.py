@@ -64,6 +64,11 @@ def _answer(status: bytes, detail: str, field: str) -> bytes:
 
 
 _TIMED_OUT = _answer(b"408 Request Timeout", "request body not received in time", "body")
+#: the answer of a connection displaced to make room (see :meth:`GuardedHttp.shed`)
+_SHED = _answer(b"503 Service Unavailable", "too many open connections; retry", "connection")
+_SHED = _SHED.replace(b"\r\nconnection: close", b"\r\nretry-after: 1\r\nconnection: close", 1)
+#: how long a shed connection's further bytes are read and dropped before it is closed
+SHED_LINGER_SECONDS = 2.0
 
 
 async def _unavailable(send: Any, detail: str) -> None:
@@ -176,6 +181,7 @@ class GuardedHttp(HttpToolsProtocol):
     _armed = 0  # header waits begun: a new one restarts the header byte count
     _counted = False
     _over = False
+    _shedding = False
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -211,10 +217,45 @@ class GuardedHttp(HttpToolsProtocol):
         self.transport.close()
 
     def displace(self) -> None:
-        """Close this waiting connection to make room for a new one."""
+        """Shed this waiting connection to make room for a new one."""
         TABLE.waiting.pop(self, None)
-        if not self.transport.is_closing():
+        self.shed()
+
+    def shed(self) -> None:
+        """Answer 503 (``Retry-After: 1``, closing) and close gracefully: the write side
+        at once, the socket once the client closes it or after
+        :data:`SHED_LINGER_SECONDS`, its bytes read and dropped meanwhile.
+
+        A plain close reached the client as a TCP reset whenever its request was already
+        on the way (a waiting connection is often one whose request the loop has not
+        read yet): the kernel answers unread bytes with a reset, and a reset discards
+        what the client had not read.  2,000 keyed connections at once to a cap of
+        1,000 got 500 resets that way.  A connection whose answer is being written is
+        only closed (it is never one that waits)."""
+        if self._shedding or self.transport.is_closing():
+            return
+        self._shedding = True
+        if self._counted:  # room made now, not when the client goes
+            TABLE.remove(self)
+            self._counted = False
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+        cycle: Any = self.cycle
+        if cycle is not None and cycle.response_started and not cycle.response_complete:
             self.transport.close()
+            return
+        if cycle is not None and not cycle.response_complete:  # its app reads no more
+            cycle.response_started = cycle.response_complete = cycle.disconnected = True
+            cycle.message_event.set()
+        self.transport.write(_SHED)
+        try:
+            self.transport.write_eof()
+            self.transport.resume_reading()
+        except (OSError, RuntimeError):
+            self.transport.close()
+            return
+        self._deadline = self.loop.call_later(SHED_LINGER_SECONDS, self.transport.close)
 
     # connection --------------------------------------------------------------------------
 
@@ -268,6 +309,8 @@ class GuardedHttp(HttpToolsProtocol):
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
+        if self._shedding:  # answered 503: read and dropped until the client closes
+            return
         armed = self._armed
         super().data_received(data)
         # bytes that left the headers incomplete count (not a body that came with them)

@@ -177,6 +177,24 @@ class DecisionStore(Protocol):
         (:func:`~service.store.base.wait_within_budget`)."""
 
     @abstractmethod
+    async def put_new_events(
+        self,
+        name: str,
+        events: list[tuple[str, str]],
+        *,
+        now: float,
+        ttl_seconds: float,
+    ) -> list[EventLookup]:
+        """:meth:`put_events` (counted) of decisions under ids a caller gave, only if
+        none of the ids is known to the model yet: one atomic step, whichever process
+        or request tries the same ids at the same moment, so one decision is stored
+        and counted per id.
+
+        ``[]`` when every decision was stored; else nothing was stored and the answer
+        holds what each id has now (:meth:`peek_event`'s answers, ``unknown`` for the
+        ids still free)."""
+
+    @abstractmethod
     async def peek_event(self, name: str, event_id: str, *, now: float) -> EventLookup:
         """``pending`` (with payload), ``expired`` (with payload), ``duplicate`` or ``unknown``."""
 

@@ -214,20 +214,28 @@ class ModelRuntime(OperatorWrites):
     async def _counted(self, writing: Awaitable[None], count: int, started: float) -> bool:
         """Wait for the write of ``count`` decisions and count them: False (answered
         without logging) when the store could not be reached."""
-        m = self.metrics
         logged = True
         try:
             await writing
         except StoreUnavailable as err:
-            log.warning("model %s answers without logging: %s", self.name, err)
-            m.unlogged.inc(count)
+            self.answered_unlogged(count, err)
             logged = False
-        if logged:
-            self.decisions_total += count
-        m.tick.inc_observe(  # the counters and the histogram are updated once per loop tick
-            m.predictions, count, m.predict_latency, time.perf_counter() - started
-        )
+        self.count_stored(count if logged else 0, count, started)
         return logged
+
+    def answered_unlogged(self, count: int, err: StoreUnavailable) -> None:
+        """``count`` decisions answered without being stored: the store was away."""
+        log.warning("model %s answers without logging: %s", self.name, err)
+        self.metrics.unlogged.inc(count)
+
+    def count_stored(self, stored: int, answered: int, started: float) -> None:
+        """Count ``stored`` decisions (of every process's, as the store counts them) and
+        ``answered`` predictions of this process."""
+        m = self.metrics
+        self.decisions_total += stored
+        m.tick.inc_observe(  # the counters and the histogram are updated once per loop tick
+            m.predictions, answered, m.predict_latency, time.perf_counter() - started
+        )
 
     def count_decided(self, explored: int, leaves: list[float]) -> None:
         """Count decisions made: ``explored`` of them explored; ``leaves`` reachable each."""

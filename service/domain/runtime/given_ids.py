@@ -7,18 +7,24 @@ the body, the retry gets the decisions stored the first time, counted once.  Eac
 looked up first (:meth:`~service.store.DecisionStore.peek_events`): a decision of this
 model still waiting for its feedback is answered as stored; an id already settled (its
 feedback taken, or its reward wait over) is refused with 409, since its decision can
-no longer be given; only the other ids are decided, under those ids, and stored (and
-counted).  Requests of this process deciding the same ids at once share one decision
-(a retry that overtakes the first attempt).  Two processes deciding one id at the same
-moment may each store a decision (the later write wins, both are counted): the stores
-write decisions without a check.
+no longer be given; only the other ids are decided, under those ids.  Requests of this
+process deciding the same ids at once share one decision (a retry that overtakes the
+first attempt).
+
+The new decisions are stored only if their ids are still free
+(:meth:`~service.store.DecisionStore.put_new_events`, one atomic step in the store):
+when another process (or a rank of this one) stored a decision under one of them
+meanwhile, that stored decision is the answer and this one is dropped, so two
+processes deciding one id at the same moment answer the same decision and count it
+once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from banditree.core.codec import (
     column_payloads,
@@ -33,6 +39,8 @@ from service.store import EventLookup, StoreUnavailable
 
 if TYPE_CHECKING:
     from service.domain.runtime.api import ModelRuntime
+
+T = TypeVar("T")
 
 
 class EventIdSettled(Conflict):
@@ -70,14 +78,8 @@ async def predict_given(
         found = [EventLookup("unknown")] * n
     rows: list[dict[str, Any] | None] = [None] * n
     for i, lookup in enumerate(found):
-        if lookup.status == "unknown":
-            continue
-        decision = None
-        if lookup.status == "pending" and lookup.payload is not None:
-            decision = read_decision(lookup.payload, runtime.uid)
-        if decision is None:  # settled, or a decision of an earlier model of this name
-            raise EventIdSettled(event_ids[i], _field(event_ids, single, i))
-        rows[i] = decision_public(decision)
+        if lookup.status != "unknown":
+            rows[i] = _stored_public(runtime, lookup, event_ids[i], _field(event_ids, single, i))
     in_flight = runtime.given_in_flight
     waits = {
         i: in_flight[event_ids[i]]
@@ -97,6 +99,7 @@ async def predict_given(
                 [event_ids[i] for i in new],
                 None if defaults is None else [defaults[i] for i in new],
                 started,
+                [_field(event_ids, single, i) for i in new],
             )
             for i, public in zip(new, publics, strict=True):
                 rows[i] = public
@@ -115,30 +118,96 @@ async def predict_given(
     return [row for row in rows if row is not None], logged
 
 
+def _stored_public(
+    runtime: ModelRuntime, lookup: EventLookup, event_id: str, field: str
+) -> dict[str, Any]:
+    """The public answer of the decision stored under ``event_id``; 409 when it is
+    settled, or a decision of an earlier model of this name."""
+    decision = None
+    if lookup.status == "pending" and lookup.payload is not None:
+        decision = read_decision(lookup.payload, runtime.uid)
+    if decision is None:
+        raise EventIdSettled(event_id, field)
+    return decision_public(decision)
+
+
 async def _decide(
     runtime: ModelRuntime,
     contexts: list[Any],
     event_ids: list[str],
     defaults: list[int] | None,
     started: float,
+    fields: list[str],
 ) -> tuple[list[dict[str, Any]], bool]:
     learner = runtime.learner
     if len(contexts) == 1:
         decision = act_one(
             learner, contexts[0], None if defaults is None else defaults[0], event_ids[0]
         )
-        events = [(decision.event_id, decision_payload(runtime.uid, decision))]
-        leaves = (
-            [decision.extras["reachable_leaves"]] if "reachable_leaves" in decision.extras else []
-        )
-        logged = await runtime._store(events, int(decision.explored), leaves, started)
-        return [decision_public(decision)], logged
-    apprentice = learner.apprentice
-    if defaults is not None and apprentice is not None:
-        columns = apprentice.act_columns(contexts, event_ids, default_actions=defaults)
+        payloads = [decision_payload(runtime.uid, decision)]
+        publics, explored = [decision_public(decision)], [int(decision.explored)]
+        leaves: list[float | None] = [decision.extras.get("reachable_leaves")]
     else:
-        columns = learner.act_columns(contexts, event_ids)
-    events = list(zip(columns.event_ids, column_payloads(runtime.uid, columns), strict=True))
-    leaves = (columns.extras or {}).get("reachable_leaves") or []
-    logged = await runtime._store(events, sum(columns.explored), leaves, started)
-    return columns_public(columns), logged
+        apprentice = learner.apprentice
+        if defaults is not None and apprentice is not None:
+            columns = apprentice.act_columns(contexts, event_ids, default_actions=defaults)
+        else:
+            columns = learner.act_columns(contexts, event_ids)
+        payloads = list(column_payloads(runtime.uid, columns))
+        publics, explored = columns_public(columns), [int(e) for e in columns.explored]
+        reachable = (columns.extras or {}).get("reachable_leaves") or []
+        leaves = list(reachable) if len(reachable) == len(contexts) else [None] * len(contexts)
+    return await store_new(
+        runtime, event_ids, payloads, publics, started, explored=explored, leaves=leaves,
+        stored_answer=lambda k, lookup: _stored_public(runtime, lookup, event_ids[k], fields[k]),
+    )  # fmt: skip
+
+
+async def store_new(
+    runtime: ModelRuntime,
+    event_ids: list[str],
+    payloads: list[str],
+    publics: list[T],
+    started: float,
+    *,
+    explored: list[int],
+    leaves: list[float | None],
+    stored_answer: Callable[[int, EventLookup], T],
+    whole: bool = False,
+) -> tuple[list[T], bool]:
+    """Store the decisions made under ``event_ids`` (answered ``publics``) where the ids
+    are still free, and count those: ``(answers, logged)``; the ``k``-th id, stored by
+    another request meanwhile, is answered ``stored_answer(k, what it holds)`` (which
+    refuses a settled one).  ``whole``: the decisions go together (the slots of one
+    multi-slot rank): when one id is taken, none is stored and the answers are ``[]``."""
+    answers = list(publics)
+    todo = list(range(len(event_ids)))
+    stored: list[int] = []
+    while todo:  # each round settles at least one id, or stores every one left
+        try:
+            found = await runtime.store.put_new_events(
+                runtime.name, [(event_ids[k], payloads[k]) for k in todo], now=time.time(),
+                ttl_seconds=runtime.policy.event_ttl_seconds,
+            )  # fmt: skip
+        except StoreUnavailable as err:  # answered as decided: nothing is logged
+            runtime.answered_unlogged(len(todo), err)
+            runtime.count_stored(0, len(todo), started)
+            return answers, False
+        if not found:
+            stored += todo
+            break
+        if whole:
+            return [], True
+        free = []
+        for k, lookup in zip(todo, found, strict=True):
+            if lookup.status == "unknown":
+                free.append(k)
+            else:
+                answers[k] = stored_answer(k, lookup)
+        todo = free
+    runtime.count_stored(len(stored), len(stored), started)
+    runtime.count_decided(
+        sum(explored[k] for k in stored),
+        [leaf for k in stored if (leaf := leaves[k]) is not None],
+    )
+    return answers, True

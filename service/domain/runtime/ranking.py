@@ -29,8 +29,9 @@ from service.domain.errors import (
     Unavailable,
 )
 from service.domain.runtime.api import ModelRuntime, new_event_ids
+from service.domain.runtime.given_ids import store_new
 from service.domain.schemas import GIVEN_EVENT_ID_RULE, MAX_GIVEN_EVENT_ID, given_event_id_ok
-from service.store import StoreUnavailable
+from service.store import EventLookup, StoreUnavailable
 
 #: most slots of one multi-slot rank
 MAX_SLOTS = 16
@@ -88,16 +89,6 @@ def _checked(event_id: str) -> str:
     return event_id
 
 
-async def _fresh_event_id(runtime: ModelRuntime, event_id: str | None, probe: str) -> str:
-    """``event_id`` (refused when taken: 409) or a new one."""
-    if event_id is None:
-        return new_event_ids(1)[0]
-    found = await _peek(runtime, probe.format(_checked(event_id)))
-    if found.status != "unknown":
-        raise EventIdTaken(event_id)
-    return event_id
-
-
 async def _stored_ranking(runtime: ModelRuntime, event_id: str) -> Decision | None:
     """The ranking decision stored under the caller's ``event_id`` and still waiting for
     its reward (a rank sent again: answered as stored), None when the id is new; 409 when
@@ -105,12 +96,54 @@ async def _stored_ranking(runtime: ModelRuntime, event_id: str) -> Decision | No
     found = await _peek(runtime, _checked(event_id))
     if found.status == "unknown":
         return None
+    return _ranking_of(runtime, found, event_id)
+
+
+def _ranking_of(runtime: ModelRuntime, found: EventLookup, event_id: str) -> Decision:
+    """The pending ranking decision ``found`` under ``event_id``; 409 when it is settled
+    or not a ranking of this model."""
     decision = None
     if found.status == "pending" and found.payload is not None:
         decision = read_decision(found.payload, runtime.uid)
     if decision is None or decision.ranking is None:
         raise EventIdTaken(event_id)
     return decision
+
+
+async def _stored_slots(
+    runtime: ModelRuntime, event_id: str, slots: Sequence[Slot]
+) -> list[tuple[str, Decision | None]] | None:
+    """The answer of the multi-slot rank stored under the caller's ``event_id`` while
+    every filled slot still waits for its reward (a rank sent again: answered as stored),
+    in the order of ``slots``; None when the id is new; 409 when a slot was settled
+    (rewarded, or its reward wait over: its decision is no longer kept) or the stored
+    rank filled a slot ``slots`` does not name."""
+    first = _ranking_of_slot(runtime, await _peek(runtime, slot_event_id(event_id, 0)), event_id)
+    if first is None:
+        return None
+    assert first.ranking is not None
+    names = list(first.ranking.get("slots") or [first.ranking.get("slot")])
+    rest = [slot_event_id(event_id, k) for k in range(1, len(names))]
+    try:
+        found = await runtime.store.peek_events(runtime.name, rest, now=time.time())
+    except StoreUnavailable as err:
+        raise Unavailable(f"the store is unreachable: {err}") from None
+    by_slot = {names[0]: first}
+    for name, lookup in zip(names[1:], found, strict=True):
+        decision = _ranking_of_slot(runtime, lookup, event_id)
+        if decision is None:
+            raise EventIdTaken(event_id)
+        by_slot[name] = decision
+    if not set(by_slot) <= {slot.id for slot in slots}:
+        raise EventIdTaken(event_id)
+    return [(slot.id, by_slot.get(slot.id)) for slot in slots]
+
+
+def _ranking_of_slot(runtime: ModelRuntime, found: EventLookup, event_id: str) -> Decision | None:
+    """:func:`_ranking_of` of one slot of a multi-slot rank; None when the slot's id is free."""
+    if found.status == "unknown":
+        return None
+    return _ranking_of(runtime, found, event_id)
 
 
 async def _peek(runtime: ModelRuntime, event_id: str) -> Any:
@@ -141,13 +174,20 @@ async def rank(
     (Personalizer's ``eventId``)."""
     started = time.perf_counter()
     model = ranking_model(runtime)
-    if event_id is not None:
-        stored = await _stored_ranking(runtime, event_id)
-        if stored is not None:
-            return stored, True
-    eid = event_id if event_id is not None else new_event_ids(1)[0]
-    decision = model.rank(context, actions, eid, excluded=excluded, active=not defer)
-    return decision, await _store(runtime, [decision], started)
+    if event_id is None:
+        decision = model.rank(context, actions, new_event_ids(1)[0], excluded=excluded,
+                              active=not defer)  # fmt: skip
+        return decision, await _store(runtime, [decision], started)
+    stored = await _stored_ranking(runtime, event_id)
+    if stored is not None:
+        return stored, True
+    decision = model.rank(context, actions, event_id, excluded=excluded, active=not defer)
+    answers, logged = await store_new(
+        runtime, [event_id], [decision_payload(runtime.uid, decision)], [decision], started,
+        explored=[int(decision.explored)], leaves=[None],
+        stored_answer=lambda _, found: _ranking_of(runtime, found, event_id),
+    )  # fmt: skip
+    return answers[0], logged
 
 
 async def rank_slots(
@@ -168,7 +208,11 @@ async def rank_slots(
     ids = [s.id for s in slots]
     if len(set(ids)) != len(ids) or not all(isinstance(i, str) and i for i in ids):
         raise InvalidRequest("slots: slot ids must be unique non-empty strings", "slots")
-    eid = await _fresh_event_id(runtime, event_id, "{}#0")
+    if event_id is not None:
+        answered = await _stored_slots(runtime, _checked(event_id), slots)
+        if answered is not None:  # sent again: answered as stored
+            return event_id, answered, True
+    eid = event_id if event_id is not None else new_event_ids(1)[0]
     base = dict(as_features(context, "context"))
     taken: list[str] = []
     out: list[tuple[str, Decision | None]] = []
@@ -198,7 +242,19 @@ async def rank_slots(
     for d in filled:
         assert d.ranking is not None
         d.ranking["slots"] = names
-    return eid, out, await _store(runtime, filled, started)
+    if event_id is None or not filled:
+        return eid, out, await _store(runtime, filled, started)
+    stored, logged = await store_new(
+        runtime, [d.event_id for d in filled], [decision_payload(runtime.uid, d) for d in filled],
+        filled, started, explored=[int(d.explored) for d in filled], leaves=[None] * len(filled),
+        stored_answer=lambda _, found: _ranking_of(runtime, found, event_id), whole=True,
+    )  # fmt: skip
+    if not stored:  # the same rank stored by another request meanwhile: its answer
+        answered = await _stored_slots(runtime, event_id, slots)
+        if answered is None:
+            raise EventIdTaken(event_id)
+        return event_id, answered, True
+    return eid, out, logged
 
 
 async def _slot_events(runtime: ModelRuntime, event_id: str) -> list[str]:

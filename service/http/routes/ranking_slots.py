@@ -67,7 +67,11 @@ class MultiSlotRankCreate(BaseModel):
     slots: list[SlotCreate] = Field(
         ..., min_length=1, max_length=MAX_SLOTS, description="filled in order, unique ids"
     )
-    event_id: GivenEventId | None = Field(None, description="null: a new id")
+    event_id: GivenEventId | None = Field(
+        None,
+        description="null: a new id; a rank sent again with the id of one whose slots all "
+        "still wait for their reward (a retry) gets the slots as stored",
+    )
     defer_activation: StrictBool = Field(
         False, description="no slot is learned from until the event is activated"
     )

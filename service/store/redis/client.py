@@ -36,7 +36,7 @@ T = TypeVar("T")
 #: the Lua scripts the store runs (:mod:`service.store.redis.scripts`)
 SCRIPTS = (
     "FEEDBACK", "EXPIRE", "ACQUIRE", "RENEW", "IDLE", "SAVE_CHECKPOINT", "HOLD", "SAVE_CAPPED",
-    "END_CREATE",
+    "END_CREATE", "PUT_NEW",
 )  # fmt: skip
 
 

@@ -64,6 +64,29 @@ class RedisDecisions(RedisBase, DecisionStore):
         )  # fmt: skip
 
     @unavailable
+    async def put_new_events(
+        self,
+        name: str,
+        events: list[tuple[str, str]],
+        *,
+        now: float,
+        ttl_seconds: float,
+    ) -> list[EventLookup]:
+        """One script (:data:`~.scripts.PUT_NEW`): the ids looked up and the decisions
+        stored in one atomic step on the model's slot."""
+        if not events:
+            return []
+        deadline, keep_until = event_deadlines(now, ttl_seconds)
+        head = f"{deadline!r}|{keep_until!r}|"
+        args = [
+            self._key("ev", name) + ":", self._key("done", name) + ":", repr(deadline),
+            max(1, int((keep_until - now) * 1000)), len(events),
+            *(event_id for event_id, _ in events), *(head + payload for _, payload in events),
+        ]  # fmt: skip
+        reply = await self._run("PUT_NEW", [self._key("due", name), self._key("ctr", name)], args)
+        return [_found(text(item), now) for item in reply]
+
+    @unavailable
     async def peek_event(self, name: str, event_id: str, *, now: float) -> EventLookup:
         keys = self._key("ev", name, event_id), self._key("done", name, event_id)
         if self._wire is not None:
@@ -73,12 +96,7 @@ class RedisDecisions(RedisBase, DecisionStore):
                 pipe.get(keys[0])
                 pipe.get(keys[1])
                 value, mark = await pipe.execute()
-        if value is not None:
-            deadline, _, payload = text(value).split("|", 2)
-            return EventLookup("pending" if now <= float(deadline) else "expired", payload)
-        if mark is not None:
-            return EventLookup("duplicate" if mark == b"used" else "expired")
-        return EventLookup("unknown")
+        return _lookup(None if value is None else text(value), mark, now)
 
     @unavailable
     async def append_feedback(
@@ -124,3 +142,23 @@ class RedisDecisions(RedisBase, DecisionStore):
     @unavailable
     async def pending_count(self, name: str) -> int:
         return int(await self.client.zcard(self._key("due", name)))
+
+
+def _lookup(value: str | None, mark: bytes | None, now: float) -> EventLookup:
+    """What an id holds: its pending value ``deadline|keep_until|payload``, else its
+    tombstone (``used`` / ``expired``), else nothing."""
+    if value is not None:
+        deadline, _, payload = value.split("|", 2)
+        return EventLookup("pending" if now <= float(deadline) else "expired", payload)
+    if mark is not None:
+        return EventLookup("duplicate" if mark == b"used" else "expired")
+    return EventLookup("unknown")
+
+
+def _found(item: str, now: float) -> EventLookup:
+    """One id's item of a :data:`~.scripts.PUT_NEW` reply."""
+    if item.startswith("v"):
+        return _lookup(item[1:], None, now)
+    if item.startswith("d"):
+        return _lookup(None, item[1:].encode(), now)
+    return EventLookup("unknown")

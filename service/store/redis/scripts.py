@@ -93,6 +93,32 @@ return n
 """
 )
 
+#: KEYS due, counters ; ARGV ev key prefix, done key prefix, deadline, expire_ms, n, then
+#: n event ids and n values ; {} when every decision was stored (and counted), else
+#: nothing stored and per id 'v' .. its pending value, 'd' .. its tombstone, or ''
+PUT_NEW = """
+local n = tonumber(ARGV[5])
+local found, taken = {}, false
+for i = 1, n do
+  local id = ARGV[5 + i]
+  local v = redis.call('GET', ARGV[1] .. id)
+  if v then
+    found[i], taken = 'v' .. v, true
+  else
+    local t = redis.call('GET', ARGV[2] .. id)
+    if t then found[i], taken = 'd' .. t, true else found[i] = '' end
+  end
+end
+if taken then return found end
+for i = 1, n do
+  local id = ARGV[5 + i]
+  redis.call('SET', ARGV[1] .. id, ARGV[5 + n + i], 'PX', ARGV[4])
+  redis.call('ZADD', KEYS[1], ARGV[3], id)
+end
+redis.call('HINCRBY', KEYS[2], 'decisions', n)
+return {}
+"""
+
 #: KEYS lease, counters ; ARGV holder, ttl_ms ; {token, mark}, {-1} when held by another
 ACQUIRE = (
     _held(2, "{-2}")

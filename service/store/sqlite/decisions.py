@@ -141,6 +141,31 @@ class SqliteDecisions(SqliteBase, DecisionStore):
             if not done.done():
                 done.set_result(None)
 
+    async def put_new_events(
+        self,
+        name: str,
+        events: list[tuple[str, str]],
+        *,
+        now: float,
+        ttl_seconds: float,
+    ) -> list[EventLookup]:
+        """Looked up and stored in one immediate transaction (its own commit, not the
+        tick's: the lookup and the write must not be split)."""
+        deadline, keep_until = event_deadlines(now, ttl_seconds)
+        ids = [event_id for event_id, _ in events]
+
+        def work(db: sqlite3.Connection) -> list[EventLookup]:
+            found = [_lookup(db, name, event_id, now) for event_id in ids]
+            if any(lookup.status != "unknown" for lookup in found):
+                return found
+            rows = [(name, e, deadline, keep_until, payload) for e, payload in events]
+            db.executemany(_INSERT, rows)  # REPLACE: a tombstone past its keep-until
+            db.execute(_COUNT, (name, len(rows)))
+            db.execute(_DUE, (name, DUE_EXPIRE, deadline, keep_until, orjson.dumps(ids).decode()))
+            return []
+
+        return self._tx(work) if events else []
+
     async def peek_event(self, name: str, event_id: str, *, now: float) -> EventLookup:
         return self._tx(lambda db: _lookup(db, name, event_id, now))
 

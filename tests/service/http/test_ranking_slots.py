@@ -74,8 +74,10 @@ async def test_slots_are_filled_without_replacement_and_learn_one_reward_each(
         assert abs(sum(r["probability"] for r in ranking) - 1.0) < 1e-9
         taken = {s for s in chosen[:k]} | ({"salad"} if slot["id"] == "side" else set())
         assert {r["id"] for r in ranking if r["probability"] == 0.0} == taken
+    # sent again (a retry): the stored answer, counted once (it answered 409 before)
     again = await http.post("/v1/models/news/rank_multi_slot", json=_body(event_id="page-1"))
-    assert again.status_code == 409 and again.json()["field"] == "event_id"
+    assert again.status_code == 200 and again.json() == out
+    assert (await http.get("/v1/models/news")).json()["counters"]["predictions"] == 3
     rewards = {"rewards": [{"slot_id": "top", "reward": 1.0}, {"slot_id": "side", "reward": 0.0}]}
     path = "/v1/models/news/events/page-1/reward_multi_slot"
     taken_reward = await http.post(path, json=rewards)
@@ -86,6 +88,8 @@ async def test_slots_are_filled_without_replacement_and_learn_one_reward_each(
         await asyncio.sleep(0.05)
     twice = await http.post(path, json=rewards)
     assert twice.status_code == 409
+    settled = await http.post("/v1/models/news/rank_multi_slot", json=_body(event_id="page-1"))
+    assert settled.status_code == 409 and settled.json()["field"] == "event_id"
     empty = await http.post(path, json={"rewards": [{"slot_id": "fourth", "reward": 1.0}]})
     assert empty.status_code == 422 and empty.json()["field"] == "rewards[0].slot_id"
     third = await http.post(path, json={"rewards": [{"slot_id": "third", "reward": -1.0}]})

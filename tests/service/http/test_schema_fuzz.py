@@ -1,4 +1,5 @@
-"""Schema fuzzing: schemathesis (every check) against a live server, for both stores.
+"""Schema fuzzing: schemathesis (every check) against a live server, for both stores
+and a Redis Cluster.
 
 Every operation is exercised with generated valid and invalid requests, the coverage
 phase's boundary values and stateful sequences that follow the OpenAPI links (create a
@@ -24,18 +25,41 @@ import pytest
 
 from tests.service.conftest import REDIS_URL, delete_prefix
 from tests.service.live_server import LiveServer
+from tests.service.own_cluster import OwnCluster, needs_redis_cluster
 
 ADMIN, USER = "fuzz-admin", "fuzz-user"
 CONFIG = Path(__file__).with_name("schemathesis.toml")
 EXAMPLES_PER_OPERATION = 4
+#: ... over a Redis Cluster: the same routes and store code as on one Redis; what the
+#: cluster adds (each model's keys on one master, global keys in their own slot, scripts
+#: per master) is met by any case that reaches the store, so a few hundred cases
+#: (fuzzing and stateful sequences, not the coverage phase's boundary values, which the
+#: other runs try on the same routes) suffice
+CLUSTER_EXAMPLES_PER_OPERATION = 2
+CLUSTER_PHASES = "examples,fuzzing,stateful"
 PZ_MODEL = "pz-fuzz"
 
 
-@pytest.fixture(params=["embedded", pytest.param("redis", marks=pytest.mark.redis)])
+@pytest.fixture(
+    params=[
+        "embedded",
+        pytest.param("redis", marks=pytest.mark.redis),
+        pytest.param("cluster", marks=needs_redis_cluster),
+    ]
+)
 def store_env(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[str, str]]:
-    """Server settings for one store; a Redis run gets its own key prefix, deleted after."""
+    """Server settings for one store; a Redis run gets its own key prefix, deleted after;
+    the cluster run a Redis Cluster of its own (3 masters, no replica), stopped after."""
     if request.param == "embedded":
         yield {"BANDITREE_DATA_DIR": str(tmp_path / "data")}
+        return
+    if request.param == "cluster":
+        cluster = OwnCluster(tmp_path / "cluster", size=3, replicas=0)
+        try:
+            cluster.start()
+            yield {"BANDITREE_REDIS_URL": cluster.url, "BANDITREE_REDIS_PREFIX": "fuzz:"}
+        finally:
+            cluster.stop()
         return
     prefix = f"banditree-test:{uuid.uuid4().hex}:"
     yield {"BANDITREE_REDIS_URL": REDIS_URL, "BANDITREE_REDIS_PREFIX": prefix}
@@ -46,7 +70,10 @@ def test_schemathesis_finds_nothing(
     live_servers: Callable[[dict[str, str]], LiveServer],
     store_env: dict[str, str],
     tmp_path: Path,
+    request: pytest.FixtureRequest,
 ) -> None:
+    cluster = request.node.callspec.params["store_env"] == "cluster"
+    examples = CLUSTER_EXAMPLES_PER_OPERATION if cluster else EXAMPLES_PER_OPERATION
     server = live_servers(
         {
             **store_env,
@@ -68,11 +95,12 @@ def test_schemathesis_finds_nothing(
         sys.executable, "-m", "schemathesis.cli", "--config-file", str(CONFIG),
         "run", f"{server.url}/openapi.json",
         "--checks", "all",
-        "--max-examples", str(EXAMPLES_PER_OPERATION),
+        "--max-examples", str(examples),
         "--seed", "20240501",
         "--header", f"Authorization: Bearer {ADMIN}",
         "--request-timeout", "20",
         "--no-color",
+        *(["--phases", CLUSTER_PHASES] if cluster else []),
     ]  # fmt: skip
     run = subprocess.run(
         command, capture_output=True, text=True, timeout=600, check=False, cwd=tmp_path

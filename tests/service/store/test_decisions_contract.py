@@ -146,3 +146,42 @@ async def test_several_decisions_are_looked_up_at_once_in_order(store: Store) ->
         ("pending", "pc"), ("unknown", None), ("duplicate", None), ("pending", "pa"),
     ]  # fmt: skip
     assert await store.peek_events("m", [], now=T0) == []
+
+
+async def test_decisions_under_given_ids_are_stored_only_while_every_id_is_free(
+    store: Store,
+) -> None:
+    """``put_new_events`` (issue 41: one event id sent to two processes at once): stored
+    and counted when no id is known, else nothing stored and what each id holds."""
+    await store.hold_model("m")
+    stored = await store.put_new_events("m", [("g1", "p1"), ("g2", "p2")], now=T0, ttl_seconds=5)
+    assert stored == []
+    assert (await store.log_bounds("m")).decisions == 2
+    taken = await store.put_new_events("m", [("g2", "x"), ("g3", "p3")], now=T0, ttl_seconds=5)
+    assert [(f.status, f.payload) for f in taken] == [("pending", "p2"), ("unknown", None)]
+    assert (await store.peek_event("m", "g3", now=T0)).status == "unknown"  # none stored
+    assert (await store.log_bounds("m")).decisions == 2
+    await store.append_feedback("m", "g1", "{}", now=T0 + 1)
+    used = await store.put_new_events("m", [("g1", "again")], now=T0 + 1, ttl_seconds=5)
+    assert [f.status for f in used] == ["duplicate"]
+    late = await store.put_new_events("m", [("g2", "again")], now=T0 + 6, ttl_seconds=5)
+    assert [f.status for f in late] == ["expired"]  # past its deadline, not yet swept
+    assert await store.expire_events("m", now=T0 + 6, limit=10, log=False) == 1
+    assert await store.put_new_events("m", [], now=T0, ttl_seconds=5) == []
+
+
+async def test_concurrent_decisions_under_one_given_id_store_one(store: Store) -> None:
+    await store.hold_model("m")
+    results = await asyncio.gather(
+        *(store.put_new_events("m", [("c", f"p{i}")], now=T0, ttl_seconds=5) for i in range(8))
+    )
+    winners = [i for i, found in enumerate(results) if not found]
+    assert len(winners) == 1
+    for found in results:
+        assert found == [] or [(f.status, f.payload) for f in found] == [
+            ("pending", f"p{winners[0]}")
+        ]
+    assert (await store.log_bounds("m")).decisions == 1
+    assert await store.pending_count("m") == 1
+    assert await store.expire_events("m", now=T0 + 6, limit=10, log=True) == 1
+    assert len(await store.read_log("m", after=0, limit=10)) == 1
