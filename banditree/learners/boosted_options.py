@@ -48,6 +48,24 @@ class BoostedOptions(BaseModel):
         le=100.0,
         description="play the action of the highest predicted reward + optimism x its std",
     )
+    optimism_decay: float = Field(
+        0.0,
+        ge=0.0,
+        le=4.0,
+        description=(
+            "the optimism factor after first_fit rounds is optimism x (first_fit / rounds) "
+            "to this power (0: constant)"
+        ),
+    )
+    rows_per_tree: float | None = Field(
+        None,
+        gt=0.0,
+        le=1e6,
+        description=(
+            "a fit of B window rows grows at most ceil(B / rows_per_tree) trees, n_trees "
+            "at most (null: always n_trees)"
+        ),
+    )
     shrinkage: float = Field(0.3, gt=0.0, le=1.0, description="the boosting learning rate")
     min_leaf_rows: int = Field(5, ge=1, le=10_000, description="rows every leaf holds at least")
     l2: float = Field(1.0, ge=0.0, le=1e6, description="L2 penalty on leaf values")
@@ -109,12 +127,13 @@ class BoostedOptions(BaseModel):
             "in the blend (the share of the blended mean its uncertainty enters)"
         ),
     )
-    blend_score: Literal["squared_error", "policy_value"] = Field(
+    blend_score: Literal["squared_error", "policy_value", "stacked"] = Field(
         "squared_error",
         description=(
             "blend: what weighs the models, each one's progressive squared error on the "
             "played action's reward, or one minus its greedy policy's reward estimated by "
-            "inverse propensity weighting over the same rounds"
+            "inverse propensity weighting over the same rounds; stacked: the ensemble's "
+            "weight of the least squared error of the blend over those rounds"
         ),
     )
     restart_on_drift: bool = Field(

@@ -3,7 +3,7 @@
 Usage::
 
     python -m benchmarks.quality.boosted_bandit [--half tuning|check] [--datasets ...]
-        [--seeds 2] [--max-rounds 5000] [--variants default teucb boosted ...]
+        [--seeds 2] [--first-seed 0] [--max-rounds 5000] [--variants default teucb boosted ...]
         [--jobs 1] [--out runs/boosted_bandit]
 
 One pass over each set's training split in the seeded order of
@@ -37,7 +37,7 @@ import numpy as np
 
 from banditree.datasets import load
 from banditree.learners import Feedback, build_learner
-from benchmarks.quality.bandit_vs_vw import run_tasks, stream
+from benchmarks.quality.bandit_vs_vw import CHECKPOINT_ROUNDS, run_tasks, stream
 from benchmarks.quality.external_sets import EXTERNAL, load_external
 from benchmarks.quality.protocol import CHECK, TUNING
 
@@ -95,20 +95,25 @@ def run(name: str, variant_name: str, seed: int, max_rounds: int) -> dict[str, A
     learner = build_learner(
         {"n_features": ds.n_features, "n_actions": ds.n_classes, **config, "seed": seed}
     )
-    losses = 0.0
+    losses = []
     cpu = time.process_time()
     for row, label in zip(x, y.tolist(), strict=True):
         decision = learner.act(row)
         loss = float(decision.action != label)
         learner.learn(decision, Feedback(loss=loss))
-        losses += loss
+        losses.append(loss)
     cpu = time.process_time() - cpu
     accuracy = float(np.mean(learner.predict(ds.X_test) == ds.y_test))
+    cumulative = np.cumsum(losses)
     return {
         "dataset": name,
         "seed": seed,
         "rounds": len(y),
-        "progressive_loss": losses / len(y),
+        "progressive_loss": float(cumulative[-1] / len(y)),
+        # the same prefixes as the rivals' records (the small-sample regime)
+        "prefix_loss": {
+            str(c): float(cumulative[c - 1] / c) for c in CHECKPOINT_ROUNDS if c <= len(y)
+        },
         "test_accuracy": accuracy,
         "cpu_ms_per_round": 1e3 * cpu / len(y),
     }
@@ -161,6 +166,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--half", choices=[*HALVES, "all"], default="tuning")
     parser.add_argument("--datasets", nargs="+", default=None)
     parser.add_argument("--seeds", type=int, default=2)
+    parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--max-rounds", type=int, default=5000)
     parser.add_argument("--variants", nargs="+", default=["default", "teucb", "boosted"])
     parser.add_argument("--jobs", type=int, default=1, help="worker processes")
@@ -174,7 +180,7 @@ def main(argv: list[str] | None = None) -> None:
     tasks = [
         {"dataset": name, "seed": seed, "variant": v, "max_rounds": args.max_rounds}
         for name in args.datasets
-        for seed in range(args.seeds)
+        for seed in range(args.first_seed, args.first_seed + args.seeds)
         for v in args.variants
     ]
     # started afresh, as bandit_rivals does

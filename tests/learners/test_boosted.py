@@ -230,6 +230,46 @@ def test_blend_power_and_a_weighted_bonus(power: float) -> None:
     np.testing.assert_allclose(scores, want + 2.0 * w * np.sqrt(var), rtol=1e-12)
 
 
+def test_optimism_decays_with_the_rounds_after_the_first_fit() -> None:
+    x, labels = rounds(300)
+    learner = boosted(first_fit=40, optimism=2.0, optimism_decay=0.5)
+    play(learner, x[:200], labels[:200])
+    assert learner._ensemble is not None
+    blended, _ = learner.optimistic_scores(x[0])
+    _, var = learner._ensemble.action_scores(x[0])
+    factor = 2.0 * (40 / 200) ** 0.5
+    _, scores = learner.optimistic_scores(x[0])
+    np.testing.assert_allclose(scores, blended + factor * np.sqrt(var), rtol=1e-12)
+    # the kernel's decision reads the decayed factor too: its pmf is the numpy one's
+    pmf = learner.action_probabilities(x[1])
+    d = learner.act(x[1], event_id="e3")
+    assert d.propensity == pytest.approx(pmf[d.action], rel=1e-9)
+    play(learner, x[200:], labels[200:])
+    _, later = learner.optimistic_scores(x[0])
+    mean, var = learner.optimistic_scores(x[0])[0], learner._ensemble.action_scores(x[0])[1]
+    np.testing.assert_allclose(later, mean + 2.0 * (40 / 300) ** 0.5 * np.sqrt(var), rtol=1e-12)
+    twin = loads(dumps(learner))
+    np.testing.assert_array_equal(twin.optimistic_scores(x[0])[1], later)
+
+
+def test_rows_per_tree_caps_the_trees_of_a_small_window() -> None:
+    x, labels = rounds(400)
+    learner = boosted(first_fit=40, rows_per_tree=20.0, refit_growth=2.0)
+    trees = []
+    for row, label in zip(x, labels.tolist(), strict=True):
+        before = learner.fits
+        d = learner.act(row)
+        learner.learn(d, Feedback(loss=float(d.action != label)))
+        if learner.fits != before:
+            assert learner._ensemble is not None
+            trees.append((learner.counters["feedback"], learner._ensemble.n_trees))
+    # fits at 40, 80, 160 and 320 rows: ceil(rows / 20) trees, at most n_trees (50)
+    assert [n for _, n in trees] == [2, 4, 8, 16]
+    assert boosted(first_fit=40).settings.n_trees == 50
+    restored = loads(dumps(learner))
+    assert restored._ensemble is not None and restored._ensemble.n_trees == 16
+
+
 def test_policy_value_scores_each_models_greedy_policy_by_ipw() -> None:
     from banditree.learners.boosted.compete import ProgressiveErrors
 
@@ -255,6 +295,45 @@ def test_policy_value_scores_each_models_greedy_policy_by_ipw() -> None:
     lo, le = e.online_policy_loss, e.ensemble_policy_loss
     mean, _ = learner.optimistic_scores(x[0])
     np.testing.assert_allclose(mean, (lo * own + le * online) / (lo + le), rtol=1e-12)
+
+
+def test_stacked_blend_weighs_by_the_least_squared_error_of_the_mix() -> None:
+    from banditree.learners.boosted.compete import ProgressiveErrors
+
+    rng = np.random.default_rng(0)
+    errors = ProgressiveErrors(halflife=1e7, min_rounds=1)
+    e_online, e_ensemble, rewards = [], [], rng.integers(2, size=3000).astype(float)
+    for r in rewards:  # errors that go together: both miss by `shared`, the tree by more
+        shared = 0.3 * rng.normal()
+        e_online.append(shared + 0.2 * rng.normal())
+        e_ensemble.append(shared + 0.05 * rng.normal())
+        errors.update(r + e_online[-1], r + e_ensemble[-1], r)
+    eo, ee = np.array(e_online), np.array(e_ensemble)
+    grid = np.linspace(0.0, 1.0, 1001)
+    best = grid[np.argmin([np.sum((w * ee + (1 - w) * eo) ** 2) for w in grid])]
+    assert errors.stacked_weight == pytest.approx(best, abs=1e-3)
+    assert errors.stacked_weight > 0.9  # inverse errors would give the ensemble 0.58
+    assert errors.online / (errors.online + errors.ensemble) < 0.6
+    twin = ProgressiveErrors(halflife=1e7, min_rounds=1)
+    twin.load(errors.state())
+    assert twin.stacked_weight == errors.stacked_weight
+    assert ProgressiveErrors(halflife=10.0, min_rounds=1).stacked_weight == 0.5  # unscored
+
+    x, labels = rounds(300)
+    learner = boosted(first_fit=40, blend_score="stacked")
+    play(learner, x, labels)
+    assert learner._ensemble is not None and learner._starter is not None
+    w = learner._errors.stacked_weight
+    assert 0.0 <= w <= 1.0
+    own, _ = learner._ensemble.action_scores(x[0])
+    online = learner._starter.reward_estimates(x[0])  # type: ignore[attr-defined]
+    mean, _ = learner.optimistic_scores(x[0])
+    np.testing.assert_allclose(mean, w * own + (1.0 - w) * online, rtol=1e-12)
+    pmf = learner.action_probabilities(x[1])  # the kernel decides with the same blend
+    d = learner.act(x[1], event_id="e4")
+    assert d.propensity == pytest.approx(pmf[d.action], rel=1e-9)
+    restored = loads(dumps(learner))
+    np.testing.assert_array_equal(restored.optimistic_scores(x[0])[0], mean)
 
 
 def test_restart_on_drift_forgets_the_window_when_the_tree_detects_a_change() -> None:
@@ -319,6 +398,8 @@ def test_huge_contexts_never_make_nan() -> None:
         ({"task": "regression", "estimator": "one_point"}, "boosted is for classification"),
         ({"options": {"window": 1}}, r"options.window: Input should be greater than or equal to 2"),
         ({"options": {"optimism": -1.0}}, "options.optimism"),
+        ({"options": {"optimism_decay": 5.0}}, "options.optimism_decay"),
+        ({"options": {"rows_per_tree": 0.0}}, "options.rows_per_tree"),
         ({"options": {"trees": 3}}, "options.trees: Extra inputs are not permitted"),
         ({"mode": "apprentice"}, "boosted does not take mode apprentice"),
     ],

@@ -39,6 +39,7 @@ class ProgressiveErrors:
         self.weight = 0.0
         self.online_value = 0.0
         self.ensemble_value = 0.0
+        self.cross = 0.0
 
     def update(
         self,
@@ -54,6 +55,7 @@ class ProgressiveErrors:
         d = self.decay
         self.online = d * self.online + (online - reward) ** 2
         self.ensemble = d * self.ensemble + (ensemble - reward) ** 2
+        self.cross = d * self.cross + (online - reward) * (ensemble - reward)
         self.weight = d * self.weight + 1.0
         self.online_value = d * self.online_value + greedy[0] * reward / propensity
         self.ensemble_value = d * self.ensemble_value + greedy[1] * reward / propensity
@@ -70,6 +72,18 @@ class ProgressiveErrors:
         return max(1.0 - self.ensemble_value / max(self.weight, 1e-12), 1e-6)
 
     @property
+    def stacked_weight(self) -> float:
+        """The ensemble's weight ``w`` in ``w ensemble + (1 - w) online`` of the least
+        decayed squared error over the scored rounds (in ``[0, 1]``; 0.5 while both
+        errors agree everywhere).  Unlike inverse-error weights it reads how far the two
+        models' errors go together: where both miss the same rounds, the better model
+        takes nearly all the weight."""
+        spread = self.online + self.ensemble - 2.0 * self.cross  # sum of (e_o - e_e)^2
+        if spread <= 1e-12 * max(self.online + self.ensemble, 1e-300):
+            return 0.5
+        return min(max((self.online - self.cross) / spread, 0.0), 1.0)
+
+    @property
     def ensemble_leads(self) -> bool:
         """Whether the ensemble decides (scored enough, and the lower decayed error)."""
         return self.rounds >= self.min_rounds and self.ensemble < self.online
@@ -82,6 +96,7 @@ class ProgressiveErrors:
             "weight": self.weight,
             "online_value": self.online_value,
             "ensemble_value": self.ensemble_value,
+            "cross": self.cross,
         }
 
     def load(self, meta: dict[str, Any]) -> None:
@@ -92,3 +107,4 @@ class ProgressiveErrors:
         self.weight = float(meta.get("weight", 0.0))
         self.online_value = float(meta.get("online_value", 0.0))
         self.ensemble_value = float(meta.get("ensemble_value", 0.0))
+        self.cross = float(meta.get("cross", 0.0))

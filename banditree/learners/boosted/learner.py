@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from functools import partial
 from typing import Any, Protocol, cast
 
@@ -140,7 +141,7 @@ class BoostedBandit(Learner):
         if self._ensemble is None:
             raise ValueError("no ensemble is fitted yet")
         mean, var = self._ensemble.action_scores(x)
-        bonus = self.options.optimism * np.sqrt(var)
+        bonus = self._optimism() * np.sqrt(var)
         if self._compete and self.options.blend and self._starter is not None:
             # inverse-error weights: each model weighted by the other's error (to a power)
             online = cast(_RewardEstimates, self._starter).reward_estimates(x)
@@ -152,10 +153,22 @@ class BoostedBandit(Learner):
                     bonus = bonus * (e_online / total)
         return mean, mean + bonus
 
+    def _optimism(self) -> float:
+        """The bonus's factor now: ``optimism`` until ``first_fit`` rounds, then times
+        ``(first_fit / rounds) ** optimism_decay``."""
+        options = self.options
+        if options.optimism == 0.0 or options.optimism_decay == 0.0:
+            return options.optimism
+        ratio = options.first_fit / max(self._n_learned, options.first_fit)
+        return float(options.optimism * ratio**options.optimism_decay)
+
     def _blend_errors(self) -> tuple[float, float]:
         """The tree's and the ensemble's errors as the blend weighs them (each model is
         weighted by the other's): ``blend_score``'s measure to ``blend_power``."""
         errors, power = self._errors, self.options.blend_power
+        if self.options.blend_score == "stacked":
+            w = errors.stacked_weight  # the ensemble's weight is e_online / the total
+            return w, 1.0 - w
         if self.options.blend_score == "policy_value":
             e_online, e_ensemble = errors.online_policy_loss, errors.ensemble_policy_loss
         else:
@@ -219,7 +232,7 @@ class BoostedBandit(Learner):
             online = cast(_RewardEstimates, self._starter).reward_estimates(x)
         action, propensity, greedy, _, _ = boosted_decide(
             module, x, ensemble.tree_arrays, ensemble.linear_arrays, Z_CLIP, online,
-            self._blend_errors(), self.options.optimism, explorer,
+            self._blend_errors(), self._optimism(), explorer,
             parameter, uniform,
         )  # fmt: skip
         return action, propensity, greedy
@@ -348,12 +361,16 @@ class BoostedBandit(Learner):
         grown = math.ceil(n * self.options.refit_growth)
         self._next_fit = n + max(1, min(grown - n, self.options.max_refit_interval))
         rows = self._window.rows()
+        settings = self.settings
+        if self.options.rows_per_tree is not None:  # few rows: fewer trees
+            trees = max(1, math.ceil(len(self._window) / self.options.rows_per_tree))
+            settings = replace(settings, n_trees=min(settings.n_trees, trees))
         route = None if self._kernel is None else partial(boosted_route, self._kernel)
         if len(self._window) < BACKGROUND_ROWS:
-            self._use(fit_ensemble(*rows, self.n_actions, self.settings, self.seed, route))
+            self._use(fit_ensemble(*rows, self.n_actions, settings, self.seed, route))
             return
         self._pending_fit = PendingFit.start(
-            apply_round(n, self._next_fit), rows, self.n_actions, self.settings, self.seed, route
+            apply_round(n, self._next_fit), rows, self.n_actions, settings, self.seed, route
         )
 
     def _use(self, ensemble: FrozenBoostedEnsemble) -> None:
