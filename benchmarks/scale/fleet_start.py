@@ -12,8 +12,11 @@ second launch to the first 200 of ``/healthz`` (< 5 s) and of ``/readyz``, the r
 memory of the serving process 5 s later (<= 300 MB) and once every learner holds its
 lease (``settled``: the memory it keeps), the status of ``/metrics``
 without a key (401 when keys are set) and the size of its page with one, and the time
-``GET /v1/models`` takes, the first time and again.  ``--data-dir`` keeps the models
-made there and reuses them (only the restart is measured then).
+``GET /v1/models`` takes, the first time and again; and the passes over the idle
+learners (``banditree_learner_idle_pass_seconds``): their count, mean and longest
+(a bucket bound) from the launch until every learner leads, and in the
+:data:`IDLE_WINDOW_SECONDS` from 5 s after that.  ``--data-dir`` keeps the models made there and
+reuses them (only the restart is measured then).
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ ROOT = Path(__file__).resolve().parents[2]
 MODEL = {"kind": "linear", "n_features": 4, "n_actions": 3}
 KEY = "fleet-start-admin-key"
 GOALS = {"healthz_seconds": 5.0, "rss_mb": 300.0, "settled_rss_mb": 300.0}
+#: seconds the idle learners' passes are watched once every learner leads
+IDLE_WINDOW_SECONDS = 10.0
 
 
 def launch(data_dir: Path, port: int, models: int) -> subprocess.Popen[bytes]:
@@ -87,6 +92,41 @@ def led(url: str) -> int:
     return 0
 
 
+def idle_passes(url: str) -> dict[str, float]:
+    """The idle learners' passes so far (``banditree_learner_idle_pass_*``): their count,
+    total seconds, count within each bucket bound (``le``), learners in the last one."""
+    text = httpx.get(url + "/metrics", headers={"Authorization": f"Bearer {KEY}"}).text
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith("banditree_learner_idle_pass_seconds_bucket{"):
+            bound = line.split('le="', 1)[1].split('"', 1)[0]
+            out[f"le {bound}"] = float(line.split()[-1])
+        elif line.startswith("banditree_learner_idle_pass_seconds_count "):
+            out["count"] = float(line.split()[-1])
+        elif line.startswith("banditree_learner_idle_pass_seconds_sum "):
+            out["sum"] = float(line.split()[-1])
+        elif line.startswith("banditree_learner_idle_pass_learners "):
+            out["learners"] = float(line.split()[-1])
+    return out
+
+
+def pass_figures(before: dict[str, float], after: dict[str, float]) -> dict[str, Any]:
+    """The passes between two :func:`idle_passes` reads: count, mean and longest (as the
+    smallest bucket bound holding every one), learners in the last."""
+    count = after.get("count", 0.0) - before.get("count", 0.0)
+    bounds = sorted(
+        (float(k[3:]), after[k] - before.get(k, 0.0)) for k in after if k.startswith("le ")
+    )
+    longest = next((bound for bound, n in bounds if n >= count), None)
+    return {
+        "passes": int(count),
+        "mean_ms": round(1000 * (after.get("sum", 0.0) - before.get("sum", 0.0)) / count, 1)
+        if count else None,
+        "longest_at_most_s": longest,
+        "learners_last_pass": int(after.get("learners", 0.0)),
+    }  # fmt: skip
+
+
 def measure(models: int, kept: Path | None = None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         data_dir, port = (kept or Path(tmp)) / "data", free_port()
@@ -116,6 +156,14 @@ def measure(models: int, kept: Path | None = None) -> dict[str, Any]:
                 time.sleep(1.0)
             settled = time.monotonic() - started
             settled_rss = rss_mb(server.pid)
+            until_settled = idle_passes(url)
+            time.sleep(5.0)  # then every learner has been idle a while
+            at_settle = idle_passes(url)
+            time.sleep(IDLE_WINDOW_SECONDS)
+            idle = {
+                "until_settled": pass_figures({}, until_settled),
+                "settled": pass_figures(at_settle, idle_passes(url)),
+            }
             list_seconds = []
             for _ in range(2):  # the first restores the models not loaded; the second not
                 listed = time.monotonic()
@@ -134,6 +182,7 @@ def measure(models: int, kept: Path | None = None) -> dict[str, Any]:
         "settled_seconds": round(settled, 1), "settled_rss_mb": round(settled_rss, 1),
         "metrics_status_without_key": bare, "metrics_bytes": len(page.content),
         "list_seconds": list_seconds, "listed_rss_mb": round(listed_rss, 1),
+        "idle_passes": idle,
     }  # fmt: skip
 
 
@@ -147,6 +196,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, goal in GOALS.items():
         print(f"{name}: {figures[name]} (goal {'<' if name.endswith('seconds') else '<='} {goal})")
     print(f"metrics without a key: {figures['metrics_status_without_key']} (goal 401)")
+    for phase, passes in figures["idle_passes"].items():
+        print(f"idle learners' passes, {phase}: {json.dumps(passes)}")
     return 0
 
 

@@ -229,6 +229,17 @@ class ServiceMetrics:
             "banditree_learner_models_led", "Models whose learner lease this process holds.",
             registry=r,
         )  # fmt: skip
+        self.idle_pass = Histogram(
+            "banditree_learner_idle_pass_seconds",
+            "Length of each pass over this process's idle learners (lease renewals and "
+            "the look for other processes' work).",
+            buckets=(0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0), registry=r,
+        )  # fmt: skip
+        self.idle_pass_learners = Gauge(
+            "banditree_learner_idle_pass_learners",
+            "Idle learners the last such pass looked at (the active ones and a slice of the rest).",
+            registry=r,
+        )  # fmt: skip
         self.fair_share = Gauge(
             "banditree_learner_fair_share",
             "The most models this process leads: ceil(models / live learner processes).",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import socket
 import uuid
@@ -72,7 +73,10 @@ class RegistryBase:
         # those of them whose record stayed: when that was first seen (time.monotonic())
         self._lost_since: dict[str, float] = {}
         self.freezer = HeapFreezer()  # new models' objects out of the collector's walks
-        self.idle = IdleLearners(store, holder=self.holder, lease_seconds=settings.lease_seconds)
+        self.idle = IdleLearners(
+            store, holder=self.holder, lease_seconds=settings.lease_seconds,
+            on_pass=functools.partial(_idle_pass_seen, metrics),
+        )  # fmt: skip
         self.share = LeaseShare(
             store, holder=self.holder, lease_seconds=settings.lease_seconds,
             models=lambda: len(self.learners), hand_over=self._hand_over,
@@ -187,3 +191,9 @@ class RegistryBase:
         del self.runtimes[name]
         self.metrics.models_loaded.set(len(self.runtimes))
         return True
+
+
+def _idle_pass_seen(metrics: ServiceMetrics, seconds: float, learners: int) -> None:
+    """A pass over the idle learners took ``seconds`` for ``learners``: in the metrics."""
+    metrics.idle_pass.observe(seconds)
+    metrics.idle_pass_learners.set(learners)

@@ -97,31 +97,57 @@ async def test_a_pass_in_small_calls_still_renews_every_lease(tmp_path: Path) ->
         await store.close()
 
 
-async def test_a_pass_over_thousands_of_learners_turns_the_loop_while_it_orders_them(
+class CountingStore:
+    """A lease store whose idle scan answers "idle" for every learner, noting each call."""
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+
+    async def scan_idle(self, holder: str, idle: list[Any], **_: Any) -> dict[str, str]:
+        self.calls.append([learner.name for learner in idle])
+        return {learner.name: "idle" for learner in idle}
+
+    def scanned(self) -> list[str]:
+        names = [name for call in self.calls for name in call]
+        self.calls.clear()
+        return names
+
+
+def _park_cold(idle: IdleLearners, names: list[str], renewed: float) -> None:
+    """Learners parked long ago, looked at in the order of ``names`` (oldest look first)."""
+    from service.domain.runtime import idle as idle_module
+
+    for name in names:
+        idle._parked[name] = idle_module._Parked(asyncio.Event(), 1, 0, renewed, since=-1e9)
+        idle._cold[name] = None
+
+
+async def test_a_pass_over_thousands_of_learners_turns_the_loop_while_it_picks_them(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Ordering 10,000 parked learners by their last renewal held the event loop 8-9 ms of
-    CPU at once (``benchmarks.scale.stall_probe``, 10,000 models): it now takes a turn of the
-    loop every few hundred learners, before the pass's first store call."""
+    CPU at once (``benchmarks.scale.stall_probe``, 10,000 models): picking them takes a
+    turn of the loop every few hundred learners, before the pass's first store call."""
     from service.domain.runtime import idle as idle_module
     from service.domain.runtime.tasks import LoopShare
 
-    parked, ticks, at_first_call, first = 20_000, [0], [], []
+    parked, ticks, at_first_call = 20_000, [0], []
+    store = CountingStore()
+    scan = store.scan_idle
 
-    class Store:
-        async def scan_idle(self, holder: str, idle: list[Any], **_: Any) -> dict[str, str]:
-            at_first_call.append(ticks[0])
-            first.extend([] if len(at_first_call) > 1 else [learner.name for learner in idle])
-            return {learner.name: "idle" for learner in idle}
+    async def noting(holder: str, idle: list[Any], **kw: Any) -> dict[str, str]:
+        at_first_call.append(ticks[0])
+        return await scan(holder, idle, **kw)
+
+    store.scan_idle = noting  # type: ignore[method-assign]
 
     async def other() -> None:
         while True:
             ticks[0] += 1
             await asyncio.sleep(0)
 
-    idle = IdleLearners(Store(), holder="h", lease_seconds=30.0)  # type: ignore[arg-type]
-    for i in range(parked):  # renewed in reverse order: the last parked is the oldest
-        idle._parked[f"m{i}"] = idle_module._Parked(asyncio.Event(), 1, 0, -float(i))
+    idle = IdleLearners(store, holder="h", lease_seconds=30.0)  # type: ignore[arg-type]
+    _park_cold(idle, [f"m{i}" for i in range(parked)], renewed=-1e6)  # all overdue
     monkeypatch.setattr(idle_module, "LoopShare", lambda: LoopShare(0.0))  # every turn taken
     ticking = asyncio.create_task(other())
     await asyncio.sleep(0)
@@ -131,5 +157,66 @@ async def test_a_pass_over_thousands_of_learners_turns_the_loop_while_it_orders_
     finally:
         ticking.cancel()
     assert at_first_call[0] - 1 >= parked // 512, at_first_call[0]  # a turn every 512 at most
+    first = store.calls[0]
     assert all(p.renewed == started for p in idle._parked.values())  # every lease renewed
-    assert first[:3] == ["m19999", "m19998", "m19997"]  # renewed longest ago first
+    assert first[:3] == ["m0", "m1", "m2"]  # looked at longest ago first
+    assert list(idle._cold)[-1] == f"m{parked - 1}"  # and to the back once looked at
+
+
+async def test_a_pass_looks_at_the_active_learners_and_a_slice_of_the_idle_ones() -> None:
+    """Issue 41: a pass over 9,461 idle learners took 1.75 s, over a third of the 3 s
+    lease: every pass looked at every parked learner.  It now looks at the learners
+    parked lately every time and at the idle ones in turn: each idle one about once per
+    0.9 x a third of the lease, every lease renewed within a third."""
+    from service.domain.runtime import idle as idle_module
+
+    store = CountingStore()
+    lease = 3.0
+    idle = IdleLearners(store, holder="h", lease_seconds=lease)  # type: ignore[arg-type]
+    start = time.monotonic()
+    cold = [f"idle{i}" for i in range(4000)]
+    _park_cold(idle, cold, renewed=start)
+    for i in range(5):  # in use: parked a moment ago
+        name = f"busy{i}"
+        idle._parked[name] = idle_module._Parked(asyncio.Event(), 1, 0, start, since=start)
+        idle._hot[name] = None
+    period = idle._cold_period()
+    step = period / idle_module._PASSES_PER_PERIOD
+    idle._last_pass = start - step
+    looked: dict[str, list[float]] = {}
+    for k in range(3 * idle_module._PASSES_PER_PERIOD):
+        now = start + k * step
+        await idle._pass(now)
+        names = store.scanned()
+        for name in names:
+            looked.setdefault(name, []).append(now)
+        busy = [n for n in names if n.startswith("busy")]
+        assert len(busy) == 5, k  # every pass
+        assert len(names) - 5 <= 4000 // idle_module._PASSES_PER_PERIOD + 1, (k, len(names))
+        assert all(now - p.renewed <= lease / 3 for p in idle._parked.values()), k
+    for name in cold:  # each idle one about once a period: 3 periods, 3 looks
+        assert len(looked[name]) == 3, (name, looked[name])
+
+
+async def test_a_learner_idle_for_long_cools_and_one_parked_again_is_hot() -> None:
+    from service.domain.runtime import idle as idle_module
+
+    idle = IdleLearners(CountingStore(), holder="h", lease_seconds=3.0)  # type: ignore[arg-type]
+    wake = asyncio.Event()
+    waiting = asyncio.create_task(idle.wait("m", wake, token=1, offset=0, renewed=time.monotonic()))
+    await asyncio.sleep(0)
+    try:
+        assert list(idle._hot) == ["m"] and not idle._cold
+        await idle._picked(time.monotonic() + idle_module.COLD_AFTER_SECONDS, LoopShare_())
+        assert not idle._hot and list(idle._cold) == ["m"]
+        wake.set()
+        await waiting
+        assert not idle._parked and not idle._cold and not idle._hot  # gone with it
+    finally:
+        await idle.stop()
+
+
+def LoopShare_() -> Any:
+    from service.domain.runtime.tasks import LoopShare
+
+    return LoopShare()
