@@ -71,3 +71,18 @@ def test_rivals_table_takes_the_best_rival_per_set() -> None:
     assert "| check | spambase | 0.0800 | 0.0900 | 0.1500 | 0.1000 (vw_bag5) | 0.0500 |" in text
     assert "check (1 sets): geometric mean of loss / best rival: boosted 0.556" in text
     assert "default 0.889" in text
+
+
+def test_blend_weights_reads_the_fixed_weights_the_learner_would_use() -> None:
+    from benchmarks.quality import boosted_blend_weights
+
+    # blend_power 0: each model weighted by the other's error to the power 0, the plain mean
+    result = boosted_blend_weights.run("waveform_40", 0, 400, {"blend_power": 0.0})
+    assert result["rounds"] > 200  # the blend decides from the first fit at 100 on
+    assert result["w_used"] == pytest.approx(0.5)
+    # the learner's greedy error is the grid's at w = 0.5, read the same way
+    assert result["used_greedy_error"] == pytest.approx(result["greedy_error_by_w"][5])
+    assert result["best_greedy_error"] == min(result["greedy_error_by_w"])
+    assert 0.0 < result["greedy_played"] <= 1.0
+    for key in ("w_stacked", "w_ips", "w_all", "best_w_mse", "best_w_greedy"):
+        assert 0.0 <= result[key] <= 1.0
