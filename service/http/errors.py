@@ -155,6 +155,10 @@ def _store_error(request: Request, exc: Exception) -> JSONResponse:
     return error_json(503, "the store cannot be reached now; try again", None)
 
 
+#: a rule across a body's fields that names the one it refuses: "Value error, kind: ..."
+_NAMED_RULE = re.compile(r"Value error, ([a-z_]+(?:\.[A-Za-z0-9_]+)*): ")
+
+
 def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     """422 naming each bad field and its bound (a body that is not JSON included).
 
@@ -168,6 +172,9 @@ def _validation_error(request: Request, exc: Exception) -> JSONResponse:
         loc = [str(part) for part in error.get("loc", ()) if part != "body"]
         message = str(error.get("msg"))
         field = ".".join(loc) or "body"
+        named = _NAMED_RULE.match(message) if not loc else None
+        if named is not None:  # a body-wide rule naming the field: field, and its words
+            field, message = named.group(1), message[named.end() :]
         if loc and loc[0] in ("path", "query", "header") and len(loc) > 1:
             field = ".".join(loc[1:])
         errors.append({"field": field, "message": message})

@@ -11,6 +11,7 @@ import pytest
 
 from banditree.learners import Feedback, InvalidInput, build_learner
 from banditree.learners.boosted import BoostedBandit
+from banditree.learners.boosted.learner import RESTART_MIN_ROUNDS
 from banditree.models.boosted.fit import BoostingSettings, augment, fit_ensemble
 from banditree.models.boosted.frozen import leaf_positions
 from banditree.models.boosted.linear import fit_linear_base
@@ -349,7 +350,7 @@ def test_restart_on_drift_forgets_the_window_when_the_tree_detects_a_change() ->
         assert learner._starter is not None
         origin = learner._starter._explore_origin  # type: ignore[attr-defined]
         assert 1500 < origin < 1700  # the tree's detector saw the change
-        runs[restart] = (learner, float(np.mean(losses[2500:])))
+        runs[restart] = (learner, float(np.mean(losses[1500:])))  # bandit_drift's "post"
     kept, forgot = runs[False][0], runs[True][0]
     assert len(kept._window) == 3000
     assert len(forgot._window) == 3000 - origin + 1  # from the round the change was seen
@@ -357,6 +358,38 @@ def test_restart_on_drift_forgets_the_window_when_the_tree_detects_a_change() ->
     assert runs[True][1] < runs[False][1]
     twin = loads(dumps(forgot))
     assert twin.act(x[0], "e").action == forgot.act(x[0], "e").action
+
+
+def test_after_a_restart_the_schedules_count_from_it_and_the_tree_decides() -> None:
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(4000, D))
+    labels = (x[:, 0] > 0).astype(int) + (x[:, 1] > 0.5).astype(int)
+    labels[1500:] = (labels[1500:] + 1) % K
+    learner = boosted()
+    fitted, deciding, live, snapshot = [], [], [], None
+    for t, (row, label) in enumerate(zip(x, labels.tolist(), strict=True)):
+        before = learner.fits
+        d = learner.act(row)
+        learner.learn(d, Feedback(loss=float(d.action != label)))
+        live.append(d.to_dict())
+        origin = learner._origin
+        if learner.fits != before and origin:
+            fitted.append(learner._n_learned - origin)
+        if origin:
+            deciding.append((learner._n_learned - origin, learner.ensemble_decides))
+            assert learner._explore_rounds == learner._n_learned - origin
+        if origin and snapshot is None and learner._n_learned - origin == 1000:
+            snapshot = (t + 1, loads(dumps(learner)))  # the ensemble scored, not deciding
+    assert 1500 < learner._origin < 1700
+    # first_fit rounds after the change, then x 1.25: not 1.25 x the rounds before it
+    assert fitted[:5] == [100, 125, 157, 197, 247]
+    first = next(since for since, decides in deciding if decides)
+    assert first == 100 + RESTART_MIN_ROUNDS  # scored this long before it may decide
+    assert snapshot is not None  # a checkpoint after the restart resumes identically
+    cut, restored = snapshot
+    assert restored._origin == learner._origin
+    assert play(restored, x[cut:], labels[cut:]) == live[cut:]
+    assert restored.ensemble_decides
 
 
 def test_full_information_learns_a_row_per_action() -> None:
@@ -395,13 +428,14 @@ def test_huge_contexts_never_make_nan() -> None:
 @pytest.mark.parametrize(
     "config,match",
     [
-        ({"task": "regression", "estimator": "one_point"}, "boosted is for classification"),
+        ({"task": "regression", "estimator": "one_point"}, "kind: boosted is for classification"),
+        ({"task": "ranking", "n_actions": None}, "kind: boosted is for classification"),
         ({"options": {"window": 1}}, r"options.window: Input should be greater than or equal to 2"),
         ({"options": {"optimism": -1.0}}, "options.optimism"),
         ({"options": {"optimism_decay": 5.0}}, "options.optimism_decay"),
         ({"options": {"rows_per_tree": 0.0}}, "options.rows_per_tree"),
         ({"options": {"trees": 3}}, "options.trees: Extra inputs are not permitted"),
-        ({"mode": "apprentice"}, "boosted does not take mode apprentice"),
+        ({"mode": "apprentice"}, "mode: apprentice .* kind boosted does not take it"),
     ],
 )
 def test_bad_configs_are_refused_naming_the_field(config: dict[str, Any], match: str) -> None:

@@ -51,6 +51,10 @@ ENSEMBLE_PREFIX = "ensemble."
 PENDING_PREFIX = "pending."
 #: rounds the ensemble is scored on before it may decide (``compete``)
 COMPETE_MIN_ROUNDS = 30
+#: the same after a restart (``restart_on_drift``): the tree, whose splits survive the
+#: change, decides alone until the ensemble refitted on the new rounds has been scored
+#: this long (``benchmarks/results/bandit_drift.md``: 30, 200, 500, 1,000, 2,000, 5,000)
+RESTART_MIN_ROUNDS = 2_000
 STARTER_PREFIX = "starter."
 
 
@@ -111,6 +115,9 @@ class BoostedBandit(Learner):
         self._version = 0
         self._fits = 0
         self._next_fit = options.first_fit
+        # rounds learned at the last restart (``restart_on_drift``): the explorer's
+        # schedule and the refit schedule count from it
+        self._origin = 0
         self._pending_fit: PendingFit | None = None
         # the compiled kernel decides (None: the numpy reference, BANDITREE_KERNEL=reference)
         self._kernel = native()
@@ -203,7 +210,7 @@ class BoostedBandit(Learner):
         if self.options.exploration == "ucb" or self._explorer is None:
             action, propensity = int(np.argmax(scores)), 1.0
         else:
-            pmf = self._explorer(scores, self._n_learned)
+            pmf = self._explorer(scores, self._explore_rounds)
             u = event_uniforms(self.seed, event_id)[0]
             action = sample_action(pmf, u)
             propensity = float(pmf[action])
@@ -220,7 +227,7 @@ class BoostedBandit(Learner):
             return None
         explorer, parameter, uniform = None, 0.0, 0.0
         if self.options.exploration != "ucb" and self._explorer is not None:
-            setting = explorer_setting(self._explorer, self._n_learned)
+            setting = explorer_setting(self._explorer, self._explore_rounds)
             if setting is None:
                 return None
             explorer, parameter = setting
@@ -251,8 +258,13 @@ class BoostedBandit(Learner):
         _, scores = self.optimistic_scores(x)
         if self.options.exploration == "ucb" or self._explorer is None:
             return np.eye(k)[int(np.argmax(scores))]
-        pmf: FloatArray = self._explorer(scores, self._n_learned)
+        pmf: FloatArray = self._explorer(scores, self._explore_rounds)
         return pmf
+
+    @property
+    def _explore_rounds(self) -> int:
+        """The rounds the explorer's schedule reads: learned since the last restart."""
+        return self._n_learned - self._origin
 
     def predict(self, contexts: FloatArray) -> FloatArray:
         """Greedy actions (highest predicted reward, blended as ``act`` blends) ``(B,)``."""
@@ -340,13 +352,20 @@ class BoostedBandit(Learner):
         self._errors.update(online, value, reward)
 
     def _restart(self) -> None:
-        """After a detected change: forget the window, the ensemble and a fit under way;
-        the tree decides until the fit ``first_fit`` rounds from now (this round is the
-        window's first)."""
+        """After a detected change: forget the window, the ensemble and a fit under way.
+
+        The tree decides alone until a fit ``first_fit`` rounds from now (this round is
+        the window's first) has been scored on :data:`RESTART_MIN_ROUNDS` rounds.  The
+        refit schedule and the explorer's count their rounds from here, as from a new
+        model's first: fits come at ``first_fit`` x ``refit_growth``^k rounds after the
+        change, not ``refit_growth`` times the rounds learned before it (one fit of 100
+        rows would decide for 2,500 rounds after a change at round 10,000).
+        """
         self._window = RoundWindow(self.options.window, self.n_features)
         self._ensemble = None
         self._pending_fit = None
-        self._errors = ProgressiveErrors(self.options.compete_halflife, COMPETE_MIN_ROUNDS)
+        self._errors = ProgressiveErrors(self.options.compete_halflife, RESTART_MIN_ROUNDS)
+        self._origin = self._n_learned
         self._next_fit = self._n_learned + self.options.first_fit
 
     def _refit(self) -> None:
@@ -357,9 +376,9 @@ class BoostedBandit(Learner):
         boosted.refits.apply_round` (at most ``FIT_LAG`` rounds on, never after the
         next fit's round): the same round however fast the worker is.
         """
-        n = self._n_learned
-        grown = math.ceil(n * self.options.refit_growth)
-        self._next_fit = n + max(1, min(grown - n, self.options.max_refit_interval))
+        n, since = self._n_learned, self._n_learned - self._origin
+        grown = math.ceil(since * self.options.refit_growth)
+        self._next_fit = n + max(1, min(grown - since, self.options.max_refit_interval))
         rows = self._window.rows()
         settings = self.settings
         if self.options.rows_per_tree is not None:  # few rows: fewer trees
@@ -399,6 +418,7 @@ class BoostedBandit(Learner):
             "version": self._version,
             "fits": self._fits,
             "next_fit": self._next_fit,
+            "origin": self._origin,
             "apply_at": None if self._pending_fit is None else self._pending_fit.apply_at,
             "starter": starter_meta,
             "errors": self._errors.state(),
@@ -447,6 +467,8 @@ class BoostedBandit(Learner):
         self._version = int(meta["version"])
         self._fits = int(meta["fits"])
         self._next_fit = int(meta["next_fit"])
+        self._origin = int(meta.get("origin", 0))  # checkpoints before restarts counted
+        self._errors.min_rounds = RESTART_MIN_ROUNDS if self._origin else COMPETE_MIN_ROUNDS
         self._load_counter_state(meta)
 
     def export_model(self) -> dict[str, Any]:

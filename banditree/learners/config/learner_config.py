@@ -77,8 +77,13 @@ class LearnerConfig(
 
         A stored config holds every field of its version, null for a default.  Fields
         added since are filled from :data:`~.defaults.STORED_FILLS`, the values that keep
-        the stored model's behaviour where their default would change it.
+        the stored model's behaviour where their default would change it.  A ranking
+        model stored with ``kind: boosted`` (accepted, and ignored, before the rules
+        refused it) loads with the ranking default's kind.
         """
+        if data.get("task") == "ranking" and data.get("kind") == "boosted":
+            # accepted before the rule refused it; a ranking model never read its kind
+            data = {**data, "kind": defaults.default_kind("ranking")}
         return cls.model_validate({**defaults.STORED_FILLS, **data})
 
     def ranking_options(self) -> RankingOptions:

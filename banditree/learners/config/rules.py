@@ -19,10 +19,19 @@ from banditree.models.limits import MAX_PARAMETERS
 def check(config: Fields) -> None:
     """Apply the apprentice's reward link; raise ``ValueError`` naming a broken rule."""
     if config.task == "ranking":
+        if config.kind == "boosted":
+            raise ValueError(
+                "kind: boosted is for classification; a ranking model (task ranking) ranks "
+                "with its own tree and takes no kind"
+            )
         ranking_options(config)
         return
     if config.mode == "apprentice" and "reward_link" not in config.model_fields_set:
         config.reward_link = defaults.apprentice_reward_link(config)
+    if config.mode == "apprentice" and config.kind != defaults.apprentice_kind(config):
+        config.kind = defaults.apprentice_kind(config)  # the default's kind refuses it
+        if "n_trees" not in config.model_fields_set:
+            config.n_trees = defaults.default_n_trees(config.task, config.kind)
     if config.features == defaults.INFER and config.mode == "apprentice":
         raise ValueError("mode apprentice needs n_features (it does not take features yet)")
     if config.features is not None and config.mode == "apprentice":
@@ -70,9 +79,15 @@ def boosted_options(config: Fields) -> BoostedOptions:
     """The validated ``options`` of a ``kind: boosted`` model; ``ValueError`` naming a
     broken rule."""
     if config.task != "classification":
-        raise ValueError("kind boosted is for classification")
+        raise ValueError(
+            f"kind: boosted is for classification, not task {config.task} (for regression "
+            "use dgt_forest, the default)"
+        )
     if config.mode == "apprentice":
-        raise ValueError("kind boosted does not take mode apprentice yet")
+        raise ValueError(
+            "mode: apprentice needs a single tree (kind dgt, the apprentice's default); "
+            "kind boosted does not take it yet"
+        )
     try:
         return BoostedOptions.model_validate(config.options)
     except ValidationError as err:
