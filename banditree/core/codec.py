@@ -284,6 +284,15 @@ def binary_payload(
     """The binary stored form of a classification decision, or None when its fields do
     not fit it (a number that is not one, an integer beyond 64 bits, a text over 64 KiB):
     that decision is stored as JSON."""
+    if (
+        type(explored) is not bool
+        or type(model_version) is not int
+        or type(action) is not int
+        or type(greedy_action) is not int
+        or type(perturbation) is not int
+        or not (leaf is None or type(leaf) is int)
+    ):  # a bool or a numpy number: JSON writes it as it is
+        return None
     try:
         ub, eb = _utf8(uid), event_id.encode()
         xb = (
@@ -292,12 +301,13 @@ def binary_payload(
             else b""
         )
         n = len(context)
-        head = _HEAD.pack(
-            _VERSION, (_LEAF if leaf is not None else 0) | (_EXPLORED if explored else 0),
+        if n > _MAX_FEATURES:
+            return None
+        record = _record(n).pack(
+            _VERSION, (_EXPLORED if explored else 0) | (_LEAF if leaf is not None else 0),
             len(ub), len(eb), len(xb), n, 0, model_version, action, greedy_action,
-            0 if leaf is None else leaf, perturbation, propensity,
+            0 if leaf is None else leaf, perturbation, propensity, *context,
         )  # fmt: skip
-        body = _floats(n).pack(*context)
     except (
         struct.error,
         TypeError,
@@ -307,18 +317,7 @@ def binary_payload(
         orjson.JSONEncodeError,
     ):
         return None
-    if (
-        n > _MAX_FEATURES
-        or type(explored) is not bool
-        or not _plain_ints(model_version, action, greedy_action, leaf, perturbation)
-    ):
-        return None
-    return BINARY_PREFIX + (head + body + ub + eb + xb).hex()
-
-
-def _plain_ints(*values: Any) -> bool:
-    """Whether each value is an int (not a bool: JSON would keep ``true``) or None."""
-    return all(v is None or type(v) is int for v in values)
+    return BINARY_PREFIX + b"".join((record, ub, eb, xb)).hex()
 
 
 def _binary_fields(raw: bytes, at: int, size: int, uid: bytes) -> tuple[Any, ...] | None:
@@ -520,6 +519,84 @@ def decision_payload(uid: str, decision: Decision) -> str:
     return record_json({"uid": uid, "decision": decision_record(decision)})
 
 
+@functools.lru_cache(maxsize=64)
+def _columns_dtype(n: int, uid_len: int, event_len: int) -> Any:
+    """The numpy record of a binary stored decision with no extras: :data:`_HEAD`'s
+    fields, ``n`` float64s, the uid and an event id of ``event_len`` bytes, packed."""
+    import numpy as np
+
+    return np.dtype([
+        ("version", "u1"), ("flags", "u1"), ("uid_len", "<u2"), ("event_len", "<u2"),
+        ("extras_len", "<u2"), ("n", "<u4"), ("reserved", "<u4"), ("model_version", "<i8"),
+        ("action", "<i8"), ("greedy_action", "<i8"), ("leaf", "<i8"), ("perturbation", "<i8"),
+        ("propensity", "<f8"), ("context", "<f8", (n,)), ("uid", f"V{uid_len}"),
+        ("event_id", f"V{event_len}"),
+    ])  # fmt: skip
+
+
+def _ints(values: Sequence[Any]) -> bool:
+    """Whether ``values`` are all ints (not bools, which JSON keeps as ``true``)."""
+    return set(map(type, values)) <= {int}
+
+
+def _binary_columns(uid: str, columns: DecisionColumns) -> list[str] | None:
+    """:func:`binary_payload` of every row of a classification batch without extras,
+    written as one numpy record array and cut into its rows' texts (what one call per
+    row costs three times over); None when the batch does not fit one array (event ids
+    of several lengths, contexts of several, a value :func:`binary_payload` refuses):
+    then the rows go one by one."""
+    import numpy as np
+
+    event_ids = [e.encode() for e in columns.event_ids]
+    lengths = set(map(len, event_ids))
+    n, ub, version = len(event_ids), _utf8(uid), columns.model_version
+    action, greedy = columns.action, columns.greedy_action
+    leaf, perturbation = columns.leaf, columns.perturbation
+    assert action is not None and greedy is not None and columns.propensity is not None
+    if (
+        not n
+        or len(lengths) != 1
+        or len(ub) > 0xFFFF
+        or type(version) is not int
+        or not (_ints(action) and _ints(greedy))
+        or not (leaf is None or _ints(leaf))
+        or not (perturbation is None or _ints(perturbation))
+        or set(map(type, columns.explored)) != {bool}
+    ):
+        return None
+    try:
+        given = columns.context_array  # the learner's float64 copy: no second one
+        contexts = (
+            given
+            if isinstance(given, np.ndarray) and given.dtype == np.float64 and len(given) == n
+            else np.array(columns.contexts, dtype=np.float64)
+        )
+        if contexts.ndim != 2 or contexts.shape[1] > _MAX_FEATURES or max(lengths) > 0xFFFF:
+            return None
+        rows = np.zeros(n, _columns_dtype(contexts.shape[1], len(ub), max(lengths)))
+        rows["version"] = _VERSION
+        explored = np.array(columns.explored, dtype=np.uint8) * _EXPLORED
+        rows["flags"] = explored if leaf is None else explored | _LEAF
+        rows["uid_len"], rows["event_len"] = len(ub), max(lengths)
+        rows["n"] = contexts.shape[1]
+        rows["model_version"] = version
+        rows["action"], rows["greedy_action"] = action, greedy
+        if leaf is not None:
+            rows["leaf"] = leaf
+        if perturbation is not None:
+            rows["perturbation"] = perturbation
+        rows["propensity"] = np.array(columns.propensity, dtype=np.float64)
+        rows["context"] = contexts
+        rows["uid"] = np.frombuffer(ub, dtype=f"V{len(ub)}")[0] if ub else rows["uid"]
+        rows["event_id"] = np.frombuffer(b"".join(event_ids), dtype=f"V{max(lengths)}")
+    except (TypeError, ValueError, OverflowError):
+        return None
+    text = rows.tobytes().hex()
+    size = 2 * rows.dtype.itemsize
+    prefix = BINARY_PREFIX
+    return [prefix + text[i : i + size] for i in range(0, n * size, size)]
+
+
 def column_payloads(uid: str, columns: DecisionColumns) -> list[str]:
     """:func:`decision_payload` of every row of ``columns``, without a Decision per row."""
     n = len(columns)
@@ -532,6 +609,10 @@ def column_payloads(uid: str, columns: DecisionColumns) -> list[str]:
         and columns.probes is None
         and not any(isinstance(c, dict) for c in columns.contexts)
     ):
+        if not columns.extras:
+            whole = _binary_columns(uid, columns)
+            if whole is not None:
+                return whole
         extras = columns.row_extras() if columns.extras else [None] * n
         leaves: Sequence[int | None] = [None] * n if columns.leaf is None else columns.leaf
         perturbation = columns.perturbation if columns.perturbation is not None else [0] * n

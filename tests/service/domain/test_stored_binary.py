@@ -30,6 +30,7 @@ from banditree.core.codec import (
     record_json,
 )
 from banditree.learners import Feedback, build_learner
+from banditree.learners.gradient_bandit.kernel_calls import use_reference
 from service.domain.runtime.learner_steps import apply_slice
 from service.domain.runtime.replay import decode_entries, decode_entry, entry_row
 from service.store import LogEntry
@@ -281,3 +282,25 @@ def test_any_classification_decision_round_trips(
     )
     assert payload is not None
     assert read_decision(payload, UID) == d == read_binaries([payload], UID)[0]
+
+
+@pytest.mark.parametrize("kernel", [True, False])
+def test_a_decided_batch_writes_its_own_float64_copy_as_the_rows(kernel: bool) -> None:
+    """``act_columns`` hands its float64 contexts to the stored form: the same texts as
+    the rows written one by one, and as the columns without that array."""
+    import dataclasses
+
+    learner = build_learner(CONFIG)
+    if not kernel:
+        use_reference(learner)  # type: ignore[arg-type]
+    rng = np.random.default_rng(2)
+    contexts = (rng.normal(size=(33, 6)) * 1e5).tolist()
+    contexts[3] = [1, 2, 3, 4, 5, 6]  # integers: written as the floats they are
+    columns = learner.act_columns(contexts)
+    assert columns.context_array is not None
+    payloads = column_payloads(UID, columns)
+    assert payloads == [decision_payload(UID, d) for d in columns.rows()]
+    assert payloads == column_payloads(UID, dataclasses.replace(columns, context_array=None))
+    assert [d.context for d in read_binaries(payloads, UID)] == [  # type: ignore[union-attr]
+        tuple(map(float, c)) for c in contexts
+    ]
