@@ -1,6 +1,7 @@
 """Applying log entries to a learner: the one code path of the learner, restarts and audits.
 
-A log entry is a stored decision (``{"uid": ..., "decision": {...}}``) with the JSON of
+A log entry is a stored decision (binary, or the JSON ``{"uid": ..., "decision": {...}}``
+of logs written before the binary form: :mod:`banditree.core.codec`) with the JSON of
 its feedback, or no feedback for a decision that expired (the model's default loss is
 applied then, when it has one).  :func:`replay` rebuilds a model offline from an
 exported log; the live learner runs the same :func:`apply_entry`, so both make the same
@@ -153,11 +154,17 @@ def decode_entries(
     if binary:
         read = read_binaries([e.decision for e in binary], uid)
         decided = dict(zip(map(id, binary), read, strict=True)) if texts else {}
-        if not texts:
-            return [
-                _paired(entry, item, feedbacks, uid, default_loss)
-                for entry, item in zip(entries, read, strict=True)
-            ]
+        if not texts:  # the common case inline: a decision and its feedback, read
+            out_binary: list[tuple[Decision, Feedback] | None] = []
+            for entry, item in zip(entries, read, strict=True):
+                text = entry.feedback
+                if type(item) is Decision and text is not None:
+                    feedback = feedbacks[text]
+                    if feedback is not None:
+                        out_binary.append((item, feedback))
+                        continue
+                out_binary.append(_paired(entry, item, feedbacks, uid, default_loss))
+            return out_binary
     parsed = dict(zip(map(id, texts), records, strict=True))
     out: list[tuple[Decision, Feedback] | None] = []
     for entry in entries:
