@@ -304,3 +304,71 @@ def test_a_decided_batch_writes_its_own_float64_copy_as_the_rows(kernel: bool) -
     assert [d.context for d in read_binaries(payloads, UID)] == [  # type: ignore[union-attr]
         tuple(map(float, c)) for c in contexts
     ]
+
+
+def each(payloads: list[str]) -> list[Decision | ValueError | None]:
+    """:func:`read_decision` of each payload, its error in place of a raise."""
+    out: list[Decision | ValueError | None] = []
+    for payload in payloads:
+        try:
+            out.append(read_decision(payload, UID))
+        except ValueError as err:
+            out.append(err)
+    return out
+
+
+def same(a: list[Decision | ValueError | None], b: list[Decision | ValueError | None]) -> bool:
+    return [str(v) if isinstance(v, ValueError) else v for v in a] == [
+        str(v) if isinstance(v, ValueError) else v for v in b
+    ]
+
+
+SAME_SIZE = {  # records of the size of forged()'s, each wrong in one way
+    "NaN in context": forged(context=(1.0, math.nan)),
+    "inf propensity": forged(propensity=math.inf),
+    "version 2": forged(version=2),
+    "unknown flag": forged(flags=8),
+    "reserved set": forged(reserved=7),
+    "another model": forged(uid=UID[::-1].encode()),
+    "event id not UTF-8": forged(event=b"\xff\xfe"),
+    "extras in place of an event id": forged(event=b"", extras=b"{}"),
+}
+
+
+@pytest.mark.parametrize("name", list(SAME_SIZE))
+def test_a_chunk_of_one_size_with_one_odd_record_is_read_record_by_record(name: str) -> None:
+    good = [forged(event=f"e{i}".encode(), flags=i % 4) for i in range(10)]
+    assert len({len(p) for p in [*good, SAME_SIZE[name]]}) == 1
+    assert same(read_binaries(good, UID), each(good))
+    assert all(isinstance(d, Decision) for d in read_binaries(good, UID))
+    chunk = [*good[:4], SAME_SIZE[name], *good[4:]]
+    assert same(read_binaries(chunk, UID), each(chunk))
+    odd = read_binaries(chunk, UID)[4]
+    if name == "another model":
+        assert odd is None
+    elif name.startswith("extras"):  # well formed, laid out otherwise: read alone
+        assert isinstance(odd, Decision) and (odd.event_id, odd.extras) == ("", {})
+    else:
+        assert isinstance(odd, ValueError)
+
+
+def test_a_chunk_of_one_size_reads_leaves_flags_and_non_ascii_ids_as_one_by_one() -> None:
+    rng = np.random.default_rng(8)
+    decisions = [
+        Decision.of_action(
+            f"é{i:03d}" if i % 2 else f"ab{i:03d}",
+            tuple(rng.normal(size=5)),
+            9,
+            int(i % 4),
+            float(rng.random()) + 1e-3,
+            1,
+            None if i % 3 == 0 else -i,
+            {},
+        )
+        for i in range(30)
+    ]
+    payloads = [decision_payload(UID, d) for d in decisions]
+    assert len({len(p) for p in payloads}) == 1  # é is 2 bytes: ab + 3 digits is 5 too
+    assert read_binaries(payloads, UID) == decisions == each(payloads)
+    ascii_only = payloads[::2]
+    assert read_binaries(ascii_only, UID) == decisions[::2]
