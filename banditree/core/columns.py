@@ -8,7 +8,7 @@ field for field those that ``act`` makes for the same contexts and event ids.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from banditree.core.records import Decision
@@ -49,6 +49,10 @@ class DecisionColumns:
     probes: list[tuple[float, float]] | None = None
     leaf: list[int] | None = None
     extras: dict[str, list[float]] | None = None
+    #: the contexts as the float64 ``(B, d)`` array the learner decided on (its copy of
+    #: ``contexts``, the same numbers), when it has one: the stored form writes it out
+    #: whole (``banditree.core.codec``); None otherwise
+    context_array: Any = field(default=None, compare=False, repr=False)
 
     def __len__(self) -> int:
         return len(self.event_ids)

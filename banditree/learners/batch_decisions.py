@@ -59,6 +59,7 @@ def classification_columns(
         perturbation=[0] * len(event_ids),
         leaf=None if out.leaf is None else out.leaf.tolist(),
         extras=_extras(out),
+        context_array=contexts,
     )
 
 

@@ -3,7 +3,7 @@
 One command::
 
     python -m benchmarks.scale.learner_keepup [--entries 100000] [--store sqlite|redis] [--rounds 3]
-        [--kind dgt|boosted]
+        [--kind dgt|boosted] [--stored binary|json|both]
 
 A model (DGT h=6, 16 features, 10 actions; ``--kind boosted``: the boosted family of the
 same shape, its refits included, LightGBM imported when the learner takes the model, as
@@ -35,6 +35,11 @@ learner leads), so that the benchmark's own data (its 100,000 pairs) is not walk
 every collection of the old generation, which no service's collections do.
 ``--no-freeze`` times them with that data walked (the collector then takes 0.6-1.5 us
 more an entry of the service's learner, little of the bare loops).
+
+The log holds its decisions in the stored form predict writes (``--stored binary``, the
+default: ``banditree.core.codec.binary_payload``), or in the JSON form of the versions
+before it (``json``); ``both`` learns a log of each form in every round, the JSON one's
+figures under ``json_*``.
 """
 
 from __future__ import annotations
@@ -52,7 +57,7 @@ from typing import Any, cast
 
 import orjson
 
-from banditree.core.codec import read_decision
+from banditree.core.codec import decision_record, read_decision, record_json
 from banditree.learners import Feedback, build_learner
 from banditree.learners.boosted.refits import preload_lightgbm
 from benchmarks.scale.log_scale import CONFIG, UID, fill, make_pairs
@@ -199,12 +204,24 @@ async def service_learner_seconds(
     return took
 
 
-async def run(args: argparse.Namespace, pairs: list[tuple[str, str, str]]) -> dict[str, float]:
-    """One round: a fresh log learned by the service's learner, the bare loops after."""
-    sample = pairs[: min(len(pairs), 20_000)]
-    freeze = not args.no_freeze
-    config = {**CONFIG, "kind": args.kind}
-    bare, bare_cpu = bare_rate(sample, freeze, config)
+def as_json(pairs: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+    """The same pairs with each decision in the JSON stored form of earlier versions."""
+    out = []
+    for event_id, payload, feedback in pairs:
+        decision = read_decision(payload, UID)
+        assert decision is not None
+        record = record_json({"uid": UID, "decision": decision_record(decision)})
+        out.append((event_id, record, feedback))
+    return out
+
+
+async def learned_log(
+    args: argparse.Namespace,
+    pairs: list[tuple[str, str, str]],
+    freeze: bool,
+    config: dict[str, Any],
+) -> dict[str, float]:
+    """:func:`service_learner_seconds` of a fresh store holding ``pairs``' log."""
     with tempfile.TemporaryDirectory() as tmp:
         if args.store == "redis":
             store: Store = RedisStore.from_url(
@@ -214,12 +231,35 @@ async def run(args: argparse.Namespace, pairs: list[tuple[str, str, str]]) -> di
             store = SqliteStore(Path(tmp))
         await fill(store, pairs, time.time())
         took = await service_learner_seconds(store, len(pairs), freeze, config)
-        seconds, cpu_seconds = took["wall"], took["cpu"]
         if isinstance(store, RedisStore):
             keys = [k async for k in store.client.scan_iter(match=store.prefix + "*")]
             for key in keys:
                 await store.client.delete(key)
         await store.close()
+    return took
+
+
+async def run(
+    args: argparse.Namespace,
+    pairs: list[tuple[str, str, str]],
+    json_pairs: list[tuple[str, str, str]] | None = None,
+) -> dict[str, float]:
+    """One round: a fresh log learned by the service's learner, the bare loops after
+    (and a log of the JSON form, when ``json_pairs`` is given)."""
+    sample = pairs[: min(len(pairs), 20_000)]
+    freeze = not args.no_freeze
+    config = {**CONFIG, "kind": args.kind}
+    bare, bare_cpu = bare_rate(sample, freeze, config)
+    took = await learned_log(args, pairs, freeze, config)
+    seconds, cpu_seconds = took["wall"], took["cpu"]
+    json_figures = {}
+    if json_pairs is not None:
+        other = await learned_log(args, json_pairs, freeze, config)
+        json_figures = {
+            "json_service_learner_per_cpu_second": len(pairs) / other["cpu"],
+            "json_recovery_seconds": other["wall"],
+            "binary_vs_json_cpu": other["cpu"] / cpu_seconds,
+        }
     again, again_cpu = bare_rate(sample, freeze, config)  # before and after: the better
     bare, bare_cpu = max(bare, again), max(bare_cpu, again_cpu)
     batch_cpu = bare_batch_rate(sample, freeze=freeze, config=config)
@@ -250,6 +290,7 @@ async def run(args: argparse.Namespace, pairs: list[tuple[str, str, str]]) -> di
         "loop_thread_us_per_entry": took["loop_cpu"] / len(pairs) * 1e6,
         "other_threads_us_per_entry": (cpu_seconds - took["loop_cpu"]) / len(pairs) * 1e6,
         "gc_us_per_entry": took["gc_cpu"] / len(pairs) * 1e6,
+        **json_figures,
         **vw_figures,
     }
 
@@ -272,15 +313,22 @@ def main() -> None:
     parser.add_argument(
         "--kind", choices=["dgt", "boosted"], default="dgt", help="the model's family"
     )
+    parser.add_argument(
+        "--stored", choices=["binary", "json", "both"], default="binary",
+        help="the stored decisions' form (see the docstring)",
+    )  # fmt: skip
     args = parser.parse_args()
     if args.rounds < 1:
         parser.error(f"--rounds must be at least 1, got {args.rounds}")
     pairs = make_pairs(args.entries)
+    json_pairs = as_json(pairs) if args.stored != "binary" else None
+    if args.stored == "json":
+        pairs, json_pairs = cast(list[tuple[str, str, str]], json_pairs), None
     if args.kind == "boosted":  # as a learner taking the model does (prepare_to_learn)
         preload_lightgbm().result()
     rounds = []
     for number in range(1, args.rounds + 1):
-        one = asyncio.run(run(args, pairs))
+        one = asyncio.run(run(args, pairs, json_pairs))
         rounds.append(one)
         print(
             f"round {number}: ratio {one['ratio']:.2f}, cpu_ratio {one['cpu_ratio']:.2f}, "
@@ -288,7 +336,7 @@ def main() -> None:
             flush=True,
         )
     figures = medians(rounds)
-    print(f"kind {args.kind}; medians of {len(rounds)} rounds:")
+    print(f"kind {args.kind}, stored {args.stored}; medians of {len(rounds)} rounds:")
     for key, value in figures.items():
         print(f"{key:32s} {value:,.2f}")
     print(

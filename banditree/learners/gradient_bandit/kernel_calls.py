@@ -166,6 +166,7 @@ def decide_columns(
         perturbation=[0] * len(ids),
         leaf=None if leaves is None else leaves.tolist(),
         extras=None,
+        context_array=x,
     )
 
 

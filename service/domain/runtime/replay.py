@@ -1,6 +1,7 @@
 """Applying log entries to a learner: the one code path of the learner, restarts and audits.
 
-A log entry is a stored decision (``{"uid": ..., "decision": {...}}``) with the JSON of
+A log entry is a stored decision (binary, or the JSON ``{"uid": ..., "decision": {...}}``
+of logs written before the binary form: :mod:`banditree.core.codec`) with the JSON of
 its feedback, or no feedback for a decision that expired (the model's default loss is
 applied then, when it has one).  :func:`replay` rebuilds a model offline from an
 exported log; the live learner runs the same :func:`apply_entry`, so both make the same
@@ -17,7 +18,9 @@ from typing import Any
 import orjson
 
 from banditree.core.codec import (
+    BINARY_PREFIX,
     decision_from_parsed,
+    read_binaries,
     read_decision,
 )
 from banditree.learners import (
@@ -132,15 +135,44 @@ def _feedbacks(texts: list[str]) -> dict[str, Feedback | None] | None:
 def decode_entries(
     entries: list[LogEntry], *, uid: str, default_loss: float | None
 ) -> list[tuple[Decision, Feedback] | None]:
-    """:func:`decode_entry` of every entry, the batch's decisions parsed by one JSON call
-    and its distinct feedbacks by another (an entry the batch reading cannot take is
-    read on its own, so its outcome and its log line are :func:`decode_entry`'s)."""
-    records = _json_array([e.decision for e in entries])
+    """:func:`decode_entry` of every entry: the binary stored decisions read by
+    :func:`~banditree.core.codec.read_binaries` (their contexts checked in one numpy
+    call), the JSON ones (logs written before the binary form) parsed by one JSON call,
+    the distinct feedbacks by another (an entry the batch reading cannot take is read on
+    its own, so its outcome and its log line are :func:`decode_entry`'s)."""
+    binary = [e for e in entries if e.decision.startswith(BINARY_PREFIX)]
+    texts = (
+        [e for e in entries if not e.decision.startswith(BINARY_PREFIX)]
+        if len(binary) < len(entries)
+        else []
+    )
+    records = _json_array([e.decision for e in texts]) if texts else []
     feedbacks = _feedbacks([e.feedback for e in entries if e.feedback is not None])
     if records is None or feedbacks is None:
         return [decode_entry(e, uid=uid, default_loss=default_loss) for e in entries]
+    decided: dict[int, Decision | ValueError | None] = {}
+    if binary:
+        read = read_binaries([e.decision for e in binary], uid)
+        decided = dict(zip(map(id, binary), read, strict=True)) if texts else {}
+        if not texts:  # the common case inline: a decision and its feedback, read
+            out_binary: list[tuple[Decision, Feedback] | None] = []
+            for entry, item in zip(entries, read, strict=True):
+                text = entry.feedback
+                if type(item) is Decision and text is not None:
+                    feedback = feedbacks[text]
+                    if feedback is not None:
+                        out_binary.append((item, feedback))
+                        continue
+                out_binary.append(_paired(entry, item, feedbacks, uid, default_loss))
+            return out_binary
+    parsed = dict(zip(map(id, texts), records, strict=True))
     out: list[tuple[Decision, Feedback] | None] = []
-    for entry, data in zip(entries, records, strict=True):
+    for entry in entries:
+        key = id(entry)
+        if key in decided:
+            out.append(_paired(entry, decided[key], feedbacks, uid, default_loss))
+            continue
+        data = parsed[key]
         if type(data) is not dict:
             out.append(decode_entry(entry, uid=uid, default_loss=default_loss))
             continue
@@ -149,15 +181,32 @@ def decode_entries(
             continue
         try:
             decision = decision_from_parsed(data["decision"])
-            if entry.feedback is None:
-                feedback = default_feedback(decision, default_loss)
-            elif (feedback := feedbacks[entry.feedback]) is None:
-                raise ValueError("not a feedback")  # read alone below, which names it
         except (InvalidInput, ValueError, KeyError, TypeError, AttributeError):
             out.append(decode_entry(entry, uid=uid, default_loss=default_loss))  # names it
             continue
-        out.append(None if feedback is None else (decision, feedback))
+        out.append(_paired(entry, decision, feedbacks, uid, default_loss))
     return out
+
+
+def _paired(
+    entry: LogEntry,
+    decision: Decision | ValueError | None,
+    feedbacks: dict[str, Feedback | None],
+    uid: str,
+    default_loss: float | None,
+) -> tuple[Decision, Feedback] | None:
+    """The pair to learn of ``entry`` whose decision was read as ``decision`` (None:
+    another model's; an error: refused, logged), its feedback read from ``feedbacks``."""
+    if decision is None:
+        return None
+    if isinstance(decision, ValueError):
+        _skipped(entry, decision)
+        return None
+    if entry.feedback is None:
+        feedback = default_feedback(decision, default_loss)
+    elif (feedback := feedbacks[entry.feedback]) is None:
+        return decode_entry(entry, uid=uid, default_loss=default_loss)  # names the feedback
+    return None if feedback is None else (decision, feedback)
 
 
 def apply_entry(

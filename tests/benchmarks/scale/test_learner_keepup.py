@@ -9,14 +9,16 @@ from pathlib import Path
 
 import pytest
 
+from banditree.core.codec import BINARY_PREFIX, read_decision
 from benchmarks.scale.learner_keepup import (
+    as_json,
     bare_rate,
     medians,
     served_heap,
     service_learner_seconds,
     vw_native_rate,
 )
-from benchmarks.scale.log_scale import CONFIG, fill, make_pairs
+from benchmarks.scale.log_scale import CONFIG, UID, fill, make_pairs
 from service.main import YOUNG_THRESHOLD
 from service.store import SqliteStore
 
@@ -98,3 +100,16 @@ def test_the_boosted_row_learns_the_log_through_the_service(tmp_path: Path) -> N
     took = asyncio.run(scenario())
     assert took["wall"] > 0 and took["cpu"] > 0
     assert bare_rate(pairs, True, config)[1] > 0
+
+
+def test_the_json_log_holds_the_same_decisions_in_the_old_form() -> None:
+    """``--stored json|both``: the same decisions and feedbacks, the decisions as the JSON
+    records of the versions before the binary form."""
+    pairs = make_pairs(20)
+    old = as_json(pairs)
+    assert all(d.startswith(BINARY_PREFIX) for _, d, _ in pairs)
+    assert all(d.startswith('{"uid":') for _, d, _ in old)
+    assert [(e, f) for e, _, f in old] == [(e, f) for e, _, f in pairs]
+    assert [read_decision(d, UID) for _, d, _ in old] == [
+        read_decision(d, UID) for _, d, _ in pairs
+    ]

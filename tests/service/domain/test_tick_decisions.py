@@ -19,6 +19,7 @@ import orjson
 import pytest
 
 from banditree.core import Feedback
+from banditree.core.codec import BINARY_PREFIX, read_decision
 from banditree.learners import build_learner
 from service.domain.runtime import api as tick_decisions
 from service.domain.runtime.api import MIN_BATCH, decide_batch, decide_one, new_event_ids
@@ -132,11 +133,10 @@ async def test_one_tick_is_decided_together_and_stored_before_answers(
     runtime = app.state.registry.runtimes["m"]
     for status, answer in answers:
         assert status == 200
-        stored = orjson.loads(
-            (await runtime.store.peek_event("m", answer["event_id"], now=0)).payload
-        )
-        record = stored["decision"]
-        assert (record["action"], record["propensity"]) == (answer["action"], answer["probability"])
+        payload = (await runtime.store.peek_event("m", answer["event_id"], now=0)).payload
+        stored = read_decision(payload, runtime.uid)
+        assert stored is not None and payload.startswith(BINARY_PREFIX)
+        assert (stored.action, stored.propensity) == (answer["action"], answer["probability"])
     assert len({a["event_id"] for _, a in answers}) == len(answers)
     status, _ = await _call(
         app, "POST", "/v1/models/m/feedback", {"event_id": answers[0][1]["event_id"], "loss": 0.5}

@@ -185,3 +185,41 @@ async def test_concurrent_decisions_under_one_given_id_store_one(store: Store) -
     assert await store.pending_count("m") == 1
     assert await store.expire_events("m", now=T0 + 6, limit=10, log=True) == 1
     assert len(await store.read_log("m", after=0, limit=10)) == 1
+
+
+async def test_binary_and_json_decisions_come_back_from_the_log_as_written(store: Store) -> None:
+    """The stored decision of this version (binary, hexadecimal text) and of the previous
+    one (JSON) keep their text through the store, and the learner decodes both."""
+    from banditree.core import Decision
+    from banditree.core.codec import decision_payload, decision_record, record_json
+    from service.domain.runtime.replay import decode_entries
+
+    await store.hold_model("m")
+    decisions = [
+        Decision.of_action(f"e{i}", (0.1 * i, -1e300, 5e-324), 4, i % 3, 0.5, 1, i, {})
+        for i in range(40)
+    ]
+    payloads = [
+        decision_payload("u", d)
+        if i % 2
+        else record_json({"uid": "u", "decision": decision_record(d)})
+        for i, d in enumerate(decisions)
+    ]
+    assert payloads[1].startswith("b1:") and payloads[0].startswith("{")
+    await store.put_events(
+        "m",
+        list(zip([d.event_id for d in decisions], payloads, strict=True)),
+        now=T0,
+        ttl_seconds=10,
+    )
+    for i, d in enumerate(decisions[:30]):
+        claimed = await store.append_feedback("m", d.event_id, f'{{"loss": {i % 2}}}', now=T0 + 1)
+        assert (claimed.status, claimed.payload) == ("claimed", payloads[i])
+    assert await store.expire_events("m", now=T0 + 20, limit=100, log=True) == 10
+    entries = await store.read_log("m", after=0, limit=100)
+    assert sorted(e.decision for e in entries) == sorted(payloads)
+    pairs = decode_entries(entries, uid="u", default_loss=0.25)
+    by_id = {d.event_id: d for d in decisions}
+    assert all(
+        p is not None and p[0] == by_id[e.event_id] for e, p in zip(entries, pairs, strict=True)
+    )
