@@ -215,7 +215,7 @@ def create_app(settings: Settings | None = None, *, freeze_startup: bool = False
                 app.state.series.run(lambda: registry.runtimes, settings.series_sample_seconds)
             ),
         ]
-        if freeze_startup:
+        if freeze_startup and "gc" not in settings.library_paths:
             freeze_startup_objects()
         try:
             yield
@@ -260,7 +260,7 @@ def create_app(settings: Settings | None = None, *, freeze_startup: bool = False
         access_log=settings.access_log,
         store_budget_seconds=settings.store_budget_seconds or 2 * settings.redis_timeout_seconds,
         # with OpenTelemetry on, every request goes through FastAPI's traced stack
-        hot=not settings.opentelemetry,
+        hot=not settings.opentelemetry and "front" not in settings.library_paths,
     )
     return app
 

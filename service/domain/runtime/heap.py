@@ -36,8 +36,11 @@ class HeapFreezer:
         *,
         delay_seconds: float = FREEZE_DELAY_SECONDS,
         every_calls: int = FREEZE_EVERY_CALLS,
+        enabled: bool = True,
     ) -> None:
         self.delay_seconds, self.every_calls = delay_seconds, every_calls
+        #: False: nothing is ever frozen (``BANDITREE_LIBRARY_PATHS=gc``, CPython's defaults)
+        self.enabled = enabled
         self.freezes = 0  # how many freezes ran (for tests and diagnosis)
         self._pending: asyncio.Handle | None = None
         self._calls = 0  # since the last freeze
@@ -46,6 +49,8 @@ class HeapFreezer:
         """Long-lived objects were made: freeze them in ``delay_seconds`` (one freeze for
         every call until then), or at the loop's next turn once ``every_calls`` calls came
         since the last freeze.  Called on the event loop."""
+        if not self.enabled:
+            return
         self._calls += 1
         loop = asyncio.get_running_loop()
         if self._calls >= self.every_calls:
