@@ -215,7 +215,7 @@ def create_app(settings: Settings | None = None, *, freeze_startup: bool = False
                 app.state.series.run(lambda: registry.runtimes, settings.series_sample_seconds)
             ),
         ]
-        if freeze_startup and "gc" not in settings.library_paths:
+        if freeze_startup and not {"gc", "gc_start"} & set(settings.library_paths):
             freeze_startup_objects()
         try:
             yield

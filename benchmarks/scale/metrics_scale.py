@@ -15,7 +15,8 @@ one piece (what a first scrape used to wait for) and the service's renderer's ti
 Give the load (``uptime``) beside the figures.  With ``--library gc`` each store is run
 again, in the same run, by a server with ``BANDITREE_LIBRARY_PATHS=gc`` (CPython's
 collector as it comes: no freezing, young threshold 700), and the two stalls are
-printed side by side (docs/decisions/0007).
+printed side by side (docs/decisions/0007); ``--library gc_start`` leaves out only the
+start-up freeze and young threshold (new models are still frozen).
 
     python -m benchmarks.scale.metrics_scale [--models 10000] [--scrapes 10] [--store both]
         [--library gc]
@@ -266,7 +267,7 @@ def main() -> None:
         help="record the service's loop stalls here (benchmarks.scale.stall_probe)",
     )
     parser.add_argument(
-        "--library", choices=["gc"], default=None,
+        "--library", choices=["gc", "gc_start"], default=None,
         help="run each store again with this hand-built part on its library's path",
     )  # fmt: skip
     args = parser.parse_args()
