@@ -138,12 +138,10 @@ def freeze_startup_objects() -> None:
 
     A request allocates many short-lived containers (a batch of 256 decisions, several
     thousand), so collections run often; each would otherwise walk long-lived objects
-    that never become garbage.  Objects made afterwards are collected as usual.  Most of
-    a request's containers are freed by their reference counts, yet at CPython's 700 a
-    batch predict of 256 contexts set off about one collection of the young generation
-    per request; at 10,000 it sets off none (the figures:
-    ``docs/decisions/0007-event-loop-garbage.md``).  A collection then walks at most
-    10,000 young objects.
+    that never become garbage.  Objects made afterwards are collected as usual, and a
+    collection walks at most :data:`YOUNG_THRESHOLD` young objects.  Why, and what it
+    measured against CPython's defaults (``BANDITREE_LIBRARY_PATHS=gc_start`` skips it):
+    ``docs/decisions/0007-event-loop-garbage.md``.
     """
     gc.collect()
     gc.freeze()
