@@ -184,6 +184,11 @@ def create_app(settings: Settings | None = None, *, freeze_startup: bool = False
     settings = settings if settings is not None else load_settings()
     service_metrics = ServiceMetrics(max_model_series=settings.metrics_max_models)
     service_metrics.kernel.labels(kernel=check_kernel()).set(1)
+    if settings.library_paths:  # a measuring setup, said at start
+        log.warning(
+            "BANDITREE_LIBRARY_PATHS: %s on the library's way (docs/decisions)",
+            ",".join(settings.library_paths),
+        )
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
