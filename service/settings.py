@@ -14,7 +14,7 @@ KeyList = Annotated[list[str], NoDecode]
 ROLES = ("predict", "read", "admin")
 Role = Literal["predict", "read", "admin"]
 #: a hand-built part that ``BANDITREE_LIBRARY_PATHS`` can hand back to its library
-LibraryPath = Literal["gc", "gc_start", "redis_wire", "front", "limits"]
+LibraryPath = Literal["gc", "redis_wire", "front", "limits"]
 
 
 def _app_key_roles() -> list[Role]:
@@ -238,9 +238,8 @@ class Settings(BaseSettings):
     library_paths: Annotated[list[LibraryPath], NoDecode] = Field(
         default_factory=list,
         description="hand-built parts run on the library's own path instead, to re-measure "
-        "them (comma-separated): 'gc' CPython's collector defaults (no freeze, threshold "
-        "700), 'gc_start' only the start-up freeze and threshold left out, 'redis_wire' "
-        "redis-py's asyncio client for the requests' Redis calls, "
+        "them (comma-separated): 'gc' no new model's objects frozen (CPython's collector "
+        "as it comes), 'redis_wire' redis-py's asyncio client for the requests' Redis calls, "
         "'front' FastAPI's routes for predict, feedback and rank, 'limits' uvicorn's own "
         "httptools protocol and limit_concurrency (docs/decisions)",
     )

@@ -14,9 +14,8 @@ run, the time ``prometheus_client.generate_latest`` takes to render the same ser
 one piece (what a first scrape used to wait for) and the service's renderer's time.
 Give the load (``uptime``) beside the figures.  With ``--library gc`` each store is run
 again, in the same run, by a server with ``BANDITREE_LIBRARY_PATHS=gc`` (CPython's
-collector as it comes: no freezing, young threshold 700), and the two stalls are
-printed side by side (docs/decisions/0007); ``--library gc_start`` leaves out only the
-start-up freeze and young threshold (new models are still frozen).
+collector as it comes: no new model's objects frozen), and the two stalls are
+printed side by side (docs/decisions/0007).
 
     python -m benchmarks.scale.metrics_scale [--models 10000] [--scrapes 10] [--store both]
         [--library gc]
@@ -267,7 +266,7 @@ def main() -> None:
         help="record the service's loop stalls here (benchmarks.scale.stall_probe)",
     )
     parser.add_argument(
-        "--library", choices=["gc", "gc_start"], default=None,
+        "--library", choices=["gc"], default=None,
         help="run each store again with this hand-built part on its library's path",
     )  # fmt: skip
     args = parser.parse_args()

@@ -60,10 +60,10 @@ async def test_front_on_the_library_path_answers_predict_through_fastapi(
             assert refused.status_code == 422
 
 
-@pytest.mark.parametrize("part", ["gc", "gc_start"])
+@pytest.mark.parametrize("part", ["gc", "front"])
 async def test_gc_on_the_library_path_is_not_frozen(tmp_path: Path, part: str) -> None:
     threshold = gc.get_threshold()
-    app = create_app(load_settings(data_dir=tmp_path, library_paths=[part]), freeze_startup=True)
+    app = create_app(load_settings(data_dir=tmp_path, library_paths=[part]))
     gc.unfreeze()
     try:
         async with app.router.lifespan_context(app):
@@ -74,7 +74,7 @@ async def test_gc_on_the_library_path_is_not_frozen(tmp_path: Path, part: str) -
             async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
                 assert (await http.put("/v1/models/m", json=MODEL)).status_code == 201
             # a create schedules a freeze of the new model's objects, unless the collector
-            # is left as it comes ('gc'); 'gc_start' leaves out the start-up freeze alone
+            # is left as it comes ('gc')
             assert (freezer._pending is None) is (part == "gc")
     finally:
         gc.unfreeze()
