@@ -50,6 +50,7 @@ def register(app: typer.Typer) -> None:
                 err=True,
             )
             raise typer.Exit(2)
+        guarded = "limits" not in settings.library_paths
         for key, value in overrides.items():  # worker processes read the environment
             os.environ[f"BANDITREE_{key.upper()}"] = str(value)
         uvicorn.run(
@@ -66,8 +67,10 @@ def register(app: typer.Typer) -> None:
             access_log=False,
             # read deadlines and connection caps (service.edge.connection_limits), which also
             # bound running requests by max_connections: uvicorn's limit_concurrency would
-            # count idle sockets and refuse everyone
-            http=GuardedHttp,
+            # count idle sockets and refuse everyone (BANDITREE_LIBRARY_PATHS=limits: it
+            # does, to re-measure docs/decisions/0004)
+            http=GuardedHttp if guarded else "httptools",
+            limit_concurrency=None if guarded else settings.max_connections,
             timeout_keep_alive=settings.keep_alive_timeout_seconds,
             timeout_graceful_shutdown=max(1, round(settings.shutdown_seconds)),
         )

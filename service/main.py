@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 import sys
 import time
@@ -126,31 +125,6 @@ def _openapi_with_settings(app: ServiceApp, settings: Settings) -> None:
     app.document_hook = document
 
 
-#: net allocations of containers between collections of the young generation in a
-#: serving process (CPython's default is 700)
-YOUNG_THRESHOLD = 10_000
-
-
-def freeze_startup_objects() -> None:
-    """Leave the objects of the started service (modules, app, models: hundreds of
-    thousands with torch loaded) out of every later garbage collection, and collect the
-    young generation every :data:`YOUNG_THRESHOLD` net allocations.
-
-    A request allocates many short-lived containers (a batch of 256 decisions, several
-    thousand), so collections run often; each would otherwise walk long-lived objects
-    that never become garbage.  Objects made afterwards are collected as usual.  Most of
-    a request's containers are freed by their reference counts, yet at CPython's 700 a
-    batch predict of 256 contexts set off about one collection of the young generation
-    per request; at 10,000 it sets off none (the figures:
-    ``docs/decisions/0007-event-loop-garbage.md``).  A collection then walks at most
-    10,000 young objects.
-    """
-    gc.collect()
-    gc.freeze()
-    _, older, oldest = gc.get_threshold()
-    gc.set_threshold(YOUNG_THRESHOLD, older, oldest)
-
-
 def check_kernel() -> str:
     """The active kernel's name, logged; raise when the compiled one is asked for and missing.
 
@@ -177,15 +151,16 @@ def check_kernel() -> str:
     return kernel.ACTIVE
 
 
-def create_app(settings: Settings | None = None, *, freeze_startup: bool = False) -> FastAPI:
-    """A service app for ``settings`` (default: from the ``BANDITREE_*`` environment).
-
-    ``freeze_startup`` (a serving process) leaves every object of the started service
-    out of later garbage collections (see :func:`freeze_startup_objects`).
-    """
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """A service app for ``settings`` (default: from the ``BANDITREE_*`` environment)."""
     settings = settings if settings is not None else load_settings()
     service_metrics = ServiceMetrics(max_model_series=settings.metrics_max_models)
     service_metrics.kernel.labels(kernel=check_kernel()).set(1)
+    if settings.library_paths:  # a measuring setup, said at start
+        log.warning(
+            "BANDITREE_LIBRARY_PATHS: %s on the library's way (docs/decisions)",
+            ",".join(settings.library_paths),
+        )
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -215,8 +190,6 @@ def create_app(settings: Settings | None = None, *, freeze_startup: bool = False
                 app.state.series.run(lambda: registry.runtimes, settings.series_sample_seconds)
             ),
         ]
-        if freeze_startup:
-            freeze_startup_objects()
         try:
             yield
         finally:
@@ -260,7 +233,7 @@ def create_app(settings: Settings | None = None, *, freeze_startup: bool = False
         access_log=settings.access_log,
         store_budget_seconds=settings.store_budget_seconds or 2 * settings.redis_timeout_seconds,
         # with OpenTelemetry on, every request goes through FastAPI's traced stack
-        hot=not settings.opentelemetry,
+        hot=not settings.opentelemetry and "front" not in settings.library_paths,
     )
     return app
 
@@ -271,10 +244,10 @@ def create_app_from_env() -> FastAPI:
     Serving runs on numpy and never imports torch.  Where something in the process has
     loaded it, its intra-op thread pool only adds contention for many small concurrent
     requests (``docs/decisions/0007-event-loop-garbage.md``), so it is held to one
-    thread.  Once started, the process's objects are left out of
-    later garbage collections (``freeze_startup``).
+    thread.  CPython's collector keeps its defaults (new models' objects are frozen by
+    :class:`service.domain.runtime.heap.HeapFreezer`).
     """
     torch = sys.modules.get("torch")
     if torch is not None:
         torch.set_num_threads(1)
-    return create_app(freeze_startup=True)
+    return create_app()

@@ -13,6 +13,8 @@ KeyList = Annotated[list[str], NoDecode]
 #: what a key may do: predict and feedback; read the log, tree and checkpoints; admin
 ROLES = ("predict", "read", "admin")
 Role = Literal["predict", "read", "admin"]
+#: a hand-built part that ``BANDITREE_LIBRARY_PATHS`` can hand back to its library
+LibraryPath = Literal["gc", "redis_wire", "front", "limits"]
 
 
 def _app_key_roles() -> list[Role]:
@@ -233,8 +235,16 @@ class Settings(BaseSettings):
         description="FastAPI's native OpenTelemetry (spans, metrics and logs to the global "
         "providers); off, a request skips its per-request check of those providers",
     )
+    library_paths: Annotated[list[LibraryPath], NoDecode] = Field(
+        default_factory=list,
+        description="hand-built parts run on the library's own path instead, to re-measure "
+        "them (comma-separated): 'gc' no new model's objects frozen (CPython's collector "
+        "as it comes), 'redis_wire' redis-py's asyncio client for the requests' Redis calls, "
+        "'front' FastAPI's routes for predict, feedback and rank, 'limits' uvicorn's own "
+        "httptools protocol and limit_concurrency (docs/decisions)",
+    )
 
-    @field_validator("api_keys", "admin_keys", mode="before")
+    @field_validator("api_keys", "admin_keys", "library_paths", mode="before")
     @classmethod
     def _split_keys(cls, value: object) -> object:
         if isinstance(value, str):

@@ -2,7 +2,7 @@
 
 One command::
 
-    python -m benchmarks.scale.connection_burst [--connections 2000] [--rounds 2]
+    python -m benchmarks.scale.connection_burst [--connections 2000] [--rounds 2] [--library limits]
 
 A real ``banditree serve`` (the embedded store in a temporary data directory, a spare
 port, an app key and an admin key, the default ``BANDITREE_MAX_CONNECTIONS`` of 1,000)
@@ -10,7 +10,8 @@ gets one model; then ``--connections`` connections are opened at once from 50 lo
 addresses (127.0.0.2-51), each sending one predict with the app key, ``--rounds``
 times.  Printed per round: how many were answered 200, 503 with ``Retry-After``, 503
 without it, and how many met a TCP reset or another error instead of an answer (issue
-41's goal: none).
+41's goal: none).  ``--library limits`` runs it again, in the same run, on uvicorn's own
+protocol and ``limit_concurrency`` (docs/decisions/0004).
 """
 
 from __future__ import annotations
@@ -75,13 +76,25 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--connections", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--library", choices=["limits"], default=None,
+        help="run again, in the same run, with uvicorn's own protocol and limit_concurrency "
+        "(BANDITREE_LIBRARY_PATHS=limits, docs/decisions/0004)",
+    )  # fmt: skip
     args = parser.parse_args()
+    for library in ("", *([args.library] if args.library else [])):
+        run(args.connections, args.rounds, library)
+
+
+def run(connections: int, rounds: int, library: str) -> None:
+    """Start a server (``library``: ``BANDITREE_LIBRARY_PATHS``) and print each round."""
     port = free_port()
     with tempfile.TemporaryDirectory() as tmp:
         env = {k: v for k, v in os.environ.items() if not k.startswith("BANDITREE_")}
         env.update(
             PYTHONPATH=str(ROOT), BANDITREE_PORT=str(port), BANDITREE_DATA_DIR=str(Path(tmp)),
             BANDITREE_LOG_LEVEL="warning", BANDITREE_API_KEYS=APP, BANDITREE_ADMIN_KEYS=ADMIN,
+            BANDITREE_LIBRARY_PATHS=library,
         )  # fmt: skip
         server = subprocess.Popen([sys.executable, "-m", "banditree", "serve"], env=env)
         try:
@@ -100,11 +113,11 @@ def main() -> None:
                 headers={"Authorization": f"Bearer {ADMIN}"},
             )  # fmt: skip
             created.raise_for_status()
-            for round_ in range(args.rounds):
-                outcomes, seconds = asyncio.run(burst(port, args.connections))
+            for round_ in range(rounds):
+                outcomes, seconds = asyncio.run(burst(port, connections))
                 others = {k: v for k, v in outcomes.items() if k not in ("200", "503")}
                 print(json.dumps({
-                    "round": round_ + 1, "connections": args.connections,
+                    "library paths": library, "round": round_ + 1, "connections": connections,
                     "seconds": round(seconds, 2), "200": outcomes["200"],
                     "503 with Retry-After": outcomes["503"], "other (goal: none)": others,
                 }))  # fmt: skip

@@ -30,9 +30,8 @@ checkpoint serialising and saving, the store's own threads) and ``gc_us_per_entr
 
 Each timed part (the bare loops, the service's learner) runs with the heap as a serving
 process keeps it: what was made before it frozen out of the collector's walks
-(``gc.freeze``, as ``banditree serve`` does at start-up and its ``HeapFreezer`` once a
-learner leads), so that the benchmark's own data (its 100,000 pairs) is not walked by
-every collection of the old generation, which no service's collections do.
+(``gc.freeze``, as ``banditree serve``'s ``HeapFreezer`` does once a learner leads), so
+that the benchmark's own data (its 100,000 pairs) is not walked by every collection of the old generation, which no service's collections do.
 ``--no-freeze`` times them with that data walked (the collector then takes 0.6-1.5 us
 more an entry of the service's learner, little of the bare loops).
 
@@ -64,7 +63,6 @@ from benchmarks.scale.log_scale import CONFIG, UID, fill, make_pairs
 from service.domain.runtime.idle import IdleLearners
 from service.domain.runtime.learner import LearnerPolicy, ModelLearner
 from service.domain.runtime.learner_steps import MAX_CHUNK
-from service.main import freeze_startup_objects
 from service.store import RedisStore, SqliteStore, Store
 from service.telemetry.metrics import ServiceMetrics
 
@@ -72,19 +70,18 @@ from service.telemetry.metrics import ServiceMetrics
 @contextlib.contextmanager
 def served_heap(freeze: bool) -> Iterator[None]:
     """The heap as a serving process keeps it (see the module): with ``freeze``, every
-    object made so far is left out of the collections, and the young generation is
-    collected as rarely as there, until the block ends (then all frozen objects and the
-    collector's thresholds are given back: the benchmark freezes nothing else)."""
+    object made so far is left out of the collections until the block ends (then all
+    frozen objects are given back: the benchmark freezes nothing else).  The collector's
+    thresholds stay CPython's, as in a serving process."""
     if not freeze:
         yield
         return
-    threshold = gc.get_threshold()
-    freeze_startup_objects()
+    gc.collect()
+    gc.freeze()
     try:
         yield
     finally:
         gc.unfreeze()
-        gc.set_threshold(*threshold)
 
 
 def bare_rate(

@@ -12,9 +12,13 @@ scrape's time, the first included (< 0.5 s), the largest predict stall, scraped 
 that did not answer 201 (0) and the create rate; and, as baselines measured in the same
 run, the time ``prometheus_client.generate_latest`` takes to render the same series in
 one piece (what a first scrape used to wait for) and the service's renderer's time.
-Give the load (``uptime``) beside the figures.
+Give the load (``uptime``) beside the figures.  With ``--library gc`` each store is run
+again, in the same run, by a server with ``BANDITREE_LIBRARY_PATHS=gc`` (CPython's
+collector as it comes: no new model's objects frozen), and the two stalls are
+printed side by side (docs/decisions/0007).
 
     python -m benchmarks.scale.metrics_scale [--models 10000] [--scrapes 10] [--store both]
+        [--library gc]
 """
 
 from __future__ import annotations
@@ -164,12 +168,15 @@ def baseline_render_seconds(models: int) -> tuple[float, tuple[float, float]]:
     return baseline, (times[0], times[1])
 
 
-def run_store(store: str, models: int, scrapes: int, probe: Path | None = None) -> None:
+def run_store(
+    store: str, models: int, scrapes: int, probe: Path | None = None, library: str = ""
+) -> float:
+    """One store's run (``library``: ``BANDITREE_LIBRARY_PATHS``): its largest stall, ms."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryDirectory() as tmp:
         redis = start_redis(free_port()) if store == "redis" else None
-        env = {"BANDITREE_DATA_DIR": tmp}
+        env = {"BANDITREE_DATA_DIR": tmp, "BANDITREE_LIBRARY_PATHS": library}
         if redis is not None:
             env["BANDITREE_REDIS_URL"] = f"redis://127.0.0.1:{redis.args[2]}/0"
         server = start_server(port, env, models, probe)
@@ -199,7 +206,8 @@ def run_store(store: str, models: int, scrapes: int, probe: Path | None = None) 
     quiet_stall_ms = 1e3 * (max(quiet) - quiet_median)
     stall_ms = max(busy_stall_ms, quiet_stall_ms)
     scrape = statistics.median(scrapes_s)
-    print(f"== store: {store}; models: {models}; exposition {sizes[-1] / 1e6:.1f} MB")
+    paths = f"; library paths: {library}" if library else ""
+    print(f"== store: {store}{paths}; models: {models}; exposition {sizes[-1] / 1e6:.1f} MB")
     print(
         f"creates: {dict(statuses)} in {create_seconds:.1f} s "
         f"({models / create_seconds:.0f} models/s); not 201: {refused} (goal 0)"
@@ -244,6 +252,7 @@ def run_store(store: str, models: int, scrapes: int, probe: Path | None = None) 
     if probe is not None:
         stall_probe.report(probe, PREDICTIONS, quiet_median, STALL_GOAL_MS)
         sqlite_locks.report(probe.with_suffix(".locks.jsonl"), PREDICTIONS[0][0])
+    return stall_ms
 
 
 def main() -> None:
@@ -256,11 +265,23 @@ def main() -> None:
         type=Path,
         help="record the service's loop stalls here (benchmarks.scale.stall_probe)",
     )
+    parser.add_argument(
+        "--library", choices=["gc"], default=None,
+        help="run each store again with this hand-built part on its library's path",
+    )  # fmt: skip
     args = parser.parse_args()
     for store in ("sqlite", "redis") if args.store == "both" else (args.store,):
-        PREDICTIONS.clear()
-        probe = args.probe.with_suffix(f".{store}.jsonl") if args.probe else None
-        run_store(store, args.models, args.scrapes, probe)
+        stalls = {}
+        for library in ("", *([args.library] if args.library else [])):
+            PREDICTIONS.clear()
+            probe = args.probe.with_suffix(f".{store}{library}.jsonl") if args.probe else None
+            stalls[library] = run_store(store, args.models, args.scrapes, probe, library)
+        if args.library:
+            ours, theirs = stalls[""], stalls[args.library]
+            print(
+                f"[{store}] largest predict stall: {ours:.1f} ms, with {args.library} on the "
+                f"library's path {theirs:.1f} ms (library / ours {theirs / ours:.2f})"
+            )
 
 
 if __name__ == "__main__":

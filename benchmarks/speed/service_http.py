@@ -4,7 +4,7 @@ One command::
 
     python -m benchmarks.speed.service_http [--seconds 5] [--rounds 3] [--connections 8]
         [--feedback-rate 200] [--stores embedded,redis] [--no-two-workers] [--out FILE]
-        [--rows raw,bare,predict,batch_256]
+        [--rows raw,bare,predict,batch_256] [--library gc --library redis_wire ...]
 
 Needs ``wrk`` (Debian package ``wrk``) and, for the Redis figures, Redis on 127.0.0.1:6379
 (keys under a fresh unique prefix, deleted afterwards).  For each store it starts one
@@ -32,6 +32,12 @@ bare app plus ``learner.act``; then, interleaved round by round in the same sess
 * ``predict_float20``, ``predict_named20``: a DGT on 20 floats against one on 20 named
   features (15 numbers, 5 categories) sent as a JSON object;
 * ``two_workers`` (Redis only): ``predict`` on a two-worker server.
+* ``predict@NAME``, ``batch_256@NAME`` (one pair per ``--library NAME``): the same rows on
+  one more served process with ``BANDITREE_LIBRARY_PATHS=NAME`` (a hand-built part run on
+  its library's own path: ``gc``, ``redis_wire``, ``front``; ``redis_wire`` changes
+  nothing on the embedded store), in the same rounds; the ratios
+  ``predict_vs_library_NAME`` and ``batch_vs_library_NAME`` are the hand-built part's
+  gain (goal of a part that is kept: >= 1.10 on its row, docs/decisions).
 
 Targets (printed as ratios measured in the same run): predict >= 0.5x raw req/s and
 p99 <= 2x raw's p99 (predict / bare FastAPI is printed beside them); TEL and hinge >= 0.8x DGT's req/s; batch >= 50,000 decisions/s.
@@ -88,6 +94,8 @@ NAMED20 = {
 #: connections of the predict + feedback stream (each waits for its answers)
 STREAM_CONNECTIONS = 16
 BARE_PORT, SERVED_PORT, BARE_ACT_PORT, TWO_WORKER_PORT, RAW_PORT = 18081, 18082, 18083, 18084, 18085
+#: the first port of the ``--library`` servers (one each)
+LIBRARY_PORT = 18090
 #: every row, in the order of a round (``--rows`` picks some)
 ROWS = (
     "raw", "bare", "bare_act", "predict", "predict_tel", "predict_hinge", "predict_regression",
@@ -134,12 +142,27 @@ async def http_figures(store: str, args: argparse.Namespace, work: Path) -> dict
             start_server("service.main:create_app_from_env", env2, TWO_WORKER_PORT, workers=2)
         )
     bare, bare_act, served, raw = processes[:4]
+    #: --library name -> (its served process, its URL)
+    library: dict[str, tuple[Any, str]] = {}
+    for i, part in enumerate(args.library):
+        prefixes.append(f"banditree-bench:{uuid.uuid4().hex}:")
+        env_library = {
+            **env, "BANDITREE_LIBRARY_PATHS": part, "BANDITREE_REDIS_PREFIX": prefixes[-1],
+            "BANDITREE_DATA_DIR": str(work / f"data-{store}-{part}"),
+        }  # fmt: skip
+        port = LIBRARY_PORT + i
+        process = start_server("service.main:create_app_from_env", env_library, port)
+        processes.append(process)
+        library[part] = (process, f"http://127.0.0.1:{port}")
     base = f"http://127.0.0.1:{SERVED_PORT}"
     path = "/v1/models/{}/predict"
     seconds, conns = args.seconds, args.connections
     try:
         for name, config in MODELS.items():
             httpx.put(f"{base}/v1/models/{name}", json=config).raise_for_status()
+        for _, other in library.values():
+            httpx.put(f"{other}/v1/models/bench", json=MODEL).raise_for_status()
+            await run_wrk(other + path.format("bench"), single, 2, conns)  # warm-up
         if two_workers:
             two = f"http://127.0.0.1:{TWO_WORKER_PORT}"
             httpx.put(f"{two}/v1/models/bench", json=MODEL).raise_for_status()
@@ -241,6 +264,13 @@ async def http_figures(store: str, args: argparse.Namespace, work: Path) -> dict
             if (figures := await wrk_row("batch_256", url, batch, served.pid)) is not None:
                 figures["decisions_per_second"] = figures["requests_per_second"] * len(BATCH)
                 add("batch_256", figures)
+            for part, (process, other) in library.items():  # the library's way, same round
+                url = other + path.format("bench")
+                if (figures := await wrk_row("predict", url, single, process.pid)) is not None:
+                    add(f"predict@{part}", figures)
+                if (figures := await wrk_row("batch_256", url, batch, process.pid)) is not None:
+                    figures["decisions_per_second"] = figures["requests_per_second"] * len(BATCH)
+                    add(f"batch_256@{part}", figures)
             for row, model in (
                 ("predict_with_feedback", "bench"),
                 ("tel_with_feedback", "bench-tel"),
@@ -300,6 +330,16 @@ def add_ratios(result: dict[str, Any]) -> dict[str, Any]:
         for name, (top, top_key, bottom, bottom_key) in RATIOS.items()
         if top_key in result.get(top, {}) and bottom_key in result.get(bottom, {})
     }
+    for name in result:  # a hand-built part against its library's way (--library)
+        if "@" in name:
+            row, part = name.split("@")
+            short = "predict" if row == "predict" else "batch"
+            for key in ("requests_per_second", "requests_per_cpu_second"):
+                if key in result.get(row, {}):
+                    suffix = "" if key == "requests_per_second" else "_per_cpu"
+                    result["ratios"][f"{short}_vs_library_{part}{suffix}"] = (
+                        result[row][key] / result[name][key]
+                    )
     for row in ("predict_with_feedback", "tel_with_feedback"):  # goal <= 1.3 (the first)
         if "p99_vs_bare_same_round" in result.get(row, {}):  # the median of in-round ratios
             result["ratios"][f"{row}_p99_vs_bare"] = result[row]["p99_vs_bare_same_round"]
@@ -308,7 +348,7 @@ def add_ratios(result: dict[str, Any]) -> dict[str, Any]:
 
 def report(store: str, f: dict[str, Any], rate: float) -> None:
     """Print one store's rows and its ratios (goals: predict >= 0.5x raw, p99 <= 2x raw's)."""
-    for row in ROWS:
+    for row in [*ROWS, *sorted(name for name in f if "@" in name)]:
         if row in f:
             cells = ", ".join(f"{k} {v:,.1f}" for k, v in f[row].items())
             print(f"[{store}] {row:24s} {cells}")
@@ -387,6 +427,11 @@ async def main() -> None:
     parser.add_argument("--no-checkpoint", dest="checkpoint", action="store_false")
     parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON")
     parser.add_argument("--rows", default="", help=f"comma-separated rows to run (of {ROWS})")
+    parser.add_argument(
+        "--library", action="append", default=[], choices=["gc", "redis_wire", "front"],
+        help="also run predict and batch_256 on a server with this hand-built part on its "
+        "library's path (BANDITREE_LIBRARY_PATHS); repeatable",
+    )  # fmt: skip
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         raise SystemExit("wrk is not installed (Debian package wrk)")

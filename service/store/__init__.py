@@ -48,6 +48,7 @@ def open_store(settings: Settings) -> Store:
             wait_replicas=settings.redis_wait_replicas,
             wait_timeout_ms=settings.redis_wait_timeout_ms,
             checkpoint_keep_bytes=settings.checkpoint_keep_bytes,
+            wire="redis_wire" not in settings.library_paths,
         )
     return SqliteStore(
         settings.data_dir,

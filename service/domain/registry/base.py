@@ -72,7 +72,8 @@ class RegistryBase:
         self._gone: dict[str, str] = {}
         # those of them whose record stayed: when that was first seen (time.monotonic())
         self._lost_since: dict[str, float] = {}
-        self.freezer = HeapFreezer()  # new models' objects out of the collector's walks
+        # new models' objects out of the collector's walks (not with CPython's defaults)
+        self.freezer = HeapFreezer(enabled="gc" not in settings.library_paths)
         self.idle = IdleLearners(
             store, holder=self.holder, lease_seconds=settings.lease_seconds,
             on_pass=functools.partial(_idle_pass_seen, metrics),

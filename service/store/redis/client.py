@@ -99,6 +99,7 @@ class RedisBase(StoreLifecycle):
         wait_replicas: int | None = None,
         wait_timeout_ms: int = 100,
         checkpoint_keep_bytes: int | None = None,
+        wire: bool = True,
     ) -> None:
         self.client: Any = client  # Redis or RedisCluster: the calls used are common to both
         self.prefix = prefix
@@ -117,10 +118,11 @@ class RedisBase(StoreLifecycle):
         # model -> (token, mark it was issued under): a token from before a loss is fenced
         self._lease_marks: dict[str, tuple[int, str]] = {}
         self._pubsub: PubSub | None = None
-        # one kept-open connection for the calls of every request (None: the pool does them)
-        self._wire = _wire_connection(client)
+        # one kept-open connection for the calls of every request (None: the pool does them;
+        # ``wire=False`` asks for redis-py's pooled client on purpose, docs/decisions/0002)
+        self._wire = _wire_connection(client) if wire else None
         # and one for the learners' log reads (large replies, kept off the requests' one)
-        self._log_wire = _wire_connection(client)
+        self._log_wire = _wire_connection(client) if wire else None
         self._decisions = DecisionWrites(client, self._key, self._wire)
         self._slot_wires: cluster.SlotWires | None = None
         if isinstance(client, RedisCluster):
@@ -136,14 +138,18 @@ class RedisBase(StoreLifecycle):
         wait_replicas: int | None = None,
         wait_timeout_ms: int = 100,
         checkpoint_keep_bytes: int | None = None,
+        wire: bool = True,
     ) -> Self:
         """A store on ``url`` (a single Redis or any node of a cluster); every socket
         operation gives up after ``timeout_seconds``.  A feedback waits for
-        ``wait_replicas`` replicas (None: one if the Redis has any) ``wait_timeout_ms``."""
+        ``wait_replicas`` replicas (None: one if the Redis has any) ``wait_timeout_ms``.
+        ``wire=False``: every call through redis-py's pooled client (no kept-open wire
+        connection)."""
         waits: dict[str, Any] = {
             "wait_replicas": wait_replicas,
             "wait_timeout_ms": wait_timeout_ms,
             "checkpoint_keep_bytes": checkpoint_keep_bytes,
+            "wire": wire,
         }
         if cluster.is_cluster(url, timeout_seconds):
             return cls(cluster.cluster_client(url, timeout_seconds), prefix=prefix, **waits)
