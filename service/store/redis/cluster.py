@@ -75,15 +75,23 @@ class _NodeTable(dict[str, ClusterNode]):
 
 class _Connection(Connection):
     """redis-py's connection, whose write on a socket the peer closed (a master killed)
-    fails with ``ConnectionError``: on uvloop it raised a ``RuntimeError`` ("the
-    handler is closed") that the cluster client neither retried nor the store mapped
-    to 503."""
+    fails with ``ConnectionError``, which the cluster client retries and the store maps
+    to 503.  Two other errors escaped as 500s:
+
+    * on uvloop, a ``RuntimeError`` ("the handler is closed");
+    * an ``AttributeError`` when another task disconnected the connection between
+      redis-py's check that it is connected and its write (its writer is then None).
+    """
 
     async def send_packed_command(self, command: Any, check_health: bool = True) -> None:
         try:
             await super().send_packed_command(command, check_health)
         except RuntimeError as err:  # (redis-py disconnected it)
             raise RedisConnectionError(f"Error writing to the socket: {err}") from err
+        except AttributeError as err:
+            if self._writer is not None:
+                raise
+            raise RedisConnectionError("Error writing to the socket: disconnected") from err
 
 
 class OwnedCluster(RedisCluster):

@@ -180,6 +180,12 @@ async def test_a_single_redis_with_a_replica_waits_for_it(
                 break
             time.sleep(0.05)
         link.close()
+        # and until the replica acknowledges writes: just after its first sync it may
+        # still be loading the copy or rewriting its AOF (past 400 ms on a loaded machine)
+        master = redis.Redis(port=own_redis.port)
+        master.set("replica-warm-up", "1")
+        assert master.wait(1, 10_000) == 1
+        master.close()
         url = f"redis://127.0.0.1:{own_redis.port}/0"
         store = RedisStore.from_url(url, prefix="w:", timeout_seconds=1.0, wait_timeout_ms=400)
         unwaited = RedisStore.from_url(url, prefix="w:", wait_replicas=0)

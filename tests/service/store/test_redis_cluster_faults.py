@@ -78,3 +78,18 @@ async def test_a_write_on_a_socket_the_peer_closed_is_a_connection_error() -> No
     with pytest.raises(RedisConnectionError, match="handler is closed"):
         await connection.send_packed_command([b"PING\r\n"], check_health=False)
     assert not connection.is_connected  # made again at the next call
+
+
+async def test_a_write_on_a_connection_another_task_closed_is_a_connection_error() -> None:
+    """A master killed under traffic: another task disconnects the connection between
+    redis-py's check that it is connected and its write (one 500 in the chaos suite)."""
+    connection = _Connection(host="127.0.0.1", port=1, socket_timeout=0.5)
+    connection._reader, connection._writer = object(), _ClosedWriter()  # type: ignore[assignment]
+
+    async def closed_meanwhile() -> None:
+        connection._writer = None  # what its disconnect() leaves
+
+    connection.check_health = closed_meanwhile  # type: ignore[method-assign]
+    with pytest.raises(RedisConnectionError, match="disconnected"):
+        await connection.send_packed_command([b"PING\r\n"])
+    assert not connection.is_connected  # made again at the next call
