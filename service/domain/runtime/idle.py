@@ -186,7 +186,11 @@ class IdleLearners:
         period = self._cold_period()
         elapsed = period if self._last_pass is None else started - self._last_pass
         self._last_pass = started
-        budget = max(_CHUNK, math.ceil(len(cold) * min(1.0, elapsed / period) - 1e-9))
+        # rounded first: the times of passes a whole step apart differ from the step by
+        # a rounding error that grows with the clock's value (uptime), and a ceil of
+        # 500.000000004 took one learner more each pass, out of turn
+        slice_size = round(len(cold) * min(1.0, elapsed / period), 3)
+        budget = max(_CHUNK, math.ceil(slice_size))
         due = started - self.lease_seconds / 3  # renewed before: taken whatever the slice
         picked, taken, total = list(hot), 0, len(cold)
         while taken < total:
