@@ -710,11 +710,6 @@ def column_payloads(uid: str, columns: DecisionColumns) -> list[str]:
     return [head + dumps(row).decode() + "}" for row in column_records(columns)]
 
 
-def is_binary(payload: str) -> bool:
-    """Whether a stored decision is in the binary form."""
-    return payload.startswith(BINARY_PREFIX)
-
-
 def read_decision(payload: str, uid: str) -> Decision | None:
     """The decision of ``payload`` (binary or JSON), or None when it belongs to another
     model (``uid``); :class:`ValueError` (or the record's own error) when malformed."""

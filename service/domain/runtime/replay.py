@@ -140,12 +140,10 @@ def decode_entries(
     call), the JSON ones (logs written before the binary form) parsed by one JSON call,
     the distinct feedbacks by another (an entry the batch reading cannot take is read on
     its own, so its outcome and its log line are :func:`decode_entry`'s)."""
-    binary = [e for e in entries if e.decision.startswith(BINARY_PREFIX)]
-    texts = (
-        [e for e in entries if not e.decision.startswith(BINARY_PREFIX)]
-        if len(binary) < len(entries)
-        else []
-    )
+    binary: list[LogEntry] = []
+    texts: list[LogEntry] = []
+    for entry in entries:  # one look at each entry's form
+        (binary if entry.decision.startswith(BINARY_PREFIX) else texts).append(entry)
     records = _json_array([e.decision for e in texts]) if texts else []
     feedbacks = _feedbacks([e.feedback for e in entries if e.feedback is not None])
     if records is None or feedbacks is None:
