@@ -136,6 +136,22 @@ class BoostedOptions(BaseModel):
             "weight of the least squared error of the blend over those rounds"
         ),
     )
+    blend_weights: Literal["global", "per_action"] = Field(
+        "global",
+        description=(
+            "blend: the models' errors over every round (one weight for all actions), or "
+            "each action's own over the rounds it was played, shrunk towards the former"
+        ),
+    )
+    policy_switch: Literal["off", "ensemble", "tree", "both"] = Field(
+        "off",
+        description=(
+            "blend: score the greedy policy of the ensemble alone, of the tree alone or "
+            "of both against the blend's on the played rounds (doubly robust, the blend "
+            "the reward model); a challenger decides, explored as the blend is, while its "
+            "estimated gain is confidently above 0"
+        ),
+    )
     restart_on_drift: bool = Field(
         True,
         description=(

@@ -488,3 +488,85 @@ def test_the_starter_of_a_wide_schema_fits_ridge_as_the_default_does() -> None:
     assert default.inner._ridge is not None  # type: ignore[attr-defined]
     assert starter._ridge is not None
     assert starter.config() == default.inner.config()  # type: ignore[attr-defined]
+
+
+def test_policy_switch_hands_the_decision_to_a_confidently_better_greedy_policy() -> None:
+    from banditree.learners.boosted.compete import PolicySwitch
+
+    # the doubly robust gain, with the blend's predictions q: agreeing rounds add 0
+    switch = PolicySwitch(challengers=1, halflife=1e7, min_rounds=1)
+    switch.update([0.6, 0.4], 0, [0], action=0, reward=1.0, propensity=0.9)
+    assert switch.gain == [0.0] and switch.chosen == -1
+    # disagreeing: the challenger's action played at p 0.25 and rewarded
+    switch.update([0.6, 0.4], 0, [1], action=1, reward=1.0, propensity=0.25)
+    assert switch.gain[0] == pytest.approx(0.4 + (1.0 - 0.4) / 0.25 - 0.6)
+    # a challenger right where the blend is wrong, round after round, takes over...
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        played = int(rng.random() < 0.3)  # 1: the challenger's action, explored
+        switch.update([0.55, 0.45], 0, [1], played, float(played == 1), 0.3 if played else 0.7)
+    assert switch.z(0) > PolicySwitch.Z_ON and switch.chosen == 0
+    # ... and hands it back once it is the worse one
+    for _ in range(600):
+        played = int(rng.random() < 0.3)
+        switch.update([0.55, 0.45], 0, [1], played, float(played == 0), 0.3 if played else 0.7)
+    assert switch.z(0) < PolicySwitch.Z_OFF and switch.chosen == -1
+    twin = PolicySwitch(challengers=1, halflife=1e7, min_rounds=1)
+    twin.load(switch.state())
+    assert twin.state() == switch.state()
+    with pytest.raises(ValueError):
+        PolicySwitch(challengers=2, halflife=1e7, min_rounds=1).load(switch.state())
+
+    x, labels = rounds(400)
+    learner = boosted(first_fit=40, policy_switch="both")
+    play(learner, x, labels)
+    assert learner._switch is not None and learner._switch.rounds == 400 - 40
+    for policy in ("ensemble", "tree", "blend"):  # each decides as it is named
+        learner._switch.chosen = {"ensemble": 0, "tree": 1, "blend": -1}[policy]
+        assert learner.deciding_policy == policy
+        pmf = learner.action_probabilities(x[0])
+        d = learner.act(x[0], event_id=f"switch-{policy}")
+        assert d.propensity == pytest.approx(pmf[d.action], rel=1e-9)
+        if policy == "tree":
+            tree_pmf = learner._starter.action_probabilities(x[0])  # type: ignore[union-attr]
+            np.testing.assert_array_equal(pmf, tree_pmf)
+        else:
+            own, _ = learner._ensemble.action_scores(x[0])  # type: ignore[union-attr]
+            mean, _ = learner.optimistic_scores(x[0])
+            assert np.array_equal(mean, own) == (policy == "ensemble")
+    learner._switch.chosen = 0
+    restored = loads(dumps(learner))
+    assert restored.deciding_policy == "ensemble"
+    assert restored._switch is not None and restored._switch.state() == learner._switch.state()
+
+
+def test_per_action_blend_weighs_each_action_by_its_own_shrunk_errors() -> None:
+    from banditree.learners.boosted.compete import ActionErrors
+
+    errors = ActionErrors(n_actions=2, halflife=1e7, prior=1.0)
+    errors.update(0, online=0.5, ensemble=0.9, reward=1.0)  # the tree better on action 0
+    errors.update(1, online=0.1, ensemble=0.0, reward=0.0)  # the ensemble on action 1
+    online, ensemble = errors.errors()
+    # each action's sum, plus the all-action mean once, over its rounds + 1
+    np.testing.assert_allclose(online, [(0.25 + 0.13) / 2, (0.01 + 0.13) / 2], rtol=1e-6)
+    np.testing.assert_allclose(ensemble, [(0.01 + 0.005) / 2, (0.0 + 0.005) / 2], rtol=1e-5)
+
+    x, labels = rounds(300)
+    learner = boosted(first_fit=40, blend_weights="per_action")
+    play(learner, x, labels)
+    assert learner._action_errors is not None and learner._starter is not None
+    assert learner._ensemble is not None
+    e_online, e_ensemble = learner._action_errors.errors()
+    assert e_online.shape == (K,) and not np.allclose(
+        e_online / e_ensemble, e_online[0] / e_ensemble[0]
+    )
+    own, _ = learner._ensemble.action_scores(x[0])
+    online_rewards = learner._starter.reward_estimates(x[0])  # type: ignore[attr-defined]
+    mean, _ = learner.optimistic_scores(x[0])
+    expected = (e_online * own + e_ensemble * online_rewards) / (e_online + e_ensemble)
+    np.testing.assert_allclose(mean, expected, rtol=1e-12)
+    pmf = learner.action_probabilities(x[1])
+    d = learner.act(x[1], event_id="per-action")
+    assert d.propensity == pytest.approx(pmf[d.action], rel=1e-9)
+    restored = loads(dumps(learner))
+    np.testing.assert_array_equal(restored.optimistic_scores(x[0])[0], mean)

@@ -16,7 +16,13 @@ its greedy action is the one played): ``online_policy_loss`` and
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
+
+from banditree.core.arrays import FloatArray
 
 
 class ProgressiveErrors:
@@ -108,3 +114,168 @@ class ProgressiveErrors:
         self.online_value = float(meta.get("online_value", 0.0))
         self.ensemble_value = float(meta.get("ensemble_value", 0.0))
         self.cross = float(meta.get("cross", 0.0))
+
+
+class PolicySwitch:
+    """Whether a challenger's greedy policy beats the blend's, by doubly robust estimates.
+
+    Each scored round, the doubly robust value of a deterministic policy ``g`` (its
+    greedy action), ``q(g) + 1[a = g] (r - q(a)) / p``, is unbiased for its reward
+    whatever policy logged the round (the played action ``a`` at propensity ``p``,
+    reward ``r``; ``q`` a reward model, here the blend's predictions).  The difference of
+    a challenger's value and the incumbent blend's is 0 on every round where their
+    greedy actions agree, so the paired sum reads only the rounds that tell them apart.
+    Decayed sums (half-life ``halflife`` rounds) of that difference and its square give
+    its mean and a standard error over the effective number of rounds; the challenger
+    decides once its mean is ``z_on`` standard errors above 0, and the blend again when
+    that falls under ``z_off``.
+
+    Parameters
+    ----------
+    challengers
+        How many challengers are scored against the blend.
+    halflife
+        Rounds after which a round's weight is halved.
+    min_rounds
+        Rounds scored before any challenger may decide.
+    """
+
+    #: the standard errors a challenger's mean gain must pass to take over
+    Z_ON = 2.0
+    #: ... and under which the blend decides again
+    Z_OFF = 1.0
+
+    def __init__(self, challengers: int, halflife: float, min_rounds: int) -> None:
+        self.decay = 0.5 ** (1.0 / halflife)
+        self.min_rounds = min_rounds
+        self.rounds = 0
+        self.weight = 0.0
+        self.weight_sq = 0.0
+        self.gain = [0.0] * challengers
+        self.gain_sq = [0.0] * challengers
+        #: the challenger deciding (an index into the challengers), or -1: the blend
+        self.chosen = -1
+
+    def update(
+        self,
+        q: Sequence[float],
+        incumbent: int,
+        challengers: Sequence[int],
+        action: int,
+        reward: float,
+        propensity: float,
+    ) -> None:
+        """Score one round: ``q`` the reward model's predictions ``(K,)``, the greedy
+        actions of the blend (``incumbent``) and of each challenger, the played action,
+        its reward and propensity; then re-decide who decides."""
+        d = self.decay
+        correction = (reward - q[action]) / propensity
+        base = q[incumbent] + (correction if action == incumbent else 0.0)
+        self.weight = d * self.weight + 1.0
+        self.weight_sq = d * d * self.weight_sq + 1.0
+        for i, greedy in enumerate(challengers):
+            gain = q[greedy] + (correction if action == greedy else 0.0) - base
+            self.gain[i] = d * self.gain[i] + gain
+            self.gain_sq[i] = d * self.gain_sq[i] + gain * gain
+        self.rounds += 1
+        self._decide()
+
+    def z(self, i: int) -> float:
+        """Challenger ``i``'s mean gain over the blend in standard errors (0 unscored)."""
+        w = self.weight
+        if w <= 0.0:
+            return 0.0
+        mean = self.gain[i] / w
+        variance = max(self.gain_sq[i] / w - mean * mean, 0.0)
+        se = math.sqrt(variance * self.weight_sq) / w
+        if se <= 0.0:
+            return 0.0
+        return mean / se
+
+    def _decide(self) -> None:
+        if self.rounds < self.min_rounds:
+            self.chosen = -1
+            return
+        scores = [self.z(i) for i in range(len(self.gain))]
+        if self.chosen >= 0 and scores[self.chosen] >= self.Z_OFF:
+            return
+        best = max(range(len(scores)), key=scores.__getitem__, default=-1)
+        self.chosen = best if best >= 0 and scores[best] > self.Z_ON else -1
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "rounds": self.rounds,
+            "weight": self.weight,
+            "weight_sq": self.weight_sq,
+            "gain": list(self.gain),
+            "gain_sq": list(self.gain_sq),
+            "chosen": self.chosen,
+        }
+
+    def load(self, meta: dict[str, Any]) -> None:
+        if len(meta["gain"]) != len(self.gain):
+            raise ValueError("checkpoint scores another number of challengers")
+        self.rounds = int(meta["rounds"])
+        self.weight = float(meta["weight"])
+        self.weight_sq = float(meta["weight_sq"])
+        self.gain = [float(v) for v in meta["gain"]]
+        self.gain_sq = [float(v) for v in meta["gain_sq"]]
+        self.chosen = int(meta["chosen"])
+
+
+class ActionErrors:
+    """Decayed squared errors of both models per played action, for a blend weighted
+    per action (``blend_weights: per_action``).
+
+    Each action's mean errors are shrunk towards the means over every action as if
+    those were measured on ``prior`` more rounds of it, so an action played rarely is
+    blended as every action is.
+
+    Parameters
+    ----------
+    n_actions
+        ``K``.
+    halflife
+        Rounds (of any action) after which a round's weight is halved.
+    prior
+        Rounds of the all-action means each action's errors are shrunk with.
+    """
+
+    def __init__(self, n_actions: int, halflife: float, prior: float) -> None:
+        self.decay = 0.5 ** (1.0 / halflife)
+        self.prior = prior
+        self.online = np.zeros(n_actions)
+        self.ensemble = np.zeros(n_actions)
+        self.weight = np.zeros(n_actions)
+
+    def update(self, action: int, online: float, ensemble: float, reward: float) -> None:
+        """Score one round of ``action``: both models' predicted reward and the reward."""
+        d = self.decay
+        self.online *= d
+        self.ensemble *= d
+        self.weight *= d
+        self.online[action] += (online - reward) ** 2
+        self.ensemble[action] += (ensemble - reward) ** 2
+        self.weight[action] += 1.0
+
+    def errors(self) -> tuple[FloatArray, FloatArray]:
+        """Each action's shrunk mean errors of the tree and of the ensemble ``(K,)``."""
+        total = max(float(self.weight.sum()), 1e-12)
+        k = self.prior
+        online = (self.online + k * float(self.online.sum()) / total) / (self.weight + k)
+        ensemble = (self.ensemble + k * float(self.ensemble.sum()) / total) / (self.weight + k)
+        return online, ensemble
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "online": self.online.tolist(),
+            "ensemble": self.ensemble.tolist(),
+            "weight": self.weight.tolist(),
+        }
+
+    def load(self, meta: dict[str, Any]) -> None:
+        for name in ("online", "ensemble", "weight"):
+            value = np.asarray(meta[name], dtype=np.float64)
+            if value.shape != self.weight.shape or not np.all(np.isfinite(value)):
+                raise ValueError(f"checkpoint's per-action {name} errors do not fit")
+            setattr(self, name, value)

@@ -31,7 +31,7 @@ from banditree.core.records import Decision, Feedback
 from banditree.explore import Explorer, event_uniforms, sample_action
 from banditree.kernel import boosted_decide, boosted_route, boosted_value, native
 from banditree.learners.base import Learner, Tensors
-from banditree.learners.boosted.compete import ProgressiveErrors
+from banditree.learners.boosted.compete import ActionErrors, PolicySwitch, ProgressiveErrors
 from banditree.learners.boosted.refits import (
     BACKGROUND_ROWS,
     PendingFit,
@@ -56,6 +56,20 @@ COMPETE_MIN_ROUNDS = 30
 #: this long (``benchmarks/results/bandit_drift.md``: 30, 200, 500, 1,000, 2,000, 5,000)
 RESTART_MIN_ROUNDS = 2_000
 STARTER_PREFIX = "starter."
+#: ``policy_switch``: the half-life of the policies' estimated gains, and the rounds
+#: scored before a challenger may decide
+SWITCH_HALFLIFE = 2_000.0
+SWITCH_MIN_ROUNDS = 200
+#: ``blend_weights: per_action``: each action's errors are shrunk towards the all-action
+#: means as if those were measured on this many more rounds of it
+ACTION_PRIOR_ROUNDS = 100.0
+#: ``policy_switch``: the challengers each setting scores against the blend
+CHALLENGERS = {
+    "off": (),
+    "ensemble": ("ensemble",),
+    "tree": ("tree",),
+    "both": ("ensemble", "tree"),
+}
 
 
 class _RewardEstimates(Protocol):
@@ -112,6 +126,9 @@ class BoostedBandit(Learner):
         self._starter: Learner | None = starter() if starter is not None else None
         self._compete = options.compete and self._starter is not None
         self._errors = ProgressiveErrors(options.compete_halflife, COMPETE_MIN_ROUNDS)
+        self._challengers = CHALLENGERS[options.policy_switch] if self._blends else ()
+        self._switch = self._new_switch()
+        self._action_errors = self._new_action_errors()
         self._version = 0
         self._fits = 0
         self._next_fit = options.first_fit
@@ -132,6 +149,47 @@ class BoostedBandit(Learner):
         return self._fits
 
     @property
+    def _blends(self) -> bool:
+        """Whether the decision reads both models' blend (``compete`` and ``blend``)."""
+        return self._compete and self.options.blend and self._starter is not None
+
+    def _new_switch(self) -> PolicySwitch | None:
+        if not self._challengers:
+            return None
+        return PolicySwitch(len(self._challengers), SWITCH_HALFLIFE, SWITCH_MIN_ROUNDS)
+
+    def _new_action_errors(self) -> ActionErrors | None:
+        if not self._blends or self.options.blend_weights != "per_action":
+            return None
+        return ActionErrors(self.n_actions, self.options.compete_halflife, ACTION_PRIOR_ROUNDS)
+
+    def _blend(self, mean: FloatArray, online: FloatArray) -> FloatArray:
+        """The blend of the ensemble's ``mean`` and the tree's ``online`` rewards ``(K,)``:
+        each model weighted by the other's error (one pair, or each action's)."""
+        if self._action_errors is not None:
+            e_online, e_ensemble = self._action_errors.errors()
+            total = e_online + e_ensemble
+            safe = np.where(total > 0.0, total, 1.0)
+            blended: FloatArray = np.where(
+                total > 0.0, (e_online * mean + e_ensemble * online) / safe, mean
+            )
+            return blended
+        e_online_, e_ensemble_ = self._blend_errors()
+        total_ = e_online_ + e_ensemble_
+        if total_ > 0.0:
+            return (e_online_ * mean + e_ensemble_ * online) / total_
+        return mean
+
+    @property
+    def deciding_policy(self) -> str:
+        """``policy_switch``: whose greedy policy ``act`` explores once the ensemble
+        decides: ``blend``, ``ensemble`` (alone) or ``tree`` (alone)."""
+        switch = self._switch
+        if switch is None or switch.chosen < 0:
+            return "blend"
+        return self._challengers[switch.chosen]
+
+    @property
     def ensemble_decides(self) -> bool:
         """Whether ``act`` plays the ensemble's choice (else the starter's)."""
         if self._ensemble is None:
@@ -149,15 +207,14 @@ class BoostedBandit(Learner):
             raise ValueError("no ensemble is fitted yet")
         mean, var = self._ensemble.action_scores(x)
         bonus = self._optimism() * np.sqrt(var)
-        if self._compete and self.options.blend and self._starter is not None:
+        if self._blends and self.deciding_policy == "blend":
             # inverse-error weights: each model weighted by the other's error (to a power)
             online = cast(_RewardEstimates, self._starter).reward_estimates(x)
-            e_online, e_ensemble = self._blend_errors()
-            total = e_online + e_ensemble
-            if total > 0.0:
-                mean = (e_online * mean + e_ensemble * online) / total
-                if self.options.blend_bonus == "weighted":
-                    bonus = bonus * (e_online / total)
+            if self.options.blend_bonus == "weighted" and self._action_errors is None:
+                e_online, e_ensemble = self._blend_errors()
+                if e_online + e_ensemble > 0.0:
+                    bonus = bonus * (e_online / (e_online + e_ensemble))
+            mean = self._blend(mean, online)
         return mean, mean + bonus
 
     def _optimism(self) -> float:
@@ -186,7 +243,7 @@ class BoostedBandit(Learner):
         x = as_context(context, self.n_features)
         event_id = self._next_event_id(event_id)
         values = tuple(x.tolist())
-        if not self.ensemble_decides:
+        if not self.ensemble_decides or self.deciding_policy == "tree":
             if self._starter is not None:
                 inner = self._starter.act(x, event_id)
                 return Decision.of_action(
@@ -233,9 +290,9 @@ class BoostedBandit(Learner):
             explorer, parameter = setting
             uniform = event_uniforms(self.seed, event_id)[0]
         online = None
-        if self._compete and self.options.blend and self._starter is not None:
-            if self.options.blend_bonus != "full":
-                return None  # the kernel adds the bonus in full
+        if self._blends and self.deciding_policy == "blend":
+            if self.options.blend_bonus != "full" or self._action_errors is not None:
+                return None  # the kernel adds the bonus in full, with one pair of weights
             online = cast(_RewardEstimates, self._starter).reward_estimates(x)
         action, propensity, greedy, _, _ = boosted_decide(
             module, x, ensemble.tree_arrays, ensemble.linear_arrays, Z_CLIP, online,
@@ -248,7 +305,7 @@ class BoostedBandit(Learner):
         """The probability ``act`` plays each action for ``context`` ``(K,)``."""
         x = as_context(context, self.n_features)
         k = self.n_actions
-        if not self.ensemble_decides:
+        if not self.ensemble_decides or self.deciding_policy == "tree":
             starter = self._starter
             probabilities = getattr(starter, "action_probabilities", None)
             if probabilities is not None:
@@ -269,7 +326,7 @@ class BoostedBandit(Learner):
     def predict(self, contexts: FloatArray) -> FloatArray:
         """Greedy actions (highest predicted reward, blended as ``act`` blends) ``(B,)``."""
         x = np.asarray(contexts, dtype=np.float64).reshape(-1, self.n_features)
-        if self._ensemble is None or not self.ensemble_decides:
+        if self._ensemble is None or not self.ensemble_decides or self.deciding_policy == "tree":
             if self._starter is not None:
                 return self._starter.predict(x)
             return np.zeros(x.shape[0])
@@ -333,6 +390,9 @@ class BoostedBandit(Learner):
         estimates = getattr(self._starter, "reward_estimates", None)
         if estimates is None:
             return
+        if self._switch is not None:
+            self._score_policies(x, estimates(x), action, reward, propensity)
+            return
         if self.options.blend_score == "policy_value":
             scores = estimates(x)
             ensemble = self._ensemble.action_scores(x)[0]
@@ -350,6 +410,32 @@ class BoostedBandit(Learner):
                 Z_CLIP, action,
             )  # fmt: skip
         self._errors.update(online, value, reward)
+        if self._action_errors is not None:
+            self._action_errors.update(action, online, value, reward)
+
+    def _score_policies(
+        self, x: FloatArray, online: FloatArray, action: int, reward: float, propensity: float
+    ) -> None:
+        """``policy_switch``: both models' errors as :meth:`_score` scores them, and the
+        challengers' greedy policies against the blend's (its predictions the reward
+        model), every action's prediction read once."""
+        assert self._ensemble is not None and self._switch is not None
+        if self._kernel is None:
+            mean = self._ensemble.action_scores(x)[0]
+        else:
+            mean = boosted_decide(
+                self._kernel, x, self._ensemble.tree_arrays, self._ensemble.linear_arrays,
+                Z_CLIP, None, (1.0, 1.0), 0.0, None, 0.0, 0.0,
+            )[3]  # fmt: skip
+        blend = self._blend(mean, online)
+        greedy = {"ensemble": int(np.argmax(mean)), "tree": int(np.argmax(online))}
+        challengers = [greedy[name] for name in self._challengers]
+        q = blend.tolist()
+        self._switch.update(q, int(np.argmax(blend)), challengers, action, reward, propensity)
+        played = (greedy["tree"] == action, greedy["ensemble"] == action)
+        self._errors.update(float(online[action]), float(mean[action]), reward, played, propensity)
+        if self._action_errors is not None:
+            self._action_errors.update(action, float(online[action]), float(mean[action]), reward)
 
     def _restart(self) -> None:
         """After a detected change: forget the window, the ensemble and a fit under way.
@@ -365,6 +451,8 @@ class BoostedBandit(Learner):
         self._ensemble = None
         self._pending_fit = None
         self._errors = ProgressiveErrors(self.options.compete_halflife, RESTART_MIN_ROUNDS)
+        self._switch = self._new_switch()
+        self._action_errors = self._new_action_errors()
         self._origin = self._n_learned
         self._next_fit = self._n_learned + self.options.first_fit
 
@@ -422,6 +510,8 @@ class BoostedBandit(Learner):
             "apply_at": None if self._pending_fit is None else self._pending_fit.apply_at,
             "starter": starter_meta,
             "errors": self._errors.state(),
+            "switch": None if self._switch is None else self._switch.state(),
+            "action_errors": None if self._action_errors is None else self._action_errors.state(),
             **self._counter_state(),
         }
         return tensors, meta
@@ -464,6 +554,20 @@ class BoostedBandit(Learner):
             }
             self._starter.load_state(inner, meta["starter"])
         self._errors.load(meta["errors"])
+        switch = meta.get("switch")  # checkpoints before policy_switch: none
+        if (switch is None) != (self._switch is None):
+            if switch is not None:
+                raise ValueError("checkpoint holds a policy switch this config does not build")
+            self._switch = self._new_switch()  # not scored yet
+        elif self._switch is not None and switch is not None:
+            self._switch.load(switch)
+        action_errors = meta.get("action_errors")  # checkpoints before blend_weights: none
+        if action_errors is not None:
+            if self._action_errors is None:
+                raise ValueError("checkpoint holds per-action errors this config does not keep")
+            self._action_errors.load(action_errors)
+        else:
+            self._action_errors = self._new_action_errors()
         self._version = int(meta["version"])
         self._fits = int(meta["fits"])
         self._next_fit = int(meta["next_fit"])
