@@ -210,10 +210,15 @@ class BoostedBandit(Learner):
         if self._blends and self.deciding_policy == "blend":
             # inverse-error weights: each model weighted by the other's error (to a power)
             online = cast(_RewardEstimates, self._starter).reward_estimates(x)
-            if self.options.blend_bonus == "weighted" and self._action_errors is None:
-                e_online, e_ensemble = self._blend_errors()
-                if e_online + e_ensemble > 0.0:
-                    bonus = bonus * (e_online / (e_online + e_ensemble))
+            if self.options.blend_bonus == "weighted":  # times the ensemble's weight
+                e_online, e_ensemble = (
+                    self._blend_errors()
+                    if self._action_errors is None
+                    else self._action_errors.errors()
+                )
+                total = np.asarray(e_online + e_ensemble)
+                share = np.divide(e_online, total, out=np.ones_like(total), where=total > 0.0)
+                bonus = bonus * share
             mean = self._blend(mean, online)
         return mean, mean + bonus
 
