@@ -26,6 +26,7 @@ setup(
                 "banditree/kernel/_chunk.h",
                 "banditree/kernel/_blake2b.h",
                 "banditree/kernel/_boosted.h",
+                "banditree/kernel/_rank.h",
             ],
             extra_compile_args=FLAGS,
             extra_link_args=LINK,

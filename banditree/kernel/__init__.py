@@ -34,6 +34,7 @@ __all__ = [
     "decide_rows",
     "event_uniform_rows",
     "native",
+    "rank_decide",
     "window_gradients",
 ]
 
@@ -196,6 +197,48 @@ def boosted_route(
     leaves = np.empty((inputs.shape[0], features.shape[0]), dtype=np.int64)
     module.boosted_route(inputs, features, thresholds, leaves)
     return leaves
+
+
+def rank_decide(
+    module: ModuleType,
+    context: tuple[FloatArray, FloatArray, FloatArray],
+    clip: float,
+    rows: FloatArray,
+    context_map: tuple[FloatArray, FloatArray],
+    tree: tuple[int, FloatArray | None],
+    explorer: str,
+    parameter: float,
+    draw: tuple[int, str] | float,
+    scores: FloatArray | None = None,
+) -> tuple[int, int, list[float]]:
+    """One ranking decision over ``n`` candidates
+    (:meth:`banditree.ranking.served.ServedScorer.decide`), in one call.
+
+    ``context`` is the encoded context ``c`` ``(dc,)`` with the statistics it is
+    standardised by (``mean``, ``scale``), clipped to ``[-clip, clip]``; ``rows`` the
+    candidates' cached rows ``(n, da + 2)``: ``[a, 1, id weight]``; ``context_map`` the
+    served scorer's ``G`` ``(dc, (da + 1) cols)`` and ``M0`` ``((da + 1) cols,)``, with
+    ``cols`` 1 without a tree, else ``2**h + 1``; ``tree`` ``(h, theta (2**h,))``, or
+    ``(0, None)``.  The explorer's pmf (``parameter`` at the learner's round) is sampled
+    with the uniform of ``draw``: ``(seed, event_id)`` hashes the event id as
+    :func:`banditree.explore.event_uniforms` does, a float is the uniform itself.
+    ``scores`` ``(n,)``, when given, receives the candidates' scores.
+
+    Returns
+    -------
+    chosen, greedy, probabilities
+        The sampled candidate, the argmax of the scores, the pmf as Python floats.
+    """
+    c, mean, scale = context
+    if isinstance(draw, tuple):
+        prefix, event_id, u = f"{draw[0]}:".encode(), draw[1], 0.0
+    else:
+        prefix, event_id, u = b"", None, float(draw)
+    decided: tuple[int, int, list[float]] = module.rank_decide(
+        c, mean, scale, float(clip), rows, *context_map, tree[0], tree[1], EXPLORERS[explorer],
+        float(parameter), prefix, event_id, u, scores,
+    )  # fmt: skip
+    return decided
 
 
 def event_uniform_rows(module: ModuleType, seed: int, event_ids: list[str]) -> FloatArray:

@@ -446,6 +446,10 @@ fail:
 
 #include "_boosted.h"
 
+/* ---- a ranking decision over a request's candidates (banditree.ranking.served) -- */
+
+#include "_rank.h"
+
 static PyMethodDef methods[] = {
     {"decide", decide, METH_VARARGS, decide_doc},
     {"window_gradients", window_gradients, METH_VARARGS, window_gradients_doc},
@@ -457,6 +461,7 @@ static PyMethodDef methods[] = {
     {"boosted_decide", boosted_decide, METH_VARARGS, boosted_decide_doc},
     {"boosted_value", boosted_value, METH_VARARGS, boosted_value_doc},
     {"boosted_route", boosted_route, METH_VARARGS, boosted_route_doc},
+    {"rank_decide", rank_decide, METH_VARARGS, rank_decide_doc},
     {NULL, NULL, 0, NULL},
 };
 

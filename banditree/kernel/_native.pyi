@@ -120,3 +120,21 @@ def boosted_value(
     /,
 ) -> float: ...
 def boosted_route(inputs: Any, features: Any, thresholds: Any, leaves: Any, /) -> None: ...
+def rank_decide(
+    c: Any,
+    c_mean: Any,
+    c_scale: Any,
+    clip: float,
+    rows: Any,
+    g: Any,
+    m0: Any,
+    height: int,
+    theta: Any,
+    explorer: int,
+    param: float,
+    prefix: bytes,
+    event_id: str | None,
+    u: float,
+    scores: Any,
+    /,
+) -> tuple[int, int, list[float]]: ...

@@ -30,6 +30,7 @@ import numpy as np
 from banditree.core import Decision, DecisionColumns, Feedback
 from banditree.explore import event_uniforms, make_explorer, sample_action
 from banditree.features import FeatureEncoder, FeatureSchema, InvalidInput
+from banditree.kernel import native
 from banditree.learners.apprentice import AgreementTracker, Mode, check_mode
 from banditree.learners.base import Learner, Tensors
 from banditree.learners.config import LearnerConfig
@@ -70,6 +71,9 @@ class RankingModel(Learner):
         self.action_encoder: FeatureEncoder | None = None
         self.core: RankingLearner | None = None
         self._scorer: ServedScorer | None = None  # of the current state, made when ranking
+        # the compiled kernel decides (None: the numpy reference, BANDITREE_KERNEL=reference);
+        # raises KernelUnavailable when it was asked for and does not import
+        self._kernel = native()
         # created in apprentice mode: the baseline is played until switched to online
         self.apprentice_created = config.mode == "apprentice"
         self._mode: Mode = config.mode
@@ -147,19 +151,25 @@ class RankingModel(Learner):
             features = [features[i] for i in keep]
         eid = self._next_event_id(event_id)
         extras: dict[str, float] = {}
-        scores = None if self.core is None else self._served().scores(ctx, ids, features)
-        if self.core is None:  # no schema yet: uniform; refused now what inference would
+        served = None if self.core is None else self._served()
+        if served is None:  # no schema yet: uniform; refused now what inference would
             check_before_schema(ctx, features, self.options.max_categories)
-        if self._mode == "apprentice":
+            if self._mode == "apprentice":
+                chosen, probabilities, greedy, extras = play_baseline(ids, baseline, None)
+            else:
+                n = len(ids)
+                pmf = np.full(n, 1.0 / n)
+                u = event_uniforms(self.seed, eid)[0] if uniform is None else uniform
+                chosen = sample_action(pmf, u)
+                probabilities, greedy = [float(p) for p in pmf], 0
+        elif self._mode == "apprentice":
+            scores = served.scores(ctx, ids, features)
             chosen, probabilities, greedy, extras = play_baseline(ids, baseline, scores)
-        elif scores is None:
-            n = len(ids)
-            pmf = np.full(n, 1.0 / n)
-            u = event_uniforms(self.seed, eid)[0] if uniform is None else uniform
-            chosen = sample_action(pmf, u)
-            probabilities, greedy = [float(p) for p in pmf], 0
-        else:
+        elif served.kernel is not None:  # one kernel call: scores, pmf and the draw
+            chosen, probabilities, greedy = served.decide(ctx, ids, features, eid, uniform)
+        else:  # the numpy reference (BANDITREE_KERNEL=reference)
             assert self.core is not None
+            scores = served.scores(ctx, ids, features)
             chosen, probabilities, greedy = self.core.pick(scores, eid, uniform=uniform)
         ranking: dict[str, Any] = {
             "context": ctx,
@@ -184,8 +194,16 @@ class RankingModel(Learner):
         recurs from call to call, such as a catalogue's candidates, is worked out once."""
         if self._scorer is None:
             assert self.core is not None
-            self._scorer = ServedScorer(self.core, self.context_encoder, self.action_encoder)
+            self._scorer = ServedScorer(
+                self.core, self.context_encoder, self.action_encoder, self._kernel
+            )
         return self._scorer
+
+    def use_reference(self) -> None:
+        """Decide on the numpy reference from now on, as ``BANDITREE_KERNEL=reference``
+        does (the kernel's tests and benchmarks compare both paths in one process)."""
+        self._kernel = None
+        self._scorer = None
 
     def _encode(
         self, context: Mapping[str, Any], features: Sequence[Mapping[str, Any]], served: bool

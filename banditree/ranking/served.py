@@ -31,12 +31,21 @@ straight away: numpy's ``@`` costs a few microseconds more per call on such smal
 arrays).  The scores equal the learner's up to the rounding of a different summation
 order (about 1e-16 relative), so an event id gets the same decision (tested against the
 learner's).
+
+With the compiled kernel (:mod:`banditree.kernel`), :meth:`ServedScorer.decide` does a
+request's arithmetic in one call: the context's standardisation, ``M(c)``, every
+candidate's ridge term and tree walk (the activations of the nodes on its path only),
+the explorer's pmf and the event id's draw.  :meth:`scores` and
+:meth:`RankingLearner.pick <banditree.ranking.learner.RankingLearner.pick>` stay the
+numpy reference (``BANDITREE_KERNEL=reference``) that ``tests/kernel/test_rank.py``
+compares it with.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from itertools import repeat
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -44,6 +53,8 @@ import orjson
 
 from banditree.core import FloatArray
 from banditree.features import FeatureEncoder
+from banditree.kernel import rank_decide
+from banditree.learners.gradient_bandit.kernel_calls import explorer_setting
 from banditree.models.dgt.spec import path_matrix
 from banditree.ranking.learner import RankingLearner
 from banditree.ranking.settings import id_buckets
@@ -61,8 +72,12 @@ class ServedScorer:
         core: RankingLearner,
         context_encoder: FeatureEncoder | None,
         action_encoder: FeatureEncoder | None,
+        kernel: ModuleType | None = None,
     ) -> None:
         self.context_encoder, self.action_encoder = context_encoder, action_encoder
+        #: the compiled kernel :meth:`decide` calls (None: the numpy reference decides)
+        self.kernel = kernel
+        self._core = core
         dc, da = core._dc, core._da
         self._dc, self._da, self._clip = dc, da, core.config.context_clip
         self._c_mean, self._c_scale = core._context_stats.mean, core._context_stats.scale()
@@ -72,8 +87,10 @@ class ServedScorer:
             raise ValueError("a ranking tree has no linear leaves")
         self._tree = frozen is not None
         self._context_map(core)
+        self._kernel_tree: tuple[int, FloatArray | None] = (0, None)
         if frozen is not None:
             self._theta = frozen.theta[:, 0]
+            self._kernel_tree = (frozen.height, np.ascontiguousarray(self._theta))
             paths = path_matrix(frozen.height)  # (leaves, nodes): q = S sign
             self._paths = np.hstack((2.0 * paths, -paths.sum(axis=1, keepdims=True)))  # . [h, 1]
         plays = core._id_plays if core._id_plays.size else None
@@ -107,15 +124,19 @@ class ServedScorer:
             m0[:da, 1 : 1 + nodes] = frozen.weights[:, dc : dc + da].T
             m0[da, 1 : 1 + nodes] = frozen.weights[:, -1]
             m0[da, -1] = 1.0
-        self._g = g.reshape(dc, -1)
+        self._g = g.reshape(dc, m0.size)  # (0, cols) for a context of no features
         self._m0 = m0.reshape(-1)
         self._m_shape = m0.shape
 
     # -- the context part ------------------------------------------------------------
-    def _context(self, context: Mapping[str, Any]) -> FloatArray:
+    def _encoded(self, context: Mapping[str, Any]) -> FloatArray:
+        """The context encoded by the published encoder, not yet standardised."""
         if self.context_encoder is None:
             return np.zeros(0)
-        c = self.context_encoder.encode(context, True, "context")
+        return self.context_encoder.encode(context, True, "context")
+
+    def _context(self, context: Mapping[str, Any]) -> FloatArray:
+        c = self._encoded(context)
         if not self._dc:
             return c
         # np.clip's own wrappers cost more than the two ufuncs (the same values)
@@ -227,6 +248,35 @@ class ServedScorer:
         # the one leaf whose path score is h (the method: np.argmax adds a Python wrapper)
         leaves = self._paths.dot(z[1:] > 0.0).argmax(axis=0)
         return out + rows[:, -1] * self._theta[leaves]
+
+    # -- a decision in one kernel call -------------------------------------------------
+    def decide(
+        self,
+        context: Mapping[str, Any],
+        ids: Sequence[str],
+        features: Sequence[Mapping[str, Any]],
+        event_id: str,
+        uniform: float | None = None,
+    ) -> tuple[int, list[float], int]:
+        """``(chosen, pmf, greedy)`` of the candidates (``ids``, ``features``) for
+        ``context``, by the compiled kernel: :meth:`scores` then the learner's
+        :meth:`~banditree.ranking.learner.RankingLearner.pick`, the same numbers (within
+        rounding) and the same decision for the same event id (or ``uniform``)."""
+        assert self.kernel is not None
+        core = self._core
+        c = self._encoded(context)
+        rows = self._rows_of_set(ids, features)
+        setting = explorer_setting(core._explorer, core.n_learned)
+        if setting is None:  # an explorer the kernel does not compute: numpy's pick
+            return core.pick(self.scores(context, ids, features), event_id, uniform=uniform)
+        dc = self._dc
+        draw = (core.config.seed, event_id) if uniform is None else uniform
+        chosen, greedy, pmf = rank_decide(
+            self.kernel, (c, self._c_mean[:dc], self._c_scale[:dc]), self._clip, rows,
+            (self._g, self._m0), self._kernel_tree, setting[0], setting[1], draw,
+        )  # fmt: skip
+        core.n_decisions += 1
+        return chosen, pmf, greedy
 
 
 def _key(action_id: str, features: Mapping[str, Any]) -> tuple[str, bytes] | None:
