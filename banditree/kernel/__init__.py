@@ -204,7 +204,7 @@ def rank_decide(
     context: tuple[FloatArray, FloatArray, FloatArray],
     clip: float,
     rows: FloatArray,
-    context_map: tuple[FloatArray, FloatArray],
+    context_map: tuple[FloatArray, IntArray, FloatArray],
     tree: tuple[int, FloatArray | None],
     explorer: str,
     parameter: float,
@@ -217,8 +217,10 @@ def rank_decide(
     ``context`` is the encoded context ``c`` ``(dc,)`` with the statistics it is
     standardised by (``mean``, ``scale``), clipped to ``[-clip, clip]``; ``rows`` the
     candidates' cached rows ``(n, da + 2)``: ``[a, 1, id weight]``; ``context_map`` the
-    served scorer's ``G`` ``(dc, (da + 1) cols)`` and ``M0`` ``((da + 1) cols,)``, with
-    ``cols`` 1 without a tree, else ``2**h + 1``; ``tree`` ``(h, theta (2**h,))``, or
+    served scorer's ``G`` ``(dc, (da + 1) cols)`` as its columns that hold a weight
+    ``(dc, q)`` and their indices ``(q,)`` (int64, increasing), and ``M0``
+    ``((da + 1) cols,)``, with ``cols`` 1 without a tree, else ``2**h + 1``: the context
+    map is ``c G + M0``; ``tree`` ``(h, theta (2**h,))``, or
     ``(0, None)``.  The explorer's pmf (``parameter`` at the learner's round) is sampled
     with the uniform of ``draw``: ``(seed, event_id)`` hashes the event id as
     :func:`banditree.explore.event_uniforms` does, a float is the uniform itself.

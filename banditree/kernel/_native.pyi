@@ -127,6 +127,7 @@ def rank_decide(
     clip: float,
     rows: Any,
     g: Any,
+    g_columns: Any,
     m0: Any,
     height: int,
     theta: Any,

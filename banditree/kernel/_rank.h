@@ -6,6 +6,8 @@
  * The served scorer's terms (served.py's module docstring): the standardised, clipped
  * context z gives one context matrix M(z) = z G + M0 of shape (da + 1, cols), column 0 the
  * ridge term, columns 1 .. nodes the tree's node activations, the last a constant 1.
+ * G comes as its columns that hold a weight (g_columns; most are 0: a node's candidate
+ * part does not depend on the context), so M costs dc times those, not dc (da + 1) cols.
  * A candidate's cached row is [a (da), 1, id weight]; its score is
  *
  *     [a, 1] . M[:, 0] + id weight * theta[leaf],
@@ -21,23 +23,23 @@
 #define RANK_MAX_CANDIDATES 100000
 
 PyDoc_STRVAR(rank_decide_doc,
-             "rank_decide(c, c_mean, c_scale, clip, rows, g, m0, height, theta, explorer,\n"
-             "            param, prefix, event_id, u, scores)\n--\n\n"
+             "rank_decide(c, c_mean, c_scale, clip, rows, g, g_columns, m0, height, theta,\n"
+             "            explorer, param, prefix, event_id, u, scores)\n--\n\n"
              "One ranking decision: (chosen, greedy, probabilities as a list of floats).\n"
              "See banditree.kernel.rank_decide.");
 
 static PyObject *rank_decide(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *o_c, *o_mean, *o_scale, *o_rows, *o_g, *o_m0, *o_theta, *o_eid, *o_scores;
+    PyObject *o_c, *o_mean, *o_scale, *o_rows, *o_g, *o_cols, *o_m0, *o_theta, *o_eid, *o_scores;
     double clip_bound, param, u;
     int height, explorer;
     Py_buffer prefix;
-    if (!PyArg_ParseTuple(args, "OOOdOOOiOidy*OdO:rank_decide", &o_c, &o_mean, &o_scale,
-                          &clip_bound, &o_rows, &o_g, &o_m0, &height, &o_theta, &explorer,
-                          &param, &prefix, &o_eid, &u, &o_scores)) {
+    if (!PyArg_ParseTuple(args, "OOOdOOOOiOidy*OdO:rank_decide", &o_c, &o_mean, &o_scale,
+                          &clip_bound, &o_rows, &o_g, &o_cols, &o_m0, &height, &o_theta,
+                          &explorer, &param, &prefix, &o_eid, &u, &o_scores)) {
         return NULL;
     }
-    Arr a[8];
+    Arr a[9];
     memset(a, 0, sizeof a);
     double *scratch = NULL;
     PyObject *probabilities = NULL;
@@ -58,7 +60,7 @@ static PyObject *rank_decide(PyObject *self, PyObject *args) {
     if (!isfinite(param) || param < 0.0 || (explorer == SOFTMAX && param <= 0.0) ||
         (explorer == EPSILON_GREEDY && param > 1.0)) {
         PyErr_Format(PyExc_ValueError, "param out of range for explorer %d: %R", explorer,
-                     PyTuple_GET_ITEM(args, 10));
+                     PyTuple_GET_ITEM(args, 11));
         goto fail;
     }
     int hashed = o_eid != Py_None;
@@ -69,7 +71,7 @@ static PyObject *rank_decide(PyObject *self, PyObject *args) {
     }
     if (!hashed && !(u >= 0.0 && u < 1.0)) {
         PyErr_Format(PyExc_ValueError, "u must be in [0, 1) without an event_id, got %R",
-                     PyTuple_GET_ITEM(args, 13));
+                     PyTuple_GET_ITEM(args, 14));
         goto fail;
     }
     Py_ssize_t cs[1] = {-1};
@@ -100,10 +102,25 @@ static PyObject *rank_decide(PyObject *self, PyObject *args) {
         PyErr_Format(PyExc_ValueError, "rows has too many columns: %zd", width);
         goto fail;
     }
-    Py_ssize_t gs[2] = {dc, da1 * cols};
-    Py_ssize_t ms[1] = {da1 * cols};
+    Py_ssize_t p = da1 * cols;
+    Py_ssize_t gs[2] = {dc, -1};
+    Py_ssize_t ms[1] = {p};
     if (take(o_g, "g", 'd', 2, gs, 0, &a[4]) < 0 || take(o_m0, "m0", 'd', 1, ms, 0, &a[5]) < 0) {
         goto fail;
+    }
+    Py_ssize_t q = gs[1];
+    Py_ssize_t qs[1] = {q};
+    if (take(o_cols, "g_columns", 'q', 1, qs, 0, &a[8]) < 0) {
+        goto fail;
+    }
+    const int64_t *columns = i64(&a[8]);
+    for (Py_ssize_t j = 0; j < q; j++) {
+        if (columns[j] < (j ? columns[j - 1] + 1 : 0) || columns[j] >= p) {
+            PyErr_Format(PyExc_ValueError,
+                         "g_columns must increase strictly within [0, %zd), got %lld at %zd", p,
+                         (long long)columns[j], j);
+            goto fail;
+        }
     }
     if (height > 0) {
         Py_ssize_t ts[1] = {nodes + 1};
@@ -145,19 +162,19 @@ static PyObject *rank_decide(PyObject *self, PyObject *args) {
             goto fail; /* a lone surrogate: str.encode() refuses it too */
         }
     }
-    /* scratch: z (dc), M (da1 cols), scores (n) unless given, pmf and its sums (2 n) */
-    Py_ssize_t p = da1 * cols;
-    if (dc > PY_SSIZE_T_MAX / 8 - p - 3 * n) {
+    /* scratch: z (dc), M (da1 cols), the columns' sums (q), scores (n) unless given, pmf
+     * and its sums (2 n); q <= p, n bounded */
+    if (dc > PY_SSIZE_T_MAX / 8 - 2 * p - 3 * n) {
         PyErr_NoMemory();
         goto fail;
     }
-    Py_ssize_t size = dc + p + 3 * n;
+    Py_ssize_t size = dc + p + q + 3 * n;
     scratch = PyMem_Malloc((size_t)size * sizeof(double));
     if (scratch == NULL) {
         PyErr_NoMemory();
         goto fail;
     }
-    double *z = scratch, *m = z + dc, *pmf = m + p, *cumulative = pmf + n;
+    double *z = scratch, *m = z + dc, *acc = m + p, *pmf = acc + q, *cumulative = pmf + n;
     if (scores == NULL) {
         scores = cumulative + n;
     }
@@ -175,18 +192,22 @@ static PyObject *rank_decide(PyObject *self, PyObject *args) {
     for (Py_ssize_t i = 0; i < dc; i++) {
         z[i] = clip((c[i] - mean[i]) / scale[i], clip_bound);
     }
-    /* M(z) = z G + M0, each entry summed over the context in index order */
+    /* M(z) = z G + M0, each entry's product summed over the context in index order; G is
+     * given by its columns that hold a weight (g_columns), the others' products are 0 */
     for (Py_ssize_t j = 0; j < p; j++) {
-        m[j] = 0.0;
+        m[j] = m0[j];
+    }
+    for (Py_ssize_t j = 0; j < q; j++) {
+        acc[j] = 0.0;
     }
     for (Py_ssize_t i = 0; i < dc; i++) {
-        const double zi = z[i], *gi = g + i * p;
-        for (Py_ssize_t j = 0; j < p; j++) {
-            m[j] += zi * gi[j];
+        const double zi = z[i], *gi = g + i * q;
+        for (Py_ssize_t j = 0; j < q; j++) {
+            acc[j] += zi * gi[j];
         }
     }
-    for (Py_ssize_t j = 0; j < p; j++) {
-        m[j] += m0[j];
+    for (Py_ssize_t j = 0; j < q; j++) {
+        m[columns[j]] = acc[j] + m0[columns[j]];
     }
     /* every candidate: the ridge term, the tree's leaf, the ramped leaf value */
     for (Py_ssize_t k = 0; k < n; k++) {
@@ -225,13 +246,13 @@ static PyObject *rank_decide(PyObject *self, PyObject *args) {
         PyList_SET_ITEM(probabilities, k, value);
     }
     PyMem_Free(scratch);
-    release(a, 8);
+    release(a, 9);
     PyBuffer_Release(&prefix);
     return Py_BuildValue("nnN", chosen, best, probabilities);
 fail:
     Py_XDECREF(probabilities);
     PyMem_Free(scratch);
-    release(a, 8);
+    release(a, 9);
     PyBuffer_Release(&prefix);
     return NULL;
 }

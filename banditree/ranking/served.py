@@ -127,6 +127,10 @@ class ServedScorer:
         self._g = g.reshape(dc, m0.size)  # (0, cols) for a context of no features
         self._m0 = m0.reshape(-1)
         self._m_shape = m0.shape
+        # the kernel's G: its columns that hold a weight (a node's candidate part is the
+        # same for every context: most columns are 0)
+        held = np.flatnonzero((self._g != 0.0).any(axis=0))
+        self._kernel_map = (np.ascontiguousarray(self._g[:, held]), held, self._m0)
 
     # -- the context part ------------------------------------------------------------
     def _encoded(self, context: Mapping[str, Any]) -> FloatArray:
@@ -273,7 +277,7 @@ class ServedScorer:
         draw = (core.config.seed, event_id) if uniform is None else uniform
         chosen, greedy, pmf = rank_decide(
             self.kernel, (c, self._c_mean[:dc], self._c_scale[:dc]), self._clip, rows,
-            (self._g, self._m0), self._kernel_tree, setting[0], setting[1], draw,
+            self._kernel_map, self._kernel_tree, setting[0], setting[1], draw,
         )  # fmt: skip
         core.n_decisions += 1
         return chosen, pmf, greedy

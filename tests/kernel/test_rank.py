@@ -235,6 +235,7 @@ def test_rank_decide_raises_or_decides(
     u: float,
 ) -> None:
     cols = COLS if height == H else 1
+    held = np.arange(0, (DA + 1) * cols, 2, dtype=np.int64)  # the columns of G given
     theta = None if height != H else data.draw(then_hostile(floats((1 << H,))), label="theta")
     scores = data.draw(st.one_of(st.none(), hostile(np.zeros(N))), label="scores")
     args = [
@@ -243,7 +244,8 @@ def test_rank_decide_raises_or_decides(
         data.draw(then_hostile(floats((DC,), 0.1, 3.0)), label="c_scale"),
         clip,
         data.draw(then_hostile(floats((N, DA + 2))), label="rows"),
-        data.draw(then_hostile(floats((DC, (DA + 1) * cols))), label="g"),
+        data.draw(then_hostile(floats((DC, held.size))), label="g"),
+        data.draw(hostile(held), label="g_columns"),
         data.draw(then_hostile(floats(((DA + 1) * cols,))), label="m0"),
         height, theta, explorer, param, draw[0], draw[1], u, scores,
     ]  # fmt: skip
@@ -254,6 +256,19 @@ def test_rank_decide_raises_or_decides(
     RAN["rank_decide"] += 1
     assert 0 <= chosen < N and 0 <= greedy < N
     assert len(pmf) == N and all(type(p) is float for p in pmf)
+
+
+@pytest.mark.parametrize(
+    "columns", [[0, 0, 1], [2, 1, 3], [-1, 0, 1], [0, 1, (DA + 1) * COLS]], ids=str
+)
+def test_g_columns_out_of_order_or_range_are_refused(columns: list[int]) -> None:
+    args = [
+        np.zeros(DC), np.zeros(DC), np.ones(DC), 3.0, np.ones((N, DA + 2)),
+        np.ones((DC, 3)), np.array(columns, dtype=np.int64), np.zeros((DA + 1) * COLS), H,
+        np.zeros(1 << H), 3, 1.0, b"0:", "e", 0.0, None,
+    ]  # fmt: skip
+    with pytest.raises(ValueError, match="g_columns must increase strictly"):
+        module.rank_decide(*args)
 
 
 def test_the_fuzz_ran_calls_past_the_checks() -> None:
