@@ -215,7 +215,7 @@ COLS = (1 << H) + 1
 RAN = {"rank_decide": 0}
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(
     data=st.data(),
     clip=mostly([3.0, 1e300], [0.0, -1.0, float("nan"), float("inf")]),
@@ -272,4 +272,4 @@ def test_g_columns_out_of_order_or_range_are_refused(columns: list[int]) -> None
 
 
 def test_the_fuzz_ran_calls_past_the_checks() -> None:
-    assert RAN["rank_decide"] > 5, RAN
+    assert RAN["rank_decide"] > 10, RAN
