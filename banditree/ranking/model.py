@@ -138,6 +138,8 @@ class RankingModel(Learner):
         candidates, unique non-empty ids, features as objects, at least one candidate
         left after the exclusions.
         """
+        if uniform is not None and not 0.0 <= uniform < 1.0:  # NaN too
+            raise InvalidInput("uniform", f"must be in [0, 1), got {uniform!r}")
         ctx = as_features(context, "context")
         ids, features = check_actions(actions)
         excluded_set = set(excluded)

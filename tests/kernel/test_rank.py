@@ -155,6 +155,10 @@ def test_inputs_are_refused_alike(name: str) -> None:
                 model.rank(context, actions, "refused")
             errors.append((caught.value.field, str(caught.value)))
         assert errors[0] == errors[1]
+    for uniform in (1.0, -0.5, math.nan):  # a given uniform outside [0, 1)
+        for model in (native, reference):
+            with pytest.raises(InvalidInput, match="uniform"):
+                model.rank(_context([0.1] * dc, dc), good, "refused", uniform=uniform)
 
 
 @pytest.mark.parametrize("name", ["default", "no-tree", "one-feature"])
