@@ -31,6 +31,7 @@ __all__ = [
     "boosted_decide",
     "boosted_route",
     "boosted_value",
+    "boosted_values",
     "decide_rows",
     "event_uniform_rows",
     "native",
@@ -186,6 +187,21 @@ def boosted_value(
     the arrays as :func:`boosted_decide` takes them (the uncertainty unread)."""
     value: float = module.boosted_value(x, *trees[:3], *linear, float(clip), int(action))
     return value
+
+
+def boosted_values(
+    module: ModuleType,
+    x: FloatArray,
+    actions: IntArray,
+    trees: tuple[IntArray, FloatArray, FloatArray, FloatArray],
+    linear: tuple[FloatArray, FloatArray, FloatArray],
+    clip: float,
+) -> FloatArray:
+    """:func:`boosted_value` of every row of ``x`` ``(B, d)`` and its action in ``actions``
+    ``(B,)`` int64, by one call: ``(B,)``, each the same number as :func:`boosted_value`'s."""
+    out = np.empty(x.shape[0])
+    module.boosted_values(x, actions, *trees[:3], *linear, float(clip), out)
+    return out
 
 
 def boosted_route(

@@ -41,20 +41,19 @@ static Py_ssize_t boosted_walk(const int64_t *features, const double *thresholds
 }
 
 /*
- * The ensemble's arrays, checked: o[0] x (d,) finite, o[1] features (T, 2^D - 1) in
- * [0, d + K), o[2] thresholds, o[3] values (T, 2^D), o[4] uncertainty like values (NULL:
- * not taken), o[5] offset (d,), o[6] scale (d,), o[7] base (K, d + 1).  Sets
+ * The ensemble's arrays for contexts of d features, checked: o[1] features (T, 2^D - 1)
+ * in [0, d + K), o[2] thresholds, o[3] values (T, 2^D), o[4] uncertainty like values
+ * (NULL: not taken), o[5] offset (d,), o[6] scale (d,), o[7] base (K, d + 1).  Sets
  * shape[] = {d, K, T, 2^D - 1} and *depth.
  */
-static int take_boosted(PyObject *const *o, Arr *a, Py_ssize_t *shape, int *depth_out) {
-    Py_ssize_t xs[1] = {-1};
+static int take_ensemble(PyObject *const *o, Arr *a, Py_ssize_t d, Py_ssize_t *shape,
+                         int *depth_out) {
     Py_ssize_t fs[2] = {-1, -1};
     Py_ssize_t bs[2] = {-1, -1};
-    if (take(o[0], "x", 'd', 1, xs, 0, &a[0]) < 0 ||
-        take(o[1], "features", 'q', 2, fs, 0, &a[1]) < 0) {
+    if (take(o[1], "features", 'q', 2, fs, 0, &a[1]) < 0) {
         return -1;
     }
-    Py_ssize_t d = xs[0], n_trees = fs[0], n_int = fs[1];
+    Py_ssize_t n_trees = fs[0], n_int = fs[1];
     int depth = 0;
     while (depth <= MAX_HEIGHT && ((Py_ssize_t)1 << depth) - 1 < n_int) {
         depth++;
@@ -85,13 +84,6 @@ static int take_boosted(PyObject *const *o, Arr *a, Py_ssize_t *shape, int *dept
                      bs[0], bs[1]);
         return -1;
     }
-    const double *x = f64(&a[0]);
-    for (Py_ssize_t j = 0; j < d; j++) {
-        if (!isfinite(x[j])) {
-            PyErr_Format(PyExc_ValueError, "x[%zd] must be finite", j);
-            return -1;
-        }
-    }
     const int64_t *features = i64(&a[1]);
     for (Py_ssize_t i = 0; i < n_trees * n_int; i++) {
         if (features[i] < 0 || features[i] >= (int64_t)(d + k)) {
@@ -105,6 +97,22 @@ static int take_boosted(PyObject *const *o, Arr *a, Py_ssize_t *shape, int *dept
     shape[2] = n_trees;
     shape[3] = n_int;
     *depth_out = depth;
+    return 0;
+}
+
+/* take_ensemble after o[0], x (d,) finite. */
+static int take_boosted(PyObject *const *o, Arr *a, Py_ssize_t *shape, int *depth_out) {
+    Py_ssize_t xs[1] = {-1};
+    if (take(o[0], "x", 'd', 1, xs, 0, &a[0]) < 0 || take_ensemble(o, a, xs[0], shape, depth_out) < 0) {
+        return -1;
+    }
+    const double *x = f64(&a[0]);
+    for (Py_ssize_t j = 0; j < xs[0]; j++) {
+        if (!isfinite(x[j])) {
+            PyErr_Format(PyExc_ValueError, "x[%zd] must be finite", j);
+            return -1;
+        }
+    }
     return 0;
 }
 
@@ -281,6 +289,26 @@ fail:
     return NULL;
 }
 
+/* FrozenBoostedEnsemble.action_value of x (d,) and `action`: the trees' leaves added in
+ * order, then the base (its intercept, then each standardised, clipped feature). */
+static double boosted_action_value(const double *x, Py_ssize_t action, const int64_t *features,
+                                   const double *thresholds, const double *values,
+                                   const double *offset, const double *scale, const double *base,
+                                   double clip_bound, Py_ssize_t d, Py_ssize_t n_trees,
+                                   Py_ssize_t n_int, int depth) {
+    const double *w = base + action * (d + 1);
+    double trees = 0.0, linear = w[0];
+    for (Py_ssize_t t = 0; t < n_trees; t++) {
+        Py_ssize_t leaf = boosted_walk(features + t * n_int, thresholds + t * n_int, x, d, depth,
+                                       action, NULL, NULL);
+        trees += values[t * (n_int + 1) + leaf];
+    }
+    for (Py_ssize_t j = 0; j < d; j++) {
+        linear += w[1 + j] * clip(x[j] * scale[j] - offset[j], clip_bound);
+    }
+    return trees + linear;
+}
+
 PyDoc_STRVAR(boosted_value_doc,
              "boosted_value(x, features, thresholds, values, offset, scale, base, clip, action)\n"
              "--\n\n"
@@ -315,25 +343,88 @@ static PyObject *boosted_value(PyObject *self, PyObject *args) {
         return PyErr_Format(PyExc_ValueError, "action must be in [0, %zd], got %zd", k - 1,
                             action);
     }
-    const double *x = f64(&a[0]), *thresholds = f64(&a[2]), *values = f64(&a[3]);
-    const double *offset = f64(&a[5]), *scale = f64(&a[6]), *w = f64(&a[7]) + action * (d + 1);
-    const int64_t *features = i64(&a[1]);
-    double trees = 0.0, linear = w[0];
-    /* FrozenBoostedEnsemble.action_value: the trees' leaves, then the base */
-    for (Py_ssize_t t = 0; t < n_trees; t++) {
-        Py_ssize_t leaf = boosted_walk(features + t * n_int, thresholds + t * n_int, x, d, depth,
-                                       action, NULL, NULL);
-        trees += values[t * (n_int + 1) + leaf];
-    }
-    for (Py_ssize_t j = 0; j < d; j++) {
-        linear += w[1 + j] * clip(x[j] * scale[j] - offset[j], clip_bound);
-    }
+    double value = boosted_action_value(f64(&a[0]), action, i64(&a[1]), f64(&a[2]), f64(&a[3]),
+                                        f64(&a[5]), f64(&a[6]), f64(&a[7]), clip_bound, d,
+                                        n_trees, n_int, depth);
     release(a, 8);
-    double value = trees + linear;
     if (!isfinite(value)) {
         return PyErr_Format(PyExc_ValueError, "the predicted reward must be finite");
     }
     return PyFloat_FromDouble(value);
+}
+
+PyDoc_STRVAR(boosted_values_doc,
+             "boosted_values(x, actions, features, thresholds, values, offset, scale, base,\n"
+             "               clip, out)\n--\n\n"
+             "boosted_value of every row of x (B, d) and its action (B,), written into\n"
+             "out (B,).  See banditree.kernel.boosted_values.");
+
+static PyObject *boosted_values(PyObject *self, PyObject *args) {
+    (void)self;
+    /* o[0] (x) and o[4] (uncertainty) are not the ensemble's: taken as x_, out_ */
+    PyObject *o[8] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL}, *x_, *actions_, *out_;
+    double clip_bound;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOdO:boosted_values", &x_, &actions_, &o[1], &o[2], &o[3],
+                          &o[5], &o[6], &o[7], &clip_bound, &out_)) {
+        return NULL;
+    }
+    if (!(clip_bound > 0.0)) {
+        return PyErr_Format(PyExc_ValueError, "clip must be > 0, got %R",
+                            PyTuple_GET_ITEM(args, 8));
+    }
+    Arr a[11];
+    memset(a, 0, sizeof a);
+    Py_ssize_t xs[2] = {-1, -1};
+    if (take(x_, "x", 'd', 2, xs, 0, &a[8]) < 0) {
+        goto fail;
+    }
+    Py_ssize_t b_rows = xs[0], bs[1] = {b_rows}, bs2[1] = {b_rows};
+    if (take(actions_, "actions", 'q', 1, bs, 0, &a[9]) < 0 ||
+        take(out_, "out", 'd', 1, bs2, 1, &a[10]) < 0) {
+        goto fail;
+    }
+    Py_ssize_t shape[4];
+    int depth;
+    if (take_ensemble(o, a, xs[1], shape, &depth) < 0) {
+        goto fail;
+    }
+    Py_ssize_t d = shape[0], k = shape[1], n_trees = shape[2], n_int = shape[3];
+    const double *x = f64(&a[8]);
+    const int64_t *actions = i64(&a[9]);
+    for (Py_ssize_t b = 0; b < b_rows; b++) {
+        if (actions[b] < 0 || actions[b] >= (int64_t)k) {
+            PyErr_Format(PyExc_ValueError, "actions[%zd] must be in [0, %zd], got %lld", b, k - 1,
+                         (long long)actions[b]);
+            goto fail;
+        }
+        for (Py_ssize_t j = 0; j < d; j++) {
+            if (!isfinite(x[b * d + j])) {
+                PyErr_Format(PyExc_ValueError, "x[%zd][%zd] must be finite", b, j);
+                goto fail;
+            }
+        }
+    }
+    const int64_t *features = i64(&a[1]);
+    const double *thresholds = f64(&a[2]), *values = f64(&a[3]), *offset = f64(&a[5]);
+    const double *scale = f64(&a[6]), *base = f64(&a[7]);
+    double *out = f64(&a[10]);
+    int bad = 0;
+    Py_BEGIN_ALLOW_THREADS;
+    for (Py_ssize_t b = 0; b < b_rows; b++) {
+        out[b] = boosted_action_value(x + b * d, (Py_ssize_t)actions[b], features, thresholds,
+                                      values, offset, scale, base, clip_bound, d, n_trees, n_int,
+                                      depth);
+        bad |= !isfinite(out[b]);
+    }
+    Py_END_ALLOW_THREADS;
+    release(a, 11);
+    if (bad) {
+        return PyErr_Format(PyExc_ValueError, "the predicted rewards must be finite");
+    }
+    Py_RETURN_NONE;
+fail:
+    release(a, 11);
+    return NULL;
 }
 
 PyDoc_STRVAR(boosted_route_doc,

@@ -9,6 +9,11 @@
  * the numpy code.  The call stops before an entry the Python path must learn: one
  * that fails a check (the Python path raises the error naming it) or one the detector
  * signals on (the Python path restarts the ridge and the explorer).
+ *
+ * Asked for, each entry learned gets the served snapshot's predicted reward of its
+ * played action before it is learned (what `decide` scores it, the boosted learner's
+ * progressive error of the tree): the snapshot the call starts with, then the
+ * parameters of each step taken (GradientBase._make_snapshot freezes them).
  */
 
 enum { P_W, P_THETA, P_BIAS, P_LINEAR, N_PARAMS };
@@ -104,6 +109,10 @@ typedef struct {
     const double *config;
     int64_t *istate;
     double *fstate;
+    /* the served tree's predicted rewards (NULL: not asked): each learned entry's, from
+     * the snapshot's weights, leaf rows (theta + bias) and linear term (NULL: none) */
+    double *served, *served_z, *served_theta_own;
+    const double *served_w, *served_theta, *served_linear;
 } Chunk;
 
 /* GradientBase._standardized with the snapshot's statistics, then clipped. */
@@ -115,6 +124,32 @@ static void standardise(const Chunk *c, const double *x, double *z) {
             z[j] = clip(z[j], bound);
         }
     }
+}
+
+/* The served tree's predicted reward of action y for the raw context x: decide's
+ * standardisation, walk, leaf output and link, one tree. */
+static double served_value(const Chunk *c, const double *x, Py_ssize_t y) {
+    standardise(c, x, c->served_z);
+    Py_ssize_t leaf = route(c->served_w, c->served_z, c->d, c->height);
+    double output = leaf_output(c->served_theta + leaf * c->k, c->served_linear, c->served_z, c->d, y);
+    return reward_link(output, c->config[C_SIGMOID] != 0.0);
+}
+
+/* After a step: the snapshot serves the parameters (theta + bias as DGTSpec.freeze adds
+ * them). */
+static void serve_parameters(Chunk *c) {
+    c->served_w = c->param[P_W];
+    c->served_linear = c->param[P_LINEAR];
+    if (c->param[P_BIAS] == NULL) {
+        c->served_theta = c->param[P_THETA];
+        return;
+    }
+    for (Py_ssize_t l = 0; l < c->n_leaves; l++) {
+        for (Py_ssize_t a = 0; a < c->k; a++) {
+            c->served_theta_own[l * c->k + a] = c->param[P_THETA][l * c->k + a] + c->param[P_BIAS][a];
+        }
+    }
+    c->served_theta = c->served_theta_own;
 }
 
 /* Learning._flush of the buffered rows [from, to): leaf counts, ridge rounds, gradients
@@ -328,6 +363,9 @@ static void learn_rows(Chunk *c, const Rows *rows, Py_ssize_t n, int64_t *learne
             fs[F_JUMP_CUM] = jump_cum;
             fs[F_JUMP_LOW] = jump_low;
         }
+        if (c->served != NULL) { /* before the entry changes anything */
+            c->served[r] = served_value(c, x, (Py_ssize_t)y);
+        }
         if (cf[C_STANDARDIZE] != 0.0) {
             is[I_COUNT] += 1;
             welford_row(c->mean, c->m2, x, d, (double)is[I_COUNT]);
@@ -346,6 +384,9 @@ static void learn_rows(Chunk *c, const Rows *rows, Py_ssize_t n, int64_t *learne
         flush(c, rows, tail, v + 1);
         tail = v + 1;
         learned[r] = close_window(c);
+        if (learned[r] && c->served != NULL) {
+            serve_parameters(c);
+        }
     }
     is[I_STOP] = r;
     is[I_TAIL] = tail;
@@ -364,8 +405,10 @@ static PyObject *const *items(PyObject *obj, const char *name, Py_ssize_t n) {
 PyDoc_STRVAR(learn_chunk_doc,
              "learn_chunk(x, actions, propensity, loss, at, buffered, learned, params,\n"
              "            squares, grads, ridge, stats, snapshot, leaves, istate, fstate,\n"
-             "            config)\n--\n\n"
-             "GradientBandit.learn_batch's entries of a chunk from `at` on, in place.\n"
+             "            config, served=None)\n--\n\n"
+             "GradientBandit.learn_batch's entries of a chunk from `at` on, in place;\n"
+             "served (out (n,), weights, theta, linear or None): the served tree's\n"
+             "predicted reward of each learned entry's action, before it is learned.\n"
              "See banditree.learners.gradient_bandit.kernel_calls.learn_run.");
 
 /* the arrays of learn_chunk, by position in `a` */
@@ -374,7 +417,7 @@ enum {
     A_PARAM, A_SQUARE = A_PARAM + N_PARAMS, A_GRAD = A_SQUARE + N_PARAMS,
     A_INV = A_GRAD + N_PARAMS, A_WEIGHTS, A_MIX, A_PRIOR, A_MEAN, A_M2, A_SNAP_MEAN,
     A_SNAP_INV, A_DECISIONS, A_FEEDBACKS, A_LOSS_SUM, A_COUNTS, A_ISTATE, A_FSTATE,
-    A_CONFIG, N_ARRAYS
+    A_CONFIG, A_SERVED, A_SERVED_W, A_SERVED_THETA, A_SERVED_LINEAR, N_ARRAYS
 };
 
 /* Whether the settings are in their ranges (each one named when not). */
@@ -436,9 +479,10 @@ static PyObject *learn_chunk(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *o[17];
     Py_ssize_t at;
-    if (!PyArg_ParseTuple(args, "OOOOnOOOOOOOOOOOO:learn_chunk", &o[0], &o[1], &o[2], &o[3], &at,
-                          &o[4], &o[5], &o[6], &o[7], &o[8], &o[9], &o[10], &o[11], &o[12],
-                          &o[13], &o[14], &o[15])) {
+    o[16] = Py_None;
+    if (!PyArg_ParseTuple(args, "OOOOnOOOOOOOOOOOO|O:learn_chunk", &o[0], &o[1], &o[2], &o[3],
+                          &at, &o[4], &o[5], &o[6], &o[7], &o[8], &o[9], &o[10], &o[11], &o[12],
+                          &o[13], &o[14], &o[15], &o[16])) {
         return NULL;
     }
     Arr a[N_ARRAYS];
@@ -455,7 +499,9 @@ static PyObject *learn_chunk(PyObject *self, PyObject *args) {
     }
     PyObject *const *ridge = o[9] == Py_None ? NULL : items(o[9], "ridge", 4);
     PyObject *const *leaves = o[12] == Py_None ? NULL : items(o[12], "leaves", 4);
-    if ((o[9] != Py_None && ridge == NULL) || (o[12] != Py_None && leaves == NULL)) {
+    PyObject *const *served = o[16] == Py_None ? NULL : items(o[16], "served", 4);
+    if ((o[9] != Py_None && ridge == NULL) || (o[12] != Py_None && leaves == NULL) ||
+        (o[16] != Py_None && served == NULL)) {
         return NULL;
     }
     Py_ssize_t xs[2] = {-1, -1}, is_[1] = {N_ISTATE}, fs_[1] = {N_FSTATE}, cs[1] = {N_CONFIG};
@@ -579,6 +625,16 @@ static PyObject *learn_chunk(PyObject *self, PyObject *args) {
             goto fail;
         }
     }
+    if (served != NULL) {
+        Py_ssize_t os[1] = {n}, sws[2] = {n_int, d + 1}, sts[2] = {c.n_leaves, k}, sls[2] = {k, d};
+        if (take(served[0], "served[0]", 'd', 1, os, 1, &a[A_SERVED]) < 0 ||
+            take(served[1], "served[1]", 'd', 2, sws, 0, &a[A_SERVED_W]) < 0 ||
+            take(served[2], "served[2]", 'd', 2, sts, 0, &a[A_SERVED_THETA]) < 0 ||
+            (served[3] != Py_None &&
+             take(served[3], "served[3]", 'd', 2, sls, 0, &a[A_SERVED_LINEAR]) < 0)) {
+            goto fail;
+        }
+    }
     int64_t *is = i64(&a[A_ISTATE]);
     for (int i = 0; i < N_ISTATE; i++) {
         if (i != I_STOP && i != I_TAIL && (is[i] < 0 || is[i] > ((int64_t)1 << 53))) {
@@ -617,6 +673,7 @@ static PyObject *learn_chunk(PyObject *self, PyObject *args) {
     Py_ssize_t cap_rows = nb + (n - at);
     cap_rows = cap_rows > k ? cap_rows : k;
     Py_ssize_t total = cap_rows * (d + 4) + window_scratch(n_int, c.n_leaves, k) + 2 * dim;
+    total += served != NULL ? d + c.n_leaves * k : 0; /* the served row and leaf rows */
     for (int p = 0; p < N_PARAMS; p++) {
         total += 2 * c.size[p];
     }
@@ -637,6 +694,14 @@ static PyObject *learn_chunk(PyObject *self, PyObject *args) {
     next += cap_rows; /* spare */
     c.window = next, next += window_scratch(n_int, c.n_leaves, k);
     c.u = next, next += 2 * dim;
+    if (served != NULL) {
+        c.served_z = next, next += d;
+        c.served_theta_own = next, next += c.n_leaves * k;
+        c.served = f64(&a[A_SERVED]);
+        c.served_w = f64(&a[A_SERVED_W]);
+        c.served_theta = f64(&a[A_SERVED_THETA]);
+        c.served_linear = a[A_SERVED_LINEAR].held ? f64(&a[A_SERVED_LINEAR]) : NULL;
+    }
     for (int p = 0; p < N_PARAMS; p++) {
         c.fresh[p] = next, next += c.size[p];
         c.scratch_grad[p] = next, next += c.size[p];

@@ -142,6 +142,19 @@ static inline double dot(const double *a, const double *b, Py_ssize_t n) {
     return s;
 }
 
+/* One action's output of a frozen tree at its reached leaf: the linear term (none: 0)
+ * plus the leaf's value (FrozenTree.outputs), as decide adds them. */
+static inline double leaf_output(const double *theta_row, const double *linear, const double *z,
+                                 Py_ssize_t d, Py_ssize_t c) {
+    double lin = linear != NULL ? dot(linear + c * d, z, d) : 0.0;
+    return lin + theta_row[c];
+}
+
+/* The reward link of a score: the sigmoid, or the output itself. */
+static inline double reward_link(double output, int sigmoid) {
+    return sigmoid ? 1.0 / (1.0 + exp(-output)) : output;
+}
+
 /*
  * Routing (algorithms.md section 1): h dot products, RIGHT when <w_i, [x; 1]> > 0,
  * node i's children 2i+1 (left) and 2i+2 (right).  `w` is (2^h - 1, d + 1), bias last.
@@ -379,8 +392,8 @@ static PyObject *decide(PyObject *self, PyObject *args) {
                 leaf[b] = aggregate == SINGLE ? (int64_t)l : -1;
             }
             for (Py_ssize_t c = 0; c < k; c++) {
-                double lin = has_linear ? dot(linear + (t * k + c) * d, z, d) : 0.0;
-                outs[t * k + c] = lin + theta[(t * n_leaves + l) * k + c];
+                outs[t * k + c] = leaf_output(theta + (t * n_leaves + l) * k,
+                                              has_linear ? linear + t * k * d : NULL, z, d, c);
             }
         }
         /* the forest's mean (trees added in order) and, voting, the vote shares with
@@ -406,7 +419,7 @@ static PyObject *decide(PyObject *self, PyObject *args) {
             }
         } else {
             for (Py_ssize_t c = 0; c < k; c++) {
-                sb[c] = sigmoid ? 1.0 / (1.0 + exp(-ob[c])) : ob[c];
+                sb[c] = reward_link(ob[c], sigmoid);
             }
         }
         Py_ssize_t best = argmax(sb, k);
@@ -460,6 +473,7 @@ static PyMethodDef methods[] = {
     {"event_uniforms", event_uniforms, METH_VARARGS, event_uniforms_doc},
     {"boosted_decide", boosted_decide, METH_VARARGS, boosted_decide_doc},
     {"boosted_value", boosted_value, METH_VARARGS, boosted_value_doc},
+    {"boosted_values", boosted_values, METH_VARARGS, boosted_values_doc},
     {"boosted_route", boosted_route, METH_VARARGS, boosted_route_doc},
     {"rank_decide", rank_decide, METH_VARARGS, rank_decide_doc},
     {NULL, NULL, 0, NULL},

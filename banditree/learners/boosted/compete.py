@@ -67,6 +67,25 @@ class ProgressiveErrors:
         self.ensemble_value = d * self.ensemble_value + greedy[1] * reward / propensity
         self.rounds += 1
 
+    def update_rounds(
+        self, online: list[float], ensemble: list[float], rewards: list[float]
+    ) -> None:
+        """:meth:`update` of each round in order, neither model's action the greedy one
+        and propensity 1 (how squared-error scoring calls it): the same operations."""
+        d = self.decay
+        e_online, e_ensemble, cross = self.online, self.ensemble, self.cross
+        weight, online_value, ensemble_value = self.weight, self.online_value, self.ensemble_value
+        for o, e, r in zip(online, ensemble, rewards, strict=True):
+            e_online = d * e_online + (o - r) ** 2
+            e_ensemble = d * e_ensemble + (e - r) ** 2
+            cross = d * cross + (o - r) * (e - r)
+            weight = d * weight + 1.0
+            online_value = d * online_value + False * r / 1.0
+            ensemble_value = d * ensemble_value + False * r / 1.0
+        self.online, self.ensemble, self.cross = e_online, e_ensemble, cross
+        self.weight, self.online_value, self.ensemble_value = weight, online_value, ensemble_value
+        self.rounds += len(rewards)
+
     @property
     def online_policy_loss(self) -> float:
         """One minus the estimated reward of the online tree's greedy policy (>= 1e-6)."""

@@ -26,10 +26,10 @@ from typing import Any, Protocol, cast
 
 import numpy as np
 
-from banditree.core.arrays import FloatArray
+from banditree.core.arrays import FloatArray, IntArray
 from banditree.core.records import Decision, Feedback
 from banditree.explore import Explorer, event_uniforms, sample_action
-from banditree.kernel import boosted_decide, boosted_route, boosted_value, native
+from banditree.kernel import boosted_decide, boosted_route, boosted_value, boosted_values, native
 from banditree.learners.base import Learner, Tensors
 from banditree.learners.boosted.compete import ActionErrors, PolicySwitch, ProgressiveErrors
 from banditree.learners.boosted.refits import (
@@ -41,6 +41,7 @@ from banditree.learners.boosted.refits import (
 from banditree.learners.boosted.window import RoundWindow, feedback_rewards
 from banditree.learners.boosted_options import BoostedOptions
 from banditree.learners.gradient_bandit.kernel_calls import explorer_setting
+from banditree.learners.gradient_bandit.learn import Learning
 from banditree.learners.validation import InvalidInput, as_context, check_loss
 from banditree.models.boosted.fit import BoostingSettings, fit_ensemble
 from banditree.models.boosted.frozen import FrozenBoostedEnsemble
@@ -76,6 +77,24 @@ class _RewardEstimates(Protocol):
     """A starter that predicts every action's reward (the ``dgt`` learner does)."""
 
     def reward_estimates(self, context: FloatArray) -> FloatArray: ...
+
+
+class _BatchStarter(Protocol):
+    """A starter that learns a batch and tells what :meth:`BoostedBandit._score` reads
+    (the ``dgt`` learner does: ``Learning.learn_batch_served``)."""
+
+    def learn_batch_served(
+        self,
+        decisions: Sequence[Decision],
+        feedbacks: Sequence[Feedback],
+        rows: FloatArray | None = None,
+    ) -> tuple[list[bool | ValueError | KeyError | TypeError], FloatArray, list[int]]: ...
+
+
+def _serves_batches(starter: Learner) -> bool:
+    """Whether ``starter`` learns batches as :class:`_BatchStarter` (its ``learn`` the
+    one ``learn_batch_served`` follows)."""
+    return isinstance(starter, Learning) and type(starter).learn is Learning.learn
 
 
 class BoostedBandit(Learner):
@@ -378,12 +397,155 @@ class BoostedBandit(Learner):
                 self._window.append(x, action, float(rewards[action]))
         self._count_feedback(feedback)
         self._version += 1
+        self._fit_events()
+        return True
+
+    def _fit_events(self) -> None:
+        """After a learned round: use a pending fit at its round, refit on schedule."""
         if self._pending_fit is not None and self._n_learned >= self._pending_fit.apply_at:
             pending, self._pending_fit = self._pending_fit, None
             self._use(pending.result())
         if self._n_learned >= self._next_fit:
             self._refit()
-        return True
+
+    def _rounds_to_event(self) -> int:
+        """The rounds that may be learned before :meth:`_fit_events` has work (>= 1)."""
+        rounds = self._next_fit - self._n_learned
+        if self._pending_fit is not None:
+            rounds = min(rounds, self._pending_fit.apply_at - self._n_learned)
+        return max(rounds, 1)
+
+    def learn_batch(
+        self, decisions: Sequence[Decision], feedbacks: Sequence[Feedback]
+    ) -> list[bool | ValueError | KeyError | TypeError]:
+        """:meth:`learn` pair by pair, the same state after it, for a fraction of the cost.
+
+        The tree learns each run of plain entries (a finite context, an action and a
+        propensity in range, a loss in ``[0, 1]``) in one
+        :meth:`~banditree.learners.gradient_bandit.learn.Learning.learn_batch_served`
+        call, which gives the predicted reward of each entry's action its served tree
+        had just before learning it (what :meth:`_score` reads) and the entries whose
+        detected change restarts this learner.  Then the rounds between two fit events
+        are scored against the ensemble in one kernel call, appended to the window and
+        counted together, each event at its round.  Other entries (a label, a value of
+        another type), and any batch where the tree is not such a learner, go through
+        :meth:`learn`.
+        """
+        n = len(decisions)
+        starter = self._starter
+        if (
+            n != len(feedbacks)
+            or type(self).learn is not BoostedBandit.learn
+            or self.options.blend_score == "policy_value"  # reads every action's estimate
+            or (starter is not None and not (self._compete and _serves_batches(starter)))
+        ):
+            return super().learn_batch(decisions, feedbacks)
+        try:
+            rows = np.array([d.context for d in decisions], dtype=np.float64)
+        except (TypeError, ValueError):
+            return super().learn_batch(decisions, feedbacks)
+        if rows.shape != (n, self.n_features):
+            return super().learn_batch(decisions, feedbacks)
+        plain = self._plain_entries(decisions, feedbacks, rows)
+        out: list[bool | ValueError | KeyError | TypeError] = []
+        i = 0
+        while i < n:
+            if not plain[i]:  # learn's own checks name what it refuses
+                try:
+                    out.append(self.learn(decisions[i], feedbacks[i]))
+                except (ValueError, KeyError, TypeError) as err:
+                    out.append(err)
+                i += 1
+                continue
+            j = i + 1
+            while j < n and plain[j]:
+                j += 1
+            out += self._learn_plain(decisions[i:j], feedbacks[i:j], rows[i:j])
+            i = j
+        return out
+
+    def _plain_entries(
+        self, decisions: Sequence[Decision], feedbacks: Sequence[Feedback], rows: FloatArray
+    ) -> list[bool]:
+        """Whether each entry passes this learner's own checks (:meth:`check` but the
+        starter's) as a plain round: a finite context, an ``int`` action in range, a
+        ``float`` propensity in ``(0, 1]``, an ``int`` or ``float`` loss in ``[0, 1]`` and
+        no label."""
+        k = self.n_actions
+        finite = cast(list[bool], np.isfinite(rows).all(axis=1).tolist())
+        return [
+            ok
+            and type(d.action) is int
+            and 0 <= d.action < k
+            and type(d.propensity) is float
+            and 0.0 < d.propensity <= 1.0
+            and f.label is None
+            and type(f.loss) in (float, int)
+            and 0.0 <= cast(float, f.loss) <= 1.0
+            for ok, d, f in zip(finite, decisions, feedbacks, strict=True)
+        ]
+
+    def _learn_plain(
+        self, decisions: Sequence[Decision], feedbacks: Sequence[Feedback], rows: FloatArray
+    ) -> list[bool | ValueError | KeyError | TypeError]:
+        """:meth:`learn` of a run of plain entries (:meth:`_plain_entries`), ``rows``
+        their contexts."""
+        starter = self._starter
+        m = len(decisions)
+        served: FloatArray | None = None
+        drifts: list[int] = []
+        if starter is None:
+            results: list[bool | ValueError | KeyError | TypeError] = [True] * m
+        else:
+            batch = cast(_BatchStarter, starter)
+            results, served, drifts = batch.learn_batch_served(decisions, feedbacks, rows)
+        learned = [i for i, r in enumerate(results) if type(r) is bool]
+        if not self.options.restart_on_drift:
+            drifts = []
+        actions = np.array([d.action for d in decisions], dtype=np.int64)
+        losses = [float(cast(float, f.loss)) for f in feedbacks]
+        rewards = 1.0 - np.array(losses)
+        position, changes = 0, set(drifts)
+        while position < len(learned):
+            run = learned[position : position + self._rounds_to_event()]
+            change = next((i for i, entry in enumerate(run) if entry in changes), None)
+            if change == 0:  # the entry whose detected change restarts this learner
+                run = run[:1]
+            elif change is not None:
+                run = run[:change]
+            at = np.array(run, dtype=np.int64)
+            if self._compete and self._ensemble is not None:
+                assert served is not None
+                self._score_rows(rows[at], actions[at], served[at], rewards[at])
+            if change == 0:
+                self._restart()
+            self._window.extend(rows[at], actions[at], rewards[at])
+            loss_sum = self._loss_sum
+            for i in run:  # _count_feedback's additions, in order
+                loss_sum += losses[i]
+            self._loss_sum = loss_sum
+            self._n_learned += len(run)
+            self._version += len(run)
+            self._fit_events()
+            position += len(run)
+        return [True if type(r) is bool else r for r in results]
+
+    def _score_rows(
+        self, x: FloatArray, actions: IntArray, online: FloatArray, rewards: FloatArray
+    ) -> None:
+        """:meth:`_score` of rounds in order: contexts ``x`` ``(B, d)``, their actions, the
+        tree's served predicted rewards of them, their rewards."""
+        ensemble = self._ensemble
+        assert ensemble is not None
+        if self._kernel is None:
+            values = [
+                ensemble.action_value(row, a) for row, a in zip(x, actions.tolist(), strict=True)
+            ]
+        else:
+            values = boosted_values(
+                self._kernel, x, actions, ensemble.tree_arrays, ensemble.linear_arrays, Z_CLIP
+            ).tolist()
+        self._errors.update_rounds(online.tolist(), values, rewards.tolist())
 
     def prepare_to_learn(self) -> None:
         """Import LightGBM on the fit worker now, not in the first fit's ``learn``."""
@@ -406,7 +568,11 @@ class BoostedBandit(Learner):
                 float(scores[action]), float(ensemble[action]), reward, greedy, propensity
             )
             return
-        online = float(estimates(x)[action])
+        served = getattr(self._starter, "served_rewards", None)
+        if served is not None:  # the numbers learn_batch's tree records
+            online = float(served(x.reshape(1, -1), np.array([action], dtype=np.int64))[0])
+        else:
+            online = float(estimates(x)[action])
         if self._kernel is None:
             value = self._ensemble.action_value(x, action)
         else:

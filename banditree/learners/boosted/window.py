@@ -49,6 +49,27 @@ class RoundWindow:
         self._head = (slot + 1) % self.capacity
         self._size = min(self._size + 1, self.capacity)
 
+    def extend(self, contexts: FloatArray, actions: IntArray, rewards: FloatArray) -> None:
+        """:meth:`append` of each round of ``contexts`` ``(B, d)``, ``actions`` and
+        ``rewards`` ``(B,)`` in order, by slices: the same rounds held."""
+        m = len(actions)
+        wanted = min(self.capacity, self._size + m)
+        while self._contexts.shape[0] < wanted:  # append's doublings
+            grown = min(self.capacity, max(64, 2 * self._contexts.shape[0]))
+            self._contexts = _grow(self._contexts, grown)
+            self._actions = _grow(self._actions, grown)
+            self._rewards = _grow(self._rewards, grown)
+        done = 0
+        while done < m:
+            slot = self._head
+            take = min(m - done, self.capacity - slot)
+            self._contexts[slot : slot + take] = contexts[done : done + take]
+            self._actions[slot : slot + take] = actions[done : done + take]
+            self._rewards[slot : slot + take] = rewards[done : done + take]
+            self._head = (slot + take) % self.capacity
+            self._size = min(self._size + take, self.capacity)
+            done += take
+
     def rows(self) -> tuple[FloatArray, IntArray, FloatArray]:
         """Contexts ``(n, d)``, actions ``(n,)``, rewards ``(n,)``, oldest first."""
         n = self._size

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from banditree.core.arrays import FloatArray
+from banditree.core.arrays import FloatArray, IntArray
 from banditree.core.columns import DecisionColumns
 from banditree.core.records import Decision
 from banditree.estimators import OnePointEstimator, TwoPointEstimator
@@ -15,7 +15,11 @@ from banditree.kernel import event_uniform_rows as kernel_uniform_rows
 from banditree.kernel import native
 from banditree.learners.batch_decisions import classification_columns
 from banditree.learners.gradient_bandit.base import GradientBase, clip_in_place
-from banditree.learners.gradient_bandit.kernel_calls import decide_columns, decide_one
+from banditree.learners.gradient_bandit.kernel_calls import (
+    decide_columns,
+    decide_one,
+    served_values,
+)
 from banditree.learners.validation import as_context, as_contexts, context_values
 
 _subtract, _multiply = np.subtract, np.multiply
@@ -196,6 +200,26 @@ class Deciding(GradientBase):
         if out.scores is not None:
             return out.scores
         return _sigmoid(out.output) if self.reward_link == "sigmoid" else out.output
+
+    def served_rewards(self, x: FloatArray, actions: IntArray) -> FloatArray:
+        """Classification: the served snapshot's predicted reward of each row's action
+        ``(B,)`` for finite contexts ``x`` ``(B, d)`` and ``actions`` ``(B,)`` int64.
+
+        A single tree on the compiled kernel: ``decide``'s scores, the numbers
+        ``learn_batch``'s kernel records for each entry it learns
+        (:meth:`~banditree.learners.gradient_bandit.learn.Learning.learn_batch_served`);
+        otherwise :meth:`reward_estimates`' (they differ in the last bits: the kernel
+        adds each dot product in index order).
+        """
+        module = native() if self._native else None
+        if module is not None:
+            values = served_values(module, self, x, actions)
+            if values is not None:
+                return values
+        return np.array(
+            [self.reward_estimates(row)[a] for row, a in zip(x, actions.tolist(), strict=True)],
+            dtype=np.float64,
+        )
 
     def action_probabilities(self, context: Sequence[float] | FloatArray) -> FloatArray:
         """Classification: the probability ``act`` plays each action for ``context`` ``(K,)``."""

@@ -170,6 +170,26 @@ def decide_columns(
     )
 
 
+def served_values(
+    module: ModuleType, learner: GradientBase, x: FloatArray, actions: IntArray
+) -> FloatArray | None:
+    """The served single tree's predicted reward of each row's action ``(B,)`` for
+    contexts ``x`` ``(B, d)`` by one ``decide`` call (its scores), or None where the
+    learner is not one tree the kernel decides."""
+    snap = learner._snapshot
+    trees = _trees(learner, snap.frozen)
+    if trees is None or trees[0] != "single" or learner.task != "classification":
+        return None
+    weights, theta, linear = trees[1]
+    _, _, _, _, _, scores = decide_rows(
+        module, np.ascontiguousarray(x, dtype=np.float64), snap.mean, snap.inv_scale, weights,
+        theta, linear, np.zeros(x.shape[0]), clip=learner.context_clip, aggregate="single",
+        sigmoid=learner.reward_link == "sigmoid", explorer=None, parameter=0.0,
+    )  # fmt: skip
+    out: FloatArray = scores[np.arange(x.shape[0]), actions]
+    return out
+
+
 def learns_natively(learner: GradientBase) -> bool:
     """Whether the kernel computes this learner's window gradients."""
     model = learner.model
@@ -289,11 +309,14 @@ def learn_run(
     at: int,
     out: list[bool | ValueError | KeyError | TypeError],
     windows: tuple[int, int],
+    served: FloatArray | None = None,
 ) -> int:
     """``learn_batch``'s entries from ``at`` on by one kernel call, for a learner where
     :func:`learns_chunks` holds: until the chunk's end or an entry the Python path must
     learn (one that fails a check, or the drift detector's signal).  Appends their
-    results to ``out`` and returns the index of the first entry not learned.
+    results to ``out`` and returns the index of the first entry not learned.  With
+    ``served`` ``(B,)``, each entry learned gets the served tree's predicted reward of
+    its played action before it is learned (``Deciding.served_rewards``'s numbers).
 
     The state goes in and comes back whole (the parameters as fresh arrays, published
     with the snapshot of the last step), so the Python path can take any entry next.
@@ -360,10 +383,14 @@ def learn_run(
     config = _config(learner, est, windows)
     n = len(rows)
     learned = np.zeros(n, dtype=np.int64)
+    serving = None
+    if served is not None:  # the snapshot's tree, as decide reads it
+        weights, theta, linear = cast(_Stacked, snap.frozen).stacked
+        serving = (served, weights[0], theta[0], None if linear is None else linear[0])
     module.learn_chunk(
         rows, columns[0], columns[1], columns[2], at, buffered, learned, params, squares,
         grads, None if ridge is None else (ridge.inv_gram, ridge.weights, ridge.mix_stats, ridge.prior),
-        (mean, m2), (snap_mean, snap_inv), leaves, istate, fstate, config,
+        (mean, m2), (snap_mean, snap_inv), leaves, istate, fstate, config, serving,
     )  # fmt: skip
     (n_learned, pending, accum_empty, accum_finite, refused, opt_refused, steps, count,
      det_n, squared, stop, tail) = istate.tolist()  # fmt: skip

@@ -120,16 +120,47 @@ class Learning(GradientBase):
         ragged or named context) goes pair by pair through :meth:`learn`, as does a pair
         with a non-finite context (``learn`` names the entry it refuses).
         """
+        return self._learn_batch(decisions, feedbacks, None, None)
+
+    def learn_batch_served(
+        self,
+        decisions: Sequence[Decision],
+        feedbacks: Sequence[Feedback],
+        rows: FloatArray | None = None,
+    ) -> tuple[list[bool | ValueError | KeyError | TypeError], FloatArray, list[int]]:
+        """:meth:`learn_batch`, and what a learner built on this one scores it by
+        (``learners/boosted``): each learned entry's :meth:`served_rewards` of its played
+        action just before it was learned (NaN for a refused entry), and the entries
+        whose detected change restarted the explorer's schedule, in order.
+
+        ``rows``: the decisions' contexts as one ``(B, n_features)`` array, if made already.
+        """
+        served = np.full(len(decisions), np.nan)
+        drifts: list[int] = []
+        out = self._learn_batch(decisions, feedbacks, rows, (served, drifts))
+        return out, served, drifts
+
+    def _learn_batch(
+        self,
+        decisions: Sequence[Decision],
+        feedbacks: Sequence[Feedback],
+        rows: FloatArray | None,
+        scored: tuple[FloatArray, list[int]] | None,
+    ) -> list[bool | ValueError | KeyError | TypeError]:
+        """:meth:`learn_batch`; with ``scored`` ``(served, drifts)``
+        :meth:`learn_batch_served`'s, written into them."""
         n = len(decisions)
         if n != len(feedbacks) or type(self).learn is not Learning.learn:  # learn overridden
-            return super().learn_batch(decisions, feedbacks)
-        try:
-            rows = np.array([d.context for d in decisions], dtype=np.float64)
-        except (TypeError, ValueError):
-            return super().learn_batch(decisions, feedbacks)
+            return self._learn_pairs(decisions, feedbacks, scored)
+        if rows is None:
+            try:
+                rows = np.array([d.context for d in decisions], dtype=np.float64)
+            except (TypeError, ValueError):
+                return self._learn_pairs(decisions, feedbacks, scored)
         if rows.shape != (n, self.n_features):
-            return super().learn_batch(decisions, feedbacks)
+            return self._learn_pairs(decisions, feedbacks, scored)
         finite = cast(list[bool], np.isfinite(rows).all(axis=1).tolist())
+        served, drifts = (None, None) if scored is None else scored
         out: list[bool | ValueError | KeyError | TypeError] = []
         learn, check, learn_checked = self.learn, self._check_rest, self._learn_checked
         before = self._snapshot
@@ -150,7 +181,7 @@ class Learning(GradientBase):
                 ):
                     i = learn_run(
                         module, self, rows, columns, decisions, feedbacks, i, out,
-                        (EAGER_ROUNDS, _MAX_BUFFERED),
+                        (EAGER_ROUNDS, _MAX_BUFFERED), served,
                     )  # fmt: skip
                     if i >= n:
                         break
@@ -159,7 +190,14 @@ class Learning(GradientBase):
                 try:
                     if ok:  # as_context would accept it: the same array, the checks after it
                         check(decision, feedback)
+                        if served is None or drifts is None:
+                            out.append(learn_checked(x, decision, feedback))
+                            continue
+                        served[i - 1] = self._served_one(x, decision)
+                        origin = self._explore_origin
                         out.append(learn_checked(x, decision, feedback))
+                        if self._explore_origin != origin:
+                            drifts.append(i - 1)
                     else:
                         out.append(learn(decision, feedback))
                 except (ValueError, KeyError, TypeError) as err:
@@ -173,6 +211,35 @@ class Learning(GradientBase):
                 if frozen is not snap.frozen:
                     self._snapshot = replace(snap, frozen=frozen)
         return out
+
+    def _learn_pairs(
+        self,
+        decisions: Sequence[Decision],
+        feedbacks: Sequence[Feedback],
+        scored: tuple[FloatArray, list[int]] | None,
+    ) -> list[bool | ValueError | KeyError | TypeError]:
+        """The pairs one by one through :meth:`learn` (``scored``: its steps, each entry's
+        served reward and change recorded as :meth:`learn_batch_served` records them)."""
+        if scored is None:
+            return super().learn_batch(decisions, feedbacks)
+        served, drifts = scored
+        out: list[bool | ValueError | KeyError | TypeError] = []
+        for i, (decision, feedback) in enumerate(zip(decisions, feedbacks, strict=True)):
+            try:
+                x = self._checked_context(decision, feedback)  # learn's checks, first
+                served[i] = self._served_one(x, decision)
+                origin = self._explore_origin
+                out.append(self.learn(decision, feedback))
+                if self._explore_origin != origin:
+                    drifts.append(i)
+            except (ValueError, KeyError, TypeError) as err:
+                out.append(err)
+        return out
+
+    def _served_one(self, x: FloatArray, decision: Decision) -> float:
+        """:meth:`served_rewards` of one checked entry's context and played action."""
+        action = np.array([cast(int, decision.action)], dtype=np.int64)
+        return float(self.served_rewards(x.reshape(1, -1), action)[0])
 
     def _learn_checked(self, x: FloatArray, decision: Decision, feedback: Feedback) -> bool:
         """:meth:`learn` after the checks: ``x`` the decision's context as an array (kept)."""
