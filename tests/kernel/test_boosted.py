@@ -181,12 +181,23 @@ def test_the_kernel_is_the_reference(
     if got[0] != want[0]:  # only within rounding of a tie (or of a cumulative step)
         assert explorer is not None or near_tie(want[4], got[0], want[0])
     assert abs(got[1] - want[1]) <= TOLERANCE or got[0] != want[0]
-    for action in {0, k - 1, int(rng.integers(k))}:  # one action's value, one walk a tree
+    actions = sorted({0, k - 1, int(rng.integers(k))})
+    for action in actions:  # one action's value, one walk a tree
         value = kernel.boosted_value(
             module, x, frozen.tree_arrays, frozen.linear_arrays, Z_CLIP, action
         )
         assert value == pytest.approx(frozen.action_value(x, action), rel=TOLERANCE, abs=TOLERANCE)
         assert value == pytest.approx(got[3][action], rel=TOLERANCE, abs=TOLERANCE) or blend
+    # rows at once: each row's value, bit for bit
+    rows = np.stack([x, -x, 2.0 * x])[rng.integers(0, 3, size=2 * len(actions))]
+    picked = np.array(actions * 2, dtype=np.int64)
+    values = kernel.boosted_values(
+        module, rows, picked, frozen.tree_arrays, frozen.linear_arrays, Z_CLIP
+    )
+    for row, action, value in zip(rows, picked.tolist(), values.tolist(), strict=True):
+        assert value == kernel.boosted_value(
+            module, row, frozen.tree_arrays, frozen.linear_arrays, Z_CLIP, action
+        )
 
 
 def near_tie(values: np.ndarray, a: int, b: int) -> bool:

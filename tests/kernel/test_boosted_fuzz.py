@@ -1,4 +1,4 @@
-"""``boosted_decide``, ``boosted_value`` and ``boosted_route`` under hostile arguments: it raises, it never crashes.
+"""``boosted_decide``, ``boosted_value(s)`` and ``boosted_route`` under hostile arguments: it raises, it never crashes.
 
 The strategies are :mod:`tests.kernel.test_fuzz`'s; ``make sanitize`` runs this file
 under AddressSanitizer and UndefinedBehaviorSanitizer.
@@ -18,7 +18,7 @@ module = kernel.native()
 D, K, T, DEPTH = 3, 4, 2, 2
 N_INT, LEAVES = (1 << DEPTH) - 1, 1 << DEPTH
 #: calls that passed every check and ran
-RAN = {"boosted_decide": 0, "boosted_value": 0, "boosted_route": 0}
+RAN = {"boosted_decide": 0, "boosted_value": 0, "boosted_values": 0, "boosted_route": 0}
 
 
 @settings(max_examples=300, deadline=None)
@@ -92,6 +92,36 @@ def test_boosted_value_raises_or_values(
         return
     RAN["boosted_value"] += 1
     assert np.isfinite(value)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    data=st.data(),
+    clip=mostly([5.0, 1e300], [0.0, -1.0, float("nan")]),
+    trees=st.sampled_from([0, 1, T]),
+    rows=st.sampled_from([0, 1, 3]),
+)
+def test_boosted_values_raises_or_values(
+    data: st.DataObject, clip: float, trees: int, rows: int
+) -> None:
+    args = [
+        data.draw(then_hostile(floats((rows, D))), label="x"),
+        data.draw(then_hostile(ints((rows,), K)), label="actions"),
+        data.draw(then_hostile(ints((trees, N_INT), D + K)), label="features"),
+        data.draw(then_hostile(floats((trees, N_INT))), label="thresholds"),
+        data.draw(then_hostile(floats((trees, LEAVES))), label="values"),
+        data.draw(then_hostile(floats((D,))), label="offset"),
+        data.draw(then_hostile(floats((D,))), label="scale"),
+        data.draw(then_hostile(floats((K, D + 1))), label="base"),
+        clip,
+        data.draw(hostile(np.zeros(rows)), label="out"),
+    ]
+    try:
+        module.boosted_values(*args)
+    except RAISED:
+        return
+    RAN["boosted_values"] += 1
+    assert np.isfinite(args[-1]).all()
 
 
 @settings(max_examples=200, deadline=None)

@@ -382,6 +382,15 @@ def test_learn_chunk_raises_or_learns(data: st.DataObject, ridge: bool, at: int,
         data.draw(rare_hostile(np.zeros(7)), label="fstate"),
         _config(data),
     ]
+    served = (  # the served tree's predicted rewards, asked for or not
+        data.draw(rare_hostile(np.full(B, np.nan)), label="served"),
+        data.draw(rare(floats((N_INT, D + 1))), label="served weights"),
+        data.draw(rare(floats((LEAVES, K))), label="served theta"),
+        data.draw(st.one_of(st.none(), rare(floats((K, D)))), label="served linear"),
+    )
+    served_arg = data.draw(mostly([None, served], [served[:3], [*served], 0]), label="served")
+    if served_arg is not None:
+        args.append(served_arg)
     try:
         module.learn_chunk(*args)
     except RAISED:
@@ -391,6 +400,9 @@ def test_learn_chunk_raises_or_learns(data: st.DataObject, ridge: bool, at: int,
     stop, tail = int(state[10]), int(state[11])
     assert at <= stop <= B and 0 <= tail <= nb + stop - at
     assert set(args[6][at:stop].tolist()) <= {0, 1}
+    if served_arg is not None:  # written for the entries learned alone
+        out = served_arg[0]
+        assert np.isnan(out[:at]).all() and np.isnan(out[stop:]).all()
 
 
 def test_the_chunk_fuzz_ran_the_loop() -> None:

@@ -13,6 +13,7 @@ from banditree.learners import Feedback
 from banditree.learners.gradient_bandit import GradientBandit
 from banditree.persistence import dumps, loads
 from tests.kernel.pairs import (
+    TOLERANCE,
     assert_same_columns,
     assert_same_state,
     feedbacks,
@@ -238,3 +239,36 @@ def test_windows_that_are_not_finite_are_dropped_alike(linear_update: str) -> No
         assert [repr(r) for r in got] == [repr(r) for r in want]
         assert_same_state(native, reference)
     assert native._refused + native._optimizer.refused > 0
+
+
+@pytest.mark.parametrize("name", ["default", "sigmoid", "no-bias", "two-actions", "raw-contexts"])
+def test_served_rewards_of_a_chunk_are_decides(name: str) -> None:
+    """``learn_batch_served``: each entry's served predicted reward of its action before
+    it is learned, recorded by the chunk's kernel, is ``served_rewards`` (``decide``'s
+    numbers) asked just before ``learn``, bit for bit, across steps and a detected
+    change (leaf values shrunk, not served until the next step); the numpy reference's
+    within rounding; the same entries' changes named."""
+    native, reference = pair({**CONFIGS[name], "seed": 7})
+    one_by_one, _ = pair({**CONFIGS[name], "seed": 7})
+    rng = np.random.default_rng(8)
+    d = native.n_features
+    for chunk in range(16):
+        x = rng.normal(loc=0.5, scale=1.5, size=(48, d))
+        columns = native.act_columns(x, [f"v{chunk}-{i}" for i in range(48)])
+        late = chunk >= 8  # action 0 pays, then every other action does: a change
+        losses = [Feedback(loss=float((a == 0) == late)) for a in columns.action or []]
+        decisions = columns.rows()
+        got, served, drifts = native.learn_batch_served(decisions, losses)
+        want, reference_served, reference_drifts = reference.learn_batch_served(decisions, losses)
+        assert [str(r) for r in got] == [str(r) for r in want]
+        alone, changes = [], []
+        for i, (decision, feedback) in enumerate(zip(decisions, losses, strict=True)):
+            row, action = np.array([decision.context]), np.array([decision.action])
+            alone.append(float(one_by_one.served_rewards(row, action)[0]))
+            origin = one_by_one._explore_origin
+            one_by_one.learn(decision, feedback)
+            changes += [i] if one_by_one._explore_origin != origin else []
+        assert served.tobytes() == np.array(alone).tobytes()
+        np.testing.assert_allclose(served, reference_served, rtol=TOLERANCE, atol=TOLERANCE)
+        assert drifts == reference_drifts == changes
+    assert native._explore_origin > 0  # the change was seen

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
+from dataclasses import replace
 from typing import Any
 
 import lightgbm as lgb
@@ -13,10 +15,12 @@ from banditree.learners import Feedback, InvalidInput, build_learner
 from banditree.learners.boosted import BoostedBandit
 from banditree.learners.boosted.learner import RESTART_MIN_ROUNDS
 from banditree.models.boosted.fit import BoostingSettings, augment, fit_ensemble
-from banditree.models.boosted.frozen import leaf_positions
+from banditree.models.boosted.frozen import FrozenBoostedEnsemble, leaf_positions
 from banditree.models.boosted.linear import fit_linear_base
+from banditree.models.boosted.model_text import padded_trees
 from banditree.models.boosted.stats import leaf_uncertainty
 from banditree.persistence import dumps, loads
+from tests.learners.test_contract import assert_same_state
 
 D, K = 4, 3
 
@@ -88,6 +92,35 @@ def test_frozen_trees_predict_what_lightgbm_predicts(linear: float | None) -> No
         assert (var_k > 0).all()
         one = [frozen.action_value(x[i], a) for a in range(K)]
         np.testing.assert_allclose(one, mean_k, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("depth", [1, 3, 5])
+def test_the_model_text_pads_the_trees_of_the_json_dump(depth: int) -> None:
+    """``padded_trees`` of ``model_to_string`` is ``from_dump`` of ``dump_model``, bit for
+    bit: split features, thresholds, leaf values and LightGBM's leaf indices, shallow
+    trees padded and one-leaf trees (constant rewards) included."""
+    x, labels = rounds(400)
+    actions = np.random.default_rng(2).integers(0, K, size=400)
+    rewards = (actions == labels).astype(float)
+    rewards[:200] *= 1e-3 * x[:200, 0]  # some of them small, signed and finely spread
+    texts = []
+    for target in (rewards, np.ones(400)):
+        settings = BoostingSettings(n_trees=12, depth=depth, min_leaf_rows=3)
+        params = booster_params(settings)
+        inputs = augment(x, actions, K)
+        booster = lgb.train(params, lgb.Dataset(inputs, label=target, params=params), 12)
+        dump = booster.dump_model()
+        want = FrozenBoostedEnsemble.from_dump(dump, depth, D, K)
+        texts.append(booster.model_to_string())
+        got = padded_trees(texts[-1], depth)
+        assert got.features.tobytes() == want.features.tobytes()
+        assert got.thresholds.tobytes() == want.thresholds.tobytes()
+        assert got.values.tobytes() == want.values.tobytes()
+        assert got.positions.tobytes() == leaf_positions(dump, depth).tobytes()
+    with pytest.raises(ValueError, match="deeper than"):
+        padded_trees(texts[0], depth - 1)
+    with pytest.raises(ValueError, match="not a LightGBM model text"):
+        padded_trees("tree\nversion=v4\n", depth)
 
 
 def test_leaf_uncertainty_matches_a_loop() -> None:
@@ -390,6 +423,61 @@ def test_after_a_restart_the_schedules_count_from_it_and_the_tree_decides() -> N
     assert restored._origin == learner._origin
     assert play(restored, x[cut:], labels[cut:]) == live[cut:]
     assert restored.ensemble_decides
+
+
+def small_boosted() -> BoostedBandit:
+    learner = build_learner(
+        {"kind": "boosted", "n_features": D, "n_actions": K, "seed": 1, "n_trees": 8}
+    )
+    assert isinstance(learner, BoostedBandit)
+    return learner
+
+
+@functools.cache
+def logged_change() -> tuple[list[tuple[Any, Feedback]], list[object], BoostedBandit]:
+    """A logged stream whose labels shift (the tree's detector restarts the learner),
+    with entries ``learn`` refuses or learns one by one among them; the results and
+    the learner of ``learn`` pair by pair."""
+    x, labels = rounds(1000, seed=3)
+    labels[400:] = (labels[400:] + 1) % K
+    actor = small_boosted()
+    pairs: list[tuple[Any, Feedback]] = []
+    for i, (row, label) in enumerate(zip(x, labels.tolist(), strict=True)):
+        d = actor.act(row)
+        f = Feedback(loss=float(d.action != label))
+        actor.learn(d, f)
+        pairs.append((d, f))
+        if i % 97 == 5:  # refused: a context that is not finite, an action out of range
+            pairs.append((replace(d, context=(float("nan"),) * D), f))
+            pairs.append((replace(d, action=K), f))
+        if i % 211 == 7:  # learned one by one: a label, an int loss, an int propensity
+            pairs += [(d, Feedback(label=float(label))), (d, Feedback(loss=1))]
+            pairs.append((replace(d, propensity=1), f))
+    one = small_boosted()
+    expected: list[object] = []
+    for d, f in pairs:
+        try:
+            expected.append(one.learn(d, f))
+        except InvalidInput as err:
+            expected.append(type(err))
+    assert 400 < one._origin < 600 and one.fits > 10
+    return pairs, expected, one
+
+
+@pytest.mark.parametrize("size", [1, 97, 512])
+def test_batches_learn_what_learn_learns_through_fits_and_a_change(size: int) -> None:
+    """``learn_batch`` of the stream: the state of ``learn`` pair by pair, through fits,
+    pending fits, refused entries and the restart."""
+    pairs, expected, one = logged_change()
+    batched = small_boosted()
+    got = []
+    for start in range(0, len(pairs), size):
+        part = pairs[start : start + size]
+        results = batched.learn_batch([d for d, _ in part], [f for _, f in part])
+        got += [r if isinstance(r, bool) else type(r) for r in results]
+    assert got == expected
+    assert_same_state(one, batched)
+    assert batched._origin == one._origin > 0
 
 
 def test_full_information_learns_a_row_per_action() -> None:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from banditree.core.arrays import FloatArray
+from banditree.core.arrays import FloatArray, IntArray
 from banditree.core.records import Decision, Feedback
 from banditree.estimators import OnePointEstimator
 from banditree.kernel import native
@@ -42,6 +42,10 @@ _all, _isfinite = np.logical_and.reduce, np.isfinite
 
 class Learning(GradientBase):
     """The learning half: :meth:`learn` queues feedback and applies an update per window."""
+
+    if TYPE_CHECKING:  # the serving half's (``decide.Deciding``)
+
+        def served_rewards(self, x: FloatArray, actions: IntArray) -> FloatArray: ...
 
     def check(self, decision: Decision, feedback: Feedback) -> None:
         """Raise :class:`InvalidInput` when this feedback cannot be learned from."""

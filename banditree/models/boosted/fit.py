@@ -15,8 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from banditree.core.arrays import FloatArray, IntArray
-from banditree.models.boosted.frozen import FrozenBoostedEnsemble, leaf_positions
+from banditree.models.boosted.frozen import FrozenBoostedEnsemble
 from banditree.models.boosted.linear import fit_linear_base
+from banditree.models.boosted.model_text import padded_trees
 from banditree.models.boosted.stats import leaf_uncertainty
 
 
@@ -119,9 +120,10 @@ def fit_ensemble(
         inputs, label=rewards, init_score=init if base is not None else None, params=params
     )
     booster = lgb.train(params, data, num_boost_round=settings.n_trees)
-    dump = booster.dump_model()
-    frozen = FrozenBoostedEnsemble.from_dump(
-        dump, settings.depth, contexts.shape[1], n_actions, base
+    # the model text, not dump_model's JSON: the same numbers, a tenth of the time
+    trees = padded_trees(booster.model_to_string(), settings.depth)
+    frozen = FrozenBoostedEnsemble.from_trees(
+        (trees.features, trees.thresholds, trees.values), contexts.shape[1], n_actions, base
     )
     if route is not None:  # the compiled walk of the padded trees
         leaves = route(inputs, frozen.features, frozen.thresholds)
@@ -130,7 +132,7 @@ def fit_ensemble(
         # the same leaves as FrozenBoostedEnsemble.route, a fifth of a fit's time less
         predicted = booster.predict(inputs, pred_leaf=True, num_threads=1)
         indices = np.asarray(predicted, dtype=np.int64)
-        positions = leaf_positions(dump, settings.depth)
+        positions = trees.positions
         leaves = positions[np.arange(positions.shape[0]), indices.reshape(len(rewards), -1)]
     uncertainty = leaf_uncertainty(
         leaves,

@@ -271,6 +271,22 @@ class FrozenBoostedEnsemble:
         )
 
     @classmethod
+    def from_trees(
+        cls,
+        trees: tuple[IntArray, FloatArray, FloatArray],
+        n_context: int,
+        n_actions: int,
+        base: tuple[FloatArray, FloatArray, FloatArray] | None = None,
+    ) -> FrozenBoostedEnsemble:
+        """The padded ``(features, thresholds, values)`` (as
+        :func:`~banditree.models.boosted.model_text.padded_trees` gives them) over the
+        linear ``base`` (mean, scale, weights; None: zeros), uncertainties zero."""
+        features, thresholds, values = trees
+        if base is None:
+            base = (np.zeros(n_context), np.ones(n_context), np.zeros((n_actions, n_context + 1)))
+        return cls(features, thresholds, values, np.zeros_like(values), n_context, n_actions, *base)
+
+    @classmethod
     def from_dump(
         cls,
         dump: dict[str, Any],
