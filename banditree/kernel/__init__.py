@@ -29,6 +29,7 @@ __all__ = [
     "IMPORT_ERROR",
     "KernelUnavailable",
     "boosted_decide",
+    "boosted_leaf_sums",
     "boosted_route",
     "boosted_value",
     "boosted_values",
@@ -257,6 +258,18 @@ def rank_decide(
         float(parameter), prefix, event_id, u, scores,
     )  # fmt: skip
     return decided
+
+
+def boosted_leaf_sums(
+    module: ModuleType, leaves: IntArray, targets: FloatArray, size: int
+) -> tuple[FloatArray, FloatArray]:
+    """``(count, squares)`` ``(size,)``: the rows of ``leaves`` ``(B, T)`` (flat leaves in
+    ``[0, size)``) reaching each leaf, and the squared deviations of their ``targets``
+    ``(B,)`` from its mean (:func:`~banditree.models.boosted.stats.leaf_uncertainty`'s
+    bincounts of the ``reward`` target, the same numbers)."""
+    count, squares = np.empty(size), np.empty(size)
+    module.boosted_leaf_sums(leaves, targets, count, squares)
+    return count, squares
 
 
 def event_uniform_rows(module: ModuleType, seed: int, event_ids: list[str]) -> FloatArray:

@@ -427,6 +427,79 @@ fail:
     return NULL;
 }
 
+PyDoc_STRVAR(boosted_leaf_sums_doc,
+             "boosted_leaf_sums(leaves, targets, count, squares)\n--\n\n"
+             "Per flat leaf (S of them) of leaves (B, T): the rows reaching it into count\n"
+             "(S,) and their squared deviations from its mean target into squares (S,).\n"
+             "See banditree.kernel.boosted_leaf_sums.");
+
+static PyObject *boosted_leaf_sums(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[4];
+    if (!PyArg_ParseTuple(args, "OOOO:boosted_leaf_sums", &o[0], &o[1], &o[2], &o[3])) {
+        return NULL;
+    }
+    Arr a[4];
+    memset(a, 0, sizeof a);
+    Py_ssize_t ls[2] = {-1, -1}, cs[1] = {-1};
+    if (take(o[0], "leaves", 'q', 2, ls, 0, &a[0]) < 0 ||
+        take(o[2], "count", 'd', 1, cs, 1, &a[2]) < 0) {
+        goto fail;
+    }
+    Py_ssize_t b_rows = ls[0], n_trees = ls[1], size = cs[0], bs[1] = {b_rows}, ss[1] = {size};
+    if (take(o[1], "targets", 'd', 1, bs, 0, &a[1]) < 0 ||
+        take(o[3], "squares", 'd', 1, ss, 1, &a[3]) < 0) {
+        goto fail;
+    }
+    const int64_t *leaves = i64(&a[0]);
+    for (Py_ssize_t i = 0; i < b_rows * n_trees; i++) {
+        if (leaves[i] < 0 || leaves[i] >= (int64_t)size) {
+            PyErr_Format(PyExc_ValueError, "leaves[%zd][%zd] must be in [0, %zd], got %lld",
+                         i / n_trees, i % n_trees, size - 1, (long long)leaves[i]);
+            goto fail;
+        }
+    }
+    double *total = PyMem_Malloc((size_t)(size > 0 ? size : 1) * sizeof(double));
+    if (total == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    const double *y = f64(&a[1]);
+    double *count = f64(&a[2]), *squares = f64(&a[3]);
+    Py_BEGIN_ALLOW_THREADS;
+    /* leaf_uncertainty's bincounts: each leaf's rows added in the flat order (row, then
+     * tree), the mean as numpy divides it, then the squared deviations in that order */
+    for (Py_ssize_t f = 0; f < size; f++) {
+        count[f] = 0.0;
+        total[f] = 0.0;
+        squares[f] = 0.0;
+    }
+    for (Py_ssize_t b = 0; b < b_rows; b++) {
+        const int64_t *row = leaves + b * n_trees;
+        for (Py_ssize_t t = 0; t < n_trees; t++) {
+            count[row[t]] += 1.0;
+            total[row[t]] += y[b];
+        }
+    }
+    for (Py_ssize_t f = 0; f < size; f++) {
+        total[f] /= count[f] > 1.0 ? count[f] : 1.0; /* now the mean */
+    }
+    for (Py_ssize_t b = 0; b < b_rows; b++) {
+        const int64_t *row = leaves + b * n_trees;
+        for (Py_ssize_t t = 0; t < n_trees; t++) {
+            double centred = y[b] - total[row[t]];
+            squares[row[t]] += centred * centred;
+        }
+    }
+    Py_END_ALLOW_THREADS;
+    PyMem_Free(total);
+    release(a, 4);
+    Py_RETURN_NONE;
+fail:
+    release(a, 4);
+    return NULL;
+}
+
 PyDoc_STRVAR(boosted_route_doc,
              "boosted_route(inputs, features, thresholds, leaves)\n--\n\n"
              "The flat leaf (t * 2^D + j) of every row of inputs (B, W) in every tree,\n"

@@ -474,6 +474,7 @@ static PyMethodDef methods[] = {
     {"boosted_decide", boosted_decide, METH_VARARGS, boosted_decide_doc},
     {"boosted_value", boosted_value, METH_VARARGS, boosted_value_doc},
     {"boosted_values", boosted_values, METH_VARARGS, boosted_values_doc},
+    {"boosted_leaf_sums", boosted_leaf_sums, METH_VARARGS, boosted_leaf_sums_doc},
     {"boosted_route", boosted_route, METH_VARARGS, boosted_route_doc},
     {"rank_decide", rank_decide, METH_VARARGS, rank_decide_doc},
     {NULL, NULL, 0, NULL},

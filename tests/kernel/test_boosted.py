@@ -18,6 +18,7 @@ from banditree.learners.gradient_bandit.kernel_calls import explorer_setting
 from banditree.models.boosted.fit import BoostingSettings, fit_ensemble
 from banditree.models.boosted.frozen import FrozenBoostedEnsemble
 from banditree.models.boosted.linear import Z_CLIP
+from banditree.models.boosted.stats import leaf_uncertainty
 from tests.kernel.pairs import TOLERANCE
 
 module = kernel.native()
@@ -314,14 +315,45 @@ def test_the_rows_reach_the_leaves_of_the_numpy_walk(
     np.testing.assert_array_equal(got, frozen.route(inputs))
 
 
-def test_a_fit_routed_by_the_kernel_is_the_fit_routed_by_lightgbm() -> None:
+@pytest.mark.parametrize("prior", [0.0, 3.0])
+def test_a_fit_routed_by_the_kernel_is_the_fit_routed_by_lightgbm(prior: float) -> None:
+    """The kernel's walk and leaf sums, or LightGBM's leaves and numpy's bincounts: the
+    same ensemble, bit for bit."""
     rng = np.random.default_rng(4)
     x = rng.normal(size=(700, 5))
     actions = rng.integers(0, 3, size=700)
     rewards = (rng.random(700) < 0.4).astype(np.float64)
-    settings = BoostingSettings(n_trees=12, depth=4, linear_l2=10.0)
-    ours = fit_ensemble(x, actions, rewards, 3, settings, 0, partial(kernel.boosted_route, module))
+    settings = BoostingSettings(n_trees=12, depth=4, linear_l2=10.0, prior=prior)
+    route = partial(kernel.boosted_route, module)
+    ours = fit_ensemble(
+        x, actions, rewards, 3, settings, 0, route, partial(kernel.boosted_leaf_sums, module)
+    )
     theirs = fit_ensemble(x, actions, rewards, 3, settings, 0)
     for name, value in theirs.tensors().items():
-        np.testing.assert_array_equal(ours.tensors()[name], value, err_msg=name)
+        assert ours.tensors()[name].tobytes() == value.tobytes(), name
     assert ours.uncertainty.any()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    rows=st.sampled_from([0, 1, 5, 300]),
+    trees=st.integers(1, 6),
+    leaves=st.sampled_from([1, 2, 8]),
+    prior=st.sampled_from([0.0, 0.5, 4.0]),
+    scale=st.sampled_from([1.0, 1e-8, 1e150]),
+)
+def test_the_kernels_leaf_sums_are_the_bincounts(
+    seed: int, rows: int, trees: int, leaves: int, prior: float, scale: float
+) -> None:
+    """``boosted_leaf_sums`` in ``leaf_uncertainty``: numpy's uncertainty bit for bit,
+    leaves no row reaches included."""
+    rng = np.random.default_rng(seed)
+    flat = rng.integers(0, leaves, size=(rows, trees)) + np.arange(trees) * leaves
+    targets = rng.normal(size=rows) * scale
+    values = rng.normal(size=(trees, leaves))
+    want = leaf_uncertainty(flat, targets, values, prior=prior)
+    got = leaf_uncertainty(
+        flat, targets, values, prior=prior, sums=partial(kernel.boosted_leaf_sums, module)
+    )
+    assert got.tobytes() == want.tobytes()

@@ -1,4 +1,5 @@
-"""``boosted_decide``, ``boosted_value(s)`` and ``boosted_route`` under hostile arguments: it raises, it never crashes.
+"""The boosted kernel's calls (``boosted_decide``, ``boosted_value(s)``, ``boosted_route``,
+``boosted_leaf_sums``) under hostile arguments: each raises or runs, never crashes.
 
 The strategies are :mod:`tests.kernel.test_fuzz`'s; ``make sanitize`` runs this file
 under AddressSanitizer and UndefinedBehaviorSanitizer.
@@ -18,7 +19,13 @@ module = kernel.native()
 D, K, T, DEPTH = 3, 4, 2, 2
 N_INT, LEAVES = (1 << DEPTH) - 1, 1 << DEPTH
 #: calls that passed every check and ran
-RAN = {"boosted_decide": 0, "boosted_value": 0, "boosted_values": 0, "boosted_route": 0}
+RAN = {
+    "boosted_decide": 0,
+    "boosted_value": 0,
+    "boosted_values": 0,
+    "boosted_route": 0,
+    "boosted_leaf_sums": 0,
+}
 
 
 @settings(max_examples=300, deadline=None)
@@ -142,6 +149,24 @@ def test_boosted_route_raises_or_routes(data: st.DataObject, trees: int, rows: i
     leaves = args[3]
     first = np.arange(trees) * LEAVES
     assert ((leaves >= first) & (leaves < first + LEAVES)).all()
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data(), trees=st.sampled_from([0, 1, T]), rows=st.sampled_from([0, 1, 3]))
+def test_boosted_leaf_sums_raises_or_sums(data: st.DataObject, trees: int, rows: int) -> None:
+    size = max(trees, 1) * LEAVES
+    args = [
+        data.draw(then_hostile(ints((rows, trees), size)), label="leaves"),
+        data.draw(then_hostile(floats((rows,))), label="targets"),
+        data.draw(hostile(np.full(size, np.nan)), label="count"),
+        data.draw(hostile(np.full(size, np.nan)), label="squares"),
+    ]
+    try:
+        module.boosted_leaf_sums(*args)
+    except RAISED:
+        return
+    RAN["boosted_leaf_sums"] += 1
+    assert args[2].sum() == rows * trees
 
 
 def test_the_fuzz_ran_the_loops() -> None:

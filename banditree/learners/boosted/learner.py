@@ -29,7 +29,14 @@ import numpy as np
 from banditree.core.arrays import FloatArray, IntArray
 from banditree.core.records import Decision, Feedback
 from banditree.explore import Explorer, event_uniforms, sample_action
-from banditree.kernel import boosted_decide, boosted_route, boosted_value, boosted_values, native
+from banditree.kernel import (
+    boosted_decide,
+    boosted_leaf_sums,
+    boosted_route,
+    boosted_value,
+    boosted_values,
+    native,
+)
 from banditree.learners.base import Learner, Tensors
 from banditree.learners.boosted.compete import ActionErrors, PolicySwitch, ProgressiveErrors
 from banditree.learners.boosted.refits import (
@@ -643,13 +650,16 @@ class BoostedBandit(Learner):
         if self.options.rows_per_tree is not None:  # few rows: fewer trees
             trees = max(1, math.ceil(len(self._window) / self.options.rows_per_tree))
             settings = replace(settings, n_trees=min(settings.n_trees, trees))
-        route = None if self._kernel is None else partial(boosted_route, self._kernel)
+        kernel = self._kernel
+        route = None if kernel is None else partial(boosted_route, kernel)
+        sums = None if kernel is None else partial(boosted_leaf_sums, kernel)
         if len(self._window) < BACKGROUND_ROWS:
-            self._use(fit_ensemble(*rows, self.n_actions, settings, self.seed, route))
+            self._use(fit_ensemble(*rows, self.n_actions, settings, self.seed, route, sums))
             return
         self._pending_fit = PendingFit.start(
-            apply_round(n, self._next_fit), rows, self.n_actions, settings, self.seed, route
-        )
+            apply_round(n, self._next_fit), rows, self.n_actions, settings, self.seed, route,
+            sums,
+        )  # fmt: skip
 
     def _use(self, ensemble: FrozenBoostedEnsemble) -> None:
         """Decide with a fitted ``ensemble`` from now on."""

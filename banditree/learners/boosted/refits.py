@@ -20,6 +20,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from banditree.core.arrays import FloatArray, IntArray
 from banditree.models.boosted.fit import BoostingSettings, Router, fit_ensemble
 from banditree.models.boosted.frozen import FrozenBoostedEnsemble
+from banditree.models.boosted.stats import LeafSums
 
 #: a fit of at least this many window rows runs on the worker (fewer: inside ``learn``,
 #: where it costs a few tens of milliseconds)
@@ -84,12 +85,13 @@ class PendingFit:
         settings: BoostingSettings,
         seed: int,
         route: Router | None,
+        sums: LeafSums | None = None,
     ) -> PendingFit:
         """Fit ``rows`` (copied: the window moves on meanwhile) on the worker."""
         contexts, actions, rewards = rows
         future = fit_worker().submit(
             fit_ensemble, contexts.copy(), actions.copy(), rewards.copy(), n_actions, settings,
-            seed, route,
+            seed, route, sums,
         )  # fmt: skip
         return cls(apply_at, future=future)
 

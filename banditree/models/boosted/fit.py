@@ -18,7 +18,7 @@ from banditree.core.arrays import FloatArray, IntArray
 from banditree.models.boosted.frozen import FrozenBoostedEnsemble
 from banditree.models.boosted.linear import fit_linear_base
 from banditree.models.boosted.model_text import padded_trees
-from banditree.models.boosted.stats import leaf_uncertainty
+from banditree.models.boosted.stats import LeafSums, leaf_uncertainty
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,7 @@ def fit_ensemble(
     settings: BoostingSettings,
     seed: int,
     route: Router | None = None,
+    sums: LeafSums | None = None,
 ) -> FrozenBoostedEnsemble:
     """Fit the rows and freeze the ensemble with its per-leaf uncertainty.
 
@@ -80,6 +81,8 @@ def fit_ensemble(
     route
         Routes the fitted rows to their leaves for the leaf statistics (None: LightGBM's
         own leaf prediction; the same leaves).
+    sums
+        Counts the leaves' rows and squares (the kernel's; None: numpy's bincounts).
 
     Returns
     -------
@@ -144,5 +147,6 @@ def fit_ensemble(
         target=settings.target,
         prior=settings.prior,
         prior_variance=settings.prior_variance,
+        sums=sums,
     )
     return frozen.with_uncertainty(uncertainty)

@@ -13,9 +13,15 @@ reward the variance summed over the leaves it reaches.  Two departures are optio
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from banditree.core.arrays import FloatArray, IntArray
+
+#: ``(leaves (B, T), targets (B,), size) -> (count, squares)`` of the ``reward`` target:
+#: the compiled kernel's ``boosted_leaf_sums`` (the bincounts below, the same numbers)
+LeafSums = Callable[[IntArray, FloatArray, int], tuple[FloatArray, FloatArray]]
 
 
 def leaf_uncertainty(
@@ -26,6 +32,7 @@ def leaf_uncertainty(
     target: str = "reward",
     prior: float = 0.0,
     prior_variance: float = 0.25,
+    sums: LeafSums | None = None,
 ) -> FloatArray:
     """``variance / count`` of every leaf ``(T, L)`` over the fitted rows.
 
@@ -41,6 +48,8 @@ def leaf_uncertainty(
         ``"reward"`` or ``"residual"``.
     prior, prior_variance
         Pseudo-rows of this variance added to every leaf.
+    sums
+        Counts the ``reward`` target's rows and squares in one pass (None: numpy).
 
     Returns
     -------
@@ -50,19 +59,22 @@ def leaf_uncertainty(
     """
     t, n_leaves = values.shape
     size = t * n_leaves
-    flat = leaves.ravel()
-    if target == "reward":
-        y = np.broadcast_to(targets[:, None], leaves.shape).ravel()
-    elif target == "residual":
-        before = np.cumsum(values.ravel()[leaves], axis=1) - values.ravel()[leaves]
-        y = (targets[:, None] - before).ravel()
-    else:
+    if target not in ("reward", "residual"):
         raise ValueError(f"target must be 'reward' or 'residual', got {target!r}")
-    count = np.bincount(flat, minlength=size).astype(np.float64)
-    total = np.bincount(flat, weights=y, minlength=size)
-    mean = total / np.maximum(count, 1.0)
-    centred = y - mean[flat]
-    squares = np.bincount(flat, weights=centred * centred, minlength=size)
+    if target == "reward" and sums is not None:
+        count, squares = sums(np.ascontiguousarray(leaves, dtype=np.int64), targets, size)
+    else:
+        flat = leaves.ravel()
+        if target == "reward":
+            y = np.broadcast_to(targets[:, None], leaves.shape).ravel()
+        else:
+            before = np.cumsum(values.ravel()[leaves], axis=1) - values.ravel()[leaves]
+            y = (targets[:, None] - before).ravel()
+        count = np.bincount(flat, minlength=size).astype(np.float64)
+        total = np.bincount(flat, weights=y, minlength=size)
+        mean = total / np.maximum(count, 1.0)
+        centred = y - mean[flat]
+        squares = np.bincount(flat, weights=centred * centred, minlength=size).astype(np.float64)
     weight = count + prior
     variance = (squares + prior * prior_variance) / np.maximum(weight, 1.0)
     out = variance / np.maximum(weight, 1.0)
