@@ -14,7 +14,10 @@ and over the last half (the window full, refits at their steady pace), and the n
 of fits.  LightGBM is imported before the clock starts, as a service's learner does
 when it takes the model (``Learner.prepare_to_learn``).  Large windows are fitted on
 the fit worker beside the learner (:mod:`banditree.learners.boosted.refits`): with a
-second core free the wall rate is above the CPU rate.  Then the decision: CPU
+second core free the wall rate is above the CPU rate.  ``batch_*``: a fresh learner
+learns the same pairs through ``learn_batch``, 512 a call (the service's learner's
+chunks, ``service.domain.runtime.learner_steps.MAX_CHUNK``), the same state as ``learn``
+pair by pair.  Then the decision: CPU
 microseconds per ``act`` of the fitted model (median of 5 passes of 2,000 contexts) by
 the compiled kernel and by the numpy reference, against the default learner's ``act``
 in the same run.  Goals (issue 44): a decision under 50 us, 5,000 feedbacks per second.
@@ -33,6 +36,9 @@ import numpy as np
 from banditree.learners import Decision, Feedback, Learner, build_learner
 from banditree.learners.boosted import BoostedBandit
 from banditree.learners.boosted.refits import preload_lightgbm
+
+#: pairs per ``learn_batch`` call (the service learner's chunk)
+BATCH = 512
 
 
 def logged_pairs(n: int, d: int, k: int, seed: int = 0) -> list[tuple[Decision, Feedback]]:
@@ -84,6 +90,15 @@ def main(argv: list[str] | None = None) -> None:
     for decision, feedback in pairs[half:]:
         learner.learn(decision, feedback)
     end, wall_end = time.process_time(), time.perf_counter()
+    batched = build_learner(
+        {"kind": "boosted", "n_features": d, "n_actions": k, "options": options}
+    )
+    batched.prepare_to_learn()
+    decisions, feedbacks = [p[0] for p in pairs], [p[1] for p in pairs]
+    batch_start, batch_wall = time.process_time(), time.perf_counter()
+    for i in range(0, len(pairs), BATCH):
+        batched.learn_batch(decisions[i : i + BATCH], feedbacks[i : i + BATCH])
+    batch_end, batch_wall_end = time.process_time(), time.perf_counter()
     contexts = np.random.default_rng(1).normal(size=(2000, d))
     default = build_learner({"n_features": d, "n_actions": k})
     for decision, feedback in pairs[:2000]:
@@ -98,6 +113,8 @@ def main(argv: list[str] | None = None) -> None:
         "last_half_feedbacks_per_second": (len(pairs) - half) / (wall_end - wall_middle),
         "feedbacks_per_cpu_second": len(pairs) / (end - start),
         "last_half_feedbacks_per_cpu_second": (len(pairs) - half) / (end - middle),
+        "batch_feedbacks_per_second": len(pairs) / (batch_wall_end - batch_wall),
+        "batch_feedbacks_per_cpu_second": len(pairs) / (batch_end - batch_start),
         "boosted_act_us": act_us(learner, contexts),
         "default_act_us": act_us(default, contexts),
     }
