@@ -84,6 +84,7 @@ def learn_chunk(
     istate: Any,
     fstate: Any,
     config: Any,
+    served: tuple[Any, Any, Any, Any] | None = None,
     /,
 ) -> None: ...
 def boosted_decide(
@@ -119,6 +120,20 @@ def boosted_value(
     action: int,
     /,
 ) -> float: ...
+def boosted_values(
+    x: Any,
+    actions: Any,
+    features: Any,
+    thresholds: Any,
+    values: Any,
+    offset: Any,
+    scale: Any,
+    base: Any,
+    clip: float,
+    out: Any,
+    /,
+) -> None: ...
+def boosted_leaf_sums(leaves: Any, targets: Any, count: Any, squares: Any, /) -> None: ...
 def boosted_route(inputs: Any, features: Any, thresholds: Any, leaves: Any, /) -> None: ...
 def rank_decide(
     c: Any,

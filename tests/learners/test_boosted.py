@@ -425,22 +425,25 @@ def test_after_a_restart_the_schedules_count_from_it_and_the_tree_decides() -> N
     assert restored.ensemble_decides
 
 
-def small_boosted() -> BoostedBandit:
+def small_boosted(blend_weights: str = "global") -> BoostedBandit:
     learner = build_learner(
-        {"kind": "boosted", "n_features": D, "n_actions": K, "seed": 1, "n_trees": 8}
-    )
+        {"kind": "boosted", "n_features": D, "n_actions": K, "seed": 1, "n_trees": 8,
+         "options": {"blend_weights": blend_weights}}
+    )  # fmt: skip
     assert isinstance(learner, BoostedBandit)
     return learner
 
 
 @functools.cache
-def logged_change() -> tuple[list[tuple[Any, Feedback]], list[object], BoostedBandit]:
+def logged_change(
+    blend_weights: str,
+) -> tuple[list[tuple[Any, Feedback]], list[object], BoostedBandit]:
     """A logged stream whose labels shift (the tree's detector restarts the learner),
     with entries ``learn`` refuses or learns one by one among them; the results and
     the learner of ``learn`` pair by pair."""
     x, labels = rounds(1000, seed=3)
     labels[400:] = (labels[400:] + 1) % K
-    actor = small_boosted()
+    actor = small_boosted(blend_weights)
     pairs: list[tuple[Any, Feedback]] = []
     for i, (row, label) in enumerate(zip(x, labels.tolist(), strict=True)):
         d = actor.act(row)
@@ -453,7 +456,7 @@ def logged_change() -> tuple[list[tuple[Any, Feedback]], list[object], BoostedBa
         if i % 211 == 7:  # learned one by one: a label, an int loss, an int propensity
             pairs += [(d, Feedback(label=float(label))), (d, Feedback(loss=1))]
             pairs.append((replace(d, propensity=1), f))
-    one = small_boosted()
+    one = small_boosted(blend_weights)
     expected: list[object] = []
     for d, f in pairs:
         try:
@@ -464,12 +467,16 @@ def logged_change() -> tuple[list[tuple[Any, Feedback]], list[object], BoostedBa
     return pairs, expected, one
 
 
-@pytest.mark.parametrize("size", [1, 97, 512])
-def test_batches_learn_what_learn_learns_through_fits_and_a_change(size: int) -> None:
+@pytest.mark.parametrize(
+    ("size", "blend_weights"), [(1, "global"), (97, "global"), (512, "global"), (97, "per_action")]
+)
+def test_batches_learn_what_learn_learns_through_fits_and_a_change(
+    size: int, blend_weights: str
+) -> None:
     """``learn_batch`` of the stream: the state of ``learn`` pair by pair, through fits,
     pending fits, refused entries and the restart."""
-    pairs, expected, one = logged_change()
-    batched = small_boosted()
+    pairs, expected, one = logged_change(blend_weights)
+    batched = small_boosted(blend_weights)
     got = []
     for start in range(0, len(pairs), size):
         part = pairs[start : start + size]

@@ -444,6 +444,7 @@ class BoostedBandit(Learner):
             n != len(feedbacks)
             or type(self).learn is not BoostedBandit.learn
             or self.options.blend_score == "policy_value"  # reads every action's estimate
+            or self._switch is not None  # so does policy_switch
             or (starter is not None and not (self._compete and _serves_batches(starter)))
         ):
             return super().learn_batch(decisions, feedbacks)
@@ -552,7 +553,14 @@ class BoostedBandit(Learner):
             values = boosted_values(
                 self._kernel, x, actions, ensemble.tree_arrays, ensemble.linear_arrays, Z_CLIP
             ).tolist()
-        self._errors.update_rounds(online.tolist(), values, rewards.tolist())
+        online_values, reward_values = online.tolist(), rewards.tolist()
+        self._errors.update_rounds(online_values, values, reward_values)
+        if self._action_errors is not None:  # each round in order, as _score
+            update = self._action_errors.update
+            for a, o, v, r in zip(
+                actions.tolist(), online_values, values, reward_values, strict=True
+            ):
+                update(a, o, v, r)
 
     def prepare_to_learn(self) -> None:
         """Import LightGBM on the fit worker now, not in the first fit's ``learn``."""
