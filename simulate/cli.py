@@ -55,7 +55,7 @@ def simulate_command(
     model: str | None = typer.Option(
         None,
         "--model",
-        help="dgt, dgt_forest, tel, hinge, linear or boosted (default: the service's, dgt for "
+        help="dgt, dgt_forest, tel, hinge, linear or boosted (default: the service's, boosted for "
         "classification, a 4-tree dgt_forest for regression; dgt with --warm-start).",
     ),
     out: Path = typer.Option(

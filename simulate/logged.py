@@ -36,7 +36,7 @@ class LoggedOptions:
     """Options of logged mode (names as on the command line)."""
 
     data: str
-    model: str | None  # None: the LearnerConfig default (dgt)
+    model: str | None  # None: the LearnerConfig default (boosted)
     out: Path
     passes: int = 1
     seeds: int = 1

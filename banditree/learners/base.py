@@ -186,6 +186,13 @@ class Learner(ABC):
         (classification with one tree); None otherwise."""
         return None
 
+    def blend_state(self) -> dict[str, Any] | None:
+        """Where the tree that :meth:`trace`, :meth:`leaf_stats` and the export show is
+        one part of a blended policy (a boosted model's online tree): ``shown`` and the
+        other part's ``ensemble_weight`` now (:mod:`banditree.learners.boosted.readable`);
+        None where the trees shown are the whole policy."""
+        return None
+
     def input_scaling(self) -> dict[str, list[float]] | None:
         """The served standardisation (``mean``, ``scale``) of numeric contexts, or None."""
         return None

@@ -445,6 +445,9 @@ class ComposedLearner(Learner):
     def leaf_probabilities(self) -> list[list[list[float]]] | None:
         return None if self._awaiting_schema else self.core.leaf_probabilities()
 
+    def blend_state(self) -> dict[str, Any] | None:
+        return None if self._awaiting_schema else self.core.blend_state()
+
     def input_scaling(self) -> dict[str, list[float]] | None:
         """The core's scaling of numeric contexts (None for named features)."""
         if self.features is not None or self.inference is not None:

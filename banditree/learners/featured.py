@@ -57,26 +57,51 @@ class FeatureStage:
     def export(self, core: Learner) -> dict[str, Any]:
         """A hard tree: the named document (:func:`banditree.features.export.export_tree`)
         that :class:`~banditree.features.export.ReferenceEvaluator` runs on raw contexts;
-        another model: its own export with the schema and the column names."""
+        a boosted model: its own export, its ``online_tree`` as that named document;
+        another model: its own export; each with the schema and the column names."""
         exported = dict(core.export_model())
         if exported.get("format") == TREE_FORMAT and isinstance(core, GradientBandit):
-            mean, inv_scale, clip = core.served_scaling()
-            exported = export_tree(exported, self.encoder, mean, inv_scale, clip)
+            exported = self._named_tree(exported, core)
+        online, tree = exported.get("online_tree"), getattr(core, "online_tree", None)
+        if isinstance(online, dict) and online.get("format") == TREE_FORMAT:
+            if isinstance(tree, GradientBandit):
+                exported["online_tree"] = self._named_tree(online, tree)
         exported["features"] = self.schema.to_json()
         exported["columns"] = self.encoder.columns()
         return exported
 
+    def _named_tree(self, exported: dict[str, Any], tree: GradientBandit) -> dict[str, Any]:
+        mean, inv_scale, clip = tree.served_scaling()
+        return export_tree(exported, self.encoder, mean, inv_scale, clip)
+
     @staticmethod
-    def names_paths(document: Mapping[str, Any]) -> bool:
-        """Whether ``document`` (an :meth:`export`) names its leaf paths (a hard tree)."""
-        return document.get("format") == NAMED_FORMAT
+    def named_tree(document: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        """The named hard tree of ``document`` (an :meth:`export`): itself (a ``dgt``
+        model), its ``online_tree`` (a boosted model's), or None."""
+        if document.get("format") == NAMED_FORMAT:
+            return document
+        online = document.get("online_tree")
+        if isinstance(online, Mapping) and online.get("format") == NAMED_FORMAT:
+            return online
+        return None
+
+    @classmethod
+    def names_paths(cls, document: Mapping[str, Any]) -> bool:
+        """Whether ``document`` (an :meth:`export`) names its leaf paths (a hard tree, or
+        a boosted model's online tree)."""
+        return cls.named_tree(document) is not None
 
     def explain(self, document: Mapping[str, Any], context: Mapping[str, Any]) -> list[str]:
-        """The leaf path of ``context`` in ``document`` (an :meth:`export`) as named conditions."""
-        if not self.names_paths(document):
-            raise InvalidInput("explain", "is for models whose kind is a single tree (dgt)")
+        """The leaf path of ``context`` in ``document``'s named tree (:meth:`named_tree`)
+        as named conditions."""
+        tree = self.named_tree(document)
+        if tree is None:
+            raise InvalidInput(
+                "explain",
+                "is for models whose kind is a single tree (dgt) or boosted (its online tree)",
+            )
         self.encoder.encode(_as_mapping(context, "context"))  # a bad context: its 4xx
-        return ReferenceEvaluator(document).explain(context)
+        return ReferenceEvaluator(tree).explain(context)
 
     def state(self) -> tuple[Tensors, dict[str, Any]]:
         """The encoder's tensors (under :data:`PREFIX`) and its JSON state."""

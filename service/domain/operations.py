@@ -88,6 +88,8 @@ async def decide(
     content: dict[str, Any]
     # explained before deciding, with no await between: the same snapshot decides
     explained = _explanations(runtime.learner, body) if body.explain else None
+    # a boosted model's explanation is its online tree's path: which, and the blend
+    shown = runtime.learner.blend_state() if explained is not None else None
     given = body.given_event_ids()
     if given is not None:  # the caller's ids: a repeat gets the decisions stored before
 
@@ -118,6 +120,8 @@ async def decide(
     if explained is not None:
         for row, why in zip(content.get("decisions", [content]), explained, strict=True):
             row["explanation"] = why
+            if shown is not None:
+                row["explained_by"] = shown
     if not logged:  # the store is away: answered from memory, feedback cannot be taken
         content["logged"] = False
     return content

@@ -247,8 +247,10 @@ class PredictCreate(BaseModel):
     explain: bool = Field(
         False,
         description=(
-            "models with features whose kind is dgt: each decision also gets 'explanation', "
-            "its leaf's path as named conditions (a list of strings, root first)"
+            "models with features whose kind is dgt or boosted: each decision also gets "
+            "'explanation', its leaf's path as named conditions (a list of strings, root "
+            "first); a boosted model's is its online tree's path, and 'explained_by' says "
+            "so, with the ensemble's weight in the blend the decision read (ensemble_weight)"
         ),
     )
     default_actions: (

@@ -12,7 +12,9 @@ from tests.learners.test_featured import FEATURES, best, contexts
 
 
 def trained(n: int = 1500, **extra: object) -> FeaturedLearner:
-    learner = build_learner({"n_actions": 3, "features": FEATURES, **extra})
+    """A single tree's named export (a boosted model's online tree is the same document:
+    ``tests/learners/test_boosted_readable.py``)."""
+    learner = build_learner({"kind": "dgt", "n_actions": 3, "features": FEATURES, **extra})
     assert isinstance(learner, FeaturedLearner)
     for ctx in contexts(n):
         d = learner.act(ctx)

@@ -566,7 +566,7 @@ def test_named_features_are_encoded_for_the_ensemble() -> None:
     assert restored.act(context, "e").action == learner.act(context, "e").action == 1
 
 
-def test_the_starter_of_a_wide_schema_fits_ridge_as_the_default_does() -> None:
+def test_the_starter_of_a_wide_schema_fits_ridge_as_a_dgt_model_does() -> None:
     # 10 actions x (201 + 1)^2 columns: past the ridge bound of a plain config, within
     # that of a config with a schema; the starter must resolve the schema's bound
     values = [str(v) for v in range(200)]
@@ -577,8 +577,8 @@ def test_the_starter_of_a_wide_schema_fits_ridge_as_the_default_does() -> None:
         ]
     }
     config = {"features": schema, "n_actions": 10}
-    default = build_learner(config)
-    boosted = build_learner({**config, "kind": "boosted"})
+    default = build_learner({**config, "kind": "dgt"})
+    boosted = build_learner(config)  # the default kind
     starter = boosted.inner._starter  # type: ignore[attr-defined]
     assert default.inner._ridge is not None  # type: ignore[attr-defined]
     assert starter._ridge is not None

@@ -1,11 +1,12 @@
-"""The classification default's kind is one constant, and ``boosted`` can take it.
+"""The classification default's kind is one constant, ``boosted``.
 
 ``defaults.CLASSIFICATION_KIND`` is what a classification config that names no kind
-gets.  These tests set it to ``boosted`` (the switch issue 44 prepares) and check what
-every other kind of model a default config builds keeps: apprentice mode (which boosted
-refuses) stays on the single tree, ranking and regression keep their own, a warm start
-from a trained tree builds a tree, and a stored config keeps the kind it was stored with.
-The service's features on a boosted model: ``tests/service/http/test_boosted_routes.py``.
+gets.  These tests check that it is ``boosted`` and what every other kind of model a
+default config builds keeps: apprentice mode (which boosted refuses) stays on the
+single tree, ranking and regression keep their own, a warm start from a trained tree
+builds a tree, and a stored config keeps the kind it was stored with (a model created
+while the default was dgt stays a dgt model).  The service's features on a boosted
+model: ``tests/service/http/test_boosted_routes.py``.
 """
 
 from __future__ import annotations
@@ -25,20 +26,20 @@ from service.domain.schemas import ModelCreate
 
 
 @pytest.fixture
-def boosted_default(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(defaults, "CLASSIFICATION_KIND", "boosted")
+def boosted_default() -> None:
+    assert defaults.CLASSIFICATION_KIND == "boosted"
 
 
 def test_the_default_kind_reads_the_constant(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert LearnerConfig(n_features=3, n_actions=2).kind == defaults.CLASSIFICATION_KIND
-    monkeypatch.setattr(defaults, "CLASSIFICATION_KIND", "boosted")
     config = LearnerConfig(n_features=3, n_actions=2)
     assert (config.kind, config.n_trees) == ("boosted", defaults.BOOSTED_TREES)
     assert "kind" not in config.model_fields_set
+    monkeypatch.setattr(defaults, "CLASSIFICATION_KIND", "dgt")  # the one switch
+    assert LearnerConfig(n_features=3, n_actions=2).kind == "dgt"
 
 
 @pytest.mark.usefixtures("boosted_default")
-def test_a_switched_default_builds_a_boosted_model_that_learns() -> None:
+def test_the_default_builds_a_boosted_model_that_learns() -> None:
     learner = build_learner({"n_features": 2, "n_actions": 3, "seed": 1})
     assert isinstance(learner, BoostedBandit)
     rng = np.random.default_rng(0)
@@ -72,9 +73,14 @@ def test_ranking_regression_and_a_warm_start_keep_their_kinds() -> None:
 
 
 @pytest.mark.usefixtures("boosted_default")
-def test_a_stored_config_keeps_its_kind() -> None:
+def test_a_stored_config_keeps_its_kind(monkeypatch: pytest.MonkeyPatch) -> None:
     stored = LearnerConfig(kind="dgt", n_features=3, n_actions=2).to_dict()
     assert LearnerConfig.from_stored(stored).kind == "dgt"
+    with monkeypatch.context() as before:  # created without a kind while dgt was the default
+        before.setattr(defaults, "CLASSIFICATION_KIND", "dgt")
+        old = LearnerConfig(n_features=3, n_actions=2).to_dict()
+    assert old["kind"] == "dgt" and LearnerConfig.from_stored(old).kind == "dgt"
+    assert not isinstance(build_learner(LearnerConfig.from_stored(old)), BoostedBandit)
 
 
 @pytest.mark.parametrize(

@@ -62,7 +62,9 @@ def test_detector_state_round_trip() -> None:
 def test_a_signal_shrinks_the_tree_leaves_and_keeps_its_splits() -> None:
     x, y = _shifted_stream(600, 600)
     for shrink, config in ((0.5, {}), (1.0, {"drift_leaf_shrink": 1.0})):
-        learner = build_learner({"n_features": 2, "n_actions": 3, "seed": 1, **config})
+        learner = build_learner(
+            {"kind": "dgt", "n_features": 2, "n_actions": 3, "seed": 1, **config}
+        )
         assert isinstance(learner, GradientBandit) and learner.leaf_shrink == shrink
         _play(learner, x, y)
         before = {k: v.copy() for k, v in learner._params.items()}
@@ -102,8 +104,9 @@ def _recovery(losses: np.ndarray, at: int, window: int = 500) -> int | None:
     return int(hits[0]) + window if hits.size else None
 
 
-def test_the_default_follows_a_map_shift_the_detector_off_does_not() -> None:
-    """SatImage, the label-to-action map shifting by one at round 3,000 (the drift
+def test_a_tree_follows_a_map_shift_the_detector_off_does_not() -> None:
+    """A dgt tree (the default's online tree, whose detector also restarts the default's
+    ensemble: ``tests/learners/test_boosted.py``) on SatImage, the label-to-action map shifting by one at round 3,000 (the drift
     benchmark's abrupt change): the detector signals once, the restarted ridge
     recovers in under 1,000 rounds; without it, in over 2,000 at more than twice the
     loss."""
@@ -112,7 +115,7 @@ def test_the_default_follows_a_map_shift_the_detector_off_does_not() -> None:
     order = np.random.default_rng(0).permutation(len(ds.y_train))
     order = np.concatenate([order, order])[:n]
     x, y = ds.X_train[order], drift_labels(ds.y_train[order], ds.n_classes, "abrupt", at, 0)
-    base = {"n_features": ds.n_features, "n_actions": ds.n_classes}
+    base = {"kind": "dgt", "n_features": ds.n_features, "n_actions": ds.n_classes}
     default = build_learner(base)
     off = build_learner({**base, "drift_threshold": 0})
     assert isinstance(default, GradientBandit) and isinstance(off, GradientBandit)
@@ -128,8 +131,8 @@ def test_the_default_follows_a_map_shift_the_detector_off_does_not() -> None:
 def test_a_checkpoint_carries_the_detector_and_the_explorers_restart() -> None:
     at = 2000
     x, y = _shifted_stream(3000, at)
-    whole = build_learner({"n_features": 2, "n_actions": 3, "seed": 4})
-    first = build_learner({"n_features": 2, "n_actions": 3, "seed": 4})
+    whole = build_learner({"kind": "dgt", "n_features": 2, "n_actions": 3, "seed": 4})
+    first = build_learner({"kind": "dgt", "n_features": 2, "n_actions": 3, "seed": 4})
     assert isinstance(whole, GradientBandit)
     whole_losses = _play(whole, x, y)
     first_losses = _play(first, x[:2300], y[:2300])
@@ -165,7 +168,7 @@ def test_the_detector_keeps_the_newest_signals_only() -> None:
 
 def test_stored_configs_keep_their_behaviour() -> None:
     """A record written before the detector and the floor rebuilds without them."""
-    config = LearnerConfig.model_validate({"n_features": 2, "n_actions": 3})
+    config = LearnerConfig.model_validate({"kind": "dgt", "n_features": 2, "n_actions": 3})
     assert config.resolved_drift_threshold == 30.0
     stored = {
         k: v

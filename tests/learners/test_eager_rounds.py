@@ -15,7 +15,7 @@ from tests.learners.test_contract import stream
 def test_the_first_rounds_update_one_by_one_then_every_accumulate_th(task: str) -> None:
     config = {"n_features": 5, "height": 3, "accumulate": 4, "seed": 2, "task": task}
     if task == "classification":
-        config["n_actions"] = 3
+        config.update(n_actions=3, kind="dgt")
     else:
         config["estimator"] = "two_point"
     learner = build_learner(config)
@@ -36,8 +36,8 @@ def test_the_first_rounds_update_one_by_one_then_every_accumulate_th(task: str) 
 
 
 def test_a_restored_learner_finishes_its_eager_rounds() -> None:
-    config = {"n_features": 5, "n_actions": 3, "height": 3, "accumulate": 4, "seed": 2}
-    learner = build_learner(config)
+    config = {"kind": "dgt", "n_features": 5, "n_actions": 3, "height": 3, "accumulate": 4}
+    learner = build_learner({**config, "seed": 2})
     x, labels = stream(EAGER_ROUNDS + 4, seed=1)
 
     def feed(model: GradientBandit, start: int, stop: int) -> list[bool]:

@@ -137,12 +137,16 @@ def test_bad_contexts_name_the_field_and_leave_the_model_unchanged() -> None:
 
 def test_a_wide_one_hot_model_keeps_the_ridge_within_its_own_bound() -> None:
     wide = {f"c{i}": {"type": "categorical", "max_categories": 30} for i in range(10)}
-    config = LearnerConfig.model_validate({"n_actions": 4, "features": wide})
+    config = LearnerConfig.model_validate({"kind": "dgt", "n_actions": 4, "features": wide})
     assert config.n_features == 320 and config.uses_ridge  # 4 * 321^2 > 250,000
     learner = build_learner(config)
     assert isinstance(learner, FeaturedLearner)
     assert getattr(learner.inner, "_ridge", None) is not None
-    plain = LearnerConfig.model_validate({"n_actions": 4, "n_features": 320})
+    default = build_learner({"n_actions": 4, "features": wide})  # boosted: its online tree
+    assert getattr(default.inner, "_starter")._ridge is not None  # noqa: B009
+    plain = LearnerConfig.model_validate({"kind": "dgt", "n_actions": 4, "n_features": 320})
     assert not plain.uses_ridge
     huge = {f"c{i}": {"type": "categorical", "max_categories": 100} for i in range(10)}
-    assert not LearnerConfig.model_validate({"n_actions": 4, "features": huge}).uses_ridge
+    assert not LearnerConfig.model_validate(
+        {"kind": "dgt", "n_actions": 4, "features": huge}
+    ).uses_ridge

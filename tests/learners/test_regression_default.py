@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from banditree.learners import Feedback, LearnerConfig, build_learner
 from banditree.learners.config import REGRESSION_FOREST_TREES
+from banditree.learners.config.defaults import BOOSTED_TREES
 from banditree.learners.factory import restore_learner
 from banditree.models.dgt.forest_spec import DGTForestSpec
 from banditree.models.dgt.spec import DGTSpec
@@ -23,7 +24,7 @@ def _regression(**extra: Any) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("body", "kind", "n_trees"),
     [
-        ({"n_features": 4, "n_actions": 3}, "dgt", 10),
+        ({"n_features": 4, "n_actions": 3}, "boosted", BOOSTED_TREES),
         (_regression(), "dgt_forest", REGRESSION_FOREST_TREES),
         (_regression(kind="dgt"), "dgt", 10),
         (_regression(kind="dgt_forest"), "dgt_forest", REGRESSION_FOREST_TREES),

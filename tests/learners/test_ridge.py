@@ -156,7 +156,9 @@ def test_mix_keeps_the_mean_while_the_slopes_fit_noise_and_the_ridge_once_they_p
 
 
 def test_a_checkpoint_from_before_the_mix_serves_its_ridge_fit() -> None:
-    learner = build_learner({"n_features": N_FEATURES, "n_actions": 3, "height": 3, "seed": 1})
+    learner = build_learner(
+        {"kind": "dgt", "n_features": N_FEATURES, "n_actions": 3, "height": 3, "seed": 1}
+    )
     x, labels = stream(8, seed=3)  # fewer rounds per action than features: the mix is on
     for row, label in zip(x, labels.tolist(), strict=True):
         d = learner.act(row)
@@ -172,8 +174,8 @@ def test_a_checkpoint_from_before_the_mix_serves_its_ridge_fit() -> None:
 
 
 def test_learner_bias_and_linear_term_are_the_ridge_fit_and_survive_a_checkpoint() -> None:
-    config = {"n_features": 5, "n_actions": 3, "height": 3, "accumulate": 2, "seed": 1}
-    learner = build_learner({**config, "linear_update": "ridge", "ridge_l2": 5.0})
+    config = {"kind": "dgt", "n_features": 5, "n_actions": 3, "height": 3, "accumulate": 2}
+    learner = build_learner({**config, "seed": 1, "linear_update": "ridge", "ridge_l2": 5.0})
     x, labels = stream(80, seed=3)
     for row, label in zip(x, labels.tolist(), strict=True):
         d = learner.act(row)
@@ -197,15 +199,17 @@ def test_learner_bias_and_linear_term_are_the_ridge_fit_and_survive_a_checkpoint
 
 
 def test_ridge_and_the_clip_are_the_classification_defaults_where_they_fit() -> None:
-    base = {"n_features": 5, "n_actions": 3}
+    base = {"kind": "dgt", "n_features": 5, "n_actions": 3}
     default = LearnerConfig(**base)
     assert default.uses_ridge and default.resolved_context_clip == 3.0
+    boosted = build_learner({"n_features": 5, "n_actions": 3})  # the default: its tree's
+    assert getattr(boosted, "_starter")._ridge is not None  # noqa: B009
     assert not LearnerConfig(**base, reward_link="sigmoid").uses_ridge  # fits the reward itself
     assert not LearnerConfig(**base, max_importance_weight=3.0).uses_ridge  # unweighted fit
     assert LearnerConfig(**base, max_importance_weight=3.0, linear_update="ridge").uses_ridge
     assert not LearnerConfig(**base, mode="apprentice").uses_ridge
-    assert not LearnerConfig(**base, kind="dgt_forest").uses_ridge
-    big = {"n_features": 2000, "n_actions": 3}  # a ridge state of 3 x 2001^2 numbers
+    assert not LearnerConfig(**{**base, "kind": "dgt_forest"}).uses_ridge
+    big = {"kind": "dgt", "n_features": 2000, "n_actions": 3}  # a ridge of 3 x 2001^2
     assert not LearnerConfig(**big).uses_ridge
     assert "linear" in build_learner(big).parameters()  # the AdaGrad linear term instead
     regression = LearnerConfig(n_features=5, task="regression")
@@ -216,7 +220,9 @@ def test_ridge_and_the_clip_are_the_classification_defaults_where_they_fit() -> 
 
 
 def test_contexts_are_clipped_after_standardisation_for_decisions_and_learning() -> None:
-    learner = build_learner({"n_features": 5, "n_actions": 3, "height": 3, "seed": 2})
+    learner = build_learner(
+        {"kind": "dgt", "n_features": 5, "n_actions": 3, "height": 3, "seed": 2}
+    )
     x, labels = stream(60, seed=4)
     for row, label in zip(x, labels.tolist(), strict=True):
         d = learner.act(row)
@@ -234,7 +240,7 @@ def test_contexts_are_clipped_after_standardisation_for_decisions_and_learning()
     )
     np.testing.assert_array_equal(learner.predict(far[None]), learner.predict(edge[None]))
     unclipped = build_learner(
-        {"n_features": 5, "n_actions": 3, "height": 3, "seed": 2, "context_clip": 0}
+        {"kind": "dgt", "n_features": 5, "n_actions": 3, "height": 3, "seed": 2, "context_clip": 0}
     )
     for row, label in zip(x, labels.tolist(), strict=True):
         d = unclipped.act(row)

@@ -76,7 +76,7 @@ def test_a_learner_follows_a_gradual_change_faster_with_the_challenger() -> None
     order = np.concatenate([order, order])[:n]
     x = ds.X_train[order]
     y = drift_labels(ds.y_train[order], ds.n_classes, "gradual", at, 0)
-    base = {"n_features": ds.n_features, "n_actions": ds.n_classes}
+    base = {"kind": "dgt", "n_features": ds.n_features, "n_actions": ds.n_classes}
     default = build_learner(base)
     off = build_learner({**base, "drift_challenger": 0})
     assert isinstance(default, GradientBandit) and isinstance(off, GradientBandit)
@@ -90,7 +90,7 @@ def test_a_learner_follows_a_gradual_change_faster_with_the_challenger() -> None
 
 def test_a_checkpoint_in_the_phase_resumes_the_same_challenge() -> None:
     x, y = _shifted_stream(4000, 1500)
-    config = {"n_features": 2, "n_actions": 3, "seed": 2}
+    config = {"kind": "dgt", "n_features": 2, "n_actions": 3, "seed": 2}
     whole, first = build_learner(config), build_learner(config)
     assert isinstance(whole, GradientBandit)
     whole_losses = _play(whole, x, y)
@@ -105,10 +105,10 @@ def test_a_checkpoint_in_the_phase_resumes_the_same_challenge() -> None:
 
 
 def test_stored_configs_run_without_the_challenger() -> None:
-    config = LearnerConfig.model_validate({"n_features": 2, "n_actions": 3})
+    config = LearnerConfig.model_validate({"kind": "dgt", "n_features": 2, "n_actions": 3})
     assert config.resolved_drift_challenger == 1000
     stored = {k: v for k, v in config.model_dump(mode="json").items() if k != "drift_challenger"}
     old = build_learner(LearnerConfig.from_stored(stored))
     assert isinstance(old, GradientBandit) and old._challenger is None
-    off = build_learner({"n_features": 2, "n_actions": 3, "drift_threshold": 0})
+    off = build_learner({"kind": "dgt", "n_features": 2, "n_actions": 3, "drift_threshold": 0})
     assert isinstance(off, GradientBandit) and off._challenger is None  # needs the detector

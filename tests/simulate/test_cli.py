@@ -123,11 +123,11 @@ def test_python_dash_m_simulate_writes_a_report(tmp_path: Path) -> None:
 
 
 def test_without_model_the_service_default_for_the_task_runs(tmp_path: Path) -> None:
-    """No ``--model``: a dgt for classification, a 4-tree averaged dgt_forest for regression."""
+    """No ``--model``: boosted for classification, a 4-tree averaged dgt_forest for regression."""
     args = ["--rounds", "60", "--seeds", "1", "--baselines", "", "--eval-points", "2"]
     args += ["--no-progress"]
     for data, extra, kind in (
-        ("wine", [], "dgt"),
+        ("wine", [], "boosted"),
         ("abalone", ["--feedback", "two_point"], "dgt_forest"),
     ):
         out = tmp_path / data

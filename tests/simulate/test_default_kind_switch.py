@@ -1,4 +1,4 @@
-"""``banditree simulate`` when the classification default's kind is ``boosted``
+"""``banditree simulate`` with the classification default's kind, ``boosted``
 (``defaults.CLASSIFICATION_KIND``; ``tests/learners/test_default_kind_switch.py``)."""
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from banditree_cli import app
 
 
 @pytest.fixture(autouse=True)
-def boosted_default(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(defaults, "CLASSIFICATION_KIND", "boosted")
+def boosted_default() -> None:
+    assert defaults.CLASSIFICATION_KIND == "boosted"
 
 
-def test_a_run_without_a_model_runs_the_switched_default_and_its_log_replays(
+def test_a_run_without_a_model_runs_the_default_and_its_log_replays(
     tmp_path: Path,
 ) -> None:
     runner = CliRunner()

@@ -55,7 +55,8 @@ def test_simulate_drift_reports_each_learners_figures(tmp_path: Path) -> None:
     out = tmp_path / "run"
     result = CliRunner().invoke(
         app,
-        ["simulate", "page_blocks", "--rounds", "3000", "--seeds", "1", "--baselines",
+        ["simulate", "page_blocks", "--model", "dgt", "--rounds", "3000", "--seeds", "1",
+         "--baselines",
          "random", "--drift", "abrupt", "--drift-at", "1500", "--eval-points", "3",
          "--out", str(out), "--no-progress"],
     )  # fmt: skip

@@ -98,7 +98,8 @@ def test_simulate_learns_from_a_string_table_and_reports_the_schema(tmp_path: Pa
     assert any("vw skipped" in n for n in report["notices"])
     stored = json.loads((tmp_path / "run" / "report.json").read_text())
     assert stored["features"] == report["features"]
-    learned = report["learners"]["dgt"]["test_accuracy"]
+    assert report["model"] == "boosted"  # the default
+    learned = report["learners"]["boosted"]["test_accuracy"]
     assert learned > 0.85 > report["learners"]["random"]["test_accuracy"]
 
 

@@ -39,6 +39,7 @@ from banditree.kernel import (
 )
 from banditree.learners.base import Learner, Tensors
 from banditree.learners.boosted.compete import ActionErrors, PolicySwitch, ProgressiveErrors
+from banditree.learners.boosted.readable import ReadableOnlineTree
 from banditree.learners.boosted.refits import (
     BACKGROUND_ROWS,
     PendingFit,
@@ -104,7 +105,7 @@ def _serves_batches(starter: Learner) -> bool:
     return isinstance(starter, Learning) and type(starter).learn is Learning.learn
 
 
-class BoostedBandit(Learner):
+class BoostedBandit(ReadableOnlineTree, Learner):
     """Classification bandit on a periodically refitted boosted ensemble.
 
     Parameters
@@ -765,7 +766,8 @@ class BoostedBandit(Learner):
         self._load_counter_state(meta)
 
     def export_model(self) -> dict[str, Any]:
-        """The served ensemble's shape (its arrays are in the checkpoint)."""
+        """The served ensemble's shape (its arrays are in the checkpoint), with the
+        online tree the decisions blend it with (:mod:`~banditree.learners.boosted.readable`)."""
         ensemble = self._ensemble
         return {
             "kind": "boosted",
@@ -773,4 +775,5 @@ class BoostedBandit(Learner):
             "n_trees": 0 if ensemble is None else ensemble.n_trees,
             "depth": self.settings.depth,
             "window_rounds": len(self._window),
+            **self.readable_export(),
         }

@@ -52,9 +52,9 @@ class ModelSection(Section):
         description=(
             "dgt, dgt_forest, tel, hinge, linear, boosted (classification: a LightGBM "
             "ensemble refitted from the recent rounds, its settings in options: "
-            "banditree.learners.boosted_options.BoostedOptions) or random; default dgt for "
-            "classification, "
-            f"dgt_forest ({REGRESSION_FOREST_TREES} trees averaged) for regression"
+            "banditree.learners.boosted_options.BoostedOptions, blended with the online "
+            "dgt tree) or random; default boosted for classification (dgt in apprentice "
+            f"mode), dgt_forest ({REGRESSION_FOREST_TREES} trees averaged) for regression"
         ),
     )
     n_features: int = Field(

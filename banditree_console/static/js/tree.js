@@ -1,9 +1,23 @@
 // A hand-written SVG drawer for complete oblique trees (one tree of a model, or each of a forest).
 import { esc, fmt } from "./dom.js";
 
-/** The trees of a ``GET .../tree`` answer, each with its nodes' split terms in user units. */
+/** What a boosted model's export blends its drawn online tree with (null for others). */
+export function blendOf(exported) {
+  return (exported.model || exported).blend || null;
+}
+
+/** One line on a boosted model's drawn tree: the online tree, and the ensemble's weight. */
+export function blendText(blend) {
+  const weight = blend.ensemble_decides ? `the ensemble's weight in the blend is now ${fmt(blend.ensemble_weight, 3)}`
+    : "the tree decides alone until the ensemble is fitted and scored (weight 0)";
+  return `A boosted model: the tree drawn is its online tree, whose predicted rewards every decision blends with an ensemble of ${fmt(blend.n_trees)} trees refitted from recent rounds (${fmt(blend.fits)} fits so far); ${weight}.`;
+}
+
+/** The trees of a ``GET .../tree`` answer, each with its nodes' split terms in user units
+ * (a boosted model's: its online tree). */
 export function treesOf(exported, scaling) {
-  const model = exported.model || exported;
+  const top = exported.model || exported;
+  const model = top.online_tree || top;
   const named = model.format === "banditree.named_tree/v1";
   const columns = model.columns || null;
   const raw = named ? [model.tree] : model.trees ? model.trees : model.nodes ? [model] : [];

@@ -60,6 +60,15 @@ class LeavesPublic(BaseModel):
     scaling: dict[str, list[float]] | None = Field(
         description="the served mean and scale of numeric contexts (splits in the caller's units)"
     )
+    blend: dict[str, Any] | None = Field(
+        None,
+        description=(
+            "a boosted model: the leaves above are its online tree's, which decisions blend "
+            "with the refitted ensemble; shown (online_tree), ensemble_weight (the "
+            "ensemble's weight in the blend now), ensemble_decides, fits, n_trees; null "
+            "for a model whose trees are the whole policy"
+        ),
+    )
 
 
 @router.get("/v1/models/{name}/leaves")
@@ -71,6 +80,7 @@ async def leaves(runtime: RuntimeDep) -> LeavesPublic:
         leaf_stats=learner.leaf_stats(),
         probabilities=learner.leaf_probabilities(),
         scaling=learner.input_scaling(),
+        blend=learner.blend_state(),
     )
 
 
@@ -145,13 +155,22 @@ def _trace_one(learner: Any, context: Any) -> dict[str, Any]:
     decision = {k: raw[k] for k in ("greedy_action", "probabilities", "greedy_value") if k in raw}
     if "estimates" in raw:
         decision["scores"] = raw["estimates"]
-    return {"trees": raw["trees"], "decision": decision, "explanation": raw.get("explanation")}
+    traced = {"trees": raw["trees"], "decision": decision, "explanation": raw.get("explanation")}
+    if raw.get("blend") is not None:  # a boosted model: the path is its online tree's
+        traced["blend"] = raw["blend"]
+        traced["online_tree"] = raw["online_tree"]
+    return traced
 
 
 @router.post("/v1/models/{name}/trace")
 async def trace(body: TraceCreate, runtime: RuntimeDep, request: Request) -> dict[str, Any]:
     """Each context's path through every tree, the probabilities, the named explanation and
-    the greedy answer predict would give, from the served snapshot; nothing is decided."""
+    the greedy answer predict would give, from the served snapshot; nothing is decided.
+
+    A boosted model's path and explanation are its online tree's, which its decisions
+    blend with the refitted ensemble: its traces add ``blend`` (the ensemble's
+    ``ensemble_weight`` now) and ``online_tree`` (the tree's own estimates,
+    probabilities and greedy action); ``decision`` is the model's, the blend's."""
     settings: Settings = request.app.state.settings
     contexts = [body.context] if body.context is not None else list(body.contexts or [])
     if not contexts or (body.context is not None and body.contexts is not None):

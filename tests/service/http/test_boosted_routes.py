@@ -1,12 +1,13 @@
 """The service's features that read a tree, on a ``kind: boosted`` model.
 
 A boosted model (a LightGBM ensemble refitted from the window, blended with a dgt tree)
-is what a classification config that names no kind would build if the default switched
+is what a classification config that names no kind builds
 (``tests/learners/test_default_kind_switch.py``).  Each route a default model's user
 hits either works on it or answers a clear 4xx naming the field: the export, the
-per-leaf statistics and a context's trace (the console's policy and trace pages), a
-named explanation, the drift signals, checkpoints, rollback and a restart, an
-evaluation of a candidate, the apprentice switch and the Personalizer routes.
+per-leaf statistics and a context's trace (the console's policy and trace pages: the
+online tree, with the ensemble's blend weight), a named explanation (the online tree's
+path), the drift signals, checkpoints, rollback and a restart, an evaluation of a
+candidate, the apprentice switch and the Personalizer routes.
 """
 
 from __future__ import annotations
@@ -102,20 +103,53 @@ async def test_the_export_describes_the_ensemble_on_named_features(
     assert stored.status_code == 200 and stored.json() == exported
 
 
-async def test_the_console_reads_no_leaves_and_a_clear_refusal_to_trace(
+async def test_the_console_reads_the_online_tree_with_the_ensembles_blend_weight(
     http: httpx.AsyncClient,
 ) -> None:
+    model = (await http.get("/v1/models/m/tree")).json()["model"]
+    blend = model["blend"]
+    assert model["online_tree"]["format"] == "banditree.named_tree/v1"
+    assert blend["shown"] == "online_tree" and blend["ensemble_decides"]
+    assert 0.0 < blend["ensemble_weight"] < 1.0
+    assert (blend["fits"], blend["n_trees"]) == (model["fits"], model["n_trees"])
     leaves = (await http.get("/v1/models/m/leaves")).json()
-    assert leaves["leaf_stats"] is None and leaves["probabilities"] is None  # "no leaves"
-    traced = await http.post("/v1/models/m/trace", json={"context": contexts(1)[0]})
-    assert traced.status_code == 422
-    assert traced.json()["field"] == "context" and "boosted" in traced.json()["detail"]
-    explained = await http.post(
-        "/v1/models/m/predict", json={"contexts": contexts(1), "explain": True}
-    )
-    assert explained.status_code == 422 and explained.json()["field"] == "explain"
+    (tree,) = leaves["leaf_stats"]["trees"]  # the online tree learned every feedback
+    assert sum(leaf["feedbacks"] for leaf in tree["leaves"]) == ROUNDS
+    assert leaves["probabilities"] is None and leaves["blend"] == blend
+    probe = contexts(6, seed=9)
+    traced = (await http.post("/v1/models/m/trace", json={"contexts": probe})).json()
+    answer = await http.post("/v1/models/m/predict", json={"contexts": probe, "explain": True})
+    assert answer.status_code == 200, answer.text
+    height = model["online_tree"]["tree"]["height"]
+    for trace, decision in zip(traced["traces"], answer.json()["decisions"], strict=True):
+        assert trace["blend"] == decision["explained_by"] == blend
+        assert trace["explanation"] == decision["explanation"] and trace["explanation"]
+        assert trace["decision"]["greedy_action"] == decision["greedy_action"]  # the blend's
+        assert sum(trace["decision"]["probabilities"]) == pytest.approx(1.0)
+        assert set(trace["online_tree"]) == {"estimates", "probabilities", "greedy_action"}
+        (tree,) = trace["trees"]  # the online tree's path, root to leaf
+        assert len(tree["path"]) == height + 1
+        assert tree["path"][-1] == (1 << height) - 1 + tree["leaf"]
     drift = (await http.get("/v1/models/m/drift")).json()
     assert drift["signals"] == 0 and drift["events"] == []
+
+
+async def test_a_boosted_model_without_its_online_tree_refuses_a_trace(
+    tmp_path: Path,
+) -> None:
+    async with service(tmp_path) as http:
+        body = {**MODEL, "options": {"compete": False, "first_fit": 50}}
+        assert (await http.put("/v1/models/m", json=body)).status_code == 201
+        await feed(http, contexts(100))  # past the first fit: the ensemble alone decides
+        traced = await http.post("/v1/models/m/trace", json={"context": contexts(1)[0]})
+        assert traced.status_code == 422 and traced.json()["field"] == "context"
+        assert "without its online tree" in traced.json()["detail"]
+        leaves = (await http.get("/v1/models/m/leaves")).json()
+        assert leaves["leaf_stats"] is None and leaves["blend"] is None
+        explained = await http.post(
+            "/v1/models/m/predict", json={"contexts": contexts(1), "explain": True}
+        )
+        assert explained.status_code == 422 and explained.json()["field"] == "explain"
 
 
 async def test_checkpoint_rollback_and_restart_serve_the_same_ensemble(tmp_path: Path) -> None:
@@ -187,10 +221,10 @@ async def test_a_boosted_config_outside_classification_is_refused_naming_kind(
         assert answer.status_code == 422 and answer.json()["field"] == "mode"
 
 
-async def test_a_switched_default_creates_boosted_and_apprentice_keeps_the_tree(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+async def test_the_default_creates_boosted_and_apprentice_keeps_the_tree(
+    tmp_path: Path,
 ) -> None:
-    monkeypatch.setattr(defaults, "CLASSIFICATION_KIND", "boosted")
+    assert defaults.CLASSIFICATION_KIND == "boosted"
     async with service(tmp_path) as http:
         created = await http.put("/v1/models/m", json={"n_actions": 3})
         assert created.status_code == 201 and created.json()["config"]["kind"] == "boosted"

@@ -2,7 +2,7 @@
 // each feature's unique-value count and missing share over the recent log.
 import { api } from "../api.js";
 import { esc, fmt, h } from "../dom.js";
-import { nodeStats } from "../tree.js";
+import { blendOf, blendText, nodeStats } from "../tree.js";
 
 /**
  * Importance per column: sum over nodes of (traffic share of the node) x (|w_j| / sum_k |w_k|),
@@ -26,7 +26,7 @@ export function importance(treesJson, leafStats) {
 
 /** Columns grouped into the caller's features: [{name, columns: [indices]}]. */
 function features(model, exported) {
-  const m = exported.model;
+  const m = exported.model.online_tree || exported.model;
   if (m.encoding) return m.encoding.map((e, i) => {
     const next = i + 1 < m.encoding.length ? m.encoding[i + 1].offset : m.columns.length;
     return { name: e.name, type: e.type, columns: Array.from({ length: next - e.offset }, (_, k) => e.offset + k) };
@@ -45,7 +45,7 @@ function valueOf(context, name, j) {
 export async function renderFeatures(body, model) {
   const exported = await api.tree(model.name);
   const leaves = await api.leaves(model.name).catch(() => null);
-  const m = exported.model;
+  const m = exported.model.online_tree || exported.model; // a boosted model: its online tree
   const trees = m.format === "banditree.named_tree/v1" ? [m.tree] : m.trees ? m.trees : m.nodes ? [m] : [];
   if (!trees.length) { body.replaceChildren(h("p", { class: "muted" }, "This model has no splits to weigh.")); return; }
   const imp = importance(trees, leaves && leaves.leaf_stats ? leaves.leaf_stats.trees : null);
@@ -57,7 +57,9 @@ export async function renderFeatures(body, model) {
     return { ...f, importance: f.columns.reduce((s, c) => s + (imp[c] || 0), 0), unique, missing: rows.length ? missing / rows.length : null };
   }).sort((a, b) => b.importance - a.importance);
   const max = Math.max(...list.map((f) => f.importance), 1e-12);
+  const blend = blendOf(exported);
   body.replaceChildren(
+    blend ? h("p", { id: "blend-note" }, blendText(blend), " The importances below are the online tree's.") : null,
     h("p", { class: "muted" }, "Importance: each split's weights on standardised inputs (so a weight is already times its feature's scale), as shares of the split's total, weighted by the traffic the split sees (per-leaf counts) and summed over every split and tree. It says what the served policy reads, from the policy alone, at no cost; a permutation importance on the log would also say what each feature is worth in loss, but costs a replay per feature. Unique values and missing share: over the last " + rows.length + " log rows."),
     h("table", { class: "grid", id: "features-table" }, h("thead", {}, h("tr", {}, h("th", {}, "Feature"), h("th", {}, "Type"), h("th", { class: "num" }, "Importance"), h("th", {}, ""), h("th", { class: "num" }, "Unique values"), h("th", { class: "num" }, "Missing"))),
       h("tbody", { html: list.map((f) => `<tr><td>${esc(f.name)}</td><td>${esc(f.type)}</td><td class="num">${fmt(100 * f.importance, 3)}%</td><td style="width:30%"><div class="bar" style="width:${(100 * f.importance / max).toFixed(1)}%"></div></td><td class="num">${fmt(f.unique)}</td><td class="num">${f.missing === null ? "–" : `${fmt(100 * f.missing, 3)}%`}</td></tr>`).join("") })));

@@ -2,7 +2,7 @@
 // per-leaf values and probabilities; a leaf's recent decisions on a click.
 import { api } from "../api.js";
 import { esc, fmt, h } from "../dom.js";
-import { drawTree, treesOf } from "../tree.js";
+import { blendOf, blendText, drawTree, treesOf } from "../tree.js";
 import { compareControl } from "./compare.js";
 
 /** The tree export and the per-leaf answer of a model (the latter null where not offered). */
@@ -13,7 +13,7 @@ export async function policyData(name) {
 
 export async function renderPolicy(body, model) {
   performance.mark("policy-start");
-  const { leaves, trees } = await policyData(model.name);
+  const { exported, leaves, trees } = await policyData(model.name);
   if (!trees.length) {
     body.replaceChildren(h("p", { class: "muted" }, `A ${model.config.kind} model has no tree to draw.`));
     return;
@@ -22,7 +22,9 @@ export async function renderPolicy(body, model) {
   const stats = leaves && leaves.leaf_stats ? leaves.leaf_stats.trees : [];
   const detail = h("aside", { id: "leaf-detail", "aria-live": "polite" }, h("p", { class: "muted" }, "Click a leaf (or focus it and press Enter) to see its values and recent decisions."));
   const drawn = h("div", { id: "trees" });
+  const blend = blendOf(exported);
   body.replaceChildren(
+    blend ? h("p", { id: "blend-note" }, blendText(blend), " Trace a context for the blended answer; the leaves' probabilities are the blend's, not shown per leaf.") : null,
     h("p", { class: "muted" }, `Splits: the few largest terms of each node, in the units the caller sends${trees[0].nodes[0] && !trees[0].nodes[0].userUnits ? " (standardised: this server gave no scaling)" : ""}; go right when true. Edge width: traffic share.`),
     compare, h("div", { class: "split" }, drawn, detail));
   performance.mark("policy-draw-start");

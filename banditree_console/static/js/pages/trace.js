@@ -1,7 +1,7 @@
 // Trace: a context's path through every tree, highlighted, with the answer predict would give.
 import { api } from "../api.js";
 import { esc, fmt, h, showError } from "../dom.js";
-import { drawTree, highlight } from "../tree.js";
+import { blendOf, blendText, drawTree, highlight } from "../tree.js";
 import { policyData } from "./policy.js";
 
 export async function renderTrace(body, model) {
@@ -15,7 +15,8 @@ export async function renderTrace(body, model) {
     h("div", { class: "row" }, h("button", { class: "primary", type: "submit" }, "Trace"), pick, h("span", { class: "muted" }, "Ctrl+Enter traces")));
   const answer = h("div", { id: "trace-answer", "aria-live": "polite" });
   const drawn = h("div", { id: "trace-trees" });
-  body.replaceChildren(form, h("div", { class: "split" }, drawn, answer));
+  const blend = blendOf(data.exported);
+  body.replaceChildren(form, blend ? h("p", { id: "blend-note" }, blendText(blend)) : null, h("div", { class: "split" }, drawn, answer));
   const draw = () => {
     drawn.replaceChildren();
     data.trees.forEach((tree, t) => {
@@ -57,5 +58,6 @@ function answerHtml(trace, model, version) {
         `<table class="grid" id="trace-probabilities"><thead><tr><th>Action</th><th class="num">Probability</th><th class="num">Estimate</th></tr></thead><tbody>${rows}</tbody></table>`
       : `<p id="trace-greedy">greedy value <strong>${fmt(d.greedy_value)}</strong></p>`) +
     `<p>leaf ${trace.trees.map((t) => t.leaf).join(", ")} · version ${version}</p>` +
-    (trace.explanation ? `<h3>Why</h3><ol id="trace-explanation">${trace.explanation.map((s) => `<li><code>${esc(s)}</code></li>`).join("")}</ol>` : "");
+    (trace.blend ? `<p id="trace-blend">The estimates are the blend's: the online tree's (its leaf above) weighted ${fmt(1 - trace.blend.ensemble_weight, 3)}, the ensemble's ${fmt(trace.blend.ensemble_weight, 3)}; the tree alone would play action ${trace.online_tree.greedy_action}.</p>` : "") +
+    (trace.explanation ? `<h3>${trace.blend ? "Why, in the online tree" : "Why"}</h3><ol id="trace-explanation">${trace.explanation.map((s) => `<li><code>${esc(s)}</code></li>`).join("")}</ol>` : "");
 }
