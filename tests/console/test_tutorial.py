@@ -1,4 +1,7 @@
-"""The console tutorial's flow in a browser: simulator traffic, then the loss and the tree."""
+"""The console tutorial's flow in a browser: simulator traffic, then the loss and the tree.
+
+The simulator runs the default model, ``boosted``: its Policy page draws the online tree
+its decisions blend with the ensemble, and says so, with the ensemble's weight."""
 
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ import httpx
 from tests.console.conftest import ADMIN_KEY, ROOT, shot
 from tests.service.live_server import LiveServer
 
-MODEL = "sim-digits-dgt-s0"
+MODEL = "sim-digits-boosted-s0"
 
 
 def test_simulator_traffic_shows_the_loss_falling(
@@ -38,4 +41,8 @@ def test_simulator_traffic_shows_the_loss_falling(
     page.keyboard.press("2")  # the Policy tab
     page.wait_for_selector("svg.tree g.leaf")
     exported = admin.get(f"/v1/models/{MODEL}/tree").json()["model"]
-    assert page.locator("svg.tree g.leaf").count() == len(exported["leaves"]) > 1
+    online = exported["online_tree"]  # the tree drawn: the online tree of the blend
+    assert page.locator("svg.tree g.leaf").count() == len(online["leaves"]) > 1
+    note = page.locator("#blend-note").inner_text()
+    assert "online tree" in note and "ensemble's weight in the blend is now" in note
+    assert f"{exported['blend']['n_trees']} trees" in note
