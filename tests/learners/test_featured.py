@@ -58,7 +58,9 @@ def run(learner: FeaturedLearner, data: list[dict[str, Any]]) -> list[tuple[Deci
 
 
 def build(**extra: Any) -> FeaturedLearner:
-    learner = build_learner({"n_actions": 3, "features": FEATURES, **extra})
+    """A dgt tree on the encoded features (the encoder is the same for every kind; the
+    default, boosted, on named features: ``tests/learners/test_boosted.py``)."""
+    learner = build_learner({"kind": "dgt", "n_actions": 3, "features": FEATURES, **extra})
     assert isinstance(learner, FeaturedLearner)
     return learner
 

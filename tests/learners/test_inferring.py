@@ -33,8 +33,14 @@ def best(ctx: dict[str, Any]) -> int:
     return 0 if ctx["country"] == "DE" else 1 if ctx["user"]["os"] == "ios" else 2
 
 
-def build() -> InferringLearner:
-    learner = build_learner({"n_actions": 3, "seed": 3})
+def config_of(kind: str | None) -> dict[str, Any]:
+    """An inferring model's config: ``kind`` None is the default's (boosted)."""
+    return {"n_actions": 3, "seed": 3, **({} if kind is None else {"kind": kind})}
+
+
+def build(kind: str | None = "dgt") -> InferringLearner:
+    """An inferring model: a dgt tree, or the default kind (boosted) where a test says so."""
+    learner = build_learner(config_of(kind))
     assert isinstance(learner, InferringLearner)
     return learner
 
@@ -116,15 +122,21 @@ def test_the_schema_is_the_first_learned_context_s_not_the_first_decided() -> No
     assert learner.act({}).propensity > 0  # all missing: fine once the schema is known
 
 
-def test_learns_like_the_declared_schema_and_replays_exactly() -> None:
-    learner = build()
-    log = play(learner, 2000)
-    late = np.mean([f.loss for _, f in log[-500:]])
-    assert late < 0.2  # the constant's loss is about 0.6
+@pytest.mark.parametrize(("kind", "rounds"), [("dgt", 2000), (None, 600)])
+def test_learns_like_the_declared_schema_and_replays_exactly(kind: str | None, rounds: int) -> None:
+    """A dgt tree learns the rule; the default (boosted, ``kind`` None: 600 rounds, its
+    first eight fits) replays exactly too."""
+    learner = build(kind)
+    log = play(learner, rounds)
+    if kind is None:
+        assert learner.config()["kind"] == "boosted" and learner.inner.fits >= 8  # type: ignore[attr-defined]
+    else:
+        late = np.mean([f.loss for _, f in log[-500:]])
+        assert late < 0.2  # the constant's loss is about 0.6
     schema = learner.schema
     assert schema is not None and schema.features["user.os"].type == "categorical"
     # the same log, learned by a model declared with the inferred schema: the same state
-    declared = build_learner({"n_actions": 3, "seed": 3, "features": schema.to_json()})
+    declared = build_learner({**config_of(kind), "features": schema.to_json()})
     assert isinstance(declared, FeaturedLearner)
     for d, f in log:
         declared.learn(d, f)
@@ -134,7 +146,7 @@ def test_learns_like_the_declared_schema_and_replays_exactly() -> None:
     assert all(np.array_equal(tensors[k], d_tensors[k]) for k in tensors)
     assert meta["features"] == d_meta["features"]  # the vocabularies
     # a replay of the log by a fresh model: the same encoder, the same decisions
-    replayed = build()
+    replayed = build(kind)
     for d, f in log:
         replayed.learn(d, f)
     assert replayed.schema == schema

@@ -10,7 +10,9 @@ checkpoint refits exactly the ensemble the live one fits (why LightGBM:
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -41,6 +43,23 @@ class BoostingSettings:
 #: routes rows ``(B, W)`` through trees ``(features, thresholds)`` to flat leaves ``(B, T)``
 #: (the compiled kernel's ``boosted_route``; :meth:`FrozenBoostedEnsemble.route` its spec)
 Router = Callable[[FloatArray, IntArray, FloatArray], IntArray]
+
+
+_blas: Any = None
+
+
+def one_blas_thread() -> AbstractContextManager[Any]:
+    """numpy's BLAS on one thread for a fit's linear algebra, as LightGBM's trees are
+    (``num_threads`` 1): OpenBLAS's own threads fight the learner's thread and every other
+    process for the cores, and under load its matrix products wait on them.  The limit
+    is the process's while it holds."""
+    global _blas
+    if _blas is None:
+        from threadpoolctl import ThreadpoolController
+
+        _blas = ThreadpoolController()
+    limit: AbstractContextManager[Any] = _blas.limit(limits=1, user_api="blas")
+    return limit
 
 
 def augment(contexts: FloatArray, actions: IntArray, n_actions: int) -> FloatArray:
@@ -95,10 +114,11 @@ def fit_ensemble(
     base = None
     init = np.zeros(len(rewards))
     if settings.linear_l2 is not None:
-        base = fit_linear_base(contexts, actions, rewards, n_actions, settings.linear_l2)
-        init = FrozenBoostedEnsemble.from_dump(
-            {"tree_info": []}, settings.depth, contexts.shape[1], n_actions, base
-        ).base_rows(inputs)
+        with one_blas_thread():
+            base = fit_linear_base(contexts, actions, rewards, n_actions, settings.linear_l2)
+            init = FrozenBoostedEnsemble.from_dump(
+                {"tree_info": []}, settings.depth, contexts.shape[1], n_actions, base
+            ).base_rows(inputs)
     params = {
         "objective": "regression",
         "learning_rate": settings.learning_rate,
