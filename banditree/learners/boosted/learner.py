@@ -307,6 +307,12 @@ class BoostedBandit(ReadableOnlineTree, Learner):
             event_id, values, self._version, action, propensity, greedy, None, {}
         )
 
+    @property
+    def batch_exact(self) -> bool:
+        """``act_columns`` is :meth:`act` row by row (the base's): the same decisions, so
+        a service decides a tick's predicts of a boosted model together."""
+        return True
+
     def _kernel_decision(self, x: FloatArray, event_id: str) -> tuple[int, float, int] | None:
         """``(action, propensity, greedy)`` of the ensemble's decision by one kernel call,
         or None where the numpy path decides (no kernel, or an explorer it does not

@@ -23,7 +23,8 @@ once its own write is stored, so a decision is still stored before its answer.
 The decisions are those of ``act`` called one by one: every draw is fixed by the
 decision's event id (:func:`banditree.explore.event_uniforms`), and ``act_columns``
 makes, row for row, the decisions of ``act`` on the same snapshot where the learner
-says so (``batch_exact``: a single DGT, with or without named features).  A tick with
+says so (``batch_exact``: a single DGT, with or without named features, or a boosted
+model, whose batch is ``act`` row by row).  A tick with
 fewer than :data:`MIN_BATCH` requests, another learner (a forest's or TEL's batched
 pass sums in another order; an apprentice's batch is ``act`` row by row anyway) or a
 batch ``act_columns`` refuses is decided one request at a time with ``act``, so each

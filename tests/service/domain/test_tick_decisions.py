@@ -32,7 +32,13 @@ CONFIGS: list[dict[str, Any]] = [
     {"kind": "dgt", "n_features": 5, "n_actions": 4, "height": 7},
     {"task": "regression", "n_features": 5, "estimator": "two_point", "kind": "dgt"},
     {"task": "regression", "n_features": 5, "estimator": "one_point", "kind": "dgt"},
-    {"n_actions": 3, "features": {"a": "numeric", "b": {"type": "categorical"}}},
+    {"kind": "dgt", "n_actions": 3, "features": {"a": "numeric", "b": {"type": "categorical"}}},
+    # the default kind, boosted, its blend deciding within the 64 rounds learned
+    {
+        "n_actions": 3,
+        "features": {"a": "numeric", "b": {"type": "categorical"}},
+        "options": {"first_fit": 20},
+    },
 ]
 
 
@@ -56,11 +62,18 @@ def _trained(config: dict[str, Any]) -> Any:
     return learner
 
 
-@pytest.mark.parametrize("config", CONFIGS, ids=lambda c: c.get("kind", c.get("task", "named")))
+def _id(config: dict[str, Any]) -> str:
+    kind = config.get("kind", "default")
+    return f"{kind}-named" if "features" in config else config.get("kind", config.get("task"))
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=_id)
 @pytest.mark.parametrize("rows", [MIN_BATCH, 9, 16, 40])
 def test_batched_decisions_are_those_of_act_one_by_one(config: dict[str, Any], rows: int) -> None:
     learner = _trained(config)
     assert learner.batch_exact
+    if "options" in config:  # boosted: the blend decides, not the tree alone
+        assert learner.inner.ensemble_decides
     contexts, ids = _contexts(config, rows), new_event_ids(rows)
     batched = decide_batch(learner, "uid-1", contexts, ids)
     alone = [decide_one(learner, "uid-1", c, None, e) for c, e in zip(contexts, ids, strict=True)]
