@@ -93,6 +93,20 @@ def test_a_checkpoint_must_not_split_a_pending_fit() -> None:
         boosted().load_state(tensors, meta)
 
 
-def test_prepare_to_learn_imports_lightgbm_on_the_worker() -> None:
-    boosted().prepare_to_learn()
+def test_lightgbm_is_imported_on_the_worker_once_a_fit_is_near(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    asked: list[int] = []
+    monkeypatch.setattr(learner_module, "preload_lightgbm", lambda: asked.append(1))
+    learner = boosted(first_fit=40)
+    learner.prepare_to_learn()
+    assert asked == []  # a fresh model: no fit near, no import
+    x, labels = stream(25)
+    play(learner, x[:19], labels[:19])
+    assert asked == []
+    play(learner, x[19:], labels[19:], first=19)  # the 20th round: half of first_fit
+    assert asked == [1] and learner.fits == 0  # asked once, before the first fit
+    restored = loads(dumps(learner))
+    restored.prepare_to_learn()  # a taken model that is near its fit: asked at once
+    assert asked == [1, 1]
     assert refits.preload_lightgbm().result(timeout=60).__name__ == "lightgbm"

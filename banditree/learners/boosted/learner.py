@@ -163,6 +163,8 @@ class BoostedBandit(ReadableOnlineTree, Learner):
         # schedule and the refit schedule count from it
         self._origin = 0
         self._pending_fit: PendingFit | None = None
+        # LightGBM's import asked of the fit worker (once a fit is near; not state)
+        self._preloaded = False
         # the compiled kernel decides (None: the numpy reference, BANDITREE_KERNEL=reference)
         self._kernel = native()
 
@@ -416,6 +418,7 @@ class BoostedBandit(ReadableOnlineTree, Learner):
 
     def _fit_events(self) -> None:
         """After a learned round: use a pending fit at its round, refit on schedule."""
+        self._preload()
         if self._pending_fit is not None and self._n_learned >= self._pending_fit.apply_at:
             pending, self._pending_fit = self._pending_fit, None
             self._use(pending.result())
@@ -570,8 +573,20 @@ class BoostedBandit(ReadableOnlineTree, Learner):
                 update(a, o, v, r)
 
     def prepare_to_learn(self) -> None:
-        """Import LightGBM on the fit worker now, not in the first fit's ``learn``."""
-        preload_lightgbm()
+        """Import LightGBM on the fit worker now if a fit is near (:meth:`_preload`)."""
+        self._preload()
+
+    def _preload(self) -> None:
+        """Import LightGBM on the fit worker, not in the first fit's ``learn``, once the
+        model has fitted or learned half its ``first_fit`` rounds: the import (sklearn,
+        pandas and scipy with it) costs seconds of CPU, which a model that never nears
+        a fit (a process's many small or idle models, a test's few feedbacks) never
+        pays."""
+        if self._preloaded:
+            return
+        if self._fits or self._n_learned - self._origin >= self.options.first_fit // 2:
+            self._preloaded = True
+            preload_lightgbm()
 
     def _score(self, x: FloatArray, action: int, reward: float, propensity: float) -> None:
         """Both models' predicted reward of the played action, before either learns it."""
