@@ -98,7 +98,7 @@ class FeatureStage:
         if tree is None:
             raise InvalidInput(
                 "explain",
-                "is for models whose kind is a single tree (dgt) or boosted (its online tree)",
+                "is for a single tree (kind dgt) or a boosted model with its online tree",
             )
         self.encoder.encode(_as_mapping(context, "context"))  # a bad context: its 4xx
         return ReferenceEvaluator(tree).explain(context)

@@ -1,4 +1,8 @@
-"""A model with a feature schema over HTTP: JSON contexts, 4xx naming the field, restart."""
+"""A model with a feature schema over HTTP: JSON contexts, 4xx naming the field, restart.
+
+The model is a single tree (``kind: dgt``), whose named export and leaves are read here;
+the default kind on named features over HTTP: ``test_e2e_features_inferred.py`` and
+``tests/service/http/test_boosted_routes.py``."""
 
 from __future__ import annotations
 
@@ -40,7 +44,8 @@ def test_json_contexts_learn_refuse_by_field_and_survive_a_restart(
     server = live_servers(env)
     r = random.Random(0)
     with server.client() as http:
-        created = http.put("/v1/models/m", json={"n_actions": 3, "features": FEATURES})
+        body = {"kind": "dgt", "n_actions": 3, "features": FEATURES}
+        created = http.put("/v1/models/m", json=body)
         assert created.status_code in (200, 201), created.text
         assert created.json()["config"]["n_features"] == 2 + 10 + 34 + 2 + 34
         http.put("/v1/models/plain", json={"n_features": 2, "n_actions": 2}).raise_for_status()

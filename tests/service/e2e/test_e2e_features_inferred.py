@@ -73,8 +73,10 @@ def test_schema_inferred_at_the_first_feedback_and_rebuilt_by_restart_and_replay
         saved = http.post(f"{MODEL}/checkpoints").json()
         version = saved["version"]
         assert version > 0
-        tree = http.get(f"{MODEL}/tree").json()["model"]
-        assert tree["format"] == "banditree.named_tree/v1"
+        tree = http.get(f"{MODEL}/tree").json()["model"]  # the default: boosted
+        assert tree["kind"] == "boosted" and tree["fits"] >= 2  # refitted from the window
+        assert tree["online_tree"]["format"] == "banditree.named_tree/v1"
+        assert tree["blend"]["ensemble_decides"]  # its weight is replayed exactly below
         assert [f["name"] for f in tree["features"]["features"]] == [
             "age", "country", "tags", "user.os", "user.premium",
         ]  # fmt: skip
