@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 import signal
 import sqlite3
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -70,6 +71,11 @@ def test_schema_inferred_at_the_first_feedback_and_rebuilt_by_restart_and_replay
             loss = float(d["action"] != (0 if ctx["country"] == "DE" else 1))
             ok = http.post(f"{MODEL}/feedback", json={"event_id": d["event_id"], "loss": loss})
             assert ok.status_code == 200, ok.text
+        # learned off the request path: the default's first fits import LightGBM (seconds
+        # of CPU) before the checkpoint below can hold every feedback
+        deadline = time.monotonic() + 120
+        while http.get(MODEL).json()["pending_updates"] and time.monotonic() < deadline:
+            time.sleep(0.1)
         saved = http.post(f"{MODEL}/checkpoints").json()
         version = saved["version"]
         assert version > 0
