@@ -1,7 +1,4 @@
-"""The console tutorial's flow in a browser: simulator traffic, then the loss and the tree.
-
-The simulator runs the default model, ``boosted``: its Policy page draws the online tree
-its decisions blend with the ensemble, and says so, with the ensemble's weight."""
+"""The console tutorial's flow in a browser: simulator traffic, then the loss and the tree."""
 
 from __future__ import annotations
 
@@ -16,14 +13,14 @@ import httpx
 from tests.console.conftest import ADMIN_KEY, ROOT, shot
 from tests.service.live_server import LiveServer
 
-MODEL = "sim-digits-boosted-s0"
+MODEL = "sim-digits-dgt-s0"
 
 
 def test_simulator_traffic_shows_the_loss_falling(
     console: Any, server: LiveServer, admin: httpx.Client, tmp_path: Path
 ) -> None:
     argv = [sys.executable, "-m", "banditree_cli", "simulate", "digits", "--server", server.url,
-            "--api-key", ADMIN_KEY, "--rounds", "1000", "--seeds", "1", "--baselines", "",
+            "--api-key", ADMIN_KEY, "--model", "dgt", "--rounds", "1000", "--seeds", "1", "--baselines", "",
             "--eval-points", "2", "--no-progress", "--keep-models", "--out", str(tmp_path / "run")]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
@@ -41,8 +38,4 @@ def test_simulator_traffic_shows_the_loss_falling(
     page.keyboard.press("2")  # the Policy tab
     page.wait_for_selector("svg.tree g.leaf")
     exported = admin.get(f"/v1/models/{MODEL}/tree").json()["model"]
-    online = exported["online_tree"]  # the tree drawn: the online tree of the blend
-    assert page.locator("svg.tree g.leaf").count() == len(online["leaves"]) > 1
-    note = page.locator("#blend-note").inner_text()
-    assert "online tree" in note and "ensemble's weight in the blend is now" in note
-    assert f"{exported['blend']['n_trees']} trees" in note
+    assert page.locator("svg.tree g.leaf").count() == len(exported["leaves"]) > 1
