@@ -187,6 +187,7 @@ def test_logged_propensity_is_the_pmf_of_the_played_action(
     rng = np.random.default_rng(0)
     learner = build_learner(
         LearnerConfig(
+            kind="dgt",  # a single tree: its export is the served policy
             n_features=4,
             n_actions=5,
             height=3,
