@@ -22,7 +22,10 @@ if kernel.ACTIVE != "native":  # the kernel's own tests need it (BANDITREE_KERNE
 
 
 def pair(config: dict[str, Any]) -> tuple[GradientBandit, GradientBandit]:
-    """``(native, reference)`` learners of ``config``: the same seed, the same state."""
+    """``(native, reference)`` learners of ``config``: the same seed, the same state (a
+    gradient-learned kind: ``dgt`` where the config names none; the boosted kind's
+    kernel: ``test_boosted.py``)."""
+    config = {"kind": "dgt", **config}
     native, reference = build_learner(config), build_learner(config)
     assert isinstance(native, GradientBandit) and isinstance(reference, GradientBandit)
     assert native._native

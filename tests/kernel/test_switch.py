@@ -15,7 +15,7 @@ from banditree import kernel
 from banditree.learners import Feedback, build_learner
 print("ACTIVE", kernel.ACTIVE)
 try:
-    learner = build_learner({"n_features": 3, "n_actions": 2})
+    learner = build_learner({"kind": "dgt", "n_features": 3, "n_actions": 2})
 except kernel.KernelUnavailable as err:
     print("REFUSED", err)
 else:
