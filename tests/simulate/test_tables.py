@@ -84,7 +84,7 @@ def test_simulate_learns_from_a_string_table_and_reports_the_schema(tmp_path: Pa
     frame(1500).to_csv(path, index=False)
     report = simulate(
         SimulationOptions(
-            data=str(path), model=None, label="y", out=tmp_path / "run", seeds=1,
+            data=str(path), model="dgt", label="y", out=tmp_path / "run", seeds=1,
             baselines=["random", "vw"],
             progress=False, eval_points=2, categorical=("code",),
         )
@@ -98,8 +98,7 @@ def test_simulate_learns_from_a_string_table_and_reports_the_schema(tmp_path: Pa
     assert any("vw skipped" in n for n in report["notices"])
     stored = json.loads((tmp_path / "run" / "report.json").read_text())
     assert stored["features"] == report["features"]
-    assert report["model"] == "boosted"  # the default
-    learned = report["learners"]["boosted"]["test_accuracy"]
+    learned = report["learners"]["dgt"]["test_accuracy"]  # the default: test_cli.py
     assert learned > 0.85 > report["learners"]["random"]["test_accuracy"]
 
 
