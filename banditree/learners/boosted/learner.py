@@ -127,6 +127,9 @@ class BoostedBandit(ReadableOnlineTree, Learner):
     """
 
     task = "classification"
+    #: a feedback's loss is in [0, 1] (:meth:`check`): what a service checks a model's
+    #: ``default_loss`` against
+    loss_bounds: tuple[float, float] | None = (0.0, 1.0)
 
     def __init__(
         self,
@@ -389,7 +392,7 @@ class BoostedBandit(ReadableOnlineTree, Learner):
         elif feedback.loss is None:
             raise InvalidInput("feedback", "a boosted model needs a single 'loss' or a 'label'")
         else:
-            check_loss(feedback.loss, (0.0, 1.0))
+            check_loss(feedback.loss, self.loss_bounds)
         if self._starter is not None:
             self._starter.check(decision, feedback)
 
