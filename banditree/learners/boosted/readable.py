@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from banditree.learners.gradient_bandit import GradientBandit
 from banditree.learners.validation import InvalidInput, as_context
 
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
 
     from banditree.core.arrays import FloatArray
     from banditree.learners.base import Learner
+    from banditree.learners.boosted.compete import ActionErrors
     from banditree.learners.boosted_options import BoostedOptions
     from banditree.models.boosted.frozen import FrozenBoostedEnsemble
 
@@ -52,6 +55,14 @@ class ReadableOnlineTree:
         @property
         def ensemble_decides(self) -> bool: ...
 
+        @property
+        def deciding_policy(self) -> str: ...
+
+        @property
+        def _blends(self) -> bool: ...
+
+        _action_errors: ActionErrors | None
+
         def _blend_errors(self) -> tuple[float, float]: ...
 
         def optimistic_scores(self, x: FloatArray) -> tuple[FloatArray, FloatArray]: ...
@@ -67,18 +78,24 @@ class ReadableOnlineTree:
         starter = self._starter
         return starter if isinstance(starter, GradientBandit) else None
 
-    def ensemble_weight(self) -> float:
+    def ensemble_weight(self) -> float | list[float]:
         """The ensemble's weight in the predicted rewards a decision reads now: 0 while
         the tree decides alone, 1 where the ensemble does, else the blend's
         ``e_online / (e_online + e_ensemble)`` (each model weighted by the other's
-        error; ``optimistic_scores``)."""
-        if not self.ensemble_decides:
+        error; ``optimistic_scores``), one per action under ``blend_weights:
+        per_action``."""
+        if not self.ensemble_decides or self.deciding_policy == "tree":
             return 0.0
-        if not (self._compete and self.options.blend and self._starter is not None):
+        if self.deciding_policy != "blend" or not self._blends:
             return 1.0
+        if self._action_errors is not None:
+            e_o, e_e = self._action_errors.errors()
+            total = np.asarray(e_o + e_e)
+            share = np.divide(e_o, total, out=np.ones_like(total), where=total > 0.0)
+            return [float(v) for v in share]
         e_online, e_ensemble = self._blend_errors()
-        total = e_online + e_ensemble
-        return float(e_online / total) if total > 0.0 else 1.0
+        total_ = e_online + e_ensemble
+        return float(e_online / total_) if total_ > 0.0 else 1.0
 
     def blend_state(self) -> dict[str, Any] | None:
         """What the readable views show: ``shown`` (``online_tree``), the ensemble's
@@ -113,7 +130,7 @@ class ReadableOnlineTree:
         x = as_context(context, self.n_features)
         out = tree.trace(x)
         own = {k: out.pop(k) for k in ("estimates", "probabilities", "greedy_action")}
-        if self.ensemble_decides:
+        if self.ensemble_decides and self.deciding_policy != "tree":
             out["estimates"] = self.optimistic_scores(x)[0].tolist()
         else:
             out["estimates"] = own["estimates"]
