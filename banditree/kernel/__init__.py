@@ -34,6 +34,7 @@ __all__ = [
     "boosted_value",
     "boosted_values",
     "decide_rows",
+    "decode_stored",
     "event_uniform_rows",
     "native",
     "rank_decide",
@@ -270,6 +271,39 @@ def boosted_leaf_sums(
     count, squares = np.empty(size), np.empty(size)
     module.boosted_leaf_sums(leaves, targets, count, squares)
     return count, squares
+
+
+#: :func:`decode_stored`'s statuses: learn the entry (its columns are written), nothing
+#: to learn (another model's decision, or an expiry without a default loss), or the
+#: Python decoding reads it (every other form; it names what is wrong)
+STORED_LEARN: Final = 0
+STORED_NONE: Final = 1
+STORED_PYTHON: Final = 2
+
+
+def decode_stored(
+    module: ModuleType,
+    decisions: list[str],
+    feedbacks: list[str | None],
+    uid: bytes,
+    default_loss: float | None,
+    n_features: int,
+) -> tuple[FloatArray, IntArray, FloatArray, FloatArray, IntArray]:
+    """A chunk of log entries (the stored decisions' texts, the feedbacks' texts or None
+    for an expiry) decoded by one kernel call into ``(rows (n, n_features), actions,
+    propensity, loss, status)``: the columns ``learn_chunk`` takes, for the entries of
+    status :data:`STORED_LEARN` (a binary stored decision of this ``uid`` with a plain
+    loss, or an expiry with ``default_loss``).  ``_stored.h`` says which forms it
+    reads; every other entry is :data:`STORED_PYTHON`."""
+    n = len(decisions)
+    rows = np.empty((n, n_features))
+    actions = np.empty(n, dtype=np.int64)
+    propensity, loss = np.empty(n), np.empty(n)
+    status = np.empty(n, dtype=np.int64)
+    module.decode_stored(
+        decisions, feedbacks, uid, default_loss, rows, actions, propensity, loss, status
+    )
+    return rows, actions, propensity, loss, status
 
 
 def event_uniform_rows(module: ModuleType, seed: int, event_ids: list[str]) -> FloatArray:

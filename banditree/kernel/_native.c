@@ -463,6 +463,10 @@ fail:
 
 #include "_rank.h"
 
+/* ---- a chunk of log entries decoded into learn_chunk's columns ------------------ */
+
+#include "_stored.h"
+
 static PyMethodDef methods[] = {
     {"decide", decide, METH_VARARGS, decide_doc},
     {"window_gradients", window_gradients, METH_VARARGS, window_gradients_doc},
@@ -477,6 +481,7 @@ static PyMethodDef methods[] = {
     {"boosted_leaf_sums", boosted_leaf_sums, METH_VARARGS, boosted_leaf_sums_doc},
     {"boosted_route", boosted_route, METH_VARARGS, boosted_route_doc},
     {"rank_decide", rank_decide, METH_VARARGS, rank_decide_doc},
+    {"decode_stored", decode_stored, METH_VARARGS, decode_stored_doc},
     {NULL, NULL, 0, NULL},
 };
 

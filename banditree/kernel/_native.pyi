@@ -154,3 +154,15 @@ def rank_decide(
     scores: Any,
     /,
 ) -> tuple[int, int, list[float]]: ...
+def decode_stored(
+    decisions: list[Any],
+    feedbacks: list[Any],
+    uid: bytes,
+    default_loss: float | None,
+    rows: Any,
+    actions: Any,
+    propensity: Any,
+    loss: Any,
+    status: Any,
+    /,
+) -> None: ...

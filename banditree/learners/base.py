@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from banditree.core.arrays import FloatArray
+from banditree.core.arrays import FloatArray, IntArray
 from banditree.core.columns import DecisionColumns
 from banditree.core.records import Decision, Feedback
 from banditree.learners.counted_loss import warmup_sum, winsorise_loss
@@ -136,6 +136,26 @@ class Learner(ABC):
             except (ValueError, KeyError, TypeError) as err:
                 out.append(err)
         return out
+
+    def column_width(self) -> int | None:
+        """The contexts' length of the rows :meth:`learn_columns` takes where this learner
+        learns from columns; None (this default) where :meth:`learn_batch` is the way."""
+        return None
+
+    def learn_columns(
+        self,
+        rows: FloatArray,
+        actions: IntArray,
+        propensity: FloatArray,
+        loss: FloatArray,
+        decisions: Sequence[Decision],
+        feedbacks: Sequence[Feedback],
+        read: Sequence[int] = (),
+    ) -> list[bool | ValueError | KeyError | TypeError]:
+        """:meth:`learn_batch` of pairs whose contexts, actions, propensities and losses
+        come as columns too (a learner whose :meth:`column_width` is set reads those and
+        not the pairs); this default learns the pairs."""
+        return self.learn_batch(list(decisions), list(feedbacks))
 
     @abstractmethod
     def predict(self, contexts: FloatArray) -> FloatArray:

@@ -51,9 +51,10 @@ export after the first, which get one budget each).
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
 import time
-from collections.abc import Awaitable, Iterator
+from collections.abc import Awaitable, Iterator, Sequence
 from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from typing import Literal, TypeVar
@@ -136,6 +137,68 @@ class LogEntry:
                 "feedback": feedback,
                 "acked_at": acked_at,
             },
+        )
+
+
+@dataclass(frozen=True)
+class LogChunk:
+    """Consecutive log entries as columns, offsets ascending: what the learner reads
+    (:meth:`~service.store.protocols.LogStore.read_log_chunk`), with no object an entry.
+
+    The columns are the store's own texts, read in one go (SQLite: one row of joined
+    texts; Redis: the stream's fields), which the compiled kernel decodes in one call
+    (``banditree.kernel.decode_stored``); :meth:`entry` makes the :class:`LogEntry` of
+    one entry for the Python path (a form the kernel does not read, a log line).
+    """
+
+    offsets: list[int]
+    event_ids: list[str]
+    decisions: list[str]
+    feedbacks: list[str | None]
+    acked_at: list[float]
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def __getitem__(self, part: slice) -> LogChunk:
+        return LogChunk(
+            self.offsets[part],
+            self.event_ids[part],
+            self.decisions[part],
+            self.feedbacks[part],
+            self.acked_at[part],
+        )
+
+    def entry(self, i: int) -> LogEntry:
+        """The ``i``-th entry as a :class:`LogEntry`."""
+        return LogEntry(
+            self.offsets[i], self.event_ids[i], self.decisions[i], self.feedbacks[i],
+            self.acked_at[i],
+        )  # fmt: skip
+
+    def entries(self) -> list[LogEntry]:
+        """Every entry as a :class:`LogEntry`, in order."""
+        return [
+            LogEntry(*row)
+            for row in zip(
+                self.offsets, self.event_ids, self.decisions, self.feedbacks, self.acked_at,
+                strict=True,
+            )
+        ]  # fmt: skip
+
+    def after(self, offset: int) -> LogChunk:
+        """The entries with offsets above ``offset``."""
+        return self[bisect.bisect_right(self.offsets, offset) :]
+
+    @classmethod
+    def of(cls, entries: Sequence[LogEntry]) -> LogChunk:
+        """The chunk of ``entries`` (in offset order)."""
+        return cls(
+            [e.offset for e in entries],
+            [e.event_id for e in entries],
+            [e.decision for e in entries],
+            [e.feedback for e in entries],
+            [e.acked_at for e in entries],
         )
 
 

@@ -24,6 +24,7 @@ from service.store.base import (
     IdleVerdict,
     Lease,
     LogBounds,
+    LogChunk,
     LogEntry,
     OfferedSnapshot,
 )
@@ -239,6 +240,11 @@ class LogStore(Protocol):
     @abstractmethod
     async def read_log(self, name: str, *, after: int, limit: int) -> list[LogEntry]:
         """Up to ``limit`` entries with offsets above ``after``, in order."""
+
+    async def read_log_chunk(self, name: str, *, after: int, limit: int) -> LogChunk:
+        """:meth:`read_log`'s entries as columns (what the learner reads); a store
+        overrides it to make no object an entry."""
+        return LogChunk.of(await self.read_log(name, after=after, limit=limit))
 
     @abstractmethod
     async def log_bounds(self, name: str) -> LogBounds:

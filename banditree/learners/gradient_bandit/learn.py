@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import replace
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -164,15 +165,84 @@ class Learning(GradientBase):
         if rows.shape != (n, self.n_features):
             return self._learn_pairs(decisions, feedbacks, scored)
         finite = cast(list[bool], np.isfinite(rows).all(axis=1).tolist())
+        # the compiled kernel learns runs of entries, one call each; the entries it
+        # stops at (a refused one, a detected change) and the challenger's phase go
+        # through the Python path (_learn_rows), which is their specification
+        module = native() if self._native and learns_chunks(self) else None
+        columns = None if module is None else chunk_columns(decisions, feedbacks, self.n_actions)
+        return self._learn_rows(module, rows, finite, columns, decisions, feedbacks, scored)
+
+    def column_width(self) -> int | None:
+        """The contexts' length of :meth:`learn_columns`' rows when the compiled kernel
+        learns this learner's chunks, else None (then :meth:`learn_batch` is the way)."""
+        if self._native and learns_chunks(self) and type(self).learn is Learning.learn:
+            return self.n_features
+        return None
+
+    def learn_columns(
+        self,
+        rows: FloatArray,
+        actions: IntArray,
+        propensity: FloatArray,
+        loss: FloatArray,
+        decisions: Sequence[Decision],
+        feedbacks: Sequence[Feedback],
+        read: Sequence[int] = (),
+    ) -> list[bool | ValueError | KeyError | TypeError]:
+        """:meth:`learn_batch` of ``decisions`` and ``feedbacks`` whose contexts, actions,
+        propensities and losses are given as columns (``banditree.kernel.decode_stored``
+        reads them from the stored forms): the same state and outcomes, without reading
+        a Decision an entry.  ``decisions`` and ``feedbacks`` are read only where the
+        Python path learns an entry (one the kernel stops at, the buffer of an open
+        window), so they may make each item when asked.  ``read``: the positions whose
+        columns are not given (a stored form the kernel does not read): filled here from
+        their decision and feedback, as :meth:`learn_batch` fills them.  The arrays are
+        the caller's, written here."""
+        n = len(actions)
+        module = native() if self.column_width() is not None else None
+        if module is None or rows.shape != (n, self.n_features):
+            return self.learn_batch(list(decisions), list(feedbacks))
+        finite = np.ones(n, dtype=bool)
+        if read:
+            chosen = list(read)
+            ds, fs = [decisions[i] for i in chosen], [feedbacks[i] for i in chosen]
+            try:
+                given = np.array([d.context for d in ds], dtype=np.float64)
+            except (TypeError, ValueError):
+                given = None
+            if given is not None and given.shape == (len(chosen), self.n_features):
+                rows[chosen] = given
+                finite[chosen] = np.isfinite(given).all(axis=1)
+            else:  # not one array of numbers: learn converts each (and names its error)
+                finite[chosen] = False
+            actions[chosen], propensity[chosen], loss[chosen] = chunk_columns(
+                ds, fs, self.n_actions
+            )
+        # an entry the kernel must not learn gets action -1: the kernel stops there
+        actions[~finite | (actions < 0) | (actions >= self.n_actions)] = -1
+        return self._learn_rows(
+            module, rows, cast(list[bool], finite.tolist()), (actions, propensity, loss),
+            decisions, feedbacks, None,
+        )  # fmt: skip
+
+    def _learn_rows(
+        self,
+        module: ModuleType | None,
+        rows: FloatArray,
+        finite: list[bool],
+        columns: tuple[IntArray, FloatArray, FloatArray] | None,
+        decisions: Sequence[Decision],
+        feedbacks: Sequence[Feedback],
+        scored: tuple[FloatArray, list[int]] | None,
+    ) -> list[bool | ValueError | KeyError | TypeError]:
+        """:meth:`learn_batch`'s loop over ``rows`` (``finite``: whether each is), runs of
+        entries by the kernel (``module``, with ``columns``), the rest by Python; with
+        ``scored`` ``(served, drifts)`` :meth:`learn_batch_served`'s, written into them."""
+        n = len(finite)
         served, drifts = (None, None) if scored is None else scored
         out: list[bool | ValueError | KeyError | TypeError] = []
         learn, check, learn_checked = self.learn, self._check_rest, self._learn_checked
         before = self._snapshot
-        # the compiled kernel learns runs of entries, one call each; the entries it
-        # stops at (a refused one, a detected change) and the challenger's phase go
-        # through the Python path below, which is their specification
-        module = native() if self._native and learns_chunks(self) else None
-        columns = None if module is None else chunk_columns(decisions, feedbacks, self.n_actions)
         challenger = self._challenger
         self._in_batch = True
         try:

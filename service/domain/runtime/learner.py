@@ -43,7 +43,7 @@ from service.domain.runtime.learner_steps import (
 )
 from service.domain.runtime.log_reader import LogReader
 from service.domain.runtime.share import LeaseShare
-from service.store import FencedOut, LogEntry, ModelGone, Store, StoreUnavailable
+from service.store import FencedOut, LogChunk, ModelGone, Store, StoreUnavailable
 from service.telemetry.metrics import ModelMetrics
 
 log = logging.getLogger("banditree.service")
@@ -331,9 +331,9 @@ class ModelLearner:
                 assert model is not None
                 reader.read_ahead(entries)  # read while this batch is learned
                 if not oldest_unpublished:
-                    oldest_unpublished = entries[0].acked_at
+                    oldest_unpublished = entries.acked_at[0]
                 done, changed = await asyncio.to_thread(self._apply, model, entries)
-                offset, updates = entries[done - 1].offset, updates + changed
+                offset, updates = entries.offsets[done - 1], updates + changed
                 self._advance(offset)
                 if self.resident is not None:
                     self.resident.used(self.name)
@@ -431,17 +431,17 @@ class ModelLearner:
             raise LeaseLost("the lease lapsed or was revoked")
         return now
 
-    async def _read(self, offset: int) -> list[LogEntry]:
+    async def _read(self, offset: int) -> LogChunk:
         if self._saving is not None:  # its outcome is the lead's to take
             await asyncio.wait([self._saving])
-        entries = await self.store.read_log(self.name, after=offset, limit=_BATCH)
-        if entries and entries[0].offset != offset + 1:
+        entries = await self.store.read_log_chunk(self.name, after=offset, limit=_BATCH)
+        if entries and entries.offsets[0] != offset + 1:
             # entries up to entries[0].offset - 1 were trimmed: only a checkpoint holding
             # them allows that, and we hold the lease, so our state is outdated
             raise LeaseLost(f"log entries after offset {offset} are gone (another learner ran)")
         return entries
 
-    def _apply(self, learner: Learner, entries: list[LogEntry]) -> tuple[int, int]:
+    def _apply(self, learner: Learner, entries: LogChunk) -> tuple[int, int]:
         """Learn from ``entries`` in order for at most one slice: ``(entries done, updates)``."""
         return apply_slice(
             learner, entries, uid=self.uid, default_loss=self.policy.default_loss,

@@ -8,8 +8,8 @@ import time
 from dataclasses import dataclass
 
 from banditree.learners import Learner
-from service.domain.runtime.replay import apply_entries, decode_entries
-from service.store import LogEntry
+from service.domain.runtime.replay import apply_chunk
+from service.store import LogChunk, LogEntry
 from service.telemetry.metrics import ModelMetrics
 from service.telemetry.tick_metrics import observe_all
 
@@ -58,7 +58,7 @@ def chunk_size(seconds_per_entry: float, seconds_left: float) -> int:
 
 def apply_slice(
     learner: Learner,
-    entries: list[LogEntry],
+    entries: LogChunk | list[LogEntry],
     *,
     uid: str,
     default_loss: float | None,
@@ -66,8 +66,8 @@ def apply_slice(
 ) -> tuple[int, int]:
     """Learn from ``entries`` in order for at most one slice: ``(entries done, updates)``.
 
-    The entries are decoded (:func:`decode_entries`) and learned (``learn_batch``) in
-    chunks, the slice's time looked at between chunks: the same state as
+    The entries are decoded and learned (:func:`apply_chunk`: one kernel call decodes a
+    chunk, one learns it) in chunks, the slice's time looked at between chunks: the same state as
     :func:`apply_entry` entry by entry, whatever the chunks (``learn_batch`` is exact).
     A chunk is what fits in the slice's time left at the pace seen so far
     (:func:`chunk_size`): a fast model learns a whole read in one call (each call and
@@ -75,15 +75,15 @@ def apply_slice(
     a slow one looks at the time often enough.  Each feedback learned is
     observed in ``update_latency`` at its chunk's mean time per feedback.
     """
+    chunks = entries if isinstance(entries, LogChunk) else LogChunk.of(entries)
     started = time.perf_counter()
     changed = done = 0
     size = _FIRST_CHUNK
     latencies: list[float] = []
-    while done < len(entries):
-        chunk = entries[done : done + size]
-        pairs = decode_entries(chunk, uid=uid, default_loss=default_loss)
+    while done < len(chunks):
+        chunk = chunks[done : done + size]
         t0 = time.perf_counter()
-        outcomes = apply_entries(learner, chunk, pairs)
+        outcomes = apply_chunk(learner, chunk, uid=uid, default_loss=default_loss)
         now = time.perf_counter()
         spent = now - t0
         learned = sum(1 for o in outcomes if o.learned)
@@ -99,5 +99,5 @@ def apply_slice(
         m.updates.inc(changed)
     observe_all(m.update_latency, latencies)
     m.set_learner_counters(learner.counters)
-    m.learned_offset.set(entries[done - 1].offset)
+    m.learned_offset.set(chunks.offsets[done - 1])
     return done, changed

@@ -15,10 +15,10 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
 
-from service.store import LogEntry
+from service.store import LogChunk
 
 
-def _retrieve(task: asyncio.Task[list[LogEntry]]) -> None:
+def _retrieve(task: asyncio.Task[LogChunk]) -> None:
     """A dropped read's failure is not reported as never retrieved."""
     if not task.cancelled():
         task.exception()
@@ -27,18 +27,18 @@ def _retrieve(task: asyncio.Task[list[LogEntry]]) -> None:
 class LogReader:
     """Batches of log entries after an offset, one read kept ahead."""
 
-    def __init__(self, read: Callable[[int], Awaitable[list[LogEntry]]], batch: int) -> None:
+    def __init__(self, read: Callable[[int], Awaitable[LogChunk]], batch: int) -> None:
         self._read, self.batch = read, batch
-        self._ahead: tuple[int, asyncio.Task[list[LogEntry]]] | None = None
-        self._last: list[LogEntry] = []  # the batch handed out last
+        self._ahead: tuple[int, asyncio.Task[LogChunk]] | None = None
+        self._last = LogChunk([], [], [], [], [])  # the batch handed out last
 
-    async def next(self, offset: int) -> list[LogEntry]:
+    async def next(self, offset: int) -> LogChunk:
         """The entries after ``offset``: the rest of the last batch when only part of it
         was learned (a batch is never read twice: under load one takes several slices),
         else the read ahead when it starts there, else a read."""
         last = self._last
-        if last and last[0].offset <= offset < last[-1].offset:
-            self._last = [e for e in last if e.offset > offset]
+        if last and last.offsets[0] <= offset < last.offsets[-1]:
+            self._last = last.after(offset)
             return self._last
         ahead, self._ahead = self._ahead, None
         if ahead is not None:
@@ -50,18 +50,19 @@ class LogReader:
         self._last = await self._read(offset)
         return self._last
 
-    def read_ahead(self, entries: list[LogEntry]) -> None:
+    def read_ahead(self, entries: LogChunk) -> None:
         """Start reading after ``entries`` when they were a full batch (more may follow)."""
         if len(entries) < self.batch or self._ahead is not None:
             return
-        start = entries[-1].offset
+        start = entries.offsets[-1]
         task = asyncio.ensure_future(self._read(start))
         task.add_done_callback(_retrieve)
         self._ahead = (start, task)
 
     def close(self) -> None:
         """Drop the read ahead, if any."""
-        ahead, self._ahead, self._last = self._ahead, None, []
+        ahead, self._ahead = self._ahead, None
+        self._last = LogChunk([], [], [], [], [])
         if ahead is not None:
             with contextlib.suppress(Exception):
                 ahead[1].cancel()

@@ -10,11 +10,13 @@ floating-point operations in the same order.
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
+import numpy as np
 import orjson
 
 from banditree.core.codec import (
@@ -23,6 +25,8 @@ from banditree.core.codec import (
     read_binaries,
     read_decision,
 )
+from banditree.kernel import STORED_NONE, STORED_PYTHON, decode_stored
+from banditree.kernel import native as native_kernel
 from banditree.learners import (
     Decision,
     Feedback,
@@ -31,7 +35,7 @@ from banditree.learners import (
     build_learner,
 )
 from banditree.logs import log_row
-from service.store import LogEntry
+from service.store import LogChunk, LogEntry
 
 log = logging.getLogger("banditree.service")
 
@@ -238,6 +242,113 @@ def apply_entries(
             out[i] = _CHANGED if result else _UNCHANGED
         else:
             _skipped(entries[i], result)
+    return out
+
+
+class _Pairs:
+    """The decision and feedback of each entry of a chunk to learn (``index``: their
+    positions in ``chunk``), made by :func:`decode_entry` only when the learner asks for
+    one (an entry the kernel stops at, the buffer of an open window)."""
+
+    def __init__(
+        self,
+        chunk: LogChunk,
+        index: list[int],
+        given: dict[int, tuple[Decision, Feedback]],
+        uid: str,
+        default_loss: float | None,
+    ) -> None:
+        self.chunk, self.index, self.made = chunk, index, given
+        self.uid, self.default_loss = uid, default_loss
+
+    def pair(self, j: int) -> tuple[Decision, Feedback]:
+        made = self.made.get(j)
+        if made is None:
+            entry = self.chunk.entry(self.index[j])
+            made = decode_entry(entry, uid=self.uid, default_loss=self.default_loss)
+            if made is None:  # the kernel read a pair here: the Python decoding must too
+                raise RuntimeError(f"log entry {entry.offset}: the decodings disagree")
+            self.made[j] = made
+        return made
+
+
+class _Column(Sequence[Any]):
+    """The decisions (``item`` 0) or the feedbacks (1) of :class:`_Pairs`, made when read."""
+
+    def __init__(self, pairs: _Pairs, item: int) -> None:
+        self.pairs, self.item = pairs, item
+
+    def __len__(self) -> int:
+        return len(self.pairs.index)
+
+    @overload
+    def __getitem__(self, j: int) -> Any: ...
+
+    @overload
+    def __getitem__(self, j: slice) -> list[Any]: ...
+
+    def __getitem__(self, j: int | slice) -> Any:
+        if isinstance(j, slice):
+            return [self[i] for i in range(len(self))[j]]
+        if j < 0:
+            j += len(self)
+        if not 0 <= j < len(self):
+            raise IndexError(j)
+        return self.pairs.pair(j)[self.item]
+
+
+@functools.lru_cache(maxsize=256)
+def _utf8(uid: str) -> bytes:
+    return uid.encode()
+
+
+def apply_chunk(
+    learner: Learner, chunk: LogChunk, *, uid: str, default_loss: float | None
+) -> list[Applied]:
+    """:func:`apply_entries` of the decoded entries of ``chunk``: the same state, outcomes
+    and log lines.  Where the compiled kernel learns the learner's chunks
+    (:meth:`~banditree.learners.Learner.column_width`), one kernel call decodes the
+    chunk's stored texts into the columns it learns
+    (:func:`banditree.kernel.decode_stored`), with no Decision or LogEntry an entry;
+    the entries of a form that call does not read go through :func:`decode_entries`
+    (each as :func:`decode_entry` reads it: the same pair, or the same log line)."""
+    width = learner.column_width()
+    if width is None:
+        entries = chunk.entries()
+        return apply_entries(
+            learner, entries, decode_entries(entries, uid=uid, default_loss=default_loss)
+        )
+    rows, actions, propensity, loss, status = decode_stored(
+        native_kernel(), chunk.decisions, chunk.feedbacks, _utf8(uid), default_loss, width
+    )
+    others = np.flatnonzero(status == STORED_PYTHON).tolist()
+    decoded: dict[int, tuple[Decision, Feedback]] = {}
+    if others:
+        read = decode_entries([chunk.entry(i) for i in others], uid=uid, default_loss=default_loss)
+        for i, pair in zip(others, read, strict=True):
+            if pair is None:
+                status[i] = STORED_NONE
+            else:
+                decoded[i] = pair
+    index = np.flatnonzero(status != STORED_NONE)
+    wanted = index.tolist()
+    out = [_NOT_LEARNED] * len(chunk)
+    if not wanted:
+        return out
+    if len(wanted) < len(chunk):
+        rows, actions = rows[index], actions[index]
+        propensity, loss = propensity[index], loss[index]
+    at = {i: j for j, i in enumerate(wanted)} if decoded else {}
+    pairs = _Pairs(chunk, wanted, {at[i]: pair for i, pair in decoded.items()}, uid, default_loss)
+    results = learner.learn_columns(
+        rows, actions, propensity, loss, _Column(pairs, 0), _Column(pairs, 1),
+        read=sorted(pairs.made),
+    )  # fmt: skip
+    for i, result in zip(wanted, results, strict=True):
+        if isinstance(result, bool):
+            out[i] = _CHANGED if result else _UNCHANGED
+        else:
+            _skipped(chunk.entry(i), result)
     return out
 
 

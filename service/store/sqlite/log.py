@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import operator
 import sqlite3
 
 import orjson
 
-from service.store.base import LogBounds, LogEntry
+from service.store.base import LogBounds, LogChunk, LogEntry
 from service.store.protocols import LogStore
 from service.store.sqlite.connection import SqliteBase
 
@@ -58,6 +59,20 @@ _READ_AS_JSON = (
 #: from the entries' (that batch is read row by row)
 _SEPARATOR = "\x1e"
 _offset = operator.attrgetter("offset")
+#: the entries of :data:`_READ_ROWS` as the learner's columns (:class:`LogChunk`), one
+#: row: the offsets as JSON, the event ids, decisions and feedbacks joined by
+#: :data:`_SEPARATOR` (a feedback behind ``=``, an expiry's empty: ``group_concat``
+#: leaves NULLs out), the times joined by commas as :data:`_READ_AS_JSON` writes them,
+#: whether every time is exact, and the count; a text that holds the separator makes
+#: its column's split longer than the count (that chunk is read row by row)
+_READ_CHUNK = (
+    "SELECT json_group_array(offset), group_concat(event_id, char(30)), "
+    "group_concat(decision, char(30)), "
+    "group_concat(CASE WHEN feedback IS NULL THEN '' ELSE '=' || feedback END, char(30)), "
+    "group_concat(printf('%!.17g', acked_at)), "
+    "min(acked_at = 0 OR abs(acked_at) BETWEEN 1e-30 AND 1e30), count(*) "
+    f"FROM ({_READ_ROWS})"
+)
 
 
 @functools.cache
@@ -93,6 +108,18 @@ class SqliteLog(SqliteBase, LogStore):
         rows = self._tx(lambda db: db.execute(_READ_ROWS, args).fetchall())
         return [LogEntry(*row) for row in rows]
 
+    async def read_log_chunk(self, name: str, *, after: int, limit: int) -> LogChunk:
+        if one_row_reads():
+            offsets, ids, decisions, feedbacks, times, exact, n = self._query(
+                _READ_CHUNK, (name, after, limit)
+            )
+            if not n:
+                return LogChunk([], [], [], [], [])
+            chunk = _chunk(offsets, ids, decisions, feedbacks, times, n) if exact else None
+            if chunk is not None:
+                return chunk
+        return LogChunk.of(await self.read_log(name, after=after, limit=limit))
+
     async def log_bounds(self, name: str) -> LogBounds:
         def work(db: sqlite3.Connection) -> LogBounds:
             first, length = db.execute(
@@ -105,3 +132,23 @@ class SqliteLog(SqliteBase, LogStore):
             return LogBounds(int(first or 0), int(last), int(length), int(decisions))
 
         return self._tx(work)
+
+
+def _chunk(
+    offsets: str, ids: str, decisions: str, feedbacks: str, times: str, n: int
+) -> LogChunk | None:
+    """The :class:`LogChunk` of one :data:`_READ_CHUNK` row of ``n`` entries, or None
+    when its columns do not split into ``n`` each in ascending offsets."""
+    try:
+        at = orjson.loads(offsets)
+        acked = orjson.loads("[" + times + "]")
+    except orjson.JSONDecodeError:
+        return None
+    texts = decisions.split(_SEPARATOR)
+    events = ids.split(_SEPARATOR)
+    marked = feedbacks.split(_SEPARATOR)
+    if not (len(at) == len(acked) == len(texts) == len(events) == len(marked) == n):
+        return None
+    if any(a >= b for a, b in itertools.pairwise(at)) or not all(type(o) is int for o in at):
+        return None
+    return LogChunk(at, events, texts, [f[1:] if f else None for f in marked], acked)

@@ -48,14 +48,14 @@ def test_chunks_follow_the_pace_and_end_the_slice(
     clock = _Clock()
     monkeypatch.setattr(learner_steps.time, "perf_counter", clock)
     chunks: list[int] = []
-    apply = learner_steps.apply_entries
+    apply = learner_steps.apply_chunk
 
-    def timed(learner, chunk, pairs):  # type: ignore[no-untyped-def]
+    def timed(learner, chunk, **kwargs):  # type: ignore[no-untyped-def]
         chunks.append(len(chunk))
         clock.now += per_entry * len(chunk)
-        return apply(learner, chunk, pairs)
+        return apply(learner, chunk, **kwargs)
 
-    monkeypatch.setattr(learner_steps, "apply_entries", timed)
+    monkeypatch.setattr(learner_steps, "apply_chunk", timed)
     log = entries(1200)[:1088]
     learner = build_learner(CONFIG)
     done, _ = apply_slice(
