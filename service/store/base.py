@@ -157,6 +157,11 @@ class LogChunk:
     feedbacks: list[str | None]
     acked_at: list[float]
 
+    @classmethod
+    def empty(cls) -> LogChunk:
+        """A chunk of no entry."""
+        return cls([], [], [], [], [])
+
     def __len__(self) -> int:
         return len(self.offsets)
 

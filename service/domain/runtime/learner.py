@@ -319,7 +319,7 @@ class ModelLearner:
             self._loaded()
         self._reader = reader = LogReader(self._read, _BATCH)
         while True:
-            entries = [] if self._stopping else await reader.next(offset)
+            entries = LogChunk.empty() if self._stopping else await reader.next(offset)
             if entries and self._model is None:
                 restored, start = await self._load()
                 if start != offset:  # the newest checkpoint did not restore: an older one

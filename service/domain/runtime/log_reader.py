@@ -30,7 +30,7 @@ class LogReader:
     def __init__(self, read: Callable[[int], Awaitable[LogChunk]], batch: int) -> None:
         self._read, self.batch = read, batch
         self._ahead: tuple[int, asyncio.Task[LogChunk]] | None = None
-        self._last = LogChunk([], [], [], [], [])  # the batch handed out last
+        self._last = LogChunk.empty()  # the batch handed out last
 
     async def next(self, offset: int) -> LogChunk:
         """The entries after ``offset``: the rest of the last batch when only part of it
@@ -62,7 +62,7 @@ class LogReader:
     def close(self) -> None:
         """Drop the read ahead, if any."""
         ahead, self._ahead = self._ahead, None
-        self._last = LogChunk([], [], [], [], [])
+        self._last = LogChunk.empty()
         if ahead is not None:
             with contextlib.suppress(Exception):
                 ahead[1].cancel()

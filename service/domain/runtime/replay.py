@@ -313,13 +313,14 @@ def apply_chunk(
     the entries of a form that call does not read go through :func:`decode_entries`
     (each as :func:`decode_entry` reads it: the same pair, or the same log line)."""
     width = learner.column_width()
-    if width is None:
+    module = None if width is None else native_kernel()
+    if width is None or module is None:
         entries = chunk.entries()
         return apply_entries(
             learner, entries, decode_entries(entries, uid=uid, default_loss=default_loss)
         )
     rows, actions, propensity, loss, status = decode_stored(
-        native_kernel(), chunk.decisions, chunk.feedbacks, _utf8(uid), default_loss, width
+        module, chunk.decisions, chunk.feedbacks, _utf8(uid), default_loss, width
     )
     others = np.flatnonzero(status == STORED_PYTHON).tolist()
     decoded: dict[int, tuple[Decision, Feedback]] = {}

@@ -114,7 +114,7 @@ class SqliteLog(SqliteBase, LogStore):
                 _READ_CHUNK, (name, after, limit)
             )
             if not n:
-                return LogChunk([], [], [], [], [])
+                return LogChunk.empty()
             chunk = _chunk(offsets, ids, decisions, feedbacks, times, n) if exact else None
             if chunk is not None:
                 return chunk

@@ -223,3 +223,34 @@ async def test_binary_and_json_decisions_come_back_from_the_log_as_written(store
     assert all(
         p is not None and p[0] == by_id[e.event_id] for e, p in zip(entries, pairs, strict=True)
     )
+
+
+async def test_the_learners_chunk_holds_the_logs_entries(store: Store) -> None:
+    """``read_log_chunk`` (the learner's columns) holds what ``read_log`` reads, whatever
+    the texts (the separator of SQLite's one-row read included, an empty feedback) and
+    with expiries (no feedback) among them."""
+    from service.store import LogChunk
+
+    await store.hold_model("m")
+    odd = ["p", "a\x1eb", "", "=x", "é\x00", '{"uid": "u"}', "b1:00"]
+    events = [(f"e{i}", odd[i % len(odd)]) for i in range(30)]
+    events.append(("id\x1esep", "p"))
+    await store.put_events("m", events, now=T0, ttl_seconds=10)
+    feedbacks = ["", '{"loss": 0.5}', "=", "\x1e", '{"loss":1.0,"losses":null,"label":null}']
+    for i, (event_id, _) in enumerate(events[:24]):
+        fb = feedbacks[i % len(feedbacks)]
+        assert (await store.append_feedback("m", event_id, fb, now=T0 + i / 7)).status == "claimed"
+    assert await store.expire_events("m", now=T0 + 20, limit=100, log=True) == 7
+    for after, limit in [(0, 100), (0, 5), (3, 10), (20, 3), (31, 10), (40, 10)]:
+        entries = await store.read_log("m", after=after, limit=limit)
+        chunk = await store.read_log_chunk("m", after=after, limit=limit)
+        assert chunk == LogChunk.of(entries) and chunk.entries() == entries
+        assert len(chunk) == len(entries)
+    plain = [(f"p{i}", "b1:00") for i in range(10)]  # a chunk SQLite reads in one row
+    await store.put_events("m", plain, now=T0, ttl_seconds=10)
+    for i, (event_id, _) in enumerate(plain):
+        await store.append_feedback("m", event_id, '{"loss":1.0}', now=T0 + 0.1 * i)
+    entries = await store.read_log("m", after=31, limit=100)
+    chunk = await store.read_log_chunk("m", after=31, limit=100)
+    assert len(entries) == 10 and chunk.entries() == entries
+    assert chunk.after(35).offsets == [36, 37, 38, 39, 40, 41] == chunk[4:].offsets

@@ -316,3 +316,28 @@ async def test_a_sqlite_without_json_functions_reads_the_rows(
     )  # fmt: skip
     assert await store.read_log("m", after=1, limit=10) == []
     await store.close()
+
+
+async def test_the_learners_chunk_is_one_step_unless_a_text_holds_the_separator(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from service.store import LogChunk
+    from service.store.sqlite.log import _SEPARATOR, append_entry
+
+    store = SqliteStore(tmp_path)
+    texts = [*AWKWARD_DECISIONS, "{}", f"a{_SEPARATOR}b", "{}"]
+    feedbacks = ['{"loss":1.0}', None, "", "=", '{"x": 1}', None, "{}", f"{_SEPARATOR}"]
+    store._tx(
+        lambda db: [
+            append_entry(db, "m", f"e{i}", d, feedbacks[i], 1.5 + i) for i, d in enumerate(texts)
+        ]
+    )
+    _, row_reads = _count_row_reads(store, monkeypatch)
+    whole = await store.read_log_chunk("m", after=0, limit=100)
+    assert row_reads == [1]  # a text holds the separator: read row by row
+    assert whole.feedbacks == feedbacks and whole.decisions == texts
+    part = await store.read_log_chunk("m", after=0, limit=6)
+    assert row_reads == [1] and part == whole[:6]  # in one step
+    assert await store.read_log_chunk("m", after=7, limit=1) == whole[7:]  # (read_log's)
+    assert whole == LogChunk.of(await store.read_log("m", after=0, limit=100))
+    await store.close()
