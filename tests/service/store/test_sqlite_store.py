@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import math
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -340,4 +341,33 @@ async def test_the_learners_chunk_is_one_step_unless_a_text_holds_the_separator(
     assert row_reads == [1] and part == whole[:6]  # in one step
     assert await store.read_log_chunk("m", after=7, limit=1) == whole[7:]  # (read_log's)
     assert whole == LogChunk.of(await store.read_log("m", after=0, limit=100))
+    await store.close()
+
+
+@pytest.mark.parametrize(
+    "acked_at", [1.7e9 + 1 / 7, 2.0**31 + 2.0**-21, 1e6 + 1 / 7, 0.0, -5.5, 1e300, 2.5]
+)
+async def test_the_learners_chunk_keeps_each_time_exactly(
+    tmp_path: Path, acked_at: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Times on the chunk's grid (every one from 2004 on) are read in one step, exactly;
+    a time off it has the chunk read by ``read_log``, exactly too."""
+    from service.store.sqlite.log import append_entry
+
+    store = SqliteStore(tmp_path)
+    store._tx(lambda db: append_entry(db, "m", "e", "{}", "{}", acked_at))
+    store._tx(lambda db: append_entry(db, "m", "f", "{}", None, 1_764_420_000.123456))
+    reads: list[int] = []
+    read_log = store.read_log
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        reads.append(1)
+        return await read_log(*args, **kwargs)
+
+    monkeypatch.setattr(store, "read_log", counted)
+    chunk = await store.read_log_chunk("m", after=0, limit=10)
+    assert chunk.acked_at == [acked_at, 1_764_420_000.123456]
+    assert [math.copysign(1, t) for t in chunk.acked_at] == [math.copysign(1, acked_at), 1]
+    grid = 0 < acked_at < 2.0**40 and (acked_at * 2**22).is_integer()
+    assert len(reads) == (0 if grid else 1)
     await store.close()
