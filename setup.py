@@ -28,6 +28,7 @@ setup(
                 "banditree/kernel/_boosted.h",
                 "banditree/kernel/_rank.h",
                 "banditree/kernel/_stored.h",
+                "banditree/kernel/_rows.h",
             ],
             extra_compile_args=FLAGS,
             extra_link_args=LINK,

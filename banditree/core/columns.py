@@ -25,6 +25,18 @@ class FloatRows(list[list[float]]):
     __slots__ = ()
 
 
+class ArrayRows(FloatRows):
+    """:class:`FloatRows` read with their float64 ``(B, d)`` array (``array``: the same
+    numbers, made for this batch alone), which a batched ``act_columns`` decides on
+    instead of converting the lists (``banditree.kernel.rows.parse_rows``)."""
+
+    __slots__ = ("array",)
+
+    def __init__(self, rows: list[list[float]], array: Any) -> None:
+        super().__init__(rows)
+        self.array = array
+
+
 @dataclass(frozen=True)
 class DecisionColumns:
     """One list per :class:`~banditree.core.records.Decision` field, one entry per row.
@@ -53,6 +65,14 @@ class DecisionColumns:
     #: ``contexts``, the same numbers), when it has one: the stored form writes it out
     #: whole (``banditree.core.codec``); None otherwise
     context_array: Any = field(default=None, compare=False, repr=False)
+    #: the compiled kernel's columns, as it made them: ``(action, propensity, greedy,
+    #: leaf)`` int64 and float64 arrays (``leaf`` None for a forest), of a classification
+    #: batch whose rows explored where the action is not the greedy one and have no
+    #: perturbation or extras; None otherwise
+    kernel_arrays: Any = field(default=None, compare=False, repr=False)
+    #: the JSON array of the rows' public answers, when written already
+    #: (``banditree.kernel.rows.write_rows``); None otherwise
+    public_json: bytes | None = field(default=None, compare=False, repr=False)
 
     def __len__(self) -> int:
         return len(self.event_ids)

@@ -467,6 +467,10 @@ fail:
 
 #include "_stored.h"
 
+/* ---- a batch predict's body read and its answer and records written ------------- */
+
+#include "_rows.h"
+
 static PyMethodDef methods[] = {
     {"decide", decide, METH_VARARGS, decide_doc},
     {"window_gradients", window_gradients, METH_VARARGS, window_gradients_doc},
@@ -482,6 +486,8 @@ static PyMethodDef methods[] = {
     {"boosted_route", boosted_route, METH_VARARGS, boosted_route_doc},
     {"rank_decide", rank_decide, METH_VARARGS, rank_decide_doc},
     {"decode_stored", decode_stored, METH_VARARGS, decode_stored_doc},
+    {"parse_rows", parse_rows, METH_VARARGS, parse_rows_doc},
+    {"write_rows", write_rows, METH_VARARGS, write_rows_doc},
     {NULL, NULL, 0, NULL},
 };
 

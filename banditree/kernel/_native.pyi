@@ -166,3 +166,17 @@ def decode_stored(
     status: Any,
     /,
 ) -> None: ...
+def parse_rows(
+    body: bytes, max_rows: int, max_columns: int, /
+) -> tuple[bytearray, int, int] | None: ...
+def write_rows(
+    uid: bytes,
+    event_ids: list[str],
+    model_version: int,
+    x: Any,
+    action: Any,
+    propensity: Any,
+    greedy: Any,
+    leaf: Any,
+    /,
+) -> tuple[bytes, list[str]] | None: ...

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from banditree.core.arrays import FloatArray
+from banditree.core.columns import ArrayRows
 from banditree.features.errors import InvalidInput
 
 __all__ = ["InvalidInput", "as_context", "as_contexts", "check_loss", "context_values"]
@@ -76,8 +77,12 @@ def as_contexts(
 ) -> FloatArray:
     """A fresh float64 ``(B, n_features)`` copy of ``contexts``; :class:`InvalidInput` on a bad one.
 
-    An empty list is a batch of zero contexts.
+    An empty list is a batch of zero contexts.  :class:`ArrayRows` give their own array
+    (made for their batch alone, finite) when its width is ``n_features``.
     """
+    if type(contexts) is ArrayRows and contexts.array.shape[1] == n_features:
+        array: FloatArray = contexts.array
+        return array
     try:
         x = np.array(contexts, dtype=np.float64)
     except (TypeError, ValueError) as err:

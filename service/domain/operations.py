@@ -20,6 +20,8 @@ import fnmatch
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypeVar
 
+from orjson import Fragment
+
 from banditree.core import Decision, Feedback
 from banditree.core.codec import columns_public, decision_public
 from banditree.learners.base import Learner
@@ -116,7 +118,9 @@ async def decide(
         columns, logged = await apprentice_predict(
             runtime, body.contexts or [], defaults, runtime.predict_columns
         )
-        content = {"decisions": columns_public(columns)}
+        hot = isinstance(body, PredictBody) and columns.public_json is not None
+        # the fast front writes with orjson, which takes the kernel's JSON as it stands
+        content = {"decisions": Fragment(columns.public_json) if hot else columns_public(columns)}
     if explained is not None:
         for row, why in zip(content.get("decisions", [content]), explained, strict=True):
             row["explanation"] = why

@@ -52,9 +52,11 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from banditree.core.columns import FloatRows
+from banditree.kernel.rows import parse_rows
 from service.domain.operations import decide, give_feedback, rank_answer
 from service.domain.schemas import (
     MAX_BATCH_LENGTH,
+    MAX_CONTEXT_LENGTH,
     Context,
     FeedbackBody,
     FeedbackCreate,
@@ -336,11 +338,21 @@ class HotPaths:
         body = await _read_body(receive)
         if body is None:
             return  # nobody to answer
-        try:
-            data: Any = orjson.loads(body)
-        except orjson.JSONDecodeError:
-            data = None  # the route's parser words the refusal
-        parsed = _PARSERS[operation](data)
+        # a batch of number lists and nothing else: read by the kernel into its array
+        rows = (
+            parse_rows(body, MAX_BATCH_LENGTH, MAX_CONTEXT_LENGTH)
+            if operation == "predict"
+            else None
+        )
+        parsed: Any
+        if rows is not None:
+            parsed = PredictBody(None, rows, None, None, None)
+        else:
+            try:
+                data: Any = orjson.loads(body)
+            except orjson.JSONDecodeError:
+                data = None  # the route's parser words the refusal
+            parsed = _PARSERS[operation](data)
         if parsed is None:
             await self.route(scope, _replay(body, receive), send)
             return

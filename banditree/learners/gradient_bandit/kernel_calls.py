@@ -167,6 +167,7 @@ def decide_columns(
         leaf=None if leaves is None else leaves.tolist(),
         extras=None,
         context_array=x,
+        kernel_arrays=(action, propensity, greedy, leaves),
     )
 
 

@@ -51,6 +51,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any, Protocol
 
 from banditree import kernel
@@ -62,6 +63,7 @@ from banditree.core.codec import (
     feedback_json,
     read_decision,
 )
+from banditree.kernel.rows import write_rows
 from banditree.learners import (
     Decision,
     DecisionColumns,
@@ -197,7 +199,13 @@ class ModelRuntime(OperatorWrites):
             columns = apprentice.act_columns(contexts, event_ids, default_actions=defaults)
         else:
             columns = learner.act_columns(contexts, event_ids)
-        events = list(zip(columns.event_ids, column_payloads(self.uid, columns), strict=True))
+        written = write_rows(self.uid, columns)  # the answer and the records in one pass
+        if written is None:
+            payloads = column_payloads(self.uid, columns)
+        else:
+            answer, payloads = written
+            columns = replace(columns, public_json=answer)
+        events = list(zip(columns.event_ids, payloads, strict=True))
         leaves = (columns.extras or {}).get("reachable_leaves") or []
         return columns, await self._store(events, sum(columns.explored), leaves, started)
 

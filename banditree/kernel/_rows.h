@@ -1,0 +1,516 @@
+/*
+ * A batch predict's request and answer, in C (included by _native.c): the contexts of a
+ * body `{"contexts": [[numbers], ...]}` read straight into float64s (`parse_rows`), and
+ * the decisions' public answer and stored records written in one pass (`write_rows`).
+ * banditree/kernel/rows.py is their Python side; the references they are checked
+ * against (tests/kernel/test_rows.py) are orjson with the service's hand checks
+ * (service/edge/serve.py) and banditree.core.codec (columns_public, column_payloads).
+ *
+ * Both decline (return None) whatever they do not take exactly as the reference would,
+ * and the caller then runs the reference: a body with another key, whitespace or a
+ * number form they do not read, an event id that would need escaping.
+ */
+
+/* ---- parse_rows: {"contexts": [[n, ...], ...]} -> float64s --------------------- */
+
+/* JSON's whitespace */
+static inline int json_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+static inline const char *skip_space(const char *p, const char *end) {
+    while (p < end && json_space(*p)) {
+        p++;
+    }
+    return p;
+}
+
+/* the longest number text read (a longer one declines: the reference reads it) */
+#define MAX_NUMBER_TEXT 400
+
+/* the powers of ten a double holds exactly */
+static const double exact_tens[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                      1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                      1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/*
+ * One JSON number (RFC 8259's grammar) at p: its value in *out and the text after it, or
+ * NULL where the reference might read it otherwise (not finite; an integer of more than
+ * 15 digits, which orjson keeps as an integer).  An integer is converted as an integer
+ * is (`-0` is 0.0).  Any other number is rounded correctly, as orjson's parser does: by
+ * one multiplication or division when its digits (at most 15, leading zeros aside) and
+ * its power of ten (at most 22) are exact doubles (Clinger's fast path: one rounding),
+ * else by CPython's conversion.
+ */
+static const char *read_number(const char *p, const char *end, double *out) {
+    const char *start = p;
+    int negative = 0;
+    if (p < end && *p == '-') {
+        negative = 1;
+        p++;
+    }
+    if (p >= end) {
+        return NULL;
+    }
+    uint64_t mantissa = 0;
+    int significant = 0; /* digits of the mantissa, its leading zeros aside */
+    int shift = 0;       /* the power of ten the fraction's digits give */
+    const char *digits = p;
+    if (*p == '0') {
+        p++;
+    } else if (*p >= '1' && *p <= '9') {
+        while (p < end && *p >= '0' && *p <= '9') {
+            if (significant < 19) {
+                mantissa = mantissa * 10 + (uint64_t)(*p - '0');
+            }
+            significant++;
+            p++;
+        }
+    } else {
+        return NULL;
+    }
+    Py_ssize_t n_digits = p - digits;
+    int integer = 1;
+    if (p < end && *p == '.') {
+        integer = 0;
+        p++;
+        const char *frac = p;
+        while (p < end && *p >= '0' && *p <= '9') {
+            if (significant > 0 || *p != '0') {
+                if (significant < 19) {
+                    mantissa = mantissa * 10 + (uint64_t)(*p - '0');
+                }
+                significant++;
+            }
+            shift--;
+            p++;
+        }
+        if (p == frac) {
+            return NULL;
+        }
+    }
+    long exponent = 0;
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        integer = 0;
+        p++;
+        int minus = 0;
+        if (p < end && (*p == '+' || *p == '-')) {
+            minus = *p == '-';
+            p++;
+        }
+        const char *exp = p;
+        while (p < end && *p >= '0' && *p <= '9') {
+            if (exponent < 100000) {
+                exponent = exponent * 10 + (*p - '0');
+            }
+            p++;
+        }
+        if (p == exp) {
+            return NULL;
+        }
+        if (minus) {
+            exponent = -exponent;
+        }
+    }
+    if (integer) {
+        if (n_digits > 15) {
+            return NULL;
+        }
+        /* as an integer: exact below 10^15, and -0 is 0 */
+        *out = (double)(negative ? -(int64_t)mantissa : (int64_t)mantissa);
+        return p;
+    }
+    long power = exponent + shift;
+    if (significant <= 15 && power >= -22 && power <= 22) {
+        double v = (double)mantissa;
+        v = power < 0 ? v / exact_tens[-power] : v * exact_tens[power];
+        *out = negative ? -v : v;
+        return p;
+    }
+    Py_ssize_t length = p - start;
+    if (length > MAX_NUMBER_TEXT) {
+        return NULL;
+    }
+    char text[MAX_NUMBER_TEXT + 1];
+    memcpy(text, start, (size_t)length);
+    text[length] = '\0';
+    char *stop = NULL;
+    double v = PyOS_string_to_double(text, &stop, NULL);
+    if (v == -1.0 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return NULL;
+    }
+    if (stop != text + length || !isfinite(v)) {
+        return NULL;
+    }
+    *out = v;
+    return p;
+}
+
+PyDoc_STRVAR(parse_rows_doc,
+             "parse_rows(body, max_rows, max_columns)\n--\n\n"
+             "The contexts of a predict body that is exactly {\"contexts\": [[numbers], ...]}\n"
+             "(at least one row, every row of the same length in [1, max_columns], at most\n"
+             "max_rows rows, every number finite) as (float64s in a bytearray, rows,\n"
+             "columns); None for any other body.  See banditree.kernel.rows.");
+
+static PyObject *parse_rows(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer body;
+    Py_ssize_t max_rows, max_cols;
+    if (!PyArg_ParseTuple(args, "y*nn:parse_rows", &body, &max_rows, &max_cols)) {
+        return NULL;
+    }
+    if (max_rows < 1 || max_cols < 1) {
+        PyBuffer_Release(&body);
+        return PyErr_Format(PyExc_ValueError, "max_rows and max_columns must be >= 1");
+    }
+    static const char key[] = "\"contexts\"";
+    const char *p = (const char *)body.buf, *end = p + body.len;
+    double *values = NULL;
+    Py_ssize_t used = 0, room = 0, rows = 0, cols = -1;
+    PyObject *result = NULL;
+    p = skip_space(p, end);
+    if (p >= end || *p++ != '{') {
+        goto decline;
+    }
+    p = skip_space(p, end);
+    if (end - p < (Py_ssize_t)(sizeof key - 1) || memcmp(p, key, sizeof key - 1) != 0) {
+        goto decline;
+    }
+    p = skip_space(p + sizeof key - 1, end);
+    if (p >= end || *p++ != ':') {
+        goto decline;
+    }
+    p = skip_space(p, end);
+    if (p >= end || *p++ != '[') {
+        goto decline;
+    }
+    for (;;) {
+        p = skip_space(p, end);
+        if (p >= end || *p++ != '[') {
+            goto decline; /* a row (an empty batch declines too) */
+        }
+        if (rows == max_rows) {
+            goto decline;
+        }
+        Py_ssize_t in_row = 0;
+        for (;;) {
+            p = skip_space(p, end);
+            if (in_row == max_cols || (cols >= 0 && in_row == cols)) {
+                goto decline;
+            }
+            if (used == room) {
+                Py_ssize_t grown = room ? 2 * room : 256;
+                if (grown > PY_SSIZE_T_MAX / (Py_ssize_t)sizeof(double)) {
+                    goto decline;
+                }
+                double *more = PyMem_Realloc(values, (size_t)grown * sizeof(double));
+                if (more == NULL) {
+                    PyErr_NoMemory();
+                    goto fail;
+                }
+                values = more;
+                room = grown;
+            }
+            p = read_number(p, end, values + used);
+            if (p == NULL) {
+                goto decline;
+            }
+            used++;
+            in_row++;
+            p = skip_space(p, end);
+            if (p >= end) {
+                goto decline;
+            }
+            if (*p == ',') {
+                p++;
+                continue;
+            }
+            if (*p++ != ']') {
+                goto decline;
+            }
+            break;
+        }
+        if (cols < 0) {
+            cols = in_row;
+        } else if (in_row != cols) {
+            goto decline;
+        }
+        rows++;
+        p = skip_space(p, end);
+        if (p >= end) {
+            goto decline;
+        }
+        if (*p == ',') {
+            p++;
+            continue;
+        }
+        if (*p++ != ']') {
+            goto decline;
+        }
+        break;
+    }
+    p = skip_space(p, end);
+    if (p >= end || *p++ != '}') {
+        goto decline;
+    }
+    if (skip_space(p, end) != end) {
+        goto decline;
+    }
+    PyObject *floats = PyByteArray_FromStringAndSize((const char *)values,
+                                                     used * (Py_ssize_t)sizeof(double));
+    if (floats == NULL) {
+        goto fail;
+    }
+    result = Py_BuildValue("(Nnn)", floats, rows, cols);
+    goto fail; /* free and return result (NULL on error) */
+decline:
+    result = Py_NewRef(Py_None);
+fail:
+    PyMem_Free(values);
+    PyBuffer_Release(&body);
+    return result;
+}
+
+/* ---- write_rows: a classification batch's answer and stored records ------------ */
+
+/* a growing text */
+typedef struct {
+    char *buf;
+    Py_ssize_t len, cap;
+} Text;
+
+static int text_room(Text *t, Py_ssize_t more) {
+    if (t->len + more <= t->cap) {
+        return 0;
+    }
+    Py_ssize_t cap = t->cap ? t->cap : 1024;
+    while (cap < t->len + more) {
+        if (cap > PY_SSIZE_T_MAX / 2) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        cap *= 2;
+    }
+    char *grown = PyMem_Realloc(t->buf, (size_t)cap);
+    if (grown == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    t->buf = grown;
+    t->cap = cap;
+    return 0;
+}
+
+static int text_put(Text *t, const char *s, Py_ssize_t n) {
+    if (text_room(t, n) < 0) {
+        return -1;
+    }
+    memcpy(t->buf + t->len, s, (size_t)n);
+    t->len += n;
+    return 0;
+}
+
+static int text_int(Text *t, int64_t v) {
+    char digits[24];
+    int n = 0;
+    uint64_t magnitude = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do {
+        digits[sizeof digits - 1 - n++] = (char)('0' + magnitude % 10);
+        magnitude /= 10;
+    } while (magnitude);
+    if (v < 0) {
+        digits[sizeof digits - 1 - n++] = '-';
+    }
+    return text_put(t, digits + sizeof digits - n, n);
+}
+
+/* a float as Python's repr writes it (the shortest text that reads back the same) */
+static int text_float(Text *t, double v) {
+    char *repr = PyOS_double_to_string(v, 'r', 0, Py_DTSF_ADD_DOT_0, NULL);
+    if (repr == NULL) {
+        return -1;
+    }
+    int rc = text_put(t, repr, (Py_ssize_t)strlen(repr));
+    PyMem_Free(repr);
+    return rc;
+}
+
+/* little-endian bytes of an integer, as struct's '<' formats write them */
+static void put_le(unsigned char *out, uint64_t v, int size) {
+    for (int i = 0; i < size; i++) {
+        out[i] = (unsigned char)(v >> (8 * i));
+    }
+}
+
+/* whether an event id stands in JSON unescaped and is ASCII (what the service makes) */
+static int plain_id(const char *s, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\') {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* the binary stored form's header (banditree.core.codec._HEAD), in bytes */
+#define RECORD_HEAD 64
+#define STORED_PREFIX "b1:"
+
+PyDoc_STRVAR(write_rows_doc,
+             "write_rows(uid, event_ids, model_version, x, action, propensity, greedy, leaf)\n"
+             "--\n\n"
+             "A classification batch's public answer (the JSON array of its decisions) and\n"
+             "its stored records (the binary form, one str per row), from the decision\n"
+             "columns: (bytes, list of str); None when an event id would need escaping.\n"
+             "See banditree.kernel.rows.");
+
+static PyObject *write_rows(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *uid_obj, *ids, *o[5];
+    long long version;
+    if (!PyArg_ParseTuple(args, "SO!LOOOOO:write_rows", &uid_obj, &PyList_Type, &ids, &version,
+                          &o[0], &o[1], &o[2], &o[3], &o[4])) {
+        return NULL;
+    }
+    Py_ssize_t b_rows = PyList_GET_SIZE(ids);
+    Arr a[5];
+    memset(a, 0, sizeof a);
+    Py_ssize_t xs[2] = {b_rows, -1};
+    Py_ssize_t bs[1] = {b_rows};
+    if (take(o[0], "x", 'd', 2, xs, 0, &a[0]) < 0 || take(o[1], "action", 'q', 1, bs, 0, &a[1]) < 0 ||
+        take(o[2], "propensity", 'd', 1, bs, 0, &a[2]) < 0 ||
+        take(o[3], "greedy", 'q', 1, bs, 0, &a[3]) < 0) {
+        release(a, 5);
+        return NULL;
+    }
+    int has_leaf = o[4] != Py_None;
+    if (has_leaf && take(o[4], "leaf", 'q', 1, bs, 0, &a[4]) < 0) {
+        release(a, 5);
+        return NULL;
+    }
+    Py_ssize_t d = xs[1];
+    const char *uid = PyBytes_AS_STRING(uid_obj);
+    Py_ssize_t uid_len = PyBytes_GET_SIZE(uid_obj);
+    const double *x = f64(&a[0]), *propensity = f64(&a[2]);
+    const int64_t *action = i64(&a[1]), *greedy = i64(&a[3]);
+    const int64_t *leaf = has_leaf ? i64(&a[4]) : NULL;
+    PyObject *result = NULL, *payloads = NULL;
+    Text answer = {NULL, 0, 0};
+    unsigned char *record = NULL;
+    char *hex = NULL;
+    if (uid_len > 0xFFFF || d > 0xFFFFFFFFLL) {
+        goto decline;
+    }
+    for (Py_ssize_t i = 0; i < b_rows * d; i++) {
+        if (!isfinite(x[i])) {
+            goto decline; /* the reference names it */
+        }
+    }
+    payloads = PyList_New(b_rows);
+    if (payloads == NULL) {
+        goto fail;
+    }
+    Py_ssize_t fixed = RECORD_HEAD + 8 * d + uid_len;
+    if (text_put(&answer, "[", 1) < 0) {
+        goto fail;
+    }
+    char hex_pairs[512]; /* each byte's two lowercase hex digits, as bytes.hex writes them */
+    static const char hexdigits[] = "0123456789abcdef";
+    for (int i = 0; i < 256; i++) {
+        hex_pairs[2 * i] = hexdigits[i >> 4];
+        hex_pairs[2 * i + 1] = hexdigits[i & 15];
+    }
+    for (Py_ssize_t b = 0; b < b_rows; b++) {
+        PyObject *id = PyList_GET_ITEM(ids, b);
+        if (!PyUnicode_Check(id)) {
+            PyErr_Format(PyExc_TypeError, "event_ids[%zd] must be a str", b);
+            goto fail;
+        }
+        Py_ssize_t id_len;
+        const char *id_text = PyUnicode_AsUTF8AndSize(id, &id_len);
+        if (id_text == NULL) {
+            goto fail;
+        }
+        if (id_len > 0xFFFF || !plain_id(id_text, id_len) || !isfinite(propensity[b])) {
+            goto decline;
+        }
+        int64_t act = action[b], best = greedy[b], at = has_leaf ? leaf[b] : 0;
+        /* the answer: columns_public's keys in its order */
+        if ((b && text_put(&answer, ",", 1) < 0) ||
+            text_put(&answer, "{\"event_id\":\"", 13) < 0 ||
+            text_put(&answer, id_text, id_len) < 0 ||
+            text_put(&answer, "\",\"model_version\":", 18) < 0 || text_int(&answer, version) < 0 ||
+            text_put(&answer, ",\"leaf\":", 8) < 0 ||
+            (has_leaf ? text_int(&answer, at) : text_put(&answer, "null", 4)) < 0 ||
+            text_put(&answer, ",\"action\":", 10) < 0 || text_int(&answer, act) < 0 ||
+            text_put(&answer, ",\"probability\":", 15) < 0 ||
+            text_float(&answer, propensity[b]) < 0 ||
+            text_put(&answer, ",\"greedy_action\":", 17) < 0 || text_int(&answer, best) < 0 ||
+            text_put(&answer, "}", 1) < 0) {
+            goto fail;
+        }
+        /* the stored record: codec._HEAD, the context, the uid, the event id */
+        Py_ssize_t size = fixed + id_len;
+        unsigned char *grown = PyMem_Realloc(record, (size_t)size);
+        char *grown_hex = PyMem_Realloc(hex, (size_t)(3 + 2 * size));
+        if (grown != NULL) {
+            record = grown;
+        }
+        if (grown_hex != NULL) {
+            hex = grown_hex;
+        }
+        if (grown == NULL || grown_hex == NULL) {
+            PyErr_NoMemory();
+            goto fail;
+        }
+        memset(record, 0, RECORD_HEAD);
+        record[0] = 1; /* version */
+        record[1] = (unsigned char)((act != best ? 2 : 0) | (has_leaf ? 1 : 0));
+        put_le(record + 2, (uint64_t)uid_len, 2);
+        put_le(record + 4, (uint64_t)id_len, 2);
+        /* extras' length 0, then the context's length and a reserved zero */
+        put_le(record + 8, (uint64_t)d, 4);
+        put_le(record + 16, (uint64_t)version, 8);
+        put_le(record + 24, (uint64_t)act, 8);
+        put_le(record + 32, (uint64_t)best, 8);
+        put_le(record + 40, (uint64_t)at, 8);
+        /* perturbation 0 at 48 */
+        uint64_t bits;
+        memcpy(&bits, propensity + b, 8);
+        put_le(record + 56, bits, 8);
+        for (Py_ssize_t j = 0; j < d; j++) {
+            memcpy(&bits, x + b * d + j, 8);
+            put_le(record + RECORD_HEAD + 8 * j, bits, 8);
+        }
+        memcpy(record + RECORD_HEAD + 8 * d, uid, (size_t)uid_len);
+        memcpy(record + fixed, id_text, (size_t)id_len);
+        memcpy(hex, STORED_PREFIX, 3);
+        for (Py_ssize_t i = 0; i < size; i++) {
+            memcpy(hex + 3 + 2 * i, hex_pairs + 2 * record[i], 2);
+        }
+        PyObject *text = PyUnicode_FromStringAndSize(hex, 3 + 2 * size);
+        if (text == NULL) {
+            goto fail;
+        }
+        PyList_SET_ITEM(payloads, b, text);
+    }
+    if (text_put(&answer, "]", 1) < 0) {
+        goto fail;
+    }
+    PyObject *body = PyBytes_FromStringAndSize(answer.buf, answer.len);
+    if (body == NULL) {
+        goto fail;
+    }
+    result = Py_BuildValue("(NO)", body, payloads);
+    goto fail; /* free and return result (NULL on error) */
+decline:
+    result = Py_NewRef(Py_None);
+fail:
+    Py_XDECREF(payloads);
+    PyMem_Free(answer.buf);
+    PyMem_Free(record);
+    PyMem_Free(hex);
+    release(a, 5);
+    return result;
+}

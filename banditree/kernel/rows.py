@@ -1,0 +1,60 @@
+"""A batch predict's body read and its answer and stored records written, by the kernel.
+
+The service's batch predict spent most of its time in Python around a few
+microseconds of decisions: parsing the body into lists of floats, checking them,
+converting them to an array, writing a dict per row for the answer and a record per row
+for the store.  :func:`parse_rows` reads a body that is exactly
+``{"contexts": [[numbers], ...]}`` straight into a float64 array, and
+:func:`write_rows` writes the rows' public answer (the JSON array of
+:func:`banditree.core.codec.columns_public`) and their stored records (those of
+:func:`banditree.core.codec.column_payloads`) in one pass over the kernel's columns.
+
+Each gives None where it does not apply (another body, columns not made by the kernel,
+an event id that would need escaping, ``BANDITREE_KERNEL=reference``): the caller then
+runs the reference, orjson with the hand checks and the codec, whose results these
+equal (``tests/kernel/test_rows.py``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from banditree.core.columns import ArrayRows, DecisionColumns
+from banditree.kernel import ACTIVE, native
+
+__all__ = ["parse_rows", "write_rows"]
+
+
+def parse_rows(body: bytes, max_rows: int, max_columns: int) -> ArrayRows | None:
+    """The contexts of a predict body that is exactly ``{"contexts": [[numbers], ...]}``
+    (JSON whitespace anywhere), with at least one row, every row of the same length in
+    ``[1, max_columns]``, at most ``max_rows`` rows and every number finite: the lists
+    of floats orjson reads (an integer becomes its float, ``-0`` is ``0.0``) with their
+    float64 array.  None for any other body, and for an integer of more than 15 digits
+    or a number written in more than 400 characters (the reference reads those)."""
+    module = native() if ACTIVE == "native" else None
+    if module is None:
+        return None
+    found = module.parse_rows(body, max_rows, max_columns)
+    if found is None:
+        return None
+    floats, rows, columns = found
+    array = np.frombuffer(floats, dtype=np.float64).reshape(rows, columns)
+    return ArrayRows(array.tolist(), array)
+
+
+def write_rows(uid: str, columns: DecisionColumns) -> tuple[bytes, list[str]] | None:
+    """``(answer, payloads)`` of a batch the kernel decided (``columns.kernel_arrays``
+    set, with its context array): the JSON array of the rows' public answers and their
+    stored forms under ``uid``; None for other columns, or when an event id holds a
+    character JSON would escape."""
+    module = native() if ACTIVE == "native" else None
+    arrays, x = columns.kernel_arrays, columns.context_array
+    if module is None or arrays is None or x is None or columns.extras:
+        return None
+    action, propensity, greedy, leaf = arrays
+    written: tuple[bytes, list[str]] | None = module.write_rows(
+        uid.encode(), columns.event_ids, columns.model_version, x, action, propensity, greedy,
+        leaf,
+    )  # fmt: skip
+    return written

@@ -1,0 +1,200 @@
+"""A batch predict's body read and its answer and records written by the kernel
+(``banditree.kernel.rows``) equal the reference: orjson with the fast front's hand checks,
+and the codec's ``columns_public`` and ``column_payloads``."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import numpy as np
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from banditree import kernel
+from banditree.core.codec import column_payloads, columns_public, read_decision
+from banditree.core.columns import ArrayRows, FloatRows
+from banditree.kernel.rows import parse_rows, write_rows
+from banditree.learners import InvalidInput, build_learner
+from banditree.learners.validation import as_contexts
+
+module = kernel.native()
+pytestmark = pytest.mark.skipif(module is None, reason="BANDITREE_KERNEL=reference")
+
+
+def reference_rows(body: bytes) -> list[list[float]] | None:
+    """What the front's reference reads of a body that is only number lists (None: another)."""
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    if type(data) is not dict or list(data) != ["contexts"] or type(data["contexts"]) is not list:
+        return None
+    rows = data["contexts"]
+    if not rows or any(type(r) is not list or not r or len(r) != len(rows[0]) for r in rows):
+        return None
+    out = []
+    for row in rows:
+        if any(type(v) not in (int, float) for v in row):
+            return None
+        floats = [float(v) for v in row]
+        if not all(map(math.isfinite, floats)):
+            return None
+        out.append(floats)
+    return out
+
+
+def same_floats(a: list[list[float]], b: list[list[float]]) -> bool:
+    """Equal as bits (the sign of a zero included)."""
+    return np.array_equal(np.array(a).view(np.int64), np.array(b).view(np.int64))
+
+
+def test_a_batch_reads_as_orjson_reads_it() -> None:
+    rng = np.random.default_rng(3)
+    rows = [[round(float(v), 6) for v in r] for r in rng.normal(size=(40, 7))]
+    rows[0][:4] = [0, -0, 12345678901234, -1e-320]
+    body = json.dumps({"contexts": rows}).encode()
+    found = parse_rows(body, 100, 100)
+    assert isinstance(found, ArrayRows) and isinstance(found, FloatRows)
+    assert same_floats(found, orjson.loads(body)["contexts"])
+    assert found.array.shape == (40, 7) and found == found.array.tolist()
+    assert as_contexts(found, 7) is found.array  # decided on as read
+    with pytest.raises(InvalidInput, match="exactly 8 numbers"):
+        as_contexts(found, 8)  # another width: the lists' own refusal
+
+
+def test_an_ints_zero_is_positive_and_a_floats_keeps_its_sign() -> None:
+    found = parse_rows(b'{"contexts": [[-0, -0.0, 0e0, -0E+0]]}', 10, 10)
+    assert found is not None
+    assert [math.copysign(1.0, v) for v in found[0]] == [1.0, -1.0, 1.0, -1.0]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"contexts": []}',  # an empty batch
+        b'{"contexts": [[]]}',  # an empty context
+        b'{"contexts": [[1, 2], [3]]}',  # ragged
+        b'{"contexts": [[1, 2]], "event_ids": ["a"]}',  # another key
+        b'{"contexts": [[1, 2]], "contexts": [[1, 2]]}',  # a repeated key
+        b'{"context": [1, 2]}',  # one context
+        b'{"contexts": [[1, NaN]]}',
+        b'{"contexts": [[1, Infinity]]}',
+        b'{"contexts": [[1e400]]}',  # not finite once read
+        b'{"contexts": [[1234567890123456]]}',  # an integer orjson keeps as one
+        b'{"contexts": [[01]]}',
+        b'{"contexts": [[1.]]}',
+        b'{"contexts": [[.5]]}',
+        b'{"contexts": [[+1]]}',
+        b'{"contexts": [[1e]]}',
+        b'{"contexts": [["1"]]}',
+        b'{"contexts": [[true]]}',
+        b'{"contexts": [[null]]}',
+        b'{"contexts": [[1, 2],]}',
+        b'{"contexts": [[1, 2,]]}',
+        b'{"contexts": [[1 2]]}',
+        b'{"contexts": [[1]]} x',
+        b'{"contexts": [[1]]',
+        b'{"contexts": [[1]',
+        b'{"contexts" [[1]]}',
+        b'{"con\\u0074exts": [[1]]}',  # an escape the reference would read
+        b"",
+        b"[[1]]",
+        b'{"contexts": [[' + b"1" * 500 + b".5]]}",  # longer than it reads
+    ],
+)
+def test_every_other_body_is_declined(body: bytes) -> None:
+    assert parse_rows(body, 10, 10) is None
+
+
+def test_the_bounds_decline() -> None:
+    assert parse_rows(b'{"contexts": [[1, 2, 3]]}', 10, 3) is not None
+    assert parse_rows(b'{"contexts": [[1, 2, 3]]}', 10, 2) is None
+    assert parse_rows(b'{"contexts": [[1], [2]]}', 2, 10) is not None
+    assert parse_rows(b'{"contexts": [[1], [2], [3]]}', 2, 10) is None
+    with pytest.raises(ValueError, match="max_rows"):
+        module.parse_rows(b"{}", 0, 1)
+
+
+#: number texts JSON allows, of every shape the reader takes two ways (the fast path of
+#: at most 15 digits and a power of ten up to 22, CPython's conversion past them)
+_numbers = st.one_of(
+    st.floats(allow_nan=False, allow_infinity=False).map(repr),
+    st.floats(allow_nan=False, allow_infinity=False, width=32).map(lambda v: f"{v:.9g}"),
+    st.integers(-(10**16), 10**16).map(str),
+    st.builds(
+        lambda m, zeros, f, e, mark: f"{m}.{'0' * zeros}{f}{mark}{e}".replace("e+-", "e-"),
+        st.integers(-(10**9), 10**9),
+        st.integers(0, 12),
+        st.integers(0, 10**20),
+        st.integers(-340, 340),
+        st.sampled_from(["e", "E", "e+"]),
+    ),
+    st.builds(lambda m, e: f"{m}e{e}", st.integers(-(10**17), 10**17), st.integers(-30, 30)),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.lists(_numbers, min_size=3, max_size=3), min_size=1, max_size=5),
+    st.sampled_from(["", " ", "\n\t ", "\r\n"]),
+)
+def test_number_texts_read_as_orjson_reads_them(rows: list[list[str]], space: str) -> None:
+    inner = ("," + space).join("[" + space + ",".join(r) + space + "]" for r in rows)
+    body = f'{space}{{{space}"contexts"{space}:{space}[{inner}]{space}}}{space}'.encode()
+    expected = reference_rows(body)
+    found = parse_rows(body, 100, 100)
+    if found is None:  # declined: a number the reference reads (or refuses) itself
+        assert expected is None or any(
+            len(t.lstrip("-").split(".")[0].split("e")[0].split("E")[0]) > 15
+            and not any(c in t for c in ".eE")
+            for r in rows
+            for t in r
+        )
+        return
+    assert expected is not None and same_floats(found, expected)
+
+
+def _decided(config: dict[str, Any], n: int) -> tuple[Any, Any]:
+    learner = build_learner({"n_features": 5, "n_actions": 4, **config})
+    x = np.random.default_rng(5).normal(size=(n, 5)) * 3
+    ids = [f"{i:036x}" for i in range(n)]
+    return learner, learner.act_columns(FloatRows(x.tolist()), ids)
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        {},
+        {"explorer": "epsilon_greedy", "explorer_parameter": 0.5},
+        {"explorer": "squarecb", "reward_link": "sigmoid"},
+        {"kind": "dgt_forest", "n_trees": 3, "height": 2},
+    ],
+)
+@pytest.mark.parametrize("n", [1, 5, 40])
+def test_the_answer_and_records_are_the_codecs(config: dict[str, Any], n: int) -> None:
+    _, columns = _decided(config, n)
+    assert columns.kernel_arrays is not None
+    written = write_rows("model-uid-\u00e9", columns)
+    assert written is not None
+    answer, payloads = written
+    assert orjson.loads(answer) == columns_public(columns)
+    assert payloads == column_payloads("model-uid-\u00e9", columns)
+    assert [read_decision(p, "model-uid-\u00e9") for p in payloads] == columns.rows()
+
+
+def test_columns_it_did_not_make_or_ids_to_escape_are_declined() -> None:
+    learner, columns = _decided({}, 3)
+    reference = learner.act_columns(np.zeros((3, 5)), ["a", "b", "c"])
+    plain = type(reference)(**{**reference.__dict__, "kernel_arrays": None})
+    assert write_rows("u", plain) is None
+    quoted = type(columns)(**{**columns.__dict__, "event_ids": ['a"b', "c", "d"]})
+    assert write_rows("u", quoted) is None
+    with pytest.raises(ValueError, match="x must have length 1 on axis 0"):
+        module.write_rows(b"u", ["a"], 0, np.zeros((2, 5)), *columns.kernel_arrays)
+    with pytest.raises(ValueError, match="action must have length 3"):
+        module.write_rows(b"u", ["a", "b", "c"], 0, columns.context_array, np.zeros(2, np.int64),
+                          *columns.kernel_arrays[1:])  # fmt: skip
