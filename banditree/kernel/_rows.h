@@ -360,9 +360,10 @@ static int plain_id(const char *s, Py_ssize_t n) {
 PyDoc_STRVAR(write_rows_doc,
              "write_rows(uid, event_ids, model_version, x, action, propensity, greedy, leaf)\n"
              "--\n\n"
-             "A classification batch's public answer (the JSON array of its decisions) and\n"
-             "its stored records (the binary form, one str per row), from the decision\n"
-             "columns: (bytes, list of str); None when an event id would need escaping.\n"
+             "A classification batch's public answers (each row's JSON object, as bytes)\n"
+             "and its stored records (the binary form, one str per row), from the decision\n"
+             "columns: (list of bytes, list of str); None when an event id would need\n"
+             "escaping.\n"
              "See banditree.kernel.rows.");
 
 static PyObject *write_rows(PyObject *self, PyObject *args) {
@@ -395,7 +396,7 @@ static PyObject *write_rows(PyObject *self, PyObject *args) {
     const double *x = f64(&a[0]), *propensity = f64(&a[2]);
     const int64_t *action = i64(&a[1]), *greedy = i64(&a[3]);
     const int64_t *leaf = has_leaf ? i64(&a[4]) : NULL;
-    PyObject *result = NULL, *payloads = NULL;
+    PyObject *result = NULL, *payloads = NULL, *answers = NULL;
     Text answer = {NULL, 0, 0};
     unsigned char *record = NULL;
     char *hex = NULL;
@@ -408,13 +409,11 @@ static PyObject *write_rows(PyObject *self, PyObject *args) {
         }
     }
     payloads = PyList_New(b_rows);
-    if (payloads == NULL) {
+    answers = PyList_New(b_rows);
+    if (payloads == NULL || answers == NULL) {
         goto fail;
     }
     Py_ssize_t fixed = RECORD_HEAD + 8 * d + uid_len;
-    if (text_put(&answer, "[", 1) < 0) {
-        goto fail;
-    }
     char hex_pairs[512]; /* each byte's two lowercase hex digits, as bytes.hex writes them */
     static const char hexdigits[] = "0123456789abcdef";
     for (int i = 0; i < 256; i++) {
@@ -437,8 +436,8 @@ static PyObject *write_rows(PyObject *self, PyObject *args) {
         }
         int64_t act = action[b], best = greedy[b], at = has_leaf ? leaf[b] : 0;
         /* the answer: columns_public's keys in its order */
-        if ((b && text_put(&answer, ",", 1) < 0) ||
-            text_put(&answer, "{\"event_id\":\"", 13) < 0 ||
+        answer.len = 0;
+        if (text_put(&answer, "{\"event_id\":\"", 13) < 0 ||
             text_put(&answer, id_text, id_len) < 0 ||
             text_put(&answer, "\",\"model_version\":", 18) < 0 || text_int(&answer, version) < 0 ||
             text_put(&answer, ",\"leaf\":", 8) < 0 ||
@@ -450,6 +449,11 @@ static PyObject *write_rows(PyObject *self, PyObject *args) {
             text_put(&answer, "}", 1) < 0) {
             goto fail;
         }
+        PyObject *row = PyBytes_FromStringAndSize(answer.buf, answer.len);
+        if (row == NULL) {
+            goto fail;
+        }
+        PyList_SET_ITEM(answers, b, row);
         /* the stored record: codec._HEAD, the context, the uid, the event id */
         Py_ssize_t size = fixed + id_len;
         unsigned char *grown = PyMem_Realloc(record, (size_t)size);
@@ -495,19 +499,13 @@ static PyObject *write_rows(PyObject *self, PyObject *args) {
         }
         PyList_SET_ITEM(payloads, b, text);
     }
-    if (text_put(&answer, "]", 1) < 0) {
-        goto fail;
-    }
-    PyObject *body = PyBytes_FromStringAndSize(answer.buf, answer.len);
-    if (body == NULL) {
-        goto fail;
-    }
-    result = Py_BuildValue("(NO)", body, payloads);
+    result = Py_BuildValue("(OO)", answers, payloads);
     goto fail; /* free and return result (NULL on error) */
 decline:
     result = Py_NewRef(Py_None);
 fail:
     Py_XDECREF(payloads);
+    Py_XDECREF(answers);
     PyMem_Free(answer.buf);
     PyMem_Free(record);
     PyMem_Free(hex);

@@ -5,7 +5,7 @@ microseconds of decisions: parsing the body into lists of floats, checking them,
 converting them to an array, writing a dict per row for the answer and a record per row
 for the store.  :func:`parse_rows` reads a body that is exactly
 ``{"contexts": [[numbers], ...]}`` straight into a float64 array, and
-:func:`write_rows` writes the rows' public answer (the JSON array of
+:func:`write_rows` writes the rows' public answers (the JSON objects of
 :func:`banditree.core.codec.columns_public`) and their stored records (those of
 :func:`banditree.core.codec.column_payloads`) in one pass over the kernel's columns.
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from banditree.core.columns import ArrayRows, DecisionColumns
+from banditree.core.columns import ArrayRows, DecisionColumns, FloatRows
 from banditree.kernel import ACTIVE, native
 
 __all__ = ["parse_rows", "write_rows"]
@@ -43,17 +43,20 @@ def parse_rows(body: bytes, max_rows: int, max_columns: int) -> ArrayRows | None
     return ArrayRows(array.tolist(), array)
 
 
-def write_rows(uid: str, columns: DecisionColumns) -> tuple[bytes, list[str]] | None:
-    """``(answer, payloads)`` of a batch the kernel decided (``columns.kernel_arrays``
-    set, with its context array): the JSON array of the rows' public answers and their
-    stored forms under ``uid``; None for other columns, or when an event id holds a
-    character JSON would escape."""
+def write_rows(uid: str, columns: DecisionColumns) -> tuple[list[bytes], list[str]] | None:
+    """``(answers, payloads)`` of a batch the kernel decided (``columns.kernel_arrays``
+    set, with its context array, of number lists): each row's public answer as JSON (the object of
+    :func:`~banditree.core.codec.columns_public`) and its stored form under ``uid``;
+    None for other columns, or when an event id holds a character JSON would escape."""
     module = native() if ACTIVE == "native" else None
     arrays, x = columns.kernel_arrays, columns.context_array
     if module is None or arrays is None or x is None or columns.extras:
         return None
+    contexts = columns.contexts
+    if not isinstance(contexts, FloatRows) and any(type(c) is not list for c in contexts):
+        return None  # named features: their record keeps the object (JSON)
     action, propensity, greedy, leaf = arrays
-    written: tuple[bytes, list[str]] | None = module.write_rows(
+    written: tuple[list[bytes], list[str]] | None = module.write_rows(
         uid.encode(), columns.event_ids, columns.model_version, x, action, propensity, greedy,
         leaf,
     )  # fmt: skip

@@ -118,9 +118,9 @@ async def decide(
         columns, logged = await apprentice_predict(
             runtime, body.contexts or [], defaults, runtime.predict_columns
         )
-        hot = isinstance(body, PredictBody) and columns.public_json is not None
-        # the fast front writes with orjson, which takes the kernel's JSON as it stands
-        content = {"decisions": Fragment(columns.public_json) if hot else columns_public(columns)}
+        written = columns.public_json if explained is None else None
+        # the answer is written by orjson, which takes the kernel's JSON as it stands
+        content = {"decisions": columns_public(columns) if written is None else Fragment(written)}
     if explained is not None:
         for row, why in zip(content.get("decisions", [content]), explained, strict=True):
             row["explanation"] = why

@@ -54,6 +54,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any, Protocol
 
+import orjson
+from orjson import Fragment
+
 from banditree import kernel
 from banditree.core.codec import (
     column_payloads,
@@ -186,7 +189,10 @@ class ModelRuntime(OperatorWrites):
         started = time.perf_counter()
         (context,) = contexts
         public, stored = await self._tick.add(context, None if defaults is None else defaults[0])
-        return public, await self._counted(_settled(stored), 1, started)
+        logged = await self._counted(_settled(stored), 1, started)
+        if not logged and type(public) is Fragment:  # the caller adds "logged": a dict
+            public = orjson.loads(orjson.dumps(public))
+        return public, logged
 
     async def predict_columns(
         self, contexts: list[Any], defaults: list[int] | None = None
@@ -199,12 +205,12 @@ class ModelRuntime(OperatorWrites):
             columns = apprentice.act_columns(contexts, event_ids, default_actions=defaults)
         else:
             columns = learner.act_columns(contexts, event_ids)
-        written = write_rows(self.uid, columns)  # the answer and the records in one pass
+        written = write_rows(self.uid, columns)  # the answers and records in one pass
         if written is None:
             payloads = column_payloads(self.uid, columns)
         else:
-            answer, payloads = written
-            columns = replace(columns, public_json=answer)
+            answers, payloads = written
+            columns = replace(columns, public_json=b"[" + b",".join(answers) + b"]")
         events = list(zip(columns.event_ids, payloads, strict=True))
         leaves = (columns.extras or {}).get("reachable_leaves") or []
         return columns, await self._store(events, sum(columns.explored), leaves, started)
@@ -446,9 +452,11 @@ def decide_batch(learner: Learner, uid: str, contexts: list[Any], event_ids: lis
     one by one (the caller's defaults are ignored: not an apprentice-mode learner)."""
     columns = learner.act_columns(contexts, event_ids)
     leaves = (columns.extras or {}).get("reachable_leaves") or []
-    return Decided(
-        columns_public(columns), column_payloads(uid, columns), sum(columns.explored), leaves
-    )
+    explored = sum(columns.explored)
+    written = write_rows(uid, columns)  # each answer's JSON and each record in one pass
+    if written is not None:
+        return Decided(list(map(Fragment, written[0])), written[1], explored, leaves)
+    return Decided(columns_public(columns), column_payloads(uid, columns), explored, leaves)
 
 
 class Runtime(Protocol):
