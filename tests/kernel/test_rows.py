@@ -198,3 +198,16 @@ def test_columns_it_did_not_make_or_ids_to_escape_are_declined() -> None:
     with pytest.raises(ValueError, match="action must have length 3"):
         module.write_rows(b"u", ["a", "b", "c"], 0, columns.context_array, np.zeros(2, np.int64),
                           *columns.kernel_arrays[1:])  # fmt: skip
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=120), st.sampled_from([b"", b'{"contexts": [[', b'{"contexts": [[1,']))
+def test_hostile_bytes_are_read_as_the_reference_reads_them_or_declined(
+    tail: bytes, head: bytes
+) -> None:
+    body = head + tail
+    found = parse_rows(body, 4, 4)
+    if found is not None:
+        expected = reference_rows(body)
+        assert expected is not None and same_floats(found, expected)
+        assert len(found) <= 4 and len(found[0]) <= 4
