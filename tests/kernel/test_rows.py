@@ -159,7 +159,7 @@ def test_number_texts_read_as_orjson_reads_them(rows: list[list[str]], space: st
 
 
 def _decided(config: dict[str, Any], n: int) -> tuple[Any, Any]:
-    learner = build_learner({"n_features": 5, "n_actions": 4, **config})
+    learner = build_learner({"kind": "dgt", "n_features": 5, "n_actions": 4, **config})
     x = np.random.default_rng(5).normal(size=(n, 5)) * 3
     ids = [f"{i:036x}" for i in range(n)]
     return learner, learner.act_columns(FloatRows(x.tolist()), ids)
