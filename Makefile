@@ -54,7 +54,15 @@ sanitize: $(STAMP)
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		$(abspath $(PY)) -m pytest -q -s -p no:cacheprovider tests/kernel
 
-test: lint typecheck docs unit sanitize
+# make test: the tests outside tests/service on two workers, a file per worker at a time
+# (they share no state across files), then the service's tests in one process (they time
+# processes, kills and outages against the clock); the kernel's tests once, against the
+# sanitizers' build (the same -O2 build with ASan and UBSan). `make unit` runs every test
+# in one process against the installed build.
+test: lint typecheck docs $(STAMP)
+	$(PY) -m pytest -n 2 --dist loadfile --ignore=tests/service --ignore=tests/kernel
+	$(PY) -m pytest tests/service
+	$(MAKE) sanitize
 
 bench: $(STAMP)
 	$(PY) -m benchmarks
