@@ -54,15 +54,19 @@ sanitize: $(STAMP)
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		$(abspath $(PY)) -m pytest -q -s -p no:cacheprovider tests/kernel
 
-# make test: the tests outside tests/service on two workers, a file per worker at a time
-# (they share no state across files), then the service's tests in one process (they time
-# processes, kills and outages against the clock); the kernel's tests once, against the
-# sanitizers' build (the same -O2 build with ASan and UBSan). `make unit` runs every test
-# in one process against the installed build.
-test: lint typecheck docs $(STAMP)
+# make test: the static checks side by side; the tests outside tests/service on two
+# workers, a file per worker at a time (they share no state across files); then the
+# service's tests in one process (they time processes, kills and outages against the
+# clock) while the kernel's tests run against the sanitizers' build (the same -O2 build
+# with ASan and UBSan) beside them at the lowest priority. `make unit` runs every test in
+# one process against the installed build.
+test: $(STAMP)
+	$(MAKE) -j3 --output-sync=target lint typecheck docs
 	$(PY) -m pytest -n 2 --dist loadfile --ignore=tests/service --ignore=tests/kernel
-	$(PY) -m pytest tests/service
-	$(MAKE) sanitize
+	mkdir -p build; nice -n 19 $(MAKE) --no-print-directory sanitize > build/sanitize.log 2>&1 & sanitizing=$$!; \
+	$(PY) -m pytest tests/service; status=$$?; \
+	if ! wait $$sanitizing; then cat build/sanitize.log; echo "make sanitize failed"; exit 1; fi; \
+	tail -n 3 build/sanitize.log; exit $$status
 
 bench: $(STAMP)
 	$(PY) -m benchmarks
