@@ -4,14 +4,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from banditree_cli import app
 from tests.service.live_server import free_port
 
 
-def test_an_unknown_file_type_names_the_choices(tmp_path: Path) -> None:
-    result = CliRunner().invoke(app, ["log", "export", "m", "--out", str(tmp_path / "log.txt")])
+def test_an_unknown_file_type_names_the_choices(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a short path and a wide terminal: the error's box cuts a line longer than it
+    # (a pytest-xdist worker's temporary directory is longer than pytest's own)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(
+        app, ["log", "export", "m", "--out", "log.txt"], env={"COLUMNS": "200"}
+    )
     assert result.exit_code == 2
     assert ".ndjson, .parquet or .csv" in result.output
 
