@@ -27,6 +27,7 @@ setup(
                 "banditree/kernel/_blake2b.h",
                 "banditree/kernel/_boosted.h",
                 "banditree/kernel/_rank.h",
+                "banditree/kernel/_json.h",
                 "banditree/kernel/_stored.h",
                 "banditree/kernel/_rows.h",
             ],

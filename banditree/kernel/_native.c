@@ -463,6 +463,10 @@ fail:
 
 #include "_rank.h"
 
+/* ---- JSON's whitespace and numbers, as orjson reads them ------------------------ */
+
+#include "_json.h"
+
 /* ---- a chunk of log entries decoded into learn_chunk's columns ------------------ */
 
 #include "_stored.h"

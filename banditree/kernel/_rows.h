@@ -13,136 +13,15 @@
 
 /* ---- parse_rows: {"contexts": [[n, ...], ...]} -> float64s --------------------- */
 
-/* JSON's whitespace */
-static inline int json_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-
-static inline const char *skip_space(const char *p, const char *end) {
-    while (p < end && json_space(*p)) {
-        p++;
+/* After a list's item at *p: 1 past a ',' (another item follows), 0 past the list's
+ * closing ']', -1 for anything else. */
+static int list_next(const char **p, const char *end) {
+    const char *q = skip_space(*p, end);
+    if (q >= end || (*q != ',' && *q != ']')) {
+        return -1;
     }
-    return p;
-}
-
-/* the longest number text read (a longer one declines: the reference reads it) */
-#define MAX_NUMBER_TEXT 400
-
-/* the powers of ten a double holds exactly */
-static const double exact_tens[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
-                                      1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-                                      1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
-
-/*
- * One JSON number (RFC 8259's grammar) at p: its value in *out and the text after it, or
- * NULL where the reference might read it otherwise (not finite; an integer of more than
- * 15 digits, which orjson keeps as an integer).  An integer is converted as an integer
- * is (`-0` is 0.0).  Any other number is rounded correctly, as orjson's parser does: by
- * one multiplication or division when its digits (at most 15, leading zeros aside) and
- * its power of ten (at most 22) are exact doubles (Clinger's fast path: one rounding),
- * else by CPython's conversion.
- */
-static const char *read_number(const char *p, const char *end, double *out) {
-    const char *start = p;
-    int negative = 0;
-    if (p < end && *p == '-') {
-        negative = 1;
-        p++;
-    }
-    if (p >= end) {
-        return NULL;
-    }
-    uint64_t mantissa = 0;
-    int significant = 0; /* digits of the mantissa, its leading zeros aside */
-    int shift = 0;       /* the power of ten the fraction's digits give */
-    const char *digits = p;
-    if (*p == '0') {
-        p++;
-    } else if (*p >= '1' && *p <= '9') {
-        while (p < end && *p >= '0' && *p <= '9') {
-            if (significant < 19) {
-                mantissa = mantissa * 10 + (uint64_t)(*p - '0');
-            }
-            significant++;
-            p++;
-        }
-    } else {
-        return NULL;
-    }
-    Py_ssize_t n_digits = p - digits;
-    int integer = 1;
-    if (p < end && *p == '.') {
-        integer = 0;
-        p++;
-        const char *frac = p;
-        while (p < end && *p >= '0' && *p <= '9') {
-            if (significant > 0 || *p != '0') {
-                if (significant < 19) {
-                    mantissa = mantissa * 10 + (uint64_t)(*p - '0');
-                }
-                significant++;
-            }
-            shift--;
-            p++;
-        }
-        if (p == frac) {
-            return NULL;
-        }
-    }
-    long exponent = 0;
-    if (p < end && (*p == 'e' || *p == 'E')) {
-        integer = 0;
-        p++;
-        int minus = 0;
-        if (p < end && (*p == '+' || *p == '-')) {
-            minus = *p == '-';
-            p++;
-        }
-        const char *exp = p;
-        while (p < end && *p >= '0' && *p <= '9') {
-            if (exponent < 100000) {
-                exponent = exponent * 10 + (*p - '0');
-            }
-            p++;
-        }
-        if (p == exp) {
-            return NULL;
-        }
-        if (minus) {
-            exponent = -exponent;
-        }
-    }
-    if (integer) {
-        if (n_digits > 15) {
-            return NULL;
-        }
-        /* as an integer: exact below 10^15, and -0 is 0 */
-        *out = (double)(negative ? -(int64_t)mantissa : (int64_t)mantissa);
-        return p;
-    }
-    long power = exponent + shift;
-    if (significant <= 15 && power >= -22 && power <= 22) {
-        double v = (double)mantissa;
-        v = power < 0 ? v / exact_tens[-power] : v * exact_tens[power];
-        *out = negative ? -v : v;
-        return p;
-    }
-    Py_ssize_t length = p - start;
-    if (length > MAX_NUMBER_TEXT) {
-        return NULL;
-    }
-    char text[MAX_NUMBER_TEXT + 1];
-    memcpy(text, start, (size_t)length);
-    text[length] = '\0';
-    char *stop = NULL;
-    double v = PyOS_string_to_double(text, &stop, NULL);
-    if (v == -1.0 && PyErr_Occurred()) {
-        PyErr_Clear();
-        return NULL;
-    }
-    if (stop != text + length || !isfinite(v)) {
-        return NULL;
-    }
-    *out = v;
-    return p;
+    *p = q + 1;
+    return *q == ',';
 }
 
 PyDoc_STRVAR(parse_rows_doc,
@@ -217,18 +96,13 @@ static PyObject *parse_rows(PyObject *self, PyObject *args) {
             }
             used++;
             in_row++;
-            p = skip_space(p, end);
-            if (p >= end) {
+            int more = list_next(&p, end);
+            if (more < 0) {
                 goto decline;
             }
-            if (*p == ',') {
-                p++;
-                continue;
+            if (!more) {
+                break;
             }
-            if (*p++ != ']') {
-                goto decline;
-            }
-            break;
         }
         if (cols < 0) {
             cols = in_row;
@@ -236,18 +110,13 @@ static PyObject *parse_rows(PyObject *self, PyObject *args) {
             goto decline;
         }
         rows++;
-        p = skip_space(p, end);
-        if (p >= end) {
+        int more = list_next(&p, end);
+        if (more < 0) {
             goto decline;
         }
-        if (*p == ',') {
-            p++;
-            continue;
+        if (!more) {
+            break;
         }
-        if (*p++ != ']') {
-            goto decline;
-        }
-        break;
     }
     p = skip_space(p, end);
     if (p >= end || *p++ != '}') {
@@ -354,8 +223,6 @@ static int plain_id(const char *s, Py_ssize_t n) {
 }
 
 /* the binary stored form's header (banditree.core.codec._HEAD), in bytes */
-#define RECORD_HEAD 64
-#define STORED_PREFIX "b1:"
 
 PyDoc_STRVAR(write_rows_doc,
              "write_rows(uid, event_ids, model_version, x, action, propensity, greedy, leaf)\n"
@@ -413,7 +280,7 @@ static PyObject *write_rows(PyObject *self, PyObject *args) {
     if (payloads == NULL || answers == NULL) {
         goto fail;
     }
-    Py_ssize_t fixed = RECORD_HEAD + 8 * d + uid_len;
+    Py_ssize_t fixed = STORED_HEAD + 8 * d + uid_len;
     char hex_pairs[512]; /* each byte's two lowercase hex digits, as bytes.hex writes them */
     static const char hexdigits[] = "0123456789abcdef";
     for (int i = 0; i < 256; i++) {
@@ -468,7 +335,7 @@ static PyObject *write_rows(PyObject *self, PyObject *args) {
             PyErr_NoMemory();
             goto fail;
         }
-        memset(record, 0, RECORD_HEAD);
+        memset(record, 0, STORED_HEAD);
         record[0] = 1; /* version */
         record[1] = (unsigned char)((act != best ? 2 : 0) | (has_leaf ? 1 : 0));
         put_le(record + 2, (uint64_t)uid_len, 2);
@@ -485,9 +352,9 @@ static PyObject *write_rows(PyObject *self, PyObject *args) {
         put_le(record + 56, bits, 8);
         for (Py_ssize_t j = 0; j < d; j++) {
             memcpy(&bits, x + b * d + j, 8);
-            put_le(record + RECORD_HEAD + 8 * j, bits, 8);
+            put_le(record + STORED_HEAD + 8 * j, bits, 8);
         }
-        memcpy(record + RECORD_HEAD + 8 * d, uid, (size_t)uid_len);
+        memcpy(record + STORED_HEAD + 8 * d, uid, (size_t)uid_len);
         memcpy(record + fixed, id_text, (size_t)id_len);
         memcpy(hex, STORED_PREFIX, 3);
         for (Py_ssize_t i = 0; i < size; i++) {

@@ -22,9 +22,10 @@
  * against the record's size before any byte behind it is read.
  */
 
+/* a binary stored decision: its text's prefix, and its header's bytes (codec.py) */
+#define STORED_PREFIX "b1:"
 #define STORED_HEAD 64
 #define STORED_MAX_FEATURES (1 << 20)
-#define STORED_MAX_NUMBER 40
 
 enum { STORED_LEARN = 0, STORED_NONE = 1, STORED_PYTHON = 2 };
 
@@ -62,87 +63,6 @@ static inline double le_double(const unsigned char *p) {
     return v;
 }
 
-/*
- * A JSON number (RFC 8259's grammar, nothing else: no "+", "inf", "nan", hexadecimal or
- * spaces) at text[0:len) as orjson reads it into a float: an integer (no fraction, no
- * exponent; at most 15 digits, so exact) or a float (correctly rounded, as orjson and
- * CPython's own parser read it).  1 when read, 0 when not (the Python path reads it).
- */
-static int json_number(const char *text, Py_ssize_t len, double *out) {
-    Py_ssize_t i = 0;
-    int integral = 1;
-    if (len <= 0 || len >= STORED_MAX_NUMBER) {
-        return 0;
-    }
-    if (text[i] == '-') {
-        i++;
-    }
-    Py_ssize_t digits_at = i;
-    if (i < len && text[i] == '0') {
-        i++;
-    } else {
-        while (i < len && text[i] >= '0' && text[i] <= '9') {
-            i++;
-        }
-    }
-    if (i == digits_at) {
-        return 0;
-    }
-    Py_ssize_t int_digits = i - digits_at;
-    if (i < len && text[i] == '.') {
-        integral = 0;
-        Py_ssize_t at = ++i;
-        while (i < len && text[i] >= '0' && text[i] <= '9') {
-            i++;
-        }
-        if (i == at) {
-            return 0;
-        }
-    }
-    if (i < len && (text[i] == 'e' || text[i] == 'E')) {
-        integral = 0;
-        i++;
-        if (i < len && (text[i] == '+' || text[i] == '-')) {
-            i++;
-        }
-        Py_ssize_t at = i;
-        while (i < len && text[i] >= '0' && text[i] <= '9') {
-            i++;
-        }
-        if (i == at) {
-            return 0;
-        }
-    }
-    if (i != len) {
-        return 0;
-    }
-    if (integral) {
-        if (int_digits > 15) {
-            return 0;
-        }
-        long long v = 0;
-        for (Py_ssize_t j = digits_at; j < len; j++) {
-            v = v * 10 + (text[j] - '0');
-        }
-        *out = (double)(text[0] == '-' ? -v : v); /* "-0" is the integer 0, as in JSON */
-        return 1;
-    }
-    char copy[STORED_MAX_NUMBER];
-    memcpy(copy, text, (size_t)len);
-    copy[len] = '\0';
-    char *end = NULL;
-    double v = PyOS_string_to_double(copy, &end, NULL); /* overflow: +-inf, no error */
-    if (v == -1.0 && PyErr_Occurred()) {
-        PyErr_Clear();
-        return 0;
-    }
-    if (end != copy + len || !isfinite(v)) {
-        return 0;
-    }
-    *out = v;
-    return 1;
-}
-
 /* The loss of a feedback text feedback_json writes for a plain loss; 1 when read. */
 static int stored_loss(const char *text, Py_ssize_t len, double *out) {
     static const char head[] = "{\"loss\":";
@@ -157,7 +77,12 @@ static int stored_loss(const char *text, Py_ssize_t len, double *out) {
     } else if (text[len - 1] != '}') {
         return 0;
     }
-    return json_number(text + hl, end - hl, out);
+    double v;
+    if (read_number(text + hl, text + end, &v) != text + end) { /* not the whole number */
+        return 0;
+    }
+    *out = v;
+    return 1;
 }
 
 /*
@@ -304,7 +229,7 @@ static PyObject *decode_stored(PyObject *self, PyObject *args) {
         status[i] = STORED_PYTHON;
         Py_ssize_t len = 0;
         const char *text = little ? text_of(PyList_GET_ITEM(decisions, i), &len) : NULL;
-        if (text == NULL || len < 3 || memcmp(text, "b1:", 3) != 0) {
+        if (text == NULL || len < 3 || memcmp(text, STORED_PREFIX, 3) != 0) {
             continue;
         }
         Py_ssize_t need = (len - 3) / 2 + 1;
