@@ -80,8 +80,8 @@ class ProgressiveErrors:
             e_ensemble = d * e_ensemble + (e - r) ** 2
             cross = d * cross + (o - r) * (e - r)
             weight = d * weight + 1.0
-            online_value = d * online_value + False * r / 1.0
-            ensemble_value = d * ensemble_value + False * r / 1.0
+            online_value = d * online_value + 0.0  # update's greedy term: never greedy
+            ensemble_value = d * ensemble_value + 0.0
         self.online, self.ensemble, self.cross = e_online, e_ensemble, cross
         self.weight, self.online_value, self.ensemble_value = weight, online_value, ensemble_value
         self.rounds += len(rewards)

@@ -195,22 +195,32 @@ class BoostedBandit(ReadableOnlineTree, Learner):
             return None
         return ActionErrors(self.n_actions, self.options.compete_halflife, ACTION_PRIOR_ROUNDS)
 
+    def _blend_weights(self) -> tuple[float | FloatArray, float | FloatArray]:
+        """The tree's and the ensemble's errors the blend weighs them by (each model by
+        the other's): one pair (:meth:`_blend_errors`), or each action's ``(K,)`` under
+        ``blend_weights: per_action``."""
+        if self._action_errors is not None:
+            return self._action_errors.errors()
+        return self._blend_errors()
+
+    def _ensemble_share(self) -> FloatArray:
+        """The ensemble's weight in the blend, ``e_online / (e_online + e_ensemble)`` (1
+        before either model has an error): 0-d, or ``(K,)`` per action."""
+        e_online, e_ensemble = self._blend_weights()
+        total = np.asarray(e_online + e_ensemble)
+        share: FloatArray = np.divide(e_online, total, out=np.ones_like(total), where=total > 0.0)
+        return share
+
     def _blend(self, mean: FloatArray, online: FloatArray) -> FloatArray:
         """The blend of the ensemble's ``mean`` and the tree's ``online`` rewards ``(K,)``:
-        each model weighted by the other's error (one pair, or each action's)."""
-        if self._action_errors is not None:
-            e_online, e_ensemble = self._action_errors.errors()
-            total = e_online + e_ensemble
-            safe = np.where(total > 0.0, total, 1.0)
-            blended: FloatArray = np.where(
-                total > 0.0, (e_online * mean + e_ensemble * online) / safe, mean
-            )
-            return blended
-        e_online_, e_ensemble_ = self._blend_errors()
-        total_ = e_online_ + e_ensemble_
-        if total_ > 0.0:
-            return (e_online_ * mean + e_ensemble_ * online) / total_
-        return mean
+        each model weighted by the other's error (:meth:`_blend_weights`)."""
+        e_online, e_ensemble = self._blend_weights()
+        total = np.asarray(e_online + e_ensemble)
+        safe = np.where(total > 0.0, total, 1.0)
+        blended: FloatArray = np.where(
+            total > 0.0, (e_online * mean + e_ensemble * online) / safe, mean
+        )
+        return blended
 
     @property
     def deciding_policy(self) -> str:
@@ -243,14 +253,7 @@ class BoostedBandit(ReadableOnlineTree, Learner):
             # inverse-error weights: each model weighted by the other's error (to a power)
             online = cast(_RewardEstimates, self._starter).reward_estimates(x)
             if self.options.blend_bonus == "weighted":  # times the ensemble's weight
-                e_online, e_ensemble = (
-                    self._blend_errors()
-                    if self._action_errors is None
-                    else self._action_errors.errors()
-                )
-                total = np.asarray(e_online + e_ensemble)
-                share = np.divide(e_online, total, out=np.ones_like(total), where=total > 0.0)
-                bonus = bonus * share
+                bonus = bonus * self._ensemble_share()
             mean = self._blend(mean, online)
         return mean, mean + bonus
 
@@ -769,12 +772,12 @@ class BoostedBandit(ReadableOnlineTree, Learner):
             self._starter.load_state(inner, meta["starter"])
         self._errors.load(meta["errors"])
         switch = meta.get("switch")  # checkpoints before policy_switch: none
-        if (switch is None) != (self._switch is None):
-            if switch is not None:
+        if switch is not None:
+            if self._switch is None:
                 raise ValueError("checkpoint holds a policy switch this config does not build")
-            self._switch = self._new_switch()  # not scored yet
-        elif self._switch is not None and switch is not None:
             self._switch.load(switch)
+        else:
+            self._switch = self._new_switch()  # not scored yet
         action_errors = meta.get("action_errors")  # checkpoints before blend_weights: none
         if action_errors is not None:
             if self._action_errors is None:

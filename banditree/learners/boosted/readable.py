@@ -19,8 +19,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from banditree.learners.gradient_bandit import GradientBandit
 from banditree.learners.validation import InvalidInput, as_context
 
@@ -29,7 +27,6 @@ if TYPE_CHECKING:
 
     from banditree.core.arrays import FloatArray
     from banditree.learners.base import Learner
-    from banditree.learners.boosted.compete import ActionErrors
     from banditree.learners.boosted_options import BoostedOptions
     from banditree.models.boosted.frozen import FrozenBoostedEnsemble
 
@@ -61,9 +58,7 @@ class ReadableOnlineTree:
         @property
         def _blends(self) -> bool: ...
 
-        _action_errors: ActionErrors | None
-
-        def _blend_errors(self) -> tuple[float, float]: ...
+        def _ensemble_share(self) -> FloatArray: ...
 
         def optimistic_scores(self, x: FloatArray) -> tuple[FloatArray, FloatArray]: ...
 
@@ -88,14 +83,8 @@ class ReadableOnlineTree:
             return 0.0
         if self.deciding_policy != "blend" or not self._blends:
             return 1.0
-        if self._action_errors is not None:
-            e_o, e_e = self._action_errors.errors()
-            total = np.asarray(e_o + e_e)
-            share = np.divide(e_o, total, out=np.ones_like(total), where=total > 0.0)
-            return [float(v) for v in share]
-        e_online, e_ensemble = self._blend_errors()
-        total_ = e_online + e_ensemble
-        return float(e_online / total_) if total_ > 0.0 else 1.0
+        share = self._ensemble_share()
+        return float(share) if share.ndim == 0 else [float(v) for v in share]
 
     def blend_state(self) -> dict[str, Any] | None:
         """What the readable views show: ``shown`` (``online_tree``), the ensemble's
