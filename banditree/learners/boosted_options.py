@@ -66,6 +66,17 @@ class BoostedOptions(BaseModel):
             "at most (null: always n_trees)"
         ),
     )
+    holdout: float | None = Field(
+        None,
+        gt=0.0,
+        le=0.5,
+        description=(
+            "a fit holds out this share of the latest window rows (at least 50 rows, else "
+            "none), fits the rows before them and takes the number of trees, n_trees at "
+            "most, of least squared error on the held-out rows; the ensemble is then fitted "
+            "on every row with that many trees (null: always n_trees)"
+        ),
+    )
     shrinkage: float = Field(0.3, gt=0.0, le=1.0, description="the boosting learning rate")
     min_leaf_rows: int = Field(5, ge=1, le=10_000, description="rows every leaf holds at least")
     l2: float = Field(1.0, ge=0.0, le=1e6, description="L2 penalty on leaf values")

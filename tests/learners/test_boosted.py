@@ -14,7 +14,13 @@ import pytest
 from banditree.learners import Feedback, InvalidInput, build_learner
 from banditree.learners.boosted import BoostedBandit
 from banditree.learners.boosted.learner import RESTART_MIN_ROUNDS
-from banditree.models.boosted.fit import BoostingSettings, augment, fit_ensemble
+from banditree.models.boosted.fit import (
+    MIN_HOLDOUT_ROWS,
+    BoostingSettings,
+    augment,
+    fit_ensemble,
+    held_out_trees,
+)
 from banditree.models.boosted.frozen import FrozenBoostedEnsemble, leaf_positions
 from banditree.models.boosted.linear import fit_linear_base
 from banditree.models.boosted.model_text import padded_trees
@@ -304,6 +310,49 @@ def test_rows_per_tree_caps_the_trees_of_a_small_window() -> None:
     assert restored._ensemble is not None and restored._ensemble.n_trees == 16
 
 
+def holdout_rows(n: int, linear: bool, seed: int = 0) -> tuple[np.ndarray, ...]:
+    """Played rows whose reward is linear in the context (or an interaction), with noise."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, D))
+    actions = rng.integers(0, K, size=n)
+    signal = x[:, 0] if linear else np.sign(x[:, 0] * x[:, 1]) * (actions == 1)
+    rewards = 0.5 + 0.2 * signal + 0.3 * rng.normal(size=n)
+    return x, actions, rewards
+
+
+def test_holdout_takes_few_trees_for_a_linear_reward_and_more_for_an_interaction() -> None:
+    settings = BoostingSettings(n_trees=50, depth=4, linear_l2=10.0, holdout=0.2)
+    # the linear base fits a linear reward: the trees only fit noise, so few help
+    linear = held_out_trees(*holdout_rows(2000, True), K, settings, seed=0)
+    interaction = held_out_trees(*holdout_rows(2000, False), K, settings, seed=0)
+    assert 1 <= linear < 10
+    assert interaction > 2 * linear
+    frozen = fit_ensemble(*holdout_rows(2000, True), K, settings, seed=0)
+    assert frozen.n_trees == linear  # refitted on every row with the chosen trees
+    # fewer than MIN_HOLDOUT_ROWS held out: every tree
+    few = int(MIN_HOLDOUT_ROWS / 0.2) - 1
+    assert held_out_trees(*holdout_rows(few, True), K, settings, seed=0) == 50
+    assert fit_ensemble(*holdout_rows(few, True), K, settings, seed=0).n_trees == 50
+
+
+def test_holdout_is_off_by_default_and_restores_with_its_trees() -> None:
+    x, labels = rounds(600)
+    assert boosted().settings.holdout is None
+    learner = boosted(first_fit=300, holdout=0.25)
+    assert learner.settings.holdout == 0.25
+    play(learner, x, labels)
+    assert learner._ensemble is not None and 1 <= learner._ensemble.n_trees <= 50
+    plain = boosted(first_fit=300)
+    play(plain, x, labels)
+    assert plain._ensemble is not None and plain._ensemble.n_trees == 50
+    restored = loads(dumps(learner))
+    assert restored._ensemble is not None
+    assert restored._ensemble.n_trees == learner._ensemble.n_trees
+    np.testing.assert_array_equal(
+        restored.optimistic_scores(x[0])[1], learner.optimistic_scores(x[0])[1]
+    )
+
+
 def test_policy_value_scores_each_models_greedy_policy_by_ipw() -> None:
     from banditree.learners.boosted.compete import ProgressiveErrors
 
@@ -529,6 +578,8 @@ def test_huge_contexts_never_make_nan() -> None:
         ({"options": {"optimism": -1.0}}, "options.optimism"),
         ({"options": {"optimism_decay": 5.0}}, "options.optimism_decay"),
         ({"options": {"rows_per_tree": 0.0}}, "options.rows_per_tree"),
+        ({"options": {"holdout": 0.0}}, "options.holdout"),
+        ({"options": {"holdout": 0.6}}, "options.holdout"),
         ({"options": {"trees": 3}}, "options.trees: Extra inputs are not permitted"),
         ({"mode": "apprentice"}, "mode: apprentice .* kind boosted does not take it"),
     ],

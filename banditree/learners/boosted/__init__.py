@@ -30,6 +30,7 @@ def build_boosted(c: LearnerConfig, build: Callable[[LearnerConfig], Learner]) -
         prior=options.prior_rows,
         prior_variance=options.prior_variance,
         linear_l2=options.linear_base,
+        holdout=options.holdout,
     )
     starter: Callable[[], Learner] | None = None
     if options.starter == "dgt":

@@ -38,6 +38,15 @@ class BoostingSettings:
     prior_variance: float = 0.25
     #: the ridge penalty of a linear base the trees are boosted from (None: no base)
     linear_l2: float | None = None
+    #: the share of the latest rows held out to choose the number of trees (None: always
+    #: ``n_trees``); the ensemble is then refitted on every row with that many
+    holdout: float | None = None
+
+
+#: a fit holds rows out (``holdout``) only when at least this many would be held out
+MIN_HOLDOUT_ROWS = 50
+#: the holdout's search stops this many trees after the best one
+HOLDOUT_PATIENCE = 10
 
 
 #: routes rows ``(B, W)`` through trees ``(features, thresholds)`` to flat leaves ``(B, T)``
@@ -111,41 +120,18 @@ def fit_ensemble(
     import lightgbm as lgb  # the fitting side only
 
     inputs = augment(contexts, actions, n_actions)
-    base = None
-    init = np.zeros(len(rewards))
-    if settings.linear_l2 is not None:
-        with one_blas_thread():
-            base = fit_linear_base(contexts, actions, rewards, n_actions, settings.linear_l2)
-            init = FrozenBoostedEnsemble.from_dump(
-                {"tree_info": []}, settings.depth, contexts.shape[1], n_actions, base
-            ).base_rows(inputs)
-    params = {
-        "objective": "regression",
-        "learning_rate": settings.learning_rate,
-        "max_depth": settings.depth,
-        "num_leaves": max(2, 1 << settings.depth),
-        "min_data_in_leaf": settings.min_leaf_rows,
-        "min_sum_hessian_in_leaf": 0.0,
-        "lambda_l2": settings.l2,
-        "max_bin": settings.max_bins,
-        "min_data_in_bin": 1,
-        "use_missing": False,
-        "feature_pre_filter": False,
-        "num_threads": 1,
-        "deterministic": True,
-        "force_row_wise": True,
-        "seed": seed,
-        "verbosity": -1,
-    }
-    if base is not None:
-        params["boost_from_average"] = False
+    base, init = _base(contexts, actions, rewards, n_actions, settings, inputs)
+    params = _params(settings, seed, base is not None)
+    n_trees = settings.n_trees
+    if settings.holdout is not None:
+        n_trees = held_out_trees(contexts, actions, rewards, n_actions, settings, seed)
     data = lgb.Dataset(
         inputs, label=rewards, init_score=init if base is not None else None, params=params
     )
     # kept as trained: lgb.train would otherwise round-trip the model through its text
     # (model_to_string, model_from_string) only to free the training data, which goes
     # with the booster when this call returns; the same trees
-    booster = lgb.train(params, data, num_boost_round=settings.n_trees, keep_training_booster=True)
+    booster = lgb.train(params, data, num_boost_round=n_trees, keep_training_booster=True)
     # the model text, not dump_model's JSON: the same numbers, a tenth of the time
     trees = padded_trees(booster.model_to_string(), settings.depth)
     frozen = FrozenBoostedEnsemble.from_trees(
@@ -170,3 +156,92 @@ def fit_ensemble(
         sums=sums,
     )
     return frozen.with_uncertainty(uncertainty)
+
+
+def _base(
+    contexts: FloatArray,
+    actions: IntArray,
+    rewards: FloatArray,
+    n_actions: int,
+    settings: BoostingSettings,
+    inputs: FloatArray,
+) -> tuple[tuple[FloatArray, FloatArray, FloatArray] | None, FloatArray]:
+    """The linear base of the rows (None without one) and its predictions of ``inputs``."""
+    if settings.linear_l2 is None:
+        return None, np.zeros(len(rewards))
+    with one_blas_thread():
+        base = fit_linear_base(contexts, actions, rewards, n_actions, settings.linear_l2)
+        init = FrozenBoostedEnsemble.from_dump(
+            {"tree_info": []}, settings.depth, contexts.shape[1], n_actions, base
+        ).base_rows(inputs)
+    return base, init
+
+
+def _params(settings: BoostingSettings, seed: int, has_base: bool) -> dict[str, Any]:
+    params: dict[str, Any] = {
+        "objective": "regression",
+        "learning_rate": settings.learning_rate,
+        "max_depth": settings.depth,
+        "num_leaves": max(2, 1 << settings.depth),
+        "min_data_in_leaf": settings.min_leaf_rows,
+        "min_sum_hessian_in_leaf": 0.0,
+        "lambda_l2": settings.l2,
+        "max_bin": settings.max_bins,
+        "min_data_in_bin": 1,
+        "use_missing": False,
+        "feature_pre_filter": False,
+        "num_threads": 1,
+        "deterministic": True,
+        "force_row_wise": True,
+        "seed": seed,
+        "verbosity": -1,
+    }
+    if has_base:
+        params["boost_from_average"] = False
+    return params
+
+
+def held_out_trees(
+    contexts: FloatArray,
+    actions: IntArray,
+    rewards: FloatArray,
+    n_actions: int,
+    settings: BoostingSettings,
+    seed: int,
+) -> int:
+    """The number of trees (1 to ``n_trees``) of least squared error on the latest
+    ``holdout`` share of the rows, fitted (base and trees) on the rows before them.
+
+    Every tree is fitted while the held-out error fell within :data:`HOLDOUT_PATIENCE`
+    trees.  ``n_trees`` when fewer than :data:`MIN_HOLDOUT_ROWS` rows would be held out.
+    """
+    import lightgbm as lgb
+
+    assert settings.holdout is not None
+    n = len(rewards)
+    held = int(n * settings.holdout)
+    if held < MIN_HOLDOUT_ROWS or n - held < 2:
+        return settings.n_trees
+    cut = n - held
+    inputs = augment(contexts, actions, n_actions)
+    base, _ = _base(contexts[:cut], actions[:cut], rewards[:cut], n_actions, settings, inputs[:cut])
+    init = np.zeros(n)
+    if base is not None:
+        init = FrozenBoostedEnsemble.from_dump(
+            {"tree_info": []}, settings.depth, contexts.shape[1], n_actions, base
+        ).base_rows(inputs)
+    params = {**_params(settings, seed, base is not None), "metric": "l2"}
+    with_init = base is not None
+    train = lgb.Dataset(
+        inputs[:cut], label=rewards[:cut], init_score=init[:cut] if with_init else None,
+        params=params,
+    )  # fmt: skip
+    valid = lgb.Dataset(
+        inputs[cut:], label=rewards[cut:], init_score=init[cut:] if with_init else None,
+        reference=train, params=params,
+    )  # fmt: skip
+    booster = lgb.train(
+        params, train, num_boost_round=settings.n_trees, valid_sets=[valid],
+        callbacks=[lgb.early_stopping(HOLDOUT_PATIENCE, first_metric_only=True, verbose=False)],
+    )  # fmt: skip
+    return max(1, min(settings.n_trees, int(booster.best_iteration or settings.n_trees)))
