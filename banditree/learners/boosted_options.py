@@ -96,6 +96,16 @@ class BoostedOptions(BaseModel):
             "boosted from (null: none, the trees fit the reward alone, as TEUCB's)"
         ),
     )
+    linear_intercept: float | None = Field(
+        None,
+        gt=0.0,
+        le=1e6,
+        description=(
+            "the ridge penalty on each action's intercept in the linear base, shrinking "
+            "it towards 0 (null: unpenalised); an action played on few rows otherwise "
+            "gets an intercept extrapolated from their slopes"
+        ),
+    )
     prior_rows: float = Field(
         0.0, ge=0.0, le=1e6, description="pseudo-rows of variance prior_variance in every leaf"
     )

@@ -353,6 +353,29 @@ def test_holdout_is_off_by_default_and_restores_with_its_trees() -> None:
     )
 
 
+def test_a_penalised_intercept_keeps_a_rarely_played_action_from_extrapolating() -> None:
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(400, D))
+    actions = np.where(np.arange(400) < 397, np.arange(400) % 2, 2)
+    x[397:] += 3.0  # the rare action's three rows lie far from the others
+    rewards = np.where(actions < 2, (x[:, 0] > 0).astype(float), np.array(1.0))
+    rewards[397:] = [1.0, 0.0, 1.0]
+    *_, free = fit_linear_base(x, actions, rewards, K, 10.0)
+    *_, shrunk = fit_linear_base(x, actions, rewards, K, 10.0, intercept_l2=10.0)
+    # unpenalised, its intercept (its value at the rows' centre) is extrapolated above
+    # its rows' mean reward; penalised, it is pulled towards 0
+    assert free[2, 0] > 0.7 > 2.0 / 3.0
+    assert 0.0 < shrunk[2, 0] < 0.1
+    # well-sampled actions barely move
+    np.testing.assert_allclose(shrunk[:2, 0], free[:2, 0], atol=0.05)
+    # the same as the unpenalised fit with a negligible penalty
+    *_, tiny = fit_linear_base(x, actions, rewards, K, 10.0, intercept_l2=1e-6)
+    np.testing.assert_allclose(tiny, free, rtol=1e-9, atol=1e-12)
+    learner = boosted(first_fit=60, linear_intercept=5.0)
+    assert learner.settings.linear_intercept_l2 == 5.0
+    assert boosted().settings.linear_intercept_l2 is None
+
+
 def test_policy_value_scores_each_models_greedy_policy_by_ipw() -> None:
     from banditree.learners.boosted.compete import ProgressiveErrors
 
@@ -580,6 +603,7 @@ def test_huge_contexts_never_make_nan() -> None:
         ({"options": {"rows_per_tree": 0.0}}, "options.rows_per_tree"),
         ({"options": {"holdout": 0.0}}, "options.holdout"),
         ({"options": {"holdout": 0.6}}, "options.holdout"),
+        ({"options": {"linear_intercept": -1.0}}, "options.linear_intercept"),
         ({"options": {"trees": 3}}, "options.trees: Extra inputs are not permitted"),
         ({"mode": "apprentice"}, "mode: apprentice .* kind boosted does not take it"),
     ],

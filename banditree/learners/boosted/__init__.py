@@ -31,6 +31,7 @@ def build_boosted(c: LearnerConfig, build: Callable[[LearnerConfig], Learner]) -
         prior_variance=options.prior_variance,
         linear_l2=options.linear_base,
         holdout=options.holdout,
+        linear_intercept_l2=options.linear_intercept,
     )
     starter: Callable[[], Learner] | None = None
     if options.starter == "dgt":

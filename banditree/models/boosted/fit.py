@@ -38,6 +38,8 @@ class BoostingSettings:
     prior_variance: float = 0.25
     #: the ridge penalty of a linear base the trees are boosted from (None: no base)
     linear_l2: float | None = None
+    #: the ridge penalty on the linear base's intercepts (None: unpenalised)
+    linear_intercept_l2: float | None = None
     #: the share of the latest rows held out to choose the number of trees (None: always
     #: ``n_trees``); the ensemble is then refitted on every row with that many
     holdout: float | None = None
@@ -170,7 +172,10 @@ def _base(
     if settings.linear_l2 is None:
         return None, np.zeros(len(rewards))
     with one_blas_thread():
-        base = fit_linear_base(contexts, actions, rewards, n_actions, settings.linear_l2)
+        base = fit_linear_base(
+            contexts, actions, rewards, n_actions, settings.linear_l2,
+            settings.linear_intercept_l2,
+        )  # fmt: skip
         init = FrozenBoostedEnsemble.from_dump(
             {"tree_info": []}, settings.depth, contexts.shape[1], n_actions, base
         ).base_rows(inputs)

@@ -3,7 +3,7 @@
 Trees fit a linear boundary in many small steps; a linear base fitted first (and the
 trees boosted from its predictions, LightGBM's ``init_score``) gives them only the
 residual.  Contexts are standardised by the fitted rows' mean and standard deviation and clipped
-to :data:`Z_CLIP`; the intercept is not penalised.
+to :data:`Z_CLIP`; the intercept is not penalised unless an ``intercept_l2`` is given.
 """
 
 from __future__ import annotations
@@ -17,7 +17,12 @@ Z_CLIP = 5.0
 
 
 def fit_linear_base(
-    contexts: FloatArray, actions: IntArray, rewards: FloatArray, n_actions: int, l2: float
+    contexts: FloatArray,
+    actions: IntArray,
+    rewards: FloatArray,
+    n_actions: int,
+    l2: float,
+    intercept_l2: float | None = None,
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
     """``(mean (d,), scale (d,), weights (K, d + 1))`` of a ridge fit per action.
 
@@ -31,6 +36,11 @@ def fit_linear_base(
         ``K``.
     l2
         The ridge penalty on the standardised slopes.
+    intercept_l2
+        The ridge penalty on each action's intercept, which it shrinks towards 0 (None:
+        next to none).  An action played on few rows, most of them where the policy
+        rated it best, otherwise gets an intercept its few rows' slopes extrapolate
+        from, often far above its reward elsewhere.
     """
     d = contexts.shape[1]
     none = np.zeros(d), np.ones(d), np.zeros((n_actions, d + 1))
@@ -50,7 +60,7 @@ def fit_linear_base(
     weights = np.zeros((n_actions, d + 1))
     weights[:, 0] = float(rewards.mean()) if rewards.size else 0.0
     penalty = np.full(d + 1, l2)
-    penalty[0] = 1e-6
+    penalty[0] = 1e-6 if intercept_l2 is None else intercept_l2
     for a in range(n_actions):
         rows = actions == a
         if not rows.any():
