@@ -77,6 +77,22 @@ class BoostedOptions(BaseModel):
             "on every row with that many trees (null: always n_trees)"
         ),
     )
+    column_share: float = Field(
+        1.0,
+        gt=0.0,
+        le=1.0,
+        description=(
+            "the share of the input columns (context and action one-hot) each tree may "
+            "split on, drawn per tree from the seed (1: every column)"
+        ),
+    )
+    random_splits: bool = Field(
+        False,
+        description=(
+            "each column's split threshold drawn at random from the seed, the best of "
+            "those kept (extremely randomised trees), not the best of its histogram"
+        ),
+    )
     shrinkage: float = Field(0.3, gt=0.0, le=1.0, description="the boosting learning rate")
     min_leaf_rows: int = Field(5, ge=1, le=10_000, description="rows every leaf holds at least")
     l2: float = Field(1.0, ge=0.0, le=1e6, description="L2 penalty on leaf values")

@@ -376,6 +376,51 @@ def test_a_penalised_intercept_keeps_a_rarely_played_action_from_extrapolating()
     assert boosted().settings.linear_intercept_l2 is None
 
 
+def split_columns(frozen: FrozenBoostedEnsemble) -> list[set[int]]:
+    """The columns each tree splits on (padding splits, threshold +inf, left out)."""
+    return [
+        set(f[np.isfinite(t)].tolist())
+        for f, t in zip(frozen.features, frozen.thresholds, strict=True)
+    ]
+
+
+def test_column_share_limits_each_trees_columns_and_is_seeded() -> None:
+    x, labels = rounds(800)
+    actions = np.random.default_rng(1).integers(0, K, size=800)
+    rewards = (actions == labels).astype(float)
+    every = BoostingSettings(n_trees=20, depth=4, linear_l2=10.0)
+    half = replace(every, column_share=0.3)  # 2 of the 7 columns per tree
+    plain = fit_ensemble(x, actions, rewards, K, every, seed=0)
+    shared = fit_ensemble(x, actions, rewards, K, half, seed=0)
+    assert max(len(c) for c in split_columns(plain)) > 2
+    assert all(len(c) <= 2 for c in split_columns(shared))
+    assert len(set().union(*split_columns(shared))) > 2  # other columns in other trees
+    again = fit_ensemble(x, actions, rewards, K, half, seed=0)
+    np.testing.assert_array_equal(again.thresholds, shared.thresholds)
+    np.testing.assert_array_equal(again.values, shared.values)
+    other = fit_ensemble(x, actions, rewards, K, half, seed=1)
+    assert not np.array_equal(other.features, shared.features)
+
+
+def test_random_splits_draw_thresholds_from_the_seed() -> None:
+    x, labels = rounds(800)
+    actions = np.random.default_rng(1).integers(0, K, size=800)
+    rewards = (actions == labels).astype(float)
+    every = BoostingSettings(n_trees=10, depth=4, linear_l2=10.0)
+    drawn = replace(every, random_splits=True)
+    best = fit_ensemble(x, actions, rewards, K, every, seed=0)
+    random = fit_ensemble(x, actions, rewards, K, drawn, seed=0)
+    assert not np.array_equal(best.thresholds, random.thresholds)
+    again = fit_ensemble(x, actions, rewards, K, drawn, seed=0)
+    np.testing.assert_array_equal(again.thresholds, random.thresholds)
+    assert not np.array_equal(
+        fit_ensemble(x, actions, rewards, K, drawn, seed=1).thresholds, random.thresholds
+    )
+    learner = boosted(random_splits=True, column_share=0.8)
+    assert learner.settings.random_splits and learner.settings.column_share == 0.8
+    assert not boosted().settings.random_splits and boosted().settings.column_share == 1.0
+
+
 def test_policy_value_scores_each_models_greedy_policy_by_ipw() -> None:
     from banditree.learners.boosted.compete import ProgressiveErrors
 
@@ -604,6 +649,8 @@ def test_huge_contexts_never_make_nan() -> None:
         ({"options": {"holdout": 0.0}}, "options.holdout"),
         ({"options": {"holdout": 0.6}}, "options.holdout"),
         ({"options": {"linear_intercept": -1.0}}, "options.linear_intercept"),
+        ({"options": {"column_share": 0.0}}, "options.column_share"),
+        ({"options": {"column_share": 1.5}}, "options.column_share"),
         ({"options": {"trees": 3}}, "options.trees: Extra inputs are not permitted"),
         ({"mode": "apprentice"}, "mode: apprentice .* kind boosted does not take it"),
     ],

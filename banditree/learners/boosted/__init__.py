@@ -32,6 +32,8 @@ def build_boosted(c: LearnerConfig, build: Callable[[LearnerConfig], Learner]) -
         linear_l2=options.linear_base,
         holdout=options.holdout,
         linear_intercept_l2=options.linear_intercept,
+        column_share=options.column_share,
+        random_splits=options.random_splits,
     )
     starter: Callable[[], Learner] | None = None
     if options.starter == "dgt":

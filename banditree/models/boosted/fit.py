@@ -40,6 +40,12 @@ class BoostingSettings:
     linear_l2: float | None = None
     #: the ridge penalty on the linear base's intercepts (None: unpenalised)
     linear_intercept_l2: float | None = None
+    #: the share of the input columns each tree may split on (LightGBM's
+    #: ``feature_fraction``, drawn per tree from the fit's seed; 1: every column)
+    column_share: float = 1.0
+    #: LightGBM's ``extra_trees``: each column's split threshold drawn at random (from
+    #: the fit's seed), not the best of its histogram
+    random_splits: bool = False
     #: the share of the latest rows held out to choose the number of trees (None: always
     #: ``n_trees``); the ensemble is then refitted on every row with that many
     holdout: float | None = None
@@ -203,6 +209,12 @@ def _params(settings: BoostingSettings, seed: int, has_base: bool) -> dict[str, 
     }
     if has_base:
         params["boost_from_average"] = False
+    if settings.column_share < 1.0:
+        params["feature_fraction"] = settings.column_share
+        params["feature_fraction_seed"] = seed
+    if settings.random_splits:
+        params["extra_trees"] = True
+        params["extra_seed"] = seed
     return params
 
 
