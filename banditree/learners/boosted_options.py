@@ -57,6 +57,14 @@ class BoostedOptions(BaseModel):
             "to this power (0: constant)"
         ),
     )
+    bonus_shift: bool = Field(
+        False,
+        description=(
+            "explorer with optimism: shift the optimistic scores so that their highest is "
+            "the highest predicted reward (the bonus orders the actions and sets their gaps; "
+            "FastCB's greedy loss stays the predicted one, not lowered by the bonus)"
+        ),
+    )
     rows_per_tree: float | None = Field(
         None,
         gt=0.0,

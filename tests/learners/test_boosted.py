@@ -292,6 +292,43 @@ def test_optimism_decays_with_the_rounds_after_the_first_fit() -> None:
     np.testing.assert_array_equal(twin.optimistic_scores(x[0])[1], later)
 
 
+def test_a_shifted_bonus_orders_the_actions_but_keeps_the_greedy_loss() -> None:
+    x, labels = rounds(300)
+    plain = boosted(first_fit=40, optimism=0.5)
+    shifted = boosted(first_fit=40, optimism=0.5, bonus_shift=True)
+    play(plain, x[:200], labels[:200])
+    play(shifted, x[:200], labels[:200])
+    assert shifted._ensemble is not None and shifted.ensemble_decides
+    explorer = shifted._explorer
+    assert explorer is not None
+    moved = 0
+    for row in x[200:240]:
+        mean, scores = shifted.optimistic_scores(row)
+        _, var = shifted._ensemble.action_scores(row)
+        unshifted = mean + 0.5 * np.sqrt(var)
+        # the same gaps as the plain bonus, the top at the top predicted reward
+        np.testing.assert_allclose(scores - scores.max(), unshifted - unshifted.max(), atol=1e-12)
+        assert scores.max() == pytest.approx(mean.max(), abs=1e-12)
+        pmf = shifted.action_probabilities(row)
+        np.testing.assert_allclose(pmf, explorer(scores, shifted._explore_rounds), rtol=1e-12)
+        moved += not np.allclose(pmf, explorer(unshifted, shifted._explore_rounds))
+    assert moved > 0  # FastCB's greedy loss is read from the predicted reward, not the bonus
+    d = shifted.act(x[250], event_id="e4")
+    assert d.propensity == pytest.approx(shifted.action_probabilities(x[250])[d.action])
+    assert d.greedy_action == int(np.argmax(shifted.optimistic_scores(x[250])[0]))
+    twin = loads(dumps(shifted))
+    np.testing.assert_array_equal(
+        twin.optimistic_scores(x[0])[1], shifted.optimistic_scores(x[0])[1]
+    )
+    assert twin.act(x[250], event_id="e4").action == d.action
+
+
+def test_without_optimism_the_shift_changes_nothing() -> None:
+    x, labels = rounds(300)
+    a, b = boosted(first_fit=40), boosted(first_fit=40, bonus_shift=True)
+    assert play(a, x, labels) == play(b, x, labels)
+
+
 def test_rows_per_tree_caps_the_trees_of_a_small_window() -> None:
     x, labels = rounds(400)
     learner = boosted(first_fit=40, rows_per_tree=20.0, refit_growth=2.0)
@@ -651,6 +688,7 @@ def test_huge_contexts_never_make_nan() -> None:
         ({"options": {"linear_intercept": -1.0}}, "options.linear_intercept"),
         ({"options": {"column_share": 0.0}}, "options.column_share"),
         ({"options": {"column_share": 1.5}}, "options.column_share"),
+        ({"options": {"bonus_shift": "maybe"}}, "options.bonus_shift"),
         ({"options": {"trees": 3}}, "options.trees: Extra inputs are not permitted"),
         ({"mode": "apprentice"}, "mode: apprentice .* kind boosted does not take it"),
     ],

@@ -255,7 +255,10 @@ class BoostedBandit(ReadableOnlineTree, Learner):
             if self.options.blend_bonus == "weighted":  # times the ensemble's weight
                 bonus = bonus * self._ensemble_share()
             mean = self._blend(mean, online)
-        return mean, mean + bonus
+        scores = mean + bonus
+        if self.options.bonus_shift:  # the top score is the top predicted reward
+            scores = scores - (float(scores.max()) - float(mean.max()))
+        return mean, scores
 
     def _optimism(self) -> float:
         """The bonus's factor now: ``optimism`` until ``first_fit`` rounds, then times
@@ -328,6 +331,8 @@ class BoostedBandit(ReadableOnlineTree, Learner):
         ensemble, module = self._ensemble, self._kernel
         if module is None or ensemble is None:
             return None
+        if self.options.bonus_shift and self._optimism() > 0.0:
+            return None  # the kernel adds the bonus unshifted
         explorer, parameter, uniform = None, 0.0, 0.0
         if self.options.exploration != "ucb" and self._explorer is not None:
             setting = explorer_setting(self._explorer, self._explore_rounds)
