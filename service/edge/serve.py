@@ -282,9 +282,11 @@ def hot_route(scope: Scope) -> tuple[str, str] | None:
     return (found.group(2), found.group(1)) if json_body and declared else None
 
 
-async def _read_body(receive: Receive) -> bytes | None:
-    """The whole request body, or None when the client went away."""
-    message = await receive()
+async def _read_body(receive: Receive, message: Message | None = None) -> bytes | None:
+    """The whole request body (``message`` its first message when already received), or
+    None when the client went away."""
+    if message is None:
+        message = await receive()
     if message["type"] != "http.request":
         return None
     body: bytes = message.get("body", b"")
@@ -356,7 +358,11 @@ class HotPaths:
         status sent with ``send``, or None when the answer went out through
         ``routed_send`` (the route's or an error's answer; ``send`` when not given) or
         nobody was left to answer."""
-        body = await _read_body(receive)
+        message = await receive()  # the usual case: the whole body in one message
+        if message["type"] == "http.request" and not message.get("more_body", False):
+            body: bytes | None = message.get("body", b"")
+        else:
+            body = await _read_body(receive, message)
         if body is None:
             return None  # nobody to answer
         if routed_send is None:

@@ -304,3 +304,34 @@ def test_hostile_single_bodies_read_as_the_reference_or_decline(tail: bytes) -> 
     if found is not None:
         expected = reference_row(body)
         assert expected is not None and same_floats([found], [expected])
+
+
+def _halfway(x: float, digits: int) -> str:
+    """The decimal text of the point halfway between ``x`` and the next double, cut to
+    ``digits`` characters (a tie, or just below one)."""
+    from decimal import Decimal, localcontext
+
+    above = math.nextafter(x, math.inf)
+    with localcontext() as context:
+        context.prec = 80
+        return format((Decimal(x) + Decimal(above)) / 2, "f")[:digits]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(
+        # 16 to 19 digits with a power of ten up to 19 either way: the 128-bit exact path
+        st.builds(lambda m, e: f"{m}e{e}", st.integers(10**15, 10**19 - 1), st.integers(-38, 19)),
+        st.floats(min_value=1e-19, max_value=1e19).map(repr),
+        st.builds(
+            _halfway, st.floats(min_value=0.5, max_value=1.0, exclude_max=True), st.integers(18, 22)
+        ),
+    ),
+    st.booleans(),
+)
+def test_long_mantissas_round_as_orjson_reads_them(text: str, negative: bool) -> None:
+    text = ("-" if negative else "") + text
+    body = b'{"context": [' + text.encode() + b"]}"
+    found = parse_row(body, 10)
+    assert found is not None
+    assert same_floats([found], [[float(orjson.loads(body)["context"][0])]])
