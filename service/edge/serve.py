@@ -5,8 +5,10 @@ dependency resolution, a pydantic model per body, response classes) costs severa
 times a whole decision.  :class:`HotPaths` answers ``POST /v1/models/{name}/predict``,
 ``/feedback`` and ``/rank`` with a declared-length JSON body itself, after
 :class:`~service.edge.app.ServiceHttp` checked the API key and the body bound
-and while it times, counts and logs the request: the body is parsed by ``orjson`` and
-checked by hand (below), the operation the route runs
+and while it times, counts and logs the request: a predict body of number lists and
+nothing else is read by the kernel (:func:`~banditree.kernel.rows.parse_row` for one
+context, :func:`~banditree.kernel.rows.parse_rows` for a batch), any other body is
+parsed by ``orjson`` and checked by hand (below), the operation the route runs
 (:mod:`service.domain.operations`: ``decide``, ``give_feedback`` or ``rank_answer``)
 answers it, and an error it raises gets the answer of the app's
 handlers (:func:`~service.http.errors.error_answer`).
