@@ -138,7 +138,7 @@ async def give_feedback(
     state: ServiceState, name: str, body: FeedbackCreate | FeedbackBody
 ) -> None:
     """Log the feedback of a predict (checked against its pending decision)."""
-    runtime = await state.registry.get(name)
+    runtime = state.registry.loaded(name) or await state.registry.get(name)
     if body.losses is not None:
         fb, field = Feedback(losses=(body.losses[0], body.losses[1])), "losses"
     elif body.reward is not None:
@@ -165,7 +165,7 @@ def ranking_list(decision: Decision) -> list[dict[str, Any]]:
 
 async def rank_answer(state: ServiceState, name: str, body: RankBody) -> dict[str, Any]:
     """The content of a rank's answer: the event id, the played id and the ranking."""
-    runtime = await state.registry.get(name)
+    runtime = state.registry.loaded(name) or await state.registry.get(name)
     decision, logged = await rank(
         runtime, body.context, body.actions, excluded=body.excluded_actions,
         event_id=body.event_id, defer=body.defer_activation,

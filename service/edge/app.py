@@ -372,8 +372,9 @@ class ServiceHttp:
                 leave_budget(budget)
         finally:
             elapsed_seconds = time.perf_counter() - started
-            route = scope.get("route")
-            template = getattr(route, "path", None) or template
+            route = scope.get("route")  # None on the hot paths: no AttributeError raised
+            if route is not None:
+                template = getattr(route, "path", None) or template
             requests, duration = self._series(template, scope["method"], status)
             # applied once per loop tick
             self.metrics.tick.inc_observe(requests, 1.0, duration, elapsed_seconds)
