@@ -40,7 +40,6 @@ from benchmarks.speed.service_http import BATCH, CONTEXT
 
 async def per_request(requests: int, connections: int, body: bytes, repeats: int) -> list[float]:
     """CPU microseconds of the process per predict, one figure per repeat."""
-    os.environ.setdefault("BANDITREE_LOG_LEVEL", "warning")
     from service.main import create_app_from_env
 
     app = create_app_from_env()
@@ -106,6 +105,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
     body = json.dumps({"context": CONTEXT} if args.body == "single" else {"contexts": BATCH})
+    os.environ.setdefault("BANDITREE_LOG_LEVEL", "warning")
     with tempfile.TemporaryDirectory() as data:
         os.environ["BANDITREE_DATA_DIR"] = data
         figures = asyncio.run(
