@@ -491,6 +491,7 @@ static PyMethodDef methods[] = {
     {"rank_decide", rank_decide, METH_VARARGS, rank_decide_doc},
     {"decode_stored", decode_stored, METH_VARARGS, decode_stored_doc},
     {"parse_rows", parse_rows, METH_VARARGS, parse_rows_doc},
+    {"parse_row", parse_row, METH_VARARGS, parse_row_doc},
     {"write_rows", write_rows, METH_VARARGS, write_rows_doc},
     {NULL, NULL, 0, NULL},
 };

@@ -169,6 +169,7 @@ def decode_stored(
 def parse_rows(
     body: bytes, max_rows: int, max_columns: int, /
 ) -> tuple[bytearray, int, int] | None: ...
+def parse_row(body: bytes, max_columns: int, /) -> list[float] | None: ...
 def write_rows(
     uid: bytes,
     event_ids: list[str],

@@ -1,6 +1,7 @@
 /*
  * A batch predict's request and answer, in C (included by _native.c): the contexts of a
- * body `{"contexts": [[numbers], ...]}` read straight into float64s (`parse_rows`), and
+ * body `{"contexts": [[numbers], ...]}` read straight into float64s (`parse_rows`), the
+ * context of `{"context": [numbers]}` into a list of floats (`parse_row`), and
  * the decisions' public answer and stored records written in one pass (`write_rows`).
  * banditree/kernel/rows.py is their Python side; the references they are checked
  * against (tests/kernel/test_rows.py) are orjson with the service's hand checks
@@ -136,6 +137,93 @@ decline:
     result = Py_NewRef(Py_None);
 fail:
     PyMem_Free(values);
+    PyBuffer_Release(&body);
+    return result;
+}
+
+/* ---- parse_row: {"context": [n, ...]} -> a list of floats ------------------------ */
+
+PyDoc_STRVAR(parse_row_doc,
+             "parse_row(body, max_columns)\n--\n\n"
+             "The context of a predict body that is exactly {\"context\": [numbers]} (1 to\n"
+             "max_columns numbers, every one finite) as a list of floats; None for any other\n"
+             "body.  See banditree.kernel.rows.");
+
+static PyObject *parse_row(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer body;
+    Py_ssize_t max_cols;
+    if (!PyArg_ParseTuple(args, "y*n:parse_row", &body, &max_cols)) {
+        return NULL;
+    }
+    if (max_cols < 1) {
+        PyBuffer_Release(&body);
+        return PyErr_Format(PyExc_ValueError, "max_columns must be >= 1");
+    }
+    static const char key[] = "\"context\"";
+    const char *p = (const char *)body.buf, *end = p + body.len;
+    PyObject *result = NULL, *list = NULL;
+    double value;
+    p = skip_space(p, end);
+    if (p >= end || *p++ != '{') {
+        goto decline;
+    }
+    p = skip_space(p, end);
+    if (end - p < (Py_ssize_t)(sizeof key - 1) || memcmp(p, key, sizeof key - 1) != 0) {
+        goto decline;
+    }
+    p = skip_space(p + sizeof key - 1, end);
+    if (p >= end || *p++ != ':') {
+        goto decline;
+    }
+    p = skip_space(p, end);
+    if (p >= end || *p++ != '[') {
+        goto decline;
+    }
+    list = PyList_New(0);
+    if (list == NULL) {
+        goto fail;
+    }
+    for (;;) {
+        p = skip_space(p, end);
+        if (PyList_GET_SIZE(list) == max_cols) {
+            goto decline; /* one more number than the bound (an empty list declines too) */
+        }
+        p = read_number(p, end, &value);
+        if (p == NULL) {
+            goto decline;
+        }
+        PyObject *number = PyFloat_FromDouble(value);
+        if (number == NULL) {
+            goto fail;
+        }
+        int appended = PyList_Append(list, number);
+        Py_DECREF(number);
+        if (appended < 0) {
+            goto fail;
+        }
+        int more = list_next(&p, end);
+        if (more < 0) {
+            goto decline;
+        }
+        if (!more) {
+            break;
+        }
+    }
+    p = skip_space(p, end);
+    if (p >= end || *p++ != '}') {
+        goto decline;
+    }
+    if (skip_space(p, end) != end) {
+        goto decline;
+    }
+    result = list;
+    list = NULL;
+    goto fail; /* release and return result */
+decline:
+    result = Py_NewRef(Py_None);
+fail:
+    Py_XDECREF(list);
     PyBuffer_Release(&body);
     return result;
 }

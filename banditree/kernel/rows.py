@@ -4,8 +4,9 @@ The service's batch predict spent most of its time in Python around a few
 microseconds of decisions: parsing the body into lists of floats, checking them,
 converting them to an array, writing a dict per row for the answer and a record per row
 for the store.  :func:`parse_rows` reads a body that is exactly
-``{"contexts": [[numbers], ...]}`` straight into a float64 array, and
-:func:`write_rows` writes the rows' public answers (the JSON objects of
+``{"contexts": [[numbers], ...]}`` straight into a float64 array,
+:func:`parse_row` the one context of ``{"context": [numbers]}`` into a list of floats,
+and :func:`write_rows` writes the rows' public answers (the JSON objects of
 :func:`banditree.core.codec.columns_public`) and their stored records (those of
 :func:`banditree.core.codec.column_payloads`) in one pass over the kernel's columns.
 
@@ -22,7 +23,7 @@ import numpy as np
 from banditree.core.columns import ArrayRows, DecisionColumns, FloatRows
 from banditree.kernel import ACTIVE, native
 
-__all__ = ["parse_rows", "write_rows"]
+__all__ = ["parse_row", "parse_rows", "write_rows"]
 
 
 def parse_rows(body: bytes, max_rows: int, max_columns: int) -> ArrayRows | None:
@@ -41,6 +42,17 @@ def parse_rows(body: bytes, max_rows: int, max_columns: int) -> ArrayRows | None
     floats, rows, columns = found
     array = np.frombuffer(floats, dtype=np.float64).reshape(rows, columns)
     return ArrayRows(array.tolist(), array)
+
+
+def parse_row(body: bytes, max_columns: int) -> list[float] | None:
+    """The context of a predict body that is exactly ``{"context": [numbers]}`` (JSON
+    whitespace anywhere) of 1 to ``max_columns`` numbers, every one finite: the list of
+    floats orjson and the front's hand checks make of it (an integer becomes its float,
+    ``-0`` is ``0.0``).  None for any other body, under the same rules as :func:`parse_rows`."""
+    module = native() if ACTIVE == "native" else None
+    if module is None:
+        return None
+    return module.parse_row(body, max_columns)
 
 
 def write_rows(uid: str, columns: DecisionColumns) -> tuple[list[bytes], list[str]] | None:

@@ -80,7 +80,7 @@ async def decide(
 ) -> dict[str, Any]:
     """The content of a predict's answer: one decision, or ``{"decisions": [...]}``."""
     settings, registry = state.settings, state.registry
-    runtime = await registry.get(name)
+    runtime = registry.loaded(name) or await registry.get(name)
     if body.contexts is not None and len(body.contexts) > settings.max_batch:
         raise BatchTooLarge(
             f"contexts holds {len(body.contexts)} items, more than max_batch={settings.max_batch}",
@@ -110,7 +110,10 @@ async def decide(
             runtime, [body.context], defaults, runtime.predict
         )
         content = decision_public(decisions[0])
-    elif body.context is not None:  # decided with the others of this loop tick
+    elif body.context is not None and defaults is None:  # with the others of this tick
+        _no_default_needed(runtime)  # as apprentice_predict, one coroutine fewer
+        content, logged = await runtime.predict_in_tick([body.context], None)
+    elif body.context is not None:
         content, logged = await apprentice_predict(
             runtime, [body.context], defaults, runtime.predict_in_tick
         )
@@ -135,7 +138,7 @@ async def give_feedback(
     state: ServiceState, name: str, body: FeedbackCreate | FeedbackBody
 ) -> None:
     """Log the feedback of a predict (checked against its pending decision)."""
-    runtime = await state.registry.get(name)
+    runtime = state.registry.loaded(name) or await state.registry.get(name)
     if body.losses is not None:
         fb, field = Feedback(losses=(body.losses[0], body.losses[1])), "losses"
     elif body.reward is not None:
@@ -162,7 +165,7 @@ def ranking_list(decision: Decision) -> list[dict[str, Any]]:
 
 async def rank_answer(state: ServiceState, name: str, body: RankBody) -> dict[str, Any]:
     """The content of a rank's answer: the event id, the played id and the ranking."""
-    runtime = await state.registry.get(name)
+    runtime = state.registry.loaded(name) or await state.registry.get(name)
     decision, logged = await rank(
         runtime, body.context, body.actions, excluded=body.excluded_actions,
         event_id=body.event_id, defer=body.defer_activation,
@@ -181,6 +184,16 @@ async def rank_answer(state: ServiceState, name: str, body: RankBody) -> dict[st
 T = TypeVar("T")
 
 
+def _no_default_needed(runtime: ModelRuntime) -> None:
+    """Refuse a predict without the caller's default action on an apprentice-mode model."""
+    apprentice = runtime.learner.apprentice
+    if apprentice is not None and apprentice.mode == "apprentice":
+        raise InvalidRequest(
+            "this model is in apprentice mode: send the caller's default_action",
+            "default_action",
+        )
+
+
 async def apprentice_predict(
     runtime: ModelRuntime,
     contexts: list[Any],
@@ -192,16 +205,10 @@ async def apprentice_predict(
 
     An apprentice-mode model plays the defaults; an online model ignores them.
     """
-    learner = runtime.learner
-    apprentice = learner.apprentice
-    apprenticed = apprentice is not None and apprentice.mode == "apprentice"
     if defaults is None:
-        if apprenticed:
-            raise InvalidRequest(
-                "this model is in apprentice mode: send the caller's default_action",
-                "default_action",
-            )
+        _no_default_needed(runtime)
         return await predict(contexts, None)
+    learner = runtime.learner
     field = "default_action" if len(defaults) == 1 else "default_actions"
     n_actions = learner.n_actions
     for i, action in enumerate(defaults):

@@ -197,22 +197,30 @@ class ApiKeyAuth:
 
     async def refused(self, scope: Scope, send: Send) -> bool:
         """Answer the refusal of an HTTP request that may not pass, returning True; else False."""
-        path = scope["path"]
-        if self.metrics_protected and path.rstrip("/") == "/metrics":
-            refusal = self._metrics_refusal(scope)
-        elif not self.enabled or not path.startswith(("/v1/", "/personalizer/")):
-            return False
-        else:
-            refusal = self._refusal(scope)
+        refusal = self.refusal(scope)
         if refusal is None:
             return False
+        await self.answer(scope, refusal, send)
+        return True
+
+    def refusal(self, scope: Scope) -> tuple[int, str] | None:
+        """``(status, detail)`` of the refusal of an HTTP request that may not pass, else None."""
+        path = scope["path"]
+        if self.metrics_protected and path.rstrip("/") == "/metrics":
+            return self._metrics_refusal(scope)
+        if not self.enabled or not path.startswith(("/v1/", "/personalizer/")):
+            return None
+        return self._refusal(scope)
+
+    @staticmethod
+    async def answer(scope: Scope, refusal: tuple[int, str], send: Send) -> None:
+        """Send the answer of a :meth:`refusal`."""
         status, detail = refusal
         headers = [(b"www-authenticate", b"Bearer")] if status == 401 else []
-        if "/personalizer/" in path:  # Personalizer's clients read its error shape
+        if "/personalizer/" in scope["path"]:  # Personalizer's clients read its error shape
             await send_personalizer_error(send, status, detail, headers)
         else:
             await send_json_error(send, status, detail, "authorization", headers)
-        return True
 
     def _bearer(self, scope: Scope) -> tuple[bytes | None, tuple[int, str] | None]:
         header = subscription = None
@@ -337,48 +345,52 @@ class ServiceHttp:
             await send(message)
 
         try:
-            if not await self.auth.refused(scope, send_with_status):
-                limited = await self._limited(scope, receive, send_with_status)
-                if limited is not None:
-                    paths = self.hot
-                    hot = None if paths is None else paths.take(scope)
-                    budget = enter_budget(self.store_budget_seconds)  # as store_budget
-                    try:
-                        if paths is None or hot is None:
-                            await self.app(scope, limited, send_with_status)
-                        else:
-                            template, operation, name = hot
-                            await paths.serve(scope, limited, send_with_status, operation, name)
-                    finally:
-                        leave_budget(budget)
+            refusal = self.auth.refusal(scope)
+            if refusal is not None:
+                await self.auth.answer(scope, refusal, send_with_status)
+                return
+            too_large, fits, json_body = _scan(scope["headers"], self.max_body_bytes)
+            if too_large is not None:
+                await self._refuse_too_large(scope, too_large, send_with_status)
+                return
+            limited = receive if fits else self._counting(receive)
+            paths = self.hot
+            hot = None if paths is None or not (fits and json_body) else paths.take_path(scope)
+            budget = enter_budget(self.store_budget_seconds)  # as store_budget
+            try:
+                if paths is None or hot is None:
+                    await self.app(scope, limited, send_with_status)
+                else:
+                    template, operation, name = hot
+                    # answered with the server's own send; the status comes back
+                    answered = await paths.serve(
+                        scope, limited, send, operation, name, send_with_status
+                    )
+                    if answered is not None:
+                        status = answered
+            finally:
+                leave_budget(budget)
         finally:
             elapsed_seconds = time.perf_counter() - started
-            route = scope.get("route")
-            template = getattr(route, "path", None) or template
+            route = scope.get("route")  # None on the hot paths: no AttributeError raised
+            if route is not None:
+                template = getattr(route, "path", None) or template
             requests, duration = self._series(template, scope["method"], status)
             # applied once per loop tick
             self.metrics.tick.inc_observe(requests, 1.0, duration, elapsed_seconds)
             if self.access_log:
                 _log_access(scope, status, elapsed_seconds)
 
-    async def _limited(self, scope: Scope, receive: Receive, send: Send) -> Receive | None:
-        """``receive`` when only a fitting length is declared (the server reads no more
-        than it), a counting ``receive`` otherwise, None after answering 413."""
-        declared = chunked = False
-        for key, value in scope["headers"]:
-            if key == b"content-length":
-                if not value.isdigit() or int(value) > self.max_body_bytes:
-                    detail = self._too_large(value.decode())
-                    if is_personalizer_path(scope["path"]):  # its clients read its shape
-                        await send_personalizer_error(send, 413, detail)
-                    else:
-                        await send_json_error(send, 413, detail, "body")
-                    return None
-                declared = True
-            elif key == b"transfer-encoding":
-                chunked = True
-        if declared and not chunked:
-            return receive
+    async def _refuse_too_large(self, scope: Scope, size: bytes, send: Send) -> None:
+        """413 for a body declared ``size`` bytes long (or not a length at all)."""
+        detail = self._too_large(size.decode())
+        if is_personalizer_path(scope["path"]):  # its clients read its shape
+            await send_personalizer_error(send, 413, detail)
+        else:
+            await send_json_error(send, 413, detail, "body")
+
+    def _counting(self, receive: Receive) -> Receive:
+        """A ``receive`` that counts the body as it streams in: 413 past the bound."""
         received = 0
 
         async def limited_receive() -> Message:
@@ -390,6 +402,28 @@ class ServiceHttp:
             return message
 
         return limited_receive
+
+
+def _scan(headers: Any, max_body_bytes: int) -> tuple[bytes | None, bool, bool]:
+    """One pass over a request's headers: ``(too_large, fits, json_body)``.
+
+    ``too_large`` is the first declared length that is not a length or passes
+    ``max_body_bytes`` (answered 413), else None; ``fits`` whether only a fitting length
+    is declared (no chunked body: the server reads no more than it), else the body is
+    counted as it streams in; ``json_body`` whether the content type is
+    ``application/json`` (the hot paths take only that).
+    """
+    declared = chunked = json_body = False
+    for key, value in headers:
+        if key == b"content-length":
+            if not value.isdigit() or int(value) > max_body_bytes:
+                return value, False, False
+            declared = True
+        elif key == b"content-type":
+            json_body = value.partition(b";")[0].strip().lower() == b"application/json"
+        elif key == b"transfer-encoding":
+            chunked = True
+    return None, declared and not chunked, json_body
 
 
 def enable_access_log() -> None:

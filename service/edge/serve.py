@@ -5,8 +5,10 @@ dependency resolution, a pydantic model per body, response classes) costs severa
 times a whole decision.  :class:`HotPaths` answers ``POST /v1/models/{name}/predict``,
 ``/feedback`` and ``/rank`` with a declared-length JSON body itself, after
 :class:`~service.edge.app.ServiceHttp` checked the API key and the body bound
-and while it times, counts and logs the request: the body is parsed by ``orjson`` and
-checked by hand (below), the operation the route runs
+and while it times, counts and logs the request: a predict body of number lists and
+nothing else is read by the kernel (:func:`~banditree.kernel.rows.parse_row` for one
+context, :func:`~banditree.kernel.rows.parse_rows` for a batch), any other body is
+parsed by ``orjson`` and checked by hand (below), the operation the route runs
 (:mod:`service.domain.operations`: ``decide``, ``give_feedback`` or ``rank_answer``)
 answers it, and an error it raises gets the answer of the app's
 handlers (:func:`~service.http.errors.error_answer`).
@@ -52,7 +54,7 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from banditree.core.columns import FloatRows
-from banditree.kernel.rows import parse_rows
+from banditree.kernel.rows import parse_row, parse_rows
 from service.domain.operations import decide, give_feedback, rank_answer
 from service.domain.schemas import (
     MAX_BATCH_LENGTH,
@@ -282,9 +284,11 @@ def hot_route(scope: Scope) -> tuple[str, str] | None:
     return (found.group(2), found.group(1)) if json_body and declared else None
 
 
-async def _read_body(receive: Receive) -> bytes | None:
-    """The whole request body, or None when the client went away."""
-    message = await receive()
+async def _read_body(receive: Receive, message: Message | None = None) -> bytes | None:
+    """The whole request body (``message`` its first message when already received), or
+    None when the client went away."""
+    if message is None:
+        message = await receive()
     if message["type"] != "http.request":
         return None
     body: bytes = message.get("body", b"")
@@ -331,31 +335,59 @@ class HotPaths:
         operation, name = found
         return _TEMPLATES[operation], operation, name
 
+    @staticmethod
+    def take_path(scope: Scope) -> tuple[str, str, str] | None:
+        """:meth:`take` of a request whose headers the caller checked (a declared-length
+        body, no chunked one, declared as ``application/json``): its method and path."""
+        if scope["method"] != "POST":
+            return None
+        found = _PATH.fullmatch(scope["path"])
+        if found is None or scope.get("root_path"):
+            return None
+        operation = found.group(2)
+        return _TEMPLATES[operation], operation, found.group(1)
+
     async def serve(
-        self, scope: Scope, receive: Receive, send: Send, operation: str, name: str
-    ) -> None:
-        """Answer the ``operation`` (predict, feedback or rank) of model ``name``."""
-        body = await _read_body(receive)
-        if body is None:
-            return  # nobody to answer
-        # a batch of number lists and nothing else: read by the kernel into its array
-        rows = (
-            parse_rows(body, MAX_BATCH_LENGTH, MAX_CONTEXT_LENGTH)
-            if operation == "predict"
-            else None
-        )
-        parsed: Any
-        if rows is not None:
-            parsed = PredictBody(None, rows, None, None, None)
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        operation: str,
+        name: str,
+        routed_send: Send | None = None,
+    ) -> int | None:
+        """Answer the ``operation`` (predict, feedback or rank) of model ``name``: the
+        status sent with ``send``, or None when the answer went out through
+        ``routed_send`` (the route's or an error's answer; ``send`` when not given) or
+        nobody was left to answer."""
+        message = await receive()  # the usual case: the whole body in one message
+        if message["type"] == "http.request" and not message.get("more_body", False):
+            body: bytes | None = message.get("body", b"")
         else:
+            body = await _read_body(receive, message)
+        if body is None:
+            return None  # nobody to answer
+        if routed_send is None:
+            routed_send = send
+        parsed: Any = None
+        if operation == "predict":
+            # one context or a batch of number lists and nothing else: read by the kernel
+            context = parse_row(body, MAX_CONTEXT_LENGTH)
+            if context is not None:
+                parsed = PredictBody(context, None, None, None, None)
+            else:
+                rows = parse_rows(body, MAX_BATCH_LENGTH, MAX_CONTEXT_LENGTH)
+                if rows is not None:
+                    parsed = PredictBody(None, rows, None, None, None)
+        if parsed is None:
             try:
                 data: Any = orjson.loads(body)
             except orjson.JSONDecodeError:
                 data = None  # the route's parser words the refusal
             parsed = _PARSERS[operation](data)
-        if parsed is None:
-            await self.route(scope, _replay(body, receive), send)
-            return
+            if parsed is None:
+                await self.route(scope, _replay(body, receive), routed_send)
+                return None
         try:
             if isinstance(parsed, PredictBody):
                 content = orjson.dumps(await decide(self.state, name, parsed))
@@ -368,8 +400,9 @@ class HotPaths:
             answer = error_answer(Request(scope), exc)
             if answer is None:
                 raise
-            await answer(scope, receive, send)
-            return
+            await answer(scope, receive, routed_send)
+            return None
         headers = [_JSON, (b"content-length", b"%d" % len(content))]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": content})
+        return 200

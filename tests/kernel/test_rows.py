@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from banditree import kernel
 from banditree.core.codec import column_payloads, columns_public, read_decision
 from banditree.core.columns import ArrayRows, FloatRows
-from banditree.kernel.rows import parse_rows, write_rows
+from banditree.kernel.rows import parse_row, parse_rows, write_rows
 from banditree.learners import InvalidInput, build_learner
 from banditree.learners.validation import as_contexts
 
@@ -119,6 +119,70 @@ def test_the_bounds_decline() -> None:
         module.parse_rows(b"{}", 0, 1)
 
 
+def reference_row(body: bytes) -> list[float] | None:
+    """What the front's reference reads of a body that is one number list (None: another)."""
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    if type(data) is not dict or list(data) != ["context"] or type(data["context"]) is not list:
+        return None
+    rows = reference_rows(orjson.dumps({"contexts": [data["context"]]}))
+    return None if rows is None else rows[0]
+
+
+def test_one_context_reads_as_orjson_reads_it() -> None:
+    row = [0, -0, 12345678901234, -1e-320, 0.1, -2.5e-7, 1e300]
+    body = json.dumps({"context": row}).encode()
+    found = parse_row(body, 100)
+    assert type(found) is list and all(type(v) is float for v in found)
+    assert same_floats([found], [[float(v) for v in orjson.loads(body)["context"]]])
+    assert [math.copysign(1.0, v) for v in parse_row(b'{"context":[-0,-0.0]}', 2) or []] == [
+        1.0,
+        -1.0,
+    ]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"context": []}',  # an empty context
+        b'{"context": [[1, 2]]}',  # a batch under the single key
+        b'{"contexts": [[1, 2]]}',  # a batch
+        b'{"context": [1, 2], "event_id": "a"}',  # another key
+        b'{"context": [1, 2], "context": [1, 2]}',  # a repeated key
+        b'{"context": {"a": 1}}',  # named features
+        b'{"context": [1, NaN]}',
+        b'{"context": [1e400]}',  # not finite once read
+        b'{"context": [1234567890123456]}',  # an integer orjson keeps as one
+        b'{"context": [01]}',
+        b'{"context": [1.]}',
+        b'{"context": [true]}',
+        b'{"context": [null]}',
+        b'{"context": ["1"]}',
+        b'{"context": [1, 2,]}',
+        b'{"context": [1 2]}',
+        b'{"context": [1]} x',
+        b'{"context": [1]',
+        b'{"context": [1',
+        b'{"context" [1]}',
+        b'{"con\\u0074ext": [1]}',
+        b"",
+        b"[1]",
+        b'{"context": [' + b"1" * 500 + b".5]}",
+    ],
+)
+def test_every_other_single_body_is_declined(body: bytes) -> None:
+    assert parse_row(body, 10) is None
+
+
+def test_the_single_bound_declines() -> None:
+    assert parse_row(b'{"context": [1, 2, 3]}', 3) == [1.0, 2.0, 3.0]
+    assert parse_row(b'{"context": [1, 2, 3]}', 2) is None
+    with pytest.raises(ValueError, match="max_columns"):
+        module.parse_row(b"{}", 0)
+
+
 #: number texts JSON allows, of every shape the reader takes two ways (the fast path of
 #: at most 15 digits and a power of ten up to 22, CPython's conversion past them)
 _numbers = st.one_of(
@@ -211,3 +275,63 @@ def test_hostile_bytes_are_read_as_the_reference_reads_them_or_declined(
         expected = reference_rows(body)
         assert expected is not None and same_floats(found, expected)
         assert len(found) <= 4 and len(found[0]) <= 4
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(_numbers, min_size=1, max_size=6),
+    st.sampled_from(["", " ", "\n\t ", "\r\n"]),
+)
+def test_one_context_number_texts_read_as_orjson_reads_them(row: list[str], space: str) -> None:
+    body = f'{space}{{{space}"context"{space}:{space}[{space}{",".join(row)}{space}]{space}}}'
+    expected = reference_row(body.encode())
+    found = parse_row(body.encode(), 100)
+    if found is None:  # declined: a number the reference reads (or refuses) itself
+        assert expected is None or any(
+            len(t.lstrip("-").split(".")[0].split("e")[0].split("E")[0]) > 15
+            and not any(c in t for c in ".eE")
+            for t in row
+        )
+        return
+    assert expected is not None and same_floats([found], [expected])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=60))
+def test_hostile_single_bodies_read_as_the_reference_or_decline(tail: bytes) -> None:
+    body = b'{"context": [' + tail
+    found = parse_row(body, 100)
+    if found is not None:
+        expected = reference_row(body)
+        assert expected is not None and same_floats([found], [expected])
+
+
+def _halfway(x: float, digits: int) -> str:
+    """The decimal text of the point halfway between ``x`` and the next double, cut to
+    ``digits`` characters (a tie, or just below one)."""
+    from decimal import Decimal, localcontext
+
+    above = math.nextafter(x, math.inf)
+    with localcontext() as context:
+        context.prec = 80
+        return format((Decimal(x) + Decimal(above)) / 2, "f")[:digits]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(
+        # 16 to 19 digits with a power of ten up to 19 either way: the 128-bit exact path
+        st.builds(lambda m, e: f"{m}e{e}", st.integers(10**15, 10**19 - 1), st.integers(-38, 19)),
+        st.floats(min_value=1e-19, max_value=1e19).map(repr),
+        st.builds(
+            _halfway, st.floats(min_value=0.5, max_value=1.0, exclude_max=True), st.integers(18, 22)
+        ),
+    ),
+    st.booleans(),
+)
+def test_long_mantissas_round_as_orjson_reads_them(text: str, negative: bool) -> None:
+    text = ("-" if negative else "") + text
+    body = b'{"context": [' + text.encode() + b"]}"
+    found = parse_row(body, 10)
+    assert found is not None
+    assert same_floats([found], [[float(orjson.loads(body)["context"][0])]])

@@ -67,6 +67,13 @@ class ServingRegistry(RegistryBase):
         self.records[name] = record_json
         return runtime
 
+    def loaded(self, name: str) -> ModelRuntime | None:
+        """:meth:`get` of a runtime already loaded (no coroutine), else None."""
+        runtime = self.runtimes.get(name)
+        if runtime is not None:
+            self.resident.used(name)
+        return runtime
+
     async def get(self, name: str) -> ModelRuntime:
         """The runtime of ``name``; loads it from the store when another process created it."""
         runtime = self.runtimes.get(name)

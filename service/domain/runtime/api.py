@@ -189,7 +189,16 @@ class ModelRuntime(OperatorWrites):
         started = time.perf_counter()
         (context,) = contexts
         public, stored = await self._tick.add(context, None if defaults is None else defaults[0])
-        logged = await self._counted(_settled(stored), 1, started)
+        logged = True  # as _counted(_settled(stored)), two coroutines fewer a request
+        try:
+            if stored.done():
+                stored.result()
+            else:
+                await wait_within_budget(stored)
+        except StoreUnavailable as err:
+            self.answered_unlogged(1, err)
+            logged = False
+        self.count_stored(1 if logged else 0, 1, started)
         if not logged and type(public) is Fragment:  # the caller adds "logged": a dict
             public = orjson.loads(orjson.dumps(public))
         return public, logged
@@ -355,14 +364,6 @@ class ModelRuntime(OperatorWrites):
         lease = await self.store.lease(self.name, now=now)
         self.lease_holder = None if lease is None else lease.holder
         m.set_lease_holder(self.lease_holder)
-
-
-async def _settled(stored: asyncio.Future[None]) -> None:
-    """A queued decision write's outcome (within the store budget while still pending)."""
-    if stored.done():
-        stored.result()
-    else:
-        await wait_within_budget(stored)
 
 
 #: ids whose random bits one draw from the CSPRNG supplies

@@ -135,3 +135,30 @@ def test_a_feedback_body_the_schema_refuses_is_never_taken() -> None:
                 schema.event_id, schema.loss, schema.reward
             ), data  # fmt: skip
     assert taken > 20
+
+
+@pytest.mark.skipif(__import__("banditree").kernel.ACTIVE != "native", reason="the kernel reads")
+def test_the_kernels_one_context_is_the_hand_checks_context() -> None:
+    """A one-context body read by the kernel (:func:`parse_row`) gives the context the
+    hand checks give, bit for bit, and a body it declines is one they read otherwise."""
+    import struct
+
+    import orjson
+
+    from banditree.kernel.rows import parse_row
+
+    rng = random.Random(5)
+    for _ in range(300):
+        row = [
+            rng.choice([rng.uniform(-1, 1), rng.randint(-9, 9), -0.0, 1e-300, 2.0**60])
+            for _ in range(rng.randint(1, 20))
+        ]
+        body = orjson.dumps({"context": row})
+        found = parse_row(body, MAX_CONTEXT_LENGTH)
+        checked = predict_body(orjson.loads(body))
+        assert found is not None and checked is not None and checked.context is not None
+        assert [struct.pack("<d", v) for v in found] == [
+            struct.pack("<d", v) for v in checked.context
+        ]
+    assert parse_row(b'{"context": []}', MAX_CONTEXT_LENGTH) is None  # the hand checks read it
+    assert parse_row(b'{"context": [NaN]}', 10) is None  # refused by the hand checks too
