@@ -208,9 +208,7 @@ static void flush(Chunk *c, const Rows *rows, Py_ssize_t from, Py_ssize_t to) {
     if (!first) {
         for (int p = 0; p < N_PARAMS; p++) {
             if (c->graded[p]) {
-                for (Py_ssize_t i = 0; i < c->size[p]; i++) {
-                    c->grad[p][i] += into[p][i];
-                }
+                add_into(c->grad[p], into[p], c->size[p]);
             }
         }
     }
@@ -294,14 +292,9 @@ static int close_window(Chunk *c) {
     }
     /* never let a model hold NaN: a step that is not finite is dropped */
     for (int p = 0; p < N_PARAMS; p++) {
-        if (!changed[p]) {
-            continue;
-        }
-        for (Py_ssize_t i = 0; i < c->size[p]; i++) {
-            if (!isfinite(c->fresh[p][i])) {
-                is[I_REFUSED] += window;
-                return 0;
-            }
+        if (changed[p] && !all_finite(c->fresh[p], c->size[p])) {
+            is[I_REFUSED] += window;
+            return 0;
         }
     }
     for (int p = 0; p < N_PARAMS; p++) {

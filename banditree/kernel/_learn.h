@@ -74,9 +74,22 @@ static Py_ssize_t window_scratch(Py_ssize_t n_int, Py_ssize_t n_leaves, Py_ssize
  * results (ISO C mode: no other expression is contracted).  The choice is a glibc
  * ifunc: elsewhere (clang, musl, other processors) one portable copy is built. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__GLIBC__)
-#define FMA_CLONES __attribute__((target_clones("fma", "default")))
+#define FMA_CLONES \
+    __attribute__((target_clones("fma", "default"), optimize("-fvect-cost-model=cheap")))
 #else
 #define FMA_CLONES
+#endif
+
+/* Where GCC builds the copies of FMA_CLONES: a copy for processors with AVX besides the
+ * portable one, its loops vectorised (the cheap cost model: loops of any length; the
+ * build's -fno-math-errno lets sqrt be one instruction).  Only loops whose values are
+ * independent are vectorised (never a sum: ISO C mode reassociates nothing), so both
+ * copies give the same bits. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__GLIBC__)
+#define VECTOR_CLONES                                                                          \
+    __attribute__((target_clones("avx", "default"), optimize("-fvect-cost-model=cheap")))
+#else
+#define VECTOR_CLONES
 #endif
 
 /* Algorithm 2 with eq. 8 over B standardised rows (the arguments checked by the caller),
@@ -190,9 +203,10 @@ FMA_CLONES static void window_rows(const double *x, const int64_t *actions, cons
             if (di == 0.0 && finite_row) {
                 continue;
             }
-            double *gi = g_w + i * (d + 1);
+            double *restrict gi = g_w + i * (d + 1); /* not the row's memory */
+            const double *restrict xr = xb;
             for (Py_ssize_t j = 0; j < d; j++) {
-                gi[j] = fma(di, xb[j], gi[j]);
+                gi[j] = fma(di, xr[j], gi[j]);
             }
             gi[d] += di;
         }
@@ -419,34 +433,51 @@ fail:
 
 /* ---- RMSprop / AdaGrad, one parameter (banditree.learners.optim.RMSprop._step) ---- */
 
-/* RMSprop._step of one parameter of n values into `out`; 0 (nothing written) when a
- * squared gradient is not finite. */
-static int rmsprop_core(const double *p, const double *g, double *v, double *out, Py_ssize_t n,
-                        double alpha, double eps, double rate, int adagrad, int first) {
+/* Whether each of the n values is finite (one comparison a value, vectorised). */
+VECTOR_CLONES static int all_finite(const double *a, Py_ssize_t n) {
+    int bad = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (!isfinite(g[i] * g[i])) {
-            return 0;
+        bad |= !(fabs(a[i]) <= DBL_MAX); /* NaN compares false */
+    }
+    return !bad;
+}
+
+/* a += b, value by value (a and b apart). */
+VECTOR_CLONES static void add_into(double *restrict a, const double *restrict b, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        a[i] += b[i];
+    }
+}
+
+/* RMSprop._step of one parameter of n values into `out`; 0 (nothing written) when a
+ * squared gradient is not finite.  Each loop is one operation a value, with no branch
+ * (AdaGrad's v + g^2 is v * 1 + g^2 * 1, the same bits): built for processors with
+ * AVX too (VECTOR_CLONES), its square roots and divisions four at a time, each as
+ * exactly rounded as one at a time (no expression contracted: ISO C mode). */
+VECTOR_CLONES static int rmsprop_core(const double *restrict p, const double *restrict g,
+                                      double *restrict v, double *restrict out, Py_ssize_t n,
+                                      double alpha, double eps, double rate, int adagrad,
+                                      int first) {
+    int bad = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        bad |= !(g[i] * g[i] <= DBL_MAX); /* not finite (NaN compares false) */
+    }
+    if (bad) {
+        return 0;
+    }
+    /* v = alpha v + (1 - alpha) g^2; AdaGrad: v = v + g^2 */
+    double keep = adagrad ? 1.0 : alpha, add = adagrad ? 1.0 : 1.0 - alpha;
+    if (first) {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            v[i] = (g[i] * g[i]) * add;
+        }
+    } else {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            v[i] = v[i] * keep + (g[i] * g[i]) * add;
         }
     }
-    double rest = 1.0 - alpha;
     for (Py_ssize_t i = 0; i < n; i++) {
-        double g2 = g[i] * g[i];
-        if (!adagrad) {
-            g2 *= rest; /* v = alpha v + (1 - alpha) g^2; AdaGrad: v = v + g^2 */
-        }
-        if (first) {
-            v[i] = g2;
-        } else {
-            if (!adagrad) {
-                v[i] *= alpha;
-            }
-            v[i] += g2;
-        }
-        double step = sqrt(v[i]);
-        step += eps;
-        step = g[i] / step;
-        step *= rate;
-        out[i] = p[i] - step; /* p - lr g / (sqrt(v) + eps) */
+        out[i] = p[i] - g[i] / (sqrt(v[i]) + eps) * rate; /* p - lr g / (sqrt(v) + eps) */
     }
     return 1;
 }

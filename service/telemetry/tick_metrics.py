@@ -43,6 +43,29 @@ def observe_all(histogram: Any, values: list[float]) -> None:
         buckets[index].inc(count)
 
 
+def observe_counted(histogram: Any, observed: list[tuple[float, int]]) -> None:
+    """``histogram.observe(v)`` ``n`` times for each ``(v, n)`` of ``observed``, with one
+    update of each bucket hit (what :func:`observe_all` of the values repeated does, but
+    one step a value rather than one a repetition: a learner observes each chunk's
+    entries at their mean time)."""
+    bounds = getattr(histogram, "_upper_bounds", None)
+    buckets = getattr(histogram, "_buckets", None)
+    total = getattr(histogram, "_sum", None)
+    if bounds is None or buckets is None or total is None or len(bounds) != len(buckets):
+        for value, count in observed:
+            for _ in range(count):
+                histogram.observe(value)
+        return
+    hits: dict[int, int] = {}
+    for value, count in observed:
+        if value == value and count > 0:  # NaN falls in no bucket, as with observe
+            index = bisect_left(bounds, value)
+            hits[index] = hits.get(index, 0) + count
+    total.inc(sum(value * count for value, count in observed if count > 0))
+    for index, count in hits.items():
+        buckets[index].inc(count)
+
+
 class TickMetrics:
     """Counter increments and histogram observations of one tick, applied at its end."""
 

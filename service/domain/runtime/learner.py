@@ -38,6 +38,7 @@ from service.domain.runtime.learner_steps import (
     HandedOver,
     LearnerPolicy,
     LeaseLost,
+    Pace,
     apply_slice,
     retry_seconds,
 )
@@ -93,6 +94,7 @@ class ModelLearner:
         self.on_led = on_led
         self._leaving = False  # handing the lease back (counted in share.leaving)
         self._reader: LogReader | None = None  # the log's reads while leading
+        self._pace = Pace()  # the learning's last pace: the size of a slice's first chunk
         self.token: int | None = None
         self.offset = 0  # the last log entry applied while leading
         self._moved = asyncio.Event()  # set each time ``offset`` moves (see reached())
@@ -445,7 +447,7 @@ class ModelLearner:
         """Learn from ``entries`` in order for at most one slice: ``(entries done, updates)``."""
         return apply_slice(
             learner, entries, uid=self.uid, default_loss=self.policy.default_loss,
-            metrics=self.metrics,
+            metrics=self.metrics, pace=self._pace,
         )  # fmt: skip
 
     async def _publish(

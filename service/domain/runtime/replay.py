@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, overload
 
@@ -233,16 +233,50 @@ def apply_entries(
     """:func:`apply_entry` of each entry whose decoded pair (:func:`decode_entries`) is
     ``pairs``' item, by one :meth:`~banditree.learners.Learner.learn_batch`: the same
     state, the same outcomes and log lines."""
+    wanted, results = _learn_pairs(learner, pairs)
+    return _outcomes(len(entries), wanted, results, entries.__getitem__)
+
+
+_Results = list[bool | ValueError | KeyError | TypeError]
+
+
+def _learn_pairs(
+    learner: Learner, pairs: list[tuple[Decision, Feedback] | None]
+) -> tuple[list[int], _Results]:
+    """The positions of ``pairs`` learned (those not None) and their results, by one
+    :meth:`~banditree.learners.Learner.learn_batch`."""
     wanted = [i for i, pair in enumerate(pairs) if pair is not None]
     kept = [pair for pair in pairs if pair is not None]
-    results = learner.learn_batch([pair[0] for pair in kept], [pair[1] for pair in kept])
-    out = [_NOT_LEARNED] * len(entries)
+    return wanted, learner.learn_batch([pair[0] for pair in kept], [pair[1] for pair in kept])
+
+
+def _outcomes(
+    n: int, wanted: list[int], results: _Results, entry: Callable[[int], LogEntry]
+) -> list[Applied]:
+    """What each of ``n`` entries did, ``results`` those of the entries at ``wanted``;
+    an entry refused is logged (``entry(i)``: the ``i``-th entry)."""
+    out = [_NOT_LEARNED] * n
     for i, result in zip(wanted, results, strict=True):
         if isinstance(result, bool):
             out[i] = _CHANGED if result else _UNCHANGED
         else:
-            _skipped(entries[i], result)
+            _skipped(entry(i), result)
     return out
+
+
+def _counts(
+    wanted: list[int], results: _Results, entry: Callable[[int], LogEntry]
+) -> tuple[int, int]:
+    """The entries learned and those that changed the parameters among ``results`` (of
+    the entries at ``wanted``), an entry refused logged: what :func:`_outcomes` tells,
+    counted, with no step an entry when every one was learned (the common case)."""
+    changed = results.count(True)  # an error equals neither True nor False
+    learned = changed + results.count(False)
+    if learned < len(results):
+        for i, result in zip(wanted, results, strict=True):
+            if not isinstance(result, bool):
+                _skipped(entry(i), result)
+    return learned, changed
 
 
 class _Pairs:
@@ -305,8 +339,29 @@ def _utf8(uid: str) -> bytes:
 def apply_chunk(
     learner: Learner, chunk: LogChunk, *, uid: str, default_loss: float | None
 ) -> list[Applied]:
-    """:func:`apply_entries` of the decoded entries of ``chunk``: the same state, outcomes
-    and log lines.  Where the compiled kernel learns the learner's chunks
+    """What each entry of ``chunk`` did, learned by :func:`_learn_chunk`."""
+    wanted, results = _learn_chunk(learner, chunk, uid=uid, default_loss=default_loss)
+    return _outcomes(len(chunk), wanted, results, chunk.entry)
+
+
+def count_chunk(
+    learner: Learner, chunk: LogChunk, *, uid: str, default_loss: float | None
+) -> tuple[int, int]:
+    """:func:`apply_chunk`'s outcomes counted: ``(entries learned, entries that changed the
+    parameters)``, the same state and log lines, with no object made an entry."""
+    wanted, results = _learn_chunk(learner, chunk, uid=uid, default_loss=default_loss)
+    return _counts(wanted, results, chunk.entry)
+
+
+def _learn_chunk(
+    learner: Learner, chunk: LogChunk, *, uid: str, default_loss: float | None
+) -> tuple[list[int], _Results]:
+    """The positions of the entries of ``chunk`` given to the learner and its results
+    for them (an entry left out: another model's, an expiry without a default loss, one
+    the decoding refuses, logged there).
+
+    :func:`apply_entries`' learning of the decoded entries of ``chunk``: the same state,
+    results and log lines.  Where the compiled kernel learns the learner's chunks
     (:meth:`~banditree.learners.Learner.column_width`), one kernel call decodes the
     chunk's stored texts into the columns it learns
     (:func:`banditree.kernel.decode_stored`), with no Decision or LogEntry an entry;
@@ -315,9 +370,8 @@ def apply_chunk(
     width = learner.column_width()
     module = None if width is None else native_kernel()
     if width is None or module is None:
-        entries = chunk.entries()
-        return apply_entries(
-            learner, entries, decode_entries(entries, uid=uid, default_loss=default_loss)
+        return _learn_pairs(
+            learner, decode_entries(chunk.entries(), uid=uid, default_loss=default_loss)
         )
     rows, actions, propensity, loss, status = decode_stored(
         module, chunk.decisions, chunk.feedbacks, _utf8(uid), default_loss, width
@@ -333,9 +387,8 @@ def apply_chunk(
                 decoded[i] = pair
     index = np.flatnonzero(status != STORED_NONE)
     wanted = index.tolist()
-    out = [_NOT_LEARNED] * len(chunk)
     if not wanted:
-        return out
+        return wanted, []
     if len(wanted) < len(chunk):
         rows, actions = rows[index], actions[index]
         propensity, loss = propensity[index], loss[index]
@@ -345,12 +398,7 @@ def apply_chunk(
         rows, actions, propensity, loss, _Column(pairs, 0), _Column(pairs, 1),
         read=sorted(pairs.made),
     )  # fmt: skip
-    for i, result in zip(wanted, results, strict=True):
-        if isinstance(result, bool):
-            out[i] = _CHANGED if result else _UNCHANGED
-        else:
-            _skipped(chunk.entry(i), result)
-    return out
+    return wanted, results
 
 
 def replay(

@@ -48,14 +48,14 @@ def test_chunks_follow_the_pace_and_end_the_slice(
     clock = _Clock()
     monkeypatch.setattr(learner_steps.time, "perf_counter", clock)
     chunks: list[int] = []
-    apply = learner_steps.apply_chunk
+    apply = learner_steps.count_chunk
 
     def timed(learner, chunk, **kwargs):  # type: ignore[no-untyped-def]
         chunks.append(len(chunk))
         clock.now += per_entry * len(chunk)
         return apply(learner, chunk, **kwargs)
 
-    monkeypatch.setattr(learner_steps, "apply_chunk", timed)
+    monkeypatch.setattr(learner_steps, "count_chunk", timed)
     log = entries(1200)[:1088]
     learner = build_learner(CONFIG)
     done, _ = apply_slice(
@@ -79,3 +79,40 @@ def test_the_state_does_not_depend_on_the_chunks(monkeypatch: pytest.MonkeyPatch
         for name in a:
             np.testing.assert_array_equal(a[name], b[name], err_msg=f"{name}, first {first}")
         assert live.version == offline.version
+
+
+@pytest.mark.parametrize(
+    ("per_entry", "first", "then"),
+    [
+        (2**-16, [64, 512, 512], [512, 512]),  # known fast: the largest call at once
+        # 118 entries took 57.6 ms: the next slice's first chunk is the 102.4 of 50 ms
+        # (49.8 ms), then the fewest
+        (2**-11, [64, 38, 16], [102, 16]),
+    ],
+)
+def test_a_slice_starts_at_the_pace_of_the_last(
+    per_entry: float, first: list[int], then: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = _Clock()
+    monkeypatch.setattr(learner_steps.time, "perf_counter", clock)
+    chunks: list[int] = []
+    count = learner_steps.count_chunk
+
+    def timed(learner, chunk, **kwargs):  # type: ignore[no-untyped-def]
+        chunks.append(len(chunk))
+        clock.now += per_entry * len(chunk)
+        return count(learner, chunk, **kwargs)
+
+    monkeypatch.setattr(learner_steps, "count_chunk", timed)
+    log, learner = entries(3000), build_learner(CONFIG)
+    pace = learner_steps.Pace()
+    metrics = ServiceMetrics().for_model("m")
+    done, _ = apply_slice(
+        learner, log[:1088], uid=UID, default_loss=None, metrics=metrics, pace=pace
+    )
+    assert chunks == first and done == sum(first)
+    assert pace.seconds_per_entry == per_entry
+    chunks.clear()
+    rest = log[done : done + 1024]
+    apply_slice(learner, rest, uid=UID, default_loss=None, metrics=metrics, pace=pace)
+    assert chunks == then

@@ -8,7 +8,7 @@ import math
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from service.telemetry.metrics import LATENCY_BUCKETS_SECONDS
-from service.telemetry.tick_metrics import TickMetrics, observe_all
+from service.telemetry.tick_metrics import TickMetrics, observe_all, observe_counted
 
 VALUES = [0.0, 1e-5, 0.0004, 0.0004, 0.003, 0.07, 0.25, 2.0, 99.0, 1e9, -1.0, math.nan]
 
@@ -41,6 +41,20 @@ def test_a_batch_of_observations_ends_as_one_observe_each() -> None:
     # cumulative: every value but NaN, and the infinity
     assert batched.get_sample_value("h_bucket", {"m": "a", "le": "+Inf"}) == len(VALUES)
     assert batched.get_sample_value("h_bucket", {"m": "a", "le": "2.5"}) == len(VALUES) - 3
+
+
+def test_counted_observations_end_as_the_values_repeated() -> None:
+    """A learner's chunk observed once at its mean time per feedback: each value with
+    its count gives the samples of as many observations of it (the sums exact here)."""
+    counted = [(0.25, 3), (0.0004, 1), (2.0, 2), (99.0, 0), (1e9, 1), (math.nan, 2)]
+    one_each, histogram, _ = _pair()
+    for value, count in counted:
+        for _ in range(count):
+            histogram.labels("a").observe(value)
+    batched, histogram, _ = _pair()
+    observe_counted(histogram.labels("a"), counted)
+    assert _samples(batched) == _samples(one_each)
+    assert batched.get_sample_value("h_count", {"m": "a"}) == 7  # NaN falls in no bucket
 
 
 def test_updates_apply_at_the_end_of_the_tick_and_on_the_next_loop() -> None:
