@@ -30,6 +30,19 @@
 /* Deepest TEL tree the kernel walks (the model stops at 12). */
 #define TEL_MAX_DEPTH MAX_HEIGHT
 
+/* The dot products of two nodes' weights a and b with z, each added in index order (the
+ * numbers of dot), side by side: two independent sums the processor overlaps. */
+static inline void dot_pair(const double *a, const double *b, const double *z, Py_ssize_t p,
+                            double *out) {
+    double sa = 0.0, sb = 0.0;
+    for (Py_ssize_t j = 0; j < p; j++) {
+        sa += a[j] * z[j];
+        sb += b[j] * z[j];
+    }
+    out[0] = sa;
+    out[1] = sb;
+}
+
 /* A level's reachable nodes: each one's index within the level (node 2^l - 1 + i of
  * its tree, breadth-first; its children are entries 2i and 2i + 1 of the next level) and
  * P(z -> node), in left-to-right order. */
@@ -42,7 +55,7 @@ typedef struct {
  * One tree's share of eq. 3 at the standardised context z (p,), added to out (K,).
  * `w` (2^d - 1, p) holds the tree's node weights divided by gamma, `o` (2^d, K) its
  * leaves (divided by 4^d for the dense arithmetic); `a` and `b` have room for 2^d
- * entries each.  Returns the leaves reached (P(z -> l) != 0; a NaN probability counts,
+ * entries each, `t` for 2^(d-1).  Returns the leaves reached (P(z -> l) != 0; a NaN probability counts,
  * as numpy's count_nonzero and flatnonzero count it).
  *
  * Algorithm 1 a level at a time, over the reachable nodes only: a child reached with
@@ -51,24 +64,29 @@ typedef struct {
  */
 static Py_ssize_t tel_tree(const double *w, const double *o, const double *z, Py_ssize_t p,
                            Py_ssize_t k, int depth, int dense, TelLevel a, TelLevel b,
-                           double *out) {
+                           double *t, double *out) {
     Py_ssize_t n = 1; /* reachable nodes of the level */
     a.node[0] = 0;
     a.prob[0] = 1.0;
     for (int level = 0; level < depth; level++) {
         const double *wl = w + (((Py_ssize_t)1 << level) - 1) * p; /* the level's first node */
-        Py_ssize_t next = 0;
-        for (Py_ssize_t e = 0; e < n; e++) {
+        Py_ssize_t next = 0, e = 0;
+        for (; e + 1 < n; e += 2) { /* <w_i, z> / gamma of the level's reachable nodes */
+            dot_pair(wl + a.node[e] * p, wl + a.node[e + 1] * p, z, p, t + e);
+        }
+        if (e < n) {
+            t[e] = dot(wl + a.node[e] * p, z, p);
+        }
+        for (e = 0; e < n; e++) {
             Py_ssize_t i = a.node[e];
             double at = a.prob[e], left, right;
-            double t = dot(wl + i * p, z, p); /* <w_i, z> / gamma */
             if (dense) {
-                double v = clip(2.0 * t, 1.0);
+                double v = clip(2.0 * t[e], 1.0);
                 double odd = (3.0 - v * v) * v;
                 left = (odd + 2.0) * at;  /* 4 S P */
                 right = (2.0 - odd) * at; /* 4 (1 - S) P */
             } else {
-                double u = clip(t, 0.5);
+                double u = clip(t[e], 0.5);
                 left = ((u * u * -2.0 + 1.5) * u + 0.5) * at; /* S P */
                 right = at - left;                            /* (1 - S) P */
             }
@@ -165,9 +183,9 @@ static PyObject *tel_decide(PyObject *self, PyObject *args) {
     if (form_rows(x, b_rows, d, u) < 0) {
         goto fail;
     }
-    /* scratch: the standardised context (d), the choice's 3 K, and two levels'
-     * reachable nodes (2 x 2^h probabilities, 2 x 2^h indices) */
-    double *z = form_scratch(d + 3 * k + 2 * (n_int + 1));
+    /* scratch: the standardised context (d), the choice's 3 K, two levels' reachable
+     * nodes (2 x 2^h probabilities, 2 x 2^h indices) and a level's dot products */
+    double *z = form_scratch(d + 3 * k + 3 * (n_int + 1));
     Py_ssize_t *index = PyMem_Malloc(2 * (size_t)(n_int + 1) * sizeof(Py_ssize_t));
     if (z == NULL || index == NULL) {
         PyMem_Free(z);
@@ -194,7 +212,7 @@ static PyObject *tel_decide(PyObject *self, PyObject *args) {
         Py_ssize_t total = 0;
         for (Py_ssize_t t = 0; t < m; t++) { /* eq. 1: the trees' outputs added */
             total += tel_tree(nodes + t * n_int * d, leaves + t * (n_int + 1) * k, z, d, k,
-                              depth, dense, first, second, ob);
+                              depth, dense, first, second, second.prob + (n_int + 1), ob);
         }
         reached[b] = (int64_t)total;
         form_choose(explorer, param, sigmoid, ob, k, u[b], z + d, &action[b], &propensity[b],
