@@ -55,8 +55,8 @@ typedef struct {
  * One tree's share of eq. 3 at the standardised context z (p,), added to out (K,).
  * `w` (2^d - 1, p) holds the tree's node weights divided by gamma, `o` (2^d, K) its
  * leaves (divided by 4^d for the dense arithmetic); `a` and `b` have room for 2^d
- * entries each, `t` for 2^(d-1).  Returns the leaves reached (P(z -> l) != 0; a NaN probability counts,
- * as numpy's count_nonzero and flatnonzero count it).
+ * entries each, `t` for 2^(d-1).  Returns the leaves reached (P(z -> l) != 0; a NaN
+ * probability counts, as numpy's count_nonzero and flatnonzero count it).
  *
  * Algorithm 1 a level at a time, over the reachable nodes only: a child reached with
  * probability 0 (a hard node's other side) never enters the next level, so neither it
