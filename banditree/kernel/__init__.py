@@ -36,8 +36,10 @@ __all__ = [
     "decide_rows",
     "decode_stored",
     "event_uniform_rows",
+    "hinge_decide",
     "native",
     "rank_decide",
+    "tel_decide",
     "window_gradients",
 ]
 
@@ -351,3 +353,84 @@ def window_gradients(
         grads.get("bias"), grads.get("linear"),
     )  # fmt: skip
     return grads
+
+
+def tel_decide(
+    module: ModuleType,
+    x: FloatArray,
+    mean: FloatArray,
+    inv_scale: FloatArray,
+    nodes: FloatArray,
+    leaves: FloatArray,
+    uniforms: FloatArray,
+    *,
+    clip: float | None,
+    dense: bool,
+    sigmoid: bool,
+    explorer: str | None,
+    parameter: float,
+) -> tuple[IntArray, FloatArray, IntArray, FloatArray, IntArray]:
+    """A tick of a Tree Ensemble Layer (:class:`~banditree.models.tel.frozen.FrozenTEL`):
+    contexts ``x`` ``(B, d)`` standardised and clipped as :func:`decide_rows` does, the
+    summed outputs of ``m`` soft trees, explored as there.
+
+    ``nodes`` ``(m, 2**h - 1, d)`` are the node weights divided by gamma, breadth-first
+    in each tree; ``leaves`` ``(m, 2**h, K)`` the leaf weights; ``dense`` picks
+    :attr:`FrozenTEL.dense`'s arithmetic (the numbers of the reference's pass).
+
+    Returns
+    -------
+    action, propensity, greedy, output, reached
+        ``(B,)`` each but ``output`` ``(B, K)``; ``reached`` the leaves each context
+        reached, all trees (the reference's ``reachable_leaves_total``).
+    """
+    b, k = x.shape[0], leaves.shape[-1]
+    action, greedy, reached = (np.empty(b, dtype=np.int64) for _ in range(3))
+    propensity, output = np.empty(b), np.empty((b, k))
+    module.tel_decide(
+        x, mean, inv_scale, 0.0 if clip is None else float(clip), nodes, leaves, int(dense),
+        int(sigmoid), -1 if explorer is None else EXPLORERS[explorer], float(parameter),
+        uniforms, action, propensity, greedy, output, reached,
+    )  # fmt: skip
+    return action, propensity, greedy, output, reached
+
+
+def hinge_decide(
+    module: ModuleType,
+    x: FloatArray,
+    mean: FloatArray,
+    inv_scale: FloatArray,
+    forest: tuple[FloatArray | None, IntArray, FloatArray, FloatArray, FloatArray],
+    uniforms: FloatArray,
+    *,
+    clip: float | None,
+    ferns: bool,
+    sigmoid: bool,
+    explorer: str | None,
+    parameter: float,
+) -> tuple[IntArray, FloatArray, IntArray, IntArray, FloatArray]:
+    """A tick of a random hinge forest or fern ensemble
+    (:meth:`~banditree.models.hinge.frozen.FrozenHingeForest.forward_batch_leaves`):
+    contexts ``x`` ``(B, d)`` standardised and clipped as :func:`decide_rows` does, the
+    forest's outputs, explored as there.
+
+    ``forest`` is ``(pool, features, thresholds, leaf_rows, bias)``: the pool ``(P, d)``
+    or None, the feature indices ``(T, N)`` int64 in ``[0, P or d)`` and thresholds of
+    the same shape (``N = 2**D - 1``, or ``D`` for ferns), the leaf rows ``(T 2**D, K)``
+    (divided by ``T`` for the mean) and the bias ``(K,)``.
+
+    Returns
+    -------
+    action, propensity, greedy, leaf, output
+        ``(B,)`` each but ``output`` ``(B, K)``; ``leaf`` the reached leaf of a single
+        tree, -1 for a forest.
+    """
+    b, k = x.shape[0], forest[4].shape[0]
+    action, greedy, leaf = (np.empty(b, dtype=np.int64) for _ in range(3))
+    propensity, output = np.empty(b), np.empty((b, k))
+    module.hinge_decide(
+        x, mean, inv_scale, 0.0 if clip is None else float(clip), *forest, int(ferns),
+        int(sigmoid), -1 if explorer is None else EXPLORERS[explorer], float(parameter),
+        uniforms, action, propensity, greedy, leaf, output,
+    )  # fmt: skip
+    return action, propensity, greedy, leaf, output

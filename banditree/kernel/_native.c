@@ -476,6 +476,10 @@ fail:
 
 #include "_rows.h"
 
+/* ---- a tick of the TEL and hinge forms (banditree.models.tel, .hinge) ------------ */
+
+#include "_forms.h"
+
 static PyMethodDef methods[] = {
     {"decide", decide, METH_VARARGS, decide_doc},
     {"window_gradients", window_gradients, METH_VARARGS, window_gradients_doc},
@@ -494,6 +498,8 @@ static PyMethodDef methods[] = {
     {"parse_rows", parse_rows, METH_VARARGS, parse_rows_doc},
     {"parse_row", parse_row, METH_VARARGS, parse_row_doc},
     {"write_rows", write_rows, METH_VARARGS, write_rows_doc},
+    {"tel_decide", tel_decide, METH_VARARGS, tel_decide_doc},
+    {"hinge_decide", hinge_decide, METH_VARARGS, hinge_decide_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -2,11 +2,12 @@
 
 One command::
 
-    python -m benchmarks.speed.kernel_speed [--entries 20000] [--rounds 5] [--ticks 200]
+    python -m benchmarks.speed.kernel_speed [--entries 20000] [--rounds 5] [--ticks 200] [--only NAME]
 
 For each config (the default classification model of ``benchmarks.learner_keepup``,
 DGT h=6 with 16 features and 10 actions; a sigmoid-link epsilon-greedy tree; the default
-regression forest) two learners are built from it, one switched to the reference
+regression forest; a TEL and a hinge forest of 10 trees of depth 6 on 16 features and
+10 actions, whose ticks the kernel decides and whose learning stays numpy's) two learners are built from it, one switched to the reference
 (:func:`~banditree.learners.gradient_bandit.kernel_calls.use_reference`, what
 ``BANDITREE_KERNEL=reference`` does to every learner), and each round times, for both
 in turn:
@@ -47,6 +48,12 @@ CONFIGS: dict[str, dict[str, Any]] = {
     },
     "regression default (forest 4 x h8, 16 features)": {
         "task": "regression", "n_features": 16, "seed": 0,
+    },
+    "tel (10 trees of depth 6, 16 x 10)": {
+        "kind": "tel", "height": 6, "n_trees": 10, "n_features": 16, "n_actions": 10, "seed": 0,
+    },
+    "hinge (10 trees of depth 6, 16 x 10)": {
+        "kind": "hinge", "height": 6, "n_trees": 10, "n_features": 16, "n_actions": 10, "seed": 0,
     },
 }  # fmt: skip
 TICKS = (1, 16, 256)
@@ -150,10 +157,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--entries", type=int, default=20_000, help="pairs learned a round")
     parser.add_argument("--rounds", type=int, default=5, help="rounds, paths alternated")
     parser.add_argument("--ticks", type=int, default=200, help="act_columns calls a size")
-    parser.add_argument("--only", default=None, help="run the configs whose name has this")
+    parser.add_argument(
+        "--only", action="append", help="run the configs whose name has this (repeatable)"
+    )
     args = parser.parse_args(argv)
     for name, config in CONFIGS.items():
-        if args.only is None or args.only in name:
+        if args.only is None or any(part in name for part in args.only):
             measure(name, config, args)
 
 

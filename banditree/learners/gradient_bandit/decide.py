@@ -85,16 +85,16 @@ class Deciding(GradientBase):
         event_id: str,
         values: list[float],
         version: int,
-        one: tuple[int, float, int, int | None, FloatArray, float],
+        one: tuple[int, float, int, int | None, FloatArray, float, dict[str, float]],
     ) -> Decision:
         """:meth:`act`'s decision from the kernel's numbers (:func:`decide_one`)."""
-        action, propensity, greedy, leaf, output, u_sign = one
+        action, propensity, greedy, leaf, output, u_sign, extras = one
         if self.task == "classification":
             return Decision.of_action(
-                event_id, tuple(values), version, action, propensity, greedy, leaf, {}
+                event_id, tuple(values), version, action, propensity, greedy, leaf, extras
             )
         return self._regression_decision(
-            event_id, values, version, float(output[0]), leaf, u_sign, {}
+            event_id, values, version, float(output[0]), leaf, u_sign, extras
         )
 
     def _regression_decision(

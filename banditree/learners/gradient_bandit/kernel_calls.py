@@ -3,8 +3,9 @@
 Each function returns None where the kernel does not cover the learner's setting (a
 model family, an explorer or an estimator the kernel does not compute): the caller
 then runs the numpy path, which is the specification for every setting.  Covered:
-decisions of the DGT tree and forest (any height, the linear term, vote or average)
-under the four explorers, with the event ids' uniforms; the gradients of a
+decisions of the DGT tree and forest (any height, the linear term, vote or average),
+of the TEL and of the hinge forest or ferns (:mod:`.kernel_forms`) under the four
+explorers, with the event ids' uniforms; the gradients of a
 single-layer DGT tree under classification feedback (eq. 8) without a gradient clip.
 RMSprop's steps (:mod:`banditree.learners.optim`), the ridge's rounds
 (:mod:`banditree.learners.ridge`) and the input statistics
@@ -28,6 +29,7 @@ from banditree.estimators import ClassificationEstimator
 from banditree.explore import EpsilonGreedy, Explorer, FastCB, Softmax, SquareCB
 from banditree.kernel import decide_rows, event_uniform_rows, window_gradients
 from banditree.learners.batch_decisions import context_rows
+from banditree.learners.gradient_bandit.kernel_forms import Tick, form_tick, is_form
 from banditree.models.dgt.forest_spec import DGTForestSpec
 from banditree.models.dgt.spec import DGTSpec
 from banditree.models.spec import BatchOutput, Params
@@ -80,37 +82,69 @@ def _trees(learner: GradientBase, frozen: object) -> tuple[str, tuple] | None:
     return None
 
 
-def decide_one(
-    module: ModuleType, learner: GradientBase, x: FloatArray, event_id: str, snap: Snapshot
-) -> tuple[int, float, int, int | None, FloatArray, float] | None:
-    """``act``'s numbers for one context ``x`` ``(d,)`` by one kernel call: ``(action,
-    propensity, greedy action, leaf or None, output (K,), the sign's uniform)``, or None
-    where the kernel does not cover the learner (the numpy path then decides)."""
+def _plan(
+    learner: GradientBase, snap: Snapshot
+) -> tuple[tuple[str, tuple] | None, tuple[str, float] | None] | None:
+    """``(trees, setting)`` where the kernel decides for ``learner``, else None: the DGT
+    trees of :func:`_trees` (None for a TEL or hinge form, :mod:`.kernel_forms`) and the
+    explorer's ``(name, parameter)`` (None for regression)."""
     trees = _trees(learner, snap.frozen)
-    if trees is None:
+    if trees is None and not is_form(learner.model):
         return None
-    aggregate, (weights, theta, linear) = trees
     setting = None
     if learner.task == "classification":
         assert learner.explorer is not None
         setting = explorer_setting(learner.explorer, learner._explore_rounds)
         if setting is None:
             return None
-    uniforms = event_uniform_rows(module, learner.seed, [event_id])
+    return trees, setting
+
+
+def _tick(
+    module: ModuleType,
+    learner: GradientBase,
+    plan: tuple[tuple[str, tuple] | None, tuple[str, float] | None],
+    x: FloatArray,
+    uniforms: FloatArray,
+    snap: Snapshot,
+) -> Tick:
+    """The kernel's decisions of contexts ``x`` ``(B, d)`` with the event ids'
+    ``uniforms`` ``(B, 2)``, by one call (:func:`_plan`'s ``plan``)."""
+    trees, setting = plan
+    if trees is None:
+        return form_tick(module, learner, x, uniforms, snap, setting)
+    aggregate, (weights, theta, linear) = trees
     action, propensity, greedy, leaf, output, _ = decide_rows(
-        module, x.reshape(1, -1), snap.mean, snap.inv_scale, weights, theta, linear,
-        uniforms[:, 0].copy(), clip=learner.context_clip, aggregate=aggregate,
+        module, x, snap.mean, snap.inv_scale, weights, theta, linear,
+        np.ascontiguousarray(uniforms[:, 0]), clip=learner.context_clip, aggregate=aggregate,
         sigmoid=learner.reward_link == "sigmoid",
         explorer=None if setting is None else setting[0],
         parameter=0.0 if setting is None else setting[1],
     )  # fmt: skip
+    return action, propensity, greedy, leaf if aggregate == "single" else None, output, {}
+
+
+def decide_one(
+    module: ModuleType, learner: GradientBase, x: FloatArray, event_id: str, snap: Snapshot
+) -> tuple[int, float, int, int | None, FloatArray, float, dict[str, float]] | None:
+    """``act``'s numbers for one context ``x`` ``(d,)`` by one kernel call: ``(action,
+    propensity, greedy action, leaf or None, output (K,), the sign's uniform, extras)``,
+    or None where the kernel does not cover the learner (the numpy path then decides)."""
+    plan = _plan(learner, snap)
+    if plan is None:
+        return None
+    uniforms = event_uniform_rows(module, learner.seed, [event_id])
+    action, propensity, greedy, leaf, output, extras = _tick(
+        module, learner, plan, x.reshape(1, -1), uniforms, snap
+    )
     return (
         int(action[0]),
         float(propensity[0]),
         int(greedy[0]),
-        int(leaf[0]) if aggregate == "single" else None,
+        None if leaf is None else int(leaf[0]),
         output[0],
         float(uniforms[0, 1]),
+        {name: float(column[0]) for name, column in extras.items()},
     )
 
 
@@ -124,37 +158,17 @@ def decide_columns(
     given: object,
 ) -> DecisionColumns | None:
     """``act_columns``' decisions by one kernel call, or None where it does not apply."""
-    trees = _trees(learner, snap.frozen)
-    if trees is None:
+    plan = _plan(learner, snap)
+    if plan is None:
         return None
-    aggregate, (weights, theta, linear) = trees
-    classification = learner.task == "classification"
-    setting = None
-    if classification:
-        assert learner.explorer is not None
-        setting = explorer_setting(learner.explorer, learner._explore_rounds)
-        if setting is None:
-            return None
-    action, propensity, greedy, leaf, output, _ = decide_rows(
-        module,
-        x,
-        snap.mean,
-        snap.inv_scale,
-        weights,
-        theta,
-        linear,
-        np.ascontiguousarray(uniforms[:, 0]),
-        clip=learner.context_clip,
-        aggregate=aggregate,
-        sigmoid=learner.reward_link == "sigmoid",
-        explorer=None if setting is None else setting[0],
-        parameter=0.0 if setting is None else setting[1],
+    action, propensity, greedy, leaves, output, extras = _tick(
+        module, learner, plan, x, uniforms, snap
     )
-    leaves = None if aggregate != "single" else leaf
-    if not classification:
+    if learner.task != "classification":
         return learner._regression_columns(
-            BatchOutput(output=output, leaf=leaves), x, ids, uniforms, snap.version, given
-        )
+            BatchOutput(output=output, leaf=leaves, extras=extras), x, ids, uniforms,
+            snap.version, given,
+        )  # fmt: skip
     return DecisionColumns(
         event_ids=ids,
         contexts=context_rows(x, given),
@@ -165,9 +179,9 @@ def decide_columns(
         greedy_action=greedy.tolist(),
         perturbation=[0] * len(ids),
         leaf=None if leaves is None else leaves.tolist(),
-        extras=None,
+        extras={name: column.tolist() for name, column in extras.items()} or None,
         context_array=x,
-        kernel_arrays=(action, propensity, greedy, leaves),
+        kernel_arrays=None if extras else (action, propensity, greedy, leaves),
     )
 
 

@@ -100,6 +100,21 @@ class FrozenHingeForest:
     def n_trees(self) -> int:
         return int(self.features.shape[0])
 
+    def kernel_forest(
+        self,
+    ) -> tuple[FloatArray | None, IntArray, FloatArray, FloatArray, FloatArray]:
+        """``(pool, features, thresholds, leaf rows, bias)`` as the compiled kernel reads
+        them (:func:`banditree.kernel.hinge_decide`): C-contiguous, the leaf rows
+        ``(T 2**D, K)`` divided by ``T`` for the mean, as :meth:`forward_batch` reads them."""
+        contiguous = np.ascontiguousarray
+        return (
+            None if self.pool is None else contiguous(self.pool, dtype=np.float64),
+            contiguous(self.features, dtype=np.int64),
+            contiguous(self.thresholds, dtype=np.float64),
+            contiguous(self._leaf_rows, dtype=np.float64),
+            contiguous(self.bias, dtype=np.float64),
+        )
+
     def forward_one(self, x: FloatArray) -> tuple[FloatArray, int | None]:
         """Forest output ``(K,)`` for one context ``(d,)`` and, for a single tree, its leaf."""
         z = x if self.pool is None else self.pool @ x

@@ -81,6 +81,10 @@ class FrozenTEL:
     _last_level: slice = field(init=False, repr=False, compare=False)
     _node_rows: IntArray = field(init=False, repr=False, compare=False)
     _dense: bool = field(init=False, repr=False, compare=False)
+    #: the compiled kernel's arrays (:meth:`kernel_arrays`), made on first use
+    _kernel: tuple[FloatArray, FloatArray] | None = field(
+        init=False, default=None, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         m, n_int, p = self.node_weights.shape
@@ -118,6 +122,20 @@ class FrozenTEL:
     @property
     def n_trees(self) -> int:
         return int(self.node_weights.shape[0])
+
+    def kernel_arrays(self) -> tuple[FloatArray, FloatArray]:
+        """``(nodes, leaves)`` as the compiled kernel walks them
+        (:func:`banditree.kernel.tel_decide`): the node weights divided by gamma (the
+        numbers of ``_levels``, tree-major and breadth-first as stored) and the leaf
+        weights, divided by ``4**depth`` when :attr:`dense` (``_scaled_leaves_t``'s
+        numbers), C-contiguous; made on first use and kept with this version."""
+        kept = self._kernel
+        if kept is None:
+            nodes = np.multiply(self.node_weights, 1.0 / self.gamma)
+            leaves = self.leaf_weights * 0.25**self.depth if self._dense else self.leaf_weights
+            kept = (np.ascontiguousarray(nodes), np.ascontiguousarray(leaves))
+            object.__setattr__(self, "_kernel", kept)
+        return kept
 
     @property
     def depth(self) -> int:
