@@ -3,13 +3,12 @@
 The schema encodes a categorical feature as one column per category (its slots, then
 "other", then "missing").  A tree splits such a feature one category at a time; a set
 whose categories are ordered (an education level, a number of children, declared as
-integer codes) needs a threshold on the code.  With this option the ensemble (its
-linear base and its trees) reads each categorical feature's code as one more column
-after the context's own: the category's declared value as a number where every
-declared value of the feature is one, else its slot's position; "other" and
-"missing" (no slot set) read one below the smallest code.  The online tree and the
-window keep the schema's columns; the codes are computed from them wherever the
-ensemble reads a context.
+integer codes) needs a threshold on the code.  With the boosted option
+``category_codes`` a categorical feature's code is one more column: the category's
+declared value as a number where every declared value of the feature is one, else its
+slot's position; "other" and "missing" (no slot set) read one below the smallest code.  Who reads the codes (the
+ensemble alone, through :meth:`BoostedBandit._wide`, or both models, through the
+feature stage's rows) and whether they replace the slot columns: the option's modes.
 """
 
 from __future__ import annotations
