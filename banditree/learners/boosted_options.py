@@ -101,6 +101,18 @@ class BoostedOptions(BaseModel):
             "those kept (extremely randomised trees), not the best of its histogram"
         ),
     )
+    category_codes: Literal["off", "trees", "ensemble", "all", "replace"] = Field(
+        "off",
+        description=(
+            "with a schema: the ensemble's trees (trees), its trees and linear base "
+            "(ensemble), or both models (all: the online tree too, and the encoded rows "
+            "the model learns and exports) also read each categorical feature's code as "
+            "a number beside its one-hot columns (the declared value where every one is "
+            "a number, else the slot's position), so that a tree can split ordered "
+            "categories by a threshold; replace: both models read the codes instead of "
+            "the slot and other columns (the missing column stays)"
+        ),
+    )
     shrinkage: float = Field(0.3, gt=0.0, le=1.0, description="the boosting learning rate")
     min_leaf_rows: int = Field(5, ge=1, le=10_000, description="rows every leaf holds at least")
     l2: float = Field(1.0, ge=0.0, le=1e6, description="L2 penalty on leaf values")

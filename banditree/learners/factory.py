@@ -17,7 +17,7 @@ from banditree.estimators import (
 from banditree.explore import make_explorer
 from banditree.learners.apprentice import Apprentice
 from banditree.learners.base import Learner, Tensors
-from banditree.learners.boosted import build_boosted
+from banditree.learners.boosted import build_boosted, stage_codes
 from banditree.learners.config import LearnerConfig
 from banditree.learners.drift import LossRiseDetector
 from banditree.learners.families import MODEL_BUILDERS, known_kinds
@@ -87,10 +87,17 @@ def _build_fresh(config: LearnerConfig | dict[str, Any]) -> Learner:
         # boosted model's is its dgt starter's, resolved as a dgt config of this schema
         resolved = c.model_copy(update={"kind": "dgt"}) if c.kind == "boosted" else c
         linear_update = "ridge" if resolved.uses_ridge else c.linear_update
-        inner = _build_fresh(
-            c.model_copy(update={"features": None, "linear_update": linear_update})
-        )
-        return FeaturedLearner(inner, schema, c.model_dump(mode="json"))
+        inner_config = c.model_copy(update={"features": None, "linear_update": linear_update})
+        inner: Learner
+        codes = None
+        if c.kind == "boosted":  # its category_codes read the schema
+            codes = stage_codes(c, schema)
+            if codes is not None:  # the stage's rows: the encoded columns, then the codes
+                inner_config = inner_config.model_copy(update={"n_features": codes.out_width})
+            inner = build_boosted(inner_config, _build_fresh, schema)
+        else:
+            inner = _build_fresh(inner_config)
+        return FeaturedLearner(inner, schema, c.model_dump(mode="json"), codes)
     stored = c.model_dump(mode="json")
     if c.kind == "random":
         if c.task != "classification" or c.n_actions is None:

@@ -20,6 +20,7 @@ from banditree.features import FeatureEncoder, FeatureSchema, InvalidInput
 from banditree.features.export import FORMAT as NAMED_FORMAT
 from banditree.features.export import ReferenceEvaluator, export_tree
 from banditree.learners.base import Learner, Tensors
+from banditree.learners.boosted.codes import CategoryCodes
 from banditree.learners.composed import ComposedLearner, _as_mapping, _with_context
 from banditree.learners.gradient_bandit import GradientBandit
 
@@ -31,8 +32,19 @@ TREE_FORMAT = "banditree.hard_tree/v1"
 class FeatureStage:
     """The preprocessing stage: JSON objects of named features in, the core's rows out."""
 
-    def __init__(self, schema: FeatureSchema) -> None:
+    def __init__(self, schema: FeatureSchema, codes: CategoryCodes | None = None) -> None:
         self.encoder = FeatureEncoder(schema)
+        #: the categorical features' code columns after the encoded ones (a boosted
+        #: model's ``category_codes: all``; None: the encoded columns only)
+        self.codes = codes
+
+    @property
+    def width(self) -> int:
+        """The columns of a row the core reads."""
+        return self.encoder.width if self.codes is None else self.codes.out_width
+
+    def _coded(self, x: np.ndarray) -> np.ndarray:
+        return x if self.codes is None else self.codes.extend(x)
 
     @property
     def schema(self) -> FeatureSchema:
@@ -40,18 +52,18 @@ class FeatureStage:
 
     def encode(self, context: Any, field: str) -> np.ndarray:
         """The row decisions read for ``context`` (the published encoder view)."""
-        return self.encoder.encode(_as_mapping(context, field))
+        return self._coded(self.encoder.encode(_as_mapping(context, field)))
 
     def encode_many(self, raw: list[Any]) -> np.ndarray:
         """The rows decisions read for a list of JSON contexts (each checked to be an object)."""
-        return self.encoder.encode_many(
-            [_as_mapping(c, f"contexts[{i}]") for i, c in enumerate(raw)]
+        return self._coded(
+            self.encoder.encode_many([_as_mapping(c, f"contexts[{i}]") for i, c in enumerate(raw)])
         )
 
     def encoded(self, decision: Decision) -> Decision:
         """``decision`` with its context encoded as learning encodes it (not the view)."""
         context = _as_mapping(decision.context, "decision.context")
-        x = self.encoder.encode(context, served=False, field="decision.context")
+        x = self._coded(self.encoder.encode(context, served=False, field="decision.context"))
         return _with_context(decision, tuple(x.tolist()))
 
     def export(self, core: Learner) -> dict[str, Any]:
@@ -60,14 +72,20 @@ class FeatureStage:
         a boosted model: its own export, its ``online_tree`` as that named document;
         another model: its own export; each with the schema and the column names."""
         exported = dict(core.export_model())
-        if exported.get("format") == TREE_FORMAT and isinstance(core, GradientBandit):
+        # a tree of code columns (codes) has no named form: its own export stays
+        named = self.codes is None
+        if named and exported.get("format") == TREE_FORMAT and isinstance(core, GradientBandit):
             exported = self._named_tree(exported, core)
         online, tree = exported.get("online_tree"), getattr(core, "online_tree", None)
-        if isinstance(online, dict) and online.get("format") == TREE_FORMAT:
+        if named and isinstance(online, dict) and online.get("format") == TREE_FORMAT:
             if isinstance(tree, GradientBandit):
                 exported["online_tree"] = self._named_tree(online, tree)
         exported["features"] = self.schema.to_json()
-        exported["columns"] = self.encoder.columns()
+        columns = self.encoder.columns()
+        if self.codes is not None:
+            columns = [columns[j] for j in self.codes.keep.tolist()]
+            columns += [f"[{name} code]" for name in self.codes.names]
+        exported["columns"] = columns
         return exported
 
     def _named_tree(self, exported: dict[str, Any], tree: GradientBandit) -> dict[str, Any]:
@@ -118,7 +136,14 @@ class FeatureStage:
 class FeaturedLearner(ComposedLearner):
     """A core learner of width ``schema.width`` built with the feature encoding stage."""
 
-    def __init__(self, inner: Learner, schema: FeatureSchema, config: dict[str, Any]) -> None:
-        if inner.n_features != schema.width:
-            raise ValueError(f"inner learner reads {inner.n_features} columns, not {schema.width}")
-        super().__init__(inner, features=FeatureStage(schema), config=config)
+    def __init__(
+        self,
+        inner: Learner,
+        schema: FeatureSchema,
+        config: dict[str, Any],
+        codes: CategoryCodes | None = None,
+    ) -> None:
+        stage = FeatureStage(schema, codes)
+        if inner.n_features != stage.width:
+            raise ValueError(f"inner learner reads {inner.n_features} columns, not {stage.width}")
+        super().__init__(inner, features=stage, config=config)

@@ -11,8 +11,10 @@ import lightgbm as lgb
 import numpy as np
 import pytest
 
+from banditree.features import FeatureEncoder, FeatureSchema
 from banditree.learners import Feedback, InvalidInput, build_learner
 from banditree.learners.boosted import BoostedBandit
+from banditree.learners.boosted.codes import CategoryCodes
 from banditree.learners.boosted.learner import RESTART_MIN_ROUNDS
 from banditree.models.boosted.fit import (
     MIN_HOLDOUT_ROWS,
@@ -825,3 +827,108 @@ def test_per_action_blend_weighs_each_action_by_its_own_shrunk_errors() -> None:
     assert d.propensity == pytest.approx(pmf[d.action], rel=1e-9)
     restored = loads(dumps(learner))
     np.testing.assert_array_equal(restored.optimistic_scores(x[0])[0], mean)
+
+
+def coded_schema() -> FeatureSchema:
+    return FeatureSchema.model_validate(
+        {
+            "features": [
+                {"name": "size", "type": "numeric"},
+                {"name": "level", "type": "categorical", "values": ["3", "1", "2"]},
+                {"name": "city", "type": "categorical", "values": ["b", "a"], "missing": False},
+                {"name": "tags", "type": "tags", "max_categories": 2},
+            ]
+        }
+    )
+
+
+def test_category_codes_read_the_declared_value_else_the_slot() -> None:
+    schema = coded_schema()
+    encoder = FeatureEncoder(schema)
+    contexts = [
+        {"size": 1.5, "level": "2", "city": "a", "tags": []},
+        {"size": 0.0, "level": "3", "city": "b", "tags": []},
+        {"size": 0.0, "level": "7", "city": "z", "tags": []},  # "other" in both
+        {"size": 0.0, "tags": []},  # both missing
+    ]
+    x = encoder.encode_many(contexts)
+    codes = CategoryCodes(schema)
+    assert codes.names == ["level", "city"] and codes.count == 2
+    wide = codes.extend(x)
+    np.testing.assert_array_equal(wide[:, : x.shape[1]], x)
+    # level: its declared values as numbers, other / missing one below the smallest (0);
+    # city: not numbers, so its slot positions, other / missing -1
+    np.testing.assert_array_equal(wide[:, -2:], [[2.0, 1.0], [3.0, 0.0], [0.0, -1.0], [0.0, -1.0]])
+    np.testing.assert_array_equal(codes.extend(x[0]), wide[0])
+    replaced = CategoryCodes(schema, replace=True).extend(x)
+    # size and its missing column, level's missing column, the tags' columns, the codes
+    assert replaced.shape == (4, 2 + 1 + 4 + 2)
+    np.testing.assert_array_equal(replaced[:, -2:], wide[:, -2:])
+    np.testing.assert_array_equal(replaced[:, 2], x[:, 2 + 4])  # level missing
+    with pytest.raises(ValueError, match="columns"):
+        codes.extend(x[:, 1:])
+
+
+def ordinal_rounds(n: int, seed: int = 0) -> tuple[list[dict[str, Any]], np.ndarray]:
+    """Contexts of an ordered category of 12 values whose best action is 1 above 6."""
+    rng = np.random.default_rng(seed)
+    levels = rng.integers(0, 12, size=n)
+    contexts = [{"level": str(v), "noise": float(rng.normal())} for v in levels.tolist()]
+    return contexts, (levels > 6).astype(np.int64)
+
+
+ORDINAL_SCHEMA = {
+    "features": [
+        {"name": "level", "type": "categorical", "values": [str(v) for v in range(12)]},
+        {"name": "noise", "type": "numeric"},
+    ]
+}
+
+
+@pytest.mark.parametrize("mode", ["trees", "ensemble", "all", "replace"])
+def test_category_codes_let_the_trees_split_an_ordered_category(mode: str) -> None:
+    config = {
+        "kind": "boosted", "features": ORDINAL_SCHEMA, "n_actions": 2, "seed": 3,
+        "options": {"first_fit": 50, "category_codes": mode},
+    }  # fmt: skip
+    learner = build_learner(config)
+    plain = build_learner({**config, "options": {"first_fit": 50}})
+    contexts, labels = ordinal_rounds(400)
+    for context, label in zip(contexts, labels.tolist(), strict=True):
+        for model in (learner, plain):
+            d = model.act(context)
+            model.learn(d, Feedback(loss=float(d.action != label)))
+    width = FeatureSchema.model_validate(ORDINAL_SCHEMA).width  # 12 + other + missing + 2
+    inner = learner.inner  # type: ignore[attr-defined]
+    ensemble = inner._ensemble
+    assert ensemble is not None and inner.fits > 1
+    reads = ensemble.base_mean.shape[0]  # the ensemble's input width
+    code = reads - 1  # the code column, after the encoded ones
+    splits = {int(f) for f in ensemble.features.ravel() if f >= 0}
+    assert code in splits
+    assert plain.inner._ensemble.base_mean.shape[0] == width  # type: ignore[attr-defined]
+    if mode in ("trees", "ensemble"):  # the online tree and the window: the schema's columns
+        assert inner.n_features == width and reads == width + 1
+        base_weight = ensemble.base[:, 1 + code]
+        assert (np.abs(base_weight) > 0).all() == (mode == "ensemble")
+        assert (np.abs(base_weight) == 0).all() == (mode == "trees")
+    else:  # every row the model reads has the code
+        assert inner.n_features == reads == (width + 1 if mode == "all" else 4)
+    columns = learner.export_model()["columns"]
+    assert len(columns) == inner.n_features
+    assert (columns[-1] == "[level code]") == (mode in ("all", "replace"))
+    restored = loads(dumps(learner))
+    test, _ = ordinal_rounds(40, seed=1)
+    assert [restored.act(c, f"e{i}").action for i, c in enumerate(test)] == [
+        learner.act(c, f"e{i}").action for i, c in enumerate(test)
+    ]
+
+
+def test_category_codes_are_off_by_default_and_need_a_schema() -> None:
+    config = {"kind": "boosted", "features": ORDINAL_SCHEMA, "n_actions": 2}
+    inner = build_learner(config).inner  # type: ignore[attr-defined]
+    assert inner._codes is None and inner.n_features == 16
+    numbers = boosted(category_codes="replace")  # float contexts: no schema, no codes
+    assert numbers._codes is None and numbers.n_features == D
+    replaced = build_learner({**config, "options": {"category_codes": "replace"}})
+    assert replaced.inner.n_features == 4  # type: ignore[attr-defined]

@@ -38,6 +38,7 @@ from banditree.kernel import (
     native,
 )
 from banditree.learners.base import Learner, Tensors
+from banditree.learners.boosted.codes import CategoryCodes
 from banditree.learners.boosted.compete import ActionErrors, PolicySwitch, ProgressiveErrors
 from banditree.learners.boosted.readable import ReadableOnlineTree
 from banditree.learners.boosted.refits import (
@@ -141,6 +142,7 @@ class BoostedBandit(ReadableOnlineTree, Learner):
         explorer: Explorer | None,
         starter: Callable[[], Learner] | None,
         seed: int = 0,
+        codes: CategoryCodes | None = None,
         config: dict[str, Any] | None = None,
     ) -> None:
         if n_features < 1 or n_actions < 2:
@@ -149,6 +151,11 @@ class BoostedBandit(ReadableOnlineTree, Learner):
             )
         self.n_features, self.n_actions, self.seed = n_features, n_actions, seed
         self.settings, self.options = settings, options
+        if codes is not None and codes.width != n_features:
+            raise ValueError(f"codes of {codes.width} columns for {n_features} features")
+        self._codes = codes
+        # the ensemble's input width: the context's columns, then the codes'
+        self._ensemble_features = n_features if codes is None else codes.out_width
         self._explorer = explorer
         self._config = dict(config or {})
         self._window = RoundWindow(options.window, n_features)
@@ -170,6 +177,10 @@ class BoostedBandit(ReadableOnlineTree, Learner):
         self._preloaded = False
         # the compiled kernel decides (None: the numpy reference, BANDITREE_KERNEL=reference)
         self._kernel = native()
+
+    def _wide(self, x: FloatArray) -> FloatArray:
+        """``x`` as the ensemble reads it: with its code columns (``category_codes``)."""
+        return x if self._codes is None else self._codes.extend(x)
 
     @property
     def version(self) -> int:
@@ -247,7 +258,7 @@ class BoostedBandit(ReadableOnlineTree, Learner):
         """Predicted rewards ``(K,)`` and their ``mean + optimism * std`` ``(K,)``."""
         if self._ensemble is None:
             raise ValueError("no ensemble is fitted yet")
-        mean, var = self._ensemble.action_scores(x)
+        mean, var = self._ensemble.action_scores(self._wide(x))
         bonus = self._optimism() * np.sqrt(var)
         if self._blends and self.deciding_policy == "blend":
             # inverse-error weights: each model weighted by the other's error (to a power)
@@ -346,7 +357,7 @@ class BoostedBandit(ReadableOnlineTree, Learner):
                 return None  # the kernel adds the bonus in full, with one pair of weights
             online = cast(_RewardEstimates, self._starter).reward_estimates(x)
         action, propensity, greedy, _, _ = boosted_decide(
-            module, x, ensemble.tree_arrays, ensemble.linear_arrays, Z_CLIP, online,
+            module, self._wide(x), ensemble.tree_arrays, ensemble.linear_arrays, Z_CLIP, online,
             self._blend_errors(), self._optimism(), explorer,
             parameter, uniform,
         )  # fmt: skip
@@ -566,6 +577,7 @@ class BoostedBandit(ReadableOnlineTree, Learner):
         tree's served predicted rewards of them, their rewards."""
         ensemble = self._ensemble
         assert ensemble is not None
+        x = self._wide(x)
         if self._kernel is None:
             values = [
                 ensemble.action_value(row, a) for row, a in zip(x, actions.tolist(), strict=True)
@@ -610,7 +622,7 @@ class BoostedBandit(ReadableOnlineTree, Learner):
             return
         if self.options.blend_score == "policy_value":
             scores = estimates(x)
-            ensemble = self._ensemble.action_scores(x)[0]
+            ensemble = self._ensemble.action_scores(self._wide(x))[0]
             greedy = (int(np.argmax(scores)) == action, int(np.argmax(ensemble)) == action)
             self._errors.update(
                 float(scores[action]), float(ensemble[action]), reward, greedy, propensity
@@ -622,10 +634,10 @@ class BoostedBandit(ReadableOnlineTree, Learner):
         else:
             online = float(estimates(x)[action])
         if self._kernel is None:
-            value = self._ensemble.action_value(x, action)
+            value = self._ensemble.action_value(self._wide(x), action)
         else:
             value = boosted_value(
-                self._kernel, x, self._ensemble.tree_arrays, self._ensemble.linear_arrays,
+                self._kernel, self._wide(x), self._ensemble.tree_arrays, self._ensemble.linear_arrays,
                 Z_CLIP, action,
             )  # fmt: skip
         self._errors.update(online, value, reward)
@@ -639,11 +651,12 @@ class BoostedBandit(ReadableOnlineTree, Learner):
         challengers' greedy policies against the blend's (its predictions the reward
         model), every action's prediction read once."""
         assert self._ensemble is not None and self._switch is not None
+        wide = self._wide(x)
         if self._kernel is None:
-            mean = self._ensemble.action_scores(x)[0]
+            mean = self._ensemble.action_scores(wide)[0]
         else:
             mean = boosted_decide(
-                self._kernel, x, self._ensemble.tree_arrays, self._ensemble.linear_arrays,
+                self._kernel, wide, self._ensemble.tree_arrays, self._ensemble.linear_arrays,
                 Z_CLIP, None, (1.0, 1.0), 0.0, None, 0.0, 0.0,
             )[3]  # fmt: skip
         blend = self._blend(mean, online)
@@ -686,7 +699,8 @@ class BoostedBandit(ReadableOnlineTree, Learner):
         n, since = self._n_learned, self._n_learned - self._origin
         grown = math.ceil(since * self.options.refit_growth)
         self._next_fit = n + max(1, min(grown - since, self.options.max_refit_interval))
-        rows = self._window.rows()
+        contexts, actions, rewards = self._window.rows()
+        rows = (self._wide(contexts), actions, rewards)
         settings = self.settings
         if self.options.rows_per_tree is not None:  # few rows: fewer trees
             trees = max(1, math.ceil(len(self._window) / self.options.rows_per_tree))
@@ -746,7 +760,7 @@ class BoostedBandit(ReadableOnlineTree, Learner):
             if k.startswith(ENSEMBLE_PREFIX)
         }
         self._ensemble = (
-            FrozenBoostedEnsemble.from_tensors(ensemble, self.n_features, self.n_actions)
+            FrozenBoostedEnsemble.from_tensors(ensemble, self._ensemble_features, self.n_actions)
             if ensemble
             else None
         )
@@ -761,7 +775,9 @@ class BoostedBandit(ReadableOnlineTree, Learner):
             if apply_at is None
             else PendingFit(
                 int(apply_at),
-                done=FrozenBoostedEnsemble.from_tensors(pending, self.n_features, self.n_actions),
+                done=FrozenBoostedEnsemble.from_tensors(
+                    pending, self._ensemble_features, self.n_actions
+                ),
             )
         )
         if meta.get("starter") is None:

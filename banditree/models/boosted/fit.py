@@ -49,6 +49,9 @@ class BoostingSettings:
     #: the share of the latest rows held out to choose the number of trees (None: always
     #: ``n_trees``); the ensemble is then refitted on every row with that many
     holdout: float | None = None
+    #: the linear base reads the first this many context columns only, the rest weigh
+    #: 0 in it (None: every column)
+    base_columns: int | None = None
 
 
 #: a fit holds rows out (``holdout``) only when at least this many would be held out
@@ -178,10 +181,19 @@ def _base(
     if settings.linear_l2 is None:
         return None, np.zeros(len(rewards))
     with one_blas_thread():
+        m = contexts.shape[1] if settings.base_columns is None else settings.base_columns
         base = fit_linear_base(
-            contexts, actions, rewards, n_actions, settings.linear_l2,
+            contexts[:, :m], actions, rewards, n_actions, settings.linear_l2,
             settings.linear_intercept_l2,
         )  # fmt: skip
+        if m < contexts.shape[1]:  # the other columns weigh 0 (scale 0: z = 0)
+            pad = contexts.shape[1] - m
+            mean, scale, weights = base
+            base = (
+                np.concatenate([mean, np.zeros(pad)]),
+                np.concatenate([scale, np.zeros(pad)]),
+                np.concatenate([weights, np.zeros((n_actions, pad))], axis=1),
+            )
         init = FrozenBoostedEnsemble.from_dump(
             {"tree_info": []}, settings.depth, contexts.shape[1], n_actions, base
         ).base_rows(inputs)
