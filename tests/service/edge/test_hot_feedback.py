@@ -8,6 +8,7 @@ status and the same answer (the event id aside), and both must log the feedback.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -95,10 +96,16 @@ async def test_fast_path_and_route_answer_feedback_alike(http: httpx.AsyncClient
         headers={"authorization": "Bearer nobody"},
     )
     assert unauthorised.status_code == 401
-    metrics = (await http.get("/metrics")).text
-    counted = [
-        line for line in metrics.splitlines()
-        if line.startswith("banditree_http_requests_total")
-        and 'route="/v1/models/{name}/feedback"' in line and 'status="200"' in line
-    ]  # fmt: skip
-    assert counted and float(counted[0].rsplit(" ", 1)[1]) >= 10.0
+    # a rendering slower than its budget (a loaded machine) is refreshed in the
+    # background, at least a second apart: read until one after these requests arrives
+    for _ in range(100):
+        metrics = (await http.get("/metrics")).text
+        counted = [
+            float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines()
+            if line.startswith("banditree_http_requests_total")
+            and 'route="/v1/models/{name}/feedback"' in line and 'status="200"' in line
+        ]  # fmt: skip
+        if counted and counted[0] >= 10.0:
+            break
+        await asyncio.sleep(0.1)
+    assert counted and counted[0] >= 10.0

@@ -65,7 +65,11 @@ async def test_the_baseline_is_played_until_the_model_goes_online(
     assert info["mode"] == "apprentice" and info["apprentice"]["decisions_compared"] == 120
     assert info["apprentice"]["default_feedback"] == 120
     await http.app.state.registry.refresh_gauges()  # type: ignore[attr-defined]
-    metrics = (await http.get("/metrics")).text
+    for _ in range(100):  # a slow rendering is refreshed in the background (see metrics)
+        metrics = (await http.get("/metrics")).text
+        if 'banditree_apprentice_agreement_ratio{model="news"}' in metrics:
+            break
+        await asyncio.sleep(0.1)
     assert 'banditree_apprentice_agreement_ratio{model="news"}' in metrics
     # Personalizer's rank and multi-slot rank: the first action, each slot's baseline
     pz = {"contextFeatures": [{"user": "geek"}], "actions": _actions(rng)}
