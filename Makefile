@@ -56,15 +56,21 @@ sanitize: $(STAMP)
 
 # make test: the static checks side by side; the tests outside tests/service on two
 # workers, a file per worker at a time (they share no state across files); then the
-# service's tests in one process (they time processes, kills and outages against the
-# clock) while the kernel's tests run against the sanitizers' build (the same -O2 build
-# with ASan and UBSan) beside them at the lowest priority. `make unit` runs every test in
-# one process against the installed build.
+# service's tests that time processes, kills and outages against the clock in one process
+# at normal priority, while on the other core, at the lowest priority, the kernel's tests
+# run against the sanitizers' build (the same -O2 build with ASan and UBSan) and the
+# in-process route tests (tests/service/http and edge: own key prefixes, own ports) run.
+# `make unit` runs every test in one process against the installed build.
+ROUTE_TESTS := tests/service/http tests/service/edge
 test: $(STAMP)
 	$(MAKE) -j3 --output-sync=target lint typecheck docs
 	$(PY) -m pytest -n 2 --dist loadfile --ignore=tests/service --ignore=tests/kernel
 	mkdir -p build; nice -n 19 $(MAKE) --no-print-directory sanitize > build/sanitize.log 2>&1 & sanitizing=$$!; \
-	$(PY) -m pytest tests/service; status=$$?; \
+	nice -n 19 $(PY) -m pytest -q -p no:cacheprovider $(ROUTE_TESTS) \
+		> build/route-tests.log 2>&1 & routes=$$!; \
+	$(PY) -m pytest tests/service $(ROUTE_TESTS:%=--ignore=%); status=$$?; \
+	if wait $$routes; then tail -n 1 build/route-tests.log; \
+	else cat build/route-tests.log; echo "the route tests failed"; status=1; fi; \
 	if ! wait $$sanitizing; then cat build/sanitize.log; echo "make sanitize failed"; exit 1; fi; \
 	tail -n 3 build/sanitize.log; exit $$status
 
