@@ -32,6 +32,29 @@ PyDoc_STRVAR(parse_rows_doc,
              "max_rows rows, every number finite) as (float64s in a bytearray, rows,\n"
              "columns); None for any other body.  See banditree.kernel.rows.");
 
+/* Past the `[` of a body that opens exactly `{KEY:[` (white space between the tokens;
+ * KEY with its quotes, KEY_LEN bytes), else NULL: the body is declined. */
+static const char *open_keyed_list(const char *p, const char *end, const char *key,
+                                   Py_ssize_t key_len) {
+    p = skip_space(p, end);
+    if (p >= end || *p++ != '{') {
+        return NULL;
+    }
+    p = skip_space(p, end);
+    if (end - p < key_len || memcmp(p, key, (size_t)key_len) != 0) {
+        return NULL;
+    }
+    p = skip_space(p + key_len, end);
+    if (p >= end || *p++ != ':') {
+        return NULL;
+    }
+    p = skip_space(p, end);
+    if (p >= end || *p++ != '[') {
+        return NULL;
+    }
+    return p;
+}
+
 static PyObject *parse_rows(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer body;
@@ -48,20 +71,8 @@ static PyObject *parse_rows(PyObject *self, PyObject *args) {
     double *values = NULL;
     Py_ssize_t used = 0, room = 0, rows = 0, cols = -1;
     PyObject *result = NULL;
-    p = skip_space(p, end);
-    if (p >= end || *p++ != '{') {
-        goto decline;
-    }
-    p = skip_space(p, end);
-    if (end - p < (Py_ssize_t)(sizeof key - 1) || memcmp(p, key, sizeof key - 1) != 0) {
-        goto decline;
-    }
-    p = skip_space(p + sizeof key - 1, end);
-    if (p >= end || *p++ != ':') {
-        goto decline;
-    }
-    p = skip_space(p, end);
-    if (p >= end || *p++ != '[') {
+    p = open_keyed_list(p, end, key, sizeof key - 1);
+    if (p == NULL) {
         goto decline;
     }
     for (;;) {
@@ -164,20 +175,8 @@ static PyObject *parse_row(PyObject *self, PyObject *args) {
     const char *p = (const char *)body.buf, *end = p + body.len;
     PyObject *result = NULL, *list = NULL;
     double value;
-    p = skip_space(p, end);
-    if (p >= end || *p++ != '{') {
-        goto decline;
-    }
-    p = skip_space(p, end);
-    if (end - p < (Py_ssize_t)(sizeof key - 1) || memcmp(p, key, sizeof key - 1) != 0) {
-        goto decline;
-    }
-    p = skip_space(p + sizeof key - 1, end);
-    if (p >= end || *p++ != ':') {
-        goto decline;
-    }
-    p = skip_space(p, end);
-    if (p >= end || *p++ != '[') {
+    p = open_keyed_list(p, end, key, sizeof key - 1);
+    if (p == NULL) {
         goto decline;
     }
     list = PyList_New(0);
