@@ -8,7 +8,6 @@ the same refusal, the same decision fields, and both decisions must be stored.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ import pytest
 
 from service.edge.serve import hot_route
 from tests.service.live_server import LiveServer
+from tests.service.metrics_read import ok_requests_reaching_sync
 
 
 def predict_name(scope: dict[str, Any]) -> str | None:
@@ -93,21 +93,12 @@ def test_fast_path_and_route_answer_alike(
             "/v1/models/clf/feedback", json={"event_id": decision["event_id"], "loss": 0.5}
         )
         assert feedback.status_code == 200, feedback.text  # the decision was stored first
-    # a rendering slower than its budget (a loaded machine) is refreshed in the
-    # background, at least a second apart: read until one after these requests arrives
-    for _ in range(100):
-        metrics = httpx.get(  # keys are set: /metrics needs an admin key
-            server.url + "/metrics", headers={"Authorization": f"Bearer {ADMIN}"}
-        ).text
-        counted = [
-            float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines()
-            if line.startswith("banditree_http_requests_total")
-            and 'route="/v1/models/{name}/predict"' in line and 'status="200"' in line
-        ]  # fmt: skip
-        if counted and counted[0] >= 7.0:
-            break
-        time.sleep(0.1)
-    assert counted and counted[0] >= 7.0
+
+    def scrape() -> str:  # keys are set: /metrics needs an admin key
+        return httpx.get(server.url + "/metrics", headers={"Authorization": f"Bearer {ADMIN}"}).text
+
+    counted = ok_requests_reaching_sync(scrape, "/v1/models/{name}/predict", 7.0)
+    assert counted is not None and counted >= 7.0
 
 
 @pytest.mark.parametrize("content_type", [FAST, ROUTE])

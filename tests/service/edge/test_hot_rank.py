@@ -23,6 +23,7 @@ from service.edge.serve import hot_route, rank_body
 from service.http.routes.ranking import RankCreate
 from service.main import create_app
 from service.settings import load_settings
+from tests.service.metrics_read import ok_requests_reaching
 
 FAST, ROUTE = "application/json", "application/vnd.test+json"
 
@@ -203,16 +204,9 @@ async def test_hot_path_and_route_answer_alike(http: httpx.AsyncClient) -> None:
                 f"/v1/models/{name}/feedback", json={"event_id": f"x{i}", "reward": 0.5}
             )
             assert fed.status_code == 200, fed.text
-    # a rendering slower than its budget (a loaded machine) is refreshed in the
-    # background, at least a second apart: read until one after these requests arrives
-    for _ in range(100):
-        metrics = (await http.get("/metrics")).text
-        counted = [
-            float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines()
-            if line.startswith("banditree_http_requests_total")
-            and 'route="/v1/models/{name}/rank"' in line and 'status="200"' in line
-        ]  # fmt: skip
-        if counted and counted[0] >= 120 + 80:
-            break
-        await asyncio.sleep(0.1)
-    assert counted and counted[0] >= 120 + 80
+
+    async def scrape() -> str:
+        return (await http.get("/metrics")).text
+
+    counted = await ok_requests_reaching(scrape, "/v1/models/{name}/rank", 120 + 80)
+    assert counted is not None and counted >= 120 + 80
