@@ -184,8 +184,18 @@ def test_settings_checkpoint_rollback_and_validate_a_copy(console: Any, trained:
     page.wait_for_selector("#config-table")
     assert page.locator("#mode input[value=online]").is_checked()
     assert page.locator("#mode input[value=apprentice]").is_disabled()  # created online
+    # An earlier test may have left checkpoints, so a table can be there already: mark
+    # it, and wait for the re-rendered one, or the click below could land on a row that
+    # the re-render then replaces.
+    page.wait_for_selector("#checkpoint-now")  # the first rendering is in
+    page.evaluate(
+        "document.getElementById('checkpoints-table')?.setAttribute('data-stale', '')"
+    )
     page.click("#checkpoint-now")
-    page.wait_for_selector("#checkpoints-table button[data-rollback]")
+    page.wait_for_function(
+        "document.getElementById('toast').textContent.includes('Checkpoint written')"
+    )
+    page.wait_for_selector("#checkpoints-table:not([data-stale]) button[data-rollback]")
     version = page.locator("#checkpoints-table button[data-rollback]").first.get_attribute(
         "data-rollback"
     )
