@@ -188,9 +188,7 @@ def test_settings_checkpoint_rollback_and_validate_a_copy(console: Any, trained:
     # it, and wait for the re-rendered one, or the click below could land on a row that
     # the re-render then replaces.
     page.wait_for_selector("#checkpoint-now")  # the first rendering is in
-    page.evaluate(
-        "document.getElementById('checkpoints-table')?.setAttribute('data-stale', '')"
-    )
+    page.evaluate("document.getElementById('checkpoints-table')?.setAttribute('data-stale', '')")
     page.click("#checkpoint-now")
     page.wait_for_function(
         "document.getElementById('toast').textContent.includes('Checkpoint written')"
