@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 #: rounds a fit reads when the options name none
 BOOSTED_WINDOW = 20_000
@@ -245,8 +245,9 @@ class BoostedOptions(BaseModel):
         ),
     )
 
-    @model_validator(mode="after")
-    def _one_switch(self) -> BoostedOptions:
-        if self.policy_switch != "off" and self.rule_switch != "off":
-            raise ValueError("policy_switch and rule_switch cannot both be on")
-        return self
+    @field_validator("rule_switch")
+    @classmethod
+    def _one_switch(cls, value: str, info: ValidationInfo) -> str:
+        if value != "off" and info.data.get("policy_switch", "off") != "off":
+            raise ValueError("must be off while policy_switch is on (one switch at most)")
+        return value
