@@ -851,8 +851,10 @@ def test_rule_switch_scores_whole_rules_and_hands_over_when_confidently_better()
     assert play(twin, x, labels) == play(
         boosted(first_fit=40, rule_switch="both", rule_optimism=2.0), x, labels
     )
+    assert twin._switch is not None
+    twin._switch.chosen = 0  # the served rule is state: a restored learner serves it
     restored = loads(dumps(twin))
-    assert restored._switch is not None and twin._switch is not None
+    assert restored._switch is not None and restored.deciding_policy == "ucb"
     assert restored._switch.state() == twin._switch.state()
     more_x, more_labels = rounds(200, seed=1)
     assert play(restored, more_x, more_labels) == play(twin, more_x, more_labels)
