@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 #: rounds a fit reads when the options name none
 BOOSTED_WINDOW = 20_000
@@ -209,6 +209,23 @@ class BoostedOptions(BaseModel):
             "estimated gain is confidently above 0"
         ),
     )
+    rule_switch: Literal["off", "ucb", "tree", "both"] = Field(
+        "off",
+        description=(
+            "blend: score other decision rules against the explorer over the blend on the "
+            "played rounds (doubly robust over each rule's pmf, the blend the reward "
+            "model): ucb, the ensemble's highest mean + rule_optimism x std at "
+            "probability 1 (TEUCB's rule); tree, the online tree with its own explorer; "
+            "or both. A challenger decides while its estimated gain is confidently above "
+            "0 (not with policy_switch)"
+        ),
+    )
+    rule_optimism: float = Field(
+        1.0,
+        ge=0.0,
+        le=100.0,
+        description="rule_switch ucb: the factor of the ensemble's std in its rule (TEUCB's 1)",
+    )
     restart_on_drift: bool = Field(
         True,
         description=(
@@ -227,3 +244,10 @@ class BoostedOptions(BaseModel):
             "explorer's pmf over the optimistic scores, sampled by the event id"
         ),
     )
+
+    @field_validator("rule_switch")
+    @classmethod
+    def _one_switch(cls, value: str, info: ValidationInfo) -> str:
+        if value != "off" and info.data.get("policy_switch", "off") != "off":
+            raise ValueError("must be off while policy_switch is on (one switch at most)")
+        return value

@@ -797,6 +797,98 @@ def test_policy_switch_hands_the_decision_to_a_confidently_better_greedy_policy(
     assert restored._switch is not None and restored._switch.state() == learner._switch.state()
 
 
+def test_rule_switch_scores_whole_rules_and_hands_over_when_confidently_better() -> None:
+    from banditree.learners.boosted.compete import PolicySwitch
+
+    # a pmf's doubly robust gain: sum (pi - pi0) q, plus (pi - pi0)(a) (r - q(a)) / p
+    switch = PolicySwitch(challengers=1, halflife=1e7, min_rounds=1)
+    q = np.array([0.6, 0.4])
+    same = np.array([0.9, 0.1])
+    switch.update_pmfs(q, same, [same.copy()], action=1, reward=1.0, propensity=0.1)
+    assert switch.gain == [0.0]  # agreeing pmfs add nothing
+    switch.update_pmfs(q, same, [np.array([0.0, 1.0])], action=1, reward=1.0, propensity=0.1)
+    expected = (-0.9 * 0.6 + 0.9 * 0.4) + 0.9 * (1.0 - 0.4) / 0.1
+    assert switch.gain[0] == pytest.approx(expected)
+    # one-hot pmfs: the greedy policies' gain of update
+    greedy = PolicySwitch(challengers=1, halflife=1e7, min_rounds=1)
+    greedy.update([0.6, 0.4], 0, [1], action=1, reward=1.0, propensity=0.25)
+    onehot = PolicySwitch(challengers=1, halflife=1e7, min_rounds=1)
+    onehot.update_pmfs(q, np.eye(2)[0], [np.eye(2)[1]], action=1, reward=1.0, propensity=0.25)
+    assert onehot.gain[0] == pytest.approx(greedy.gain[0])
+
+    with pytest.raises(ValueError, match=r"rule_switch.*policy_switch is on"):
+        boosted(rule_switch="ucb", policy_switch="tree")
+
+    x, labels = rounds(400)
+    learner = boosted(first_fit=40, rule_switch="both", rule_optimism=2.0)
+    assert learner._challengers == ("ucb", "tree")
+    play(learner, x, labels)
+    assert learner._switch is not None and learner._switch.rounds == 400 - 40
+    ensemble = learner._ensemble
+    assert ensemble is not None
+    for policy in ("ucb", "tree", "blend"):  # each rule decides as it is named
+        learner._switch.chosen = {"ucb": 0, "tree": 1, "blend": -1}[policy]
+        assert learner.deciding_policy == policy
+        pmf = learner.action_probabilities(x[0])
+        d = learner.act(x[0], event_id=f"rule-{policy}")
+        assert d.propensity == pytest.approx(pmf[d.action], rel=1e-9)
+        if policy == "ucb":  # TEUCB's rule: the ensemble alone, mean + 2 std, played surely
+            own, var = ensemble.action_scores(x[0])
+            top = int(np.argmax(own + 2.0 * np.sqrt(var)))
+            assert d.action == top and d.propensity == 1.0
+            np.testing.assert_array_equal(pmf, np.eye(K)[top])
+        elif policy == "tree":
+            tree_pmf = learner._starter.action_probabilities(x[0])  # type: ignore[union-attr]
+            np.testing.assert_array_equal(pmf, tree_pmf)
+        else:  # the explorer over the blend
+            _, served = learner.optimistic_scores(x[0])
+            explorer = learner._explorer
+            assert explorer is not None
+            np.testing.assert_array_equal(pmf, explorer(served, learner._explore_rounds))
+    # replay and restart decide alike, the switch's state included
+    learner._switch.chosen = -1
+    twin = boosted(first_fit=40, rule_switch="both", rule_optimism=2.0)
+    assert play(twin, x, labels) == play(
+        boosted(first_fit=40, rule_switch="both", rule_optimism=2.0), x, labels
+    )
+    assert twin._switch is not None
+    twin._switch.chosen = 0  # the served rule is state: a restored learner serves it
+    restored = loads(dumps(twin))
+    assert restored._switch is not None and restored.deciding_policy == "ucb"
+    assert restored._switch.state() == twin._switch.state()
+    more_x, more_labels = rounds(200, seed=1)
+    assert play(restored, more_x, more_labels) == play(twin, more_x, more_labels)
+
+
+def test_rule_switch_promotes_a_rule_only_when_its_logged_gain_is_confident() -> None:
+    from banditree.learners.boosted.compete import PolicySwitch
+
+    # rounds logged by uniform play: a rule right every time against a uniform incumbent
+    # takes over; a rule as good as the incumbent never does
+    k = K
+    x, labels = rounds(600, seed=3)
+    rng = np.random.default_rng(5)
+    better = PolicySwitch(challengers=2, halflife=2_000.0, min_rounds=200)
+    for label in labels.tolist():
+        uniform = np.full(k, 1.0 / k)
+        action = int(rng.integers(k))
+        right, level = np.eye(k)[label], np.eye(k)[int(rng.integers(k))]
+        better.update_pmfs(uniform, uniform, [level, right], action, float(action == label), 1 / k)
+        if better.rounds < 200:
+            assert better.chosen == -1  # not before min_rounds
+    assert better.z(1) > PolicySwitch.Z_ON and better.chosen == 1
+    assert abs(better.z(0)) < PolicySwitch.Z_ON
+
+    learner = boosted(first_fit=40, rule_switch="ucb", rule_optimism=0.0)
+    play(learner, x[:300], labels[:300])
+    assert learner._switch is not None
+    learner._switch.chosen = 0
+    assert learner.deciding_policy == "ucb"
+    d = learner.act(x[0], event_id="promoted")
+    own, _ = learner._ensemble.action_scores(x[0])  # type: ignore[union-attr]
+    assert d.propensity == 1.0 and d.action == int(np.argmax(own))
+
+
 def test_per_action_blend_weighs_each_action_by_its_own_shrunk_errors() -> None:
     from banditree.learners.boosted.compete import ActionErrors
 

@@ -187,13 +187,42 @@ class PolicySwitch:
         """Score one round: ``q`` the reward model's predictions ``(K,)``, the greedy
         actions of the blend (``incumbent``) and of each challenger, the played action,
         its reward and propensity; then re-decide who decides."""
-        d = self.decay
         correction = (reward - q[action]) / propensity
         base = q[incumbent] + (correction if action == incumbent else 0.0)
+        self._add(
+            [q[greedy] + (correction if action == greedy else 0.0) - base for greedy in challengers]
+        )
+
+    def update_pmfs(
+        self,
+        q: FloatArray,
+        incumbent: FloatArray,
+        challengers: Sequence[FloatArray],
+        action: int,
+        reward: float,
+        propensity: float,
+    ) -> None:
+        """Score one round of stochastic policies (``rule_switch``): ``q`` the reward
+        model's predictions ``(K,)``, the incumbent's and each challenger's pmf ``(K,)``,
+        the played action, its reward and propensity; then re-decide who decides.
+
+        A pmf ``pi``'s doubly robust value is ``sum_a pi(a) q(a) + pi(action) (reward -
+        q(action)) / propensity``; a challenger's gain is its value less the
+        incumbent's, 0 where both pmfs agree.  For one-hot pmfs it is :meth:`update`'s.
+        """
+        correction = (reward - float(q[action])) / propensity
+        gains = []
+        for pmf in challengers:
+            diff = pmf - incumbent
+            gains.append(float(np.dot(diff, q)) + float(diff[action]) * correction)
+        self._add(gains)
+
+    def _add(self, gains: Sequence[float]) -> None:
+        """One round's gain of each challenger into the decayed sums; re-decide."""
+        d = self.decay
         self.weight = d * self.weight + 1.0
         self.weight_sq = d * d * self.weight_sq + 1.0
-        for i, greedy in enumerate(challengers):
-            gain = q[greedy] + (correction if action == greedy else 0.0) - base
+        for i, gain in enumerate(gains):
             self.gain[i] = d * self.gain[i] + gain
             self.gain_sq[i] = d * self.gain_sq[i] + gain * gain
         self.rounds += 1

@@ -80,6 +80,15 @@ CHALLENGERS = {
     "tree": ("tree",),
     "both": ("ensemble", "tree"),
 }
+#: ``rule_switch``: the decision rules each setting scores against the explorer over
+#: the blend (``ucb``: the ensemble's mean + ``rule_optimism`` x std, propensity 1;
+#: ``tree``: the online tree with its own explorer)
+RULES = {
+    "off": (),
+    "ucb": ("ucb",),
+    "tree": ("tree",),
+    "both": ("ucb", "tree"),
+}
 
 
 class _RewardEstimates(Protocol):
@@ -163,7 +172,15 @@ class BoostedBandit(ReadableOnlineTree, Learner):
         self._starter: Learner | None = starter() if starter is not None else None
         self._compete = options.compete and self._starter is not None
         self._errors = ProgressiveErrors(options.compete_halflife, COMPETE_MIN_ROUNDS)
-        self._challengers = CHALLENGERS[options.policy_switch] if self._blends else ()
+        # rule_switch scores whole rules (pmfs), policy_switch greedy policies
+        self._rules = self._blends and options.rule_switch != "off"
+        self._challengers = (
+            RULES[options.rule_switch]
+            if self._rules
+            else CHALLENGERS[options.policy_switch]
+            if self._blends
+            else ()
+        )
         self._switch = self._new_switch()
         self._action_errors = self._new_action_errors()
         self._version = 0
@@ -236,7 +253,8 @@ class BoostedBandit(ReadableOnlineTree, Learner):
     @property
     def deciding_policy(self) -> str:
         """``policy_switch``: whose greedy policy ``act`` explores once the ensemble
-        decides: ``blend``, ``ensemble`` (alone) or ``tree`` (alone)."""
+        decides: ``blend``, ``ensemble`` (alone) or ``tree`` (alone); ``rule_switch``:
+        ``blend`` (the explorer over it), ``ucb`` or ``tree`` (the tree's own rule)."""
         switch = self._switch
         if switch is None or switch.chosen < 0:
             return "blend"
@@ -259,7 +277,7 @@ class BoostedBandit(ReadableOnlineTree, Learner):
         if self._ensemble is None:
             raise ValueError("no ensemble is fitted yet")
         mean, var = self._ensemble.action_scores(self._wide(x))
-        bonus = self._optimism() * np.sqrt(var)
+        bonus = self._bonus_factor() * np.sqrt(var)
         if self._blends and self.deciding_policy == "blend":
             # inverse-error weights: each model weighted by the other's error (to a power)
             online = cast(_RewardEstimates, self._starter).reward_estimates(x)
@@ -270,6 +288,23 @@ class BoostedBandit(ReadableOnlineTree, Learner):
         if self.options.bonus_shift:  # the top score is the top predicted reward
             scores = scores - (float(scores.max()) - float(mean.max()))
         return mean, scores
+
+    def _bonus_factor(self) -> float:
+        """The std's factor in the served scores: ``rule_optimism`` while the ``ucb``
+        rule decides (``rule_switch``), else :meth:`_optimism`."""
+        if self.deciding_policy == "ucb":
+            return self.options.rule_optimism
+        return self._optimism()
+
+    @property
+    def _greedy_rule(self) -> bool:
+        """Whether the served scores' argmax is played at probability 1 (``exploration:
+        ucb``, no explorer, or the ``ucb`` rule of ``rule_switch`` deciding)."""
+        return (
+            self.options.exploration == "ucb"
+            or self._explorer is None
+            or self.deciding_policy == "ucb"
+        )
 
     def _optimism(self) -> float:
         """The bonus's factor now: ``optimism`` until ``first_fit`` rounds, then times
@@ -318,9 +353,10 @@ class BoostedBandit(ReadableOnlineTree, Learner):
             )
         mean, scores = self.optimistic_scores(x)
         greedy = int(np.argmax(mean))
-        if self.options.exploration == "ucb" or self._explorer is None:
+        if self._greedy_rule:
             action, propensity = int(np.argmax(scores)), 1.0
         else:
+            assert self._explorer is not None  # not _greedy_rule
             pmf = self._explorer(scores, self._explore_rounds)
             u = event_uniforms(self.seed, event_id)[0]
             action = sample_action(pmf, u)
@@ -342,10 +378,11 @@ class BoostedBandit(ReadableOnlineTree, Learner):
         ensemble, module = self._ensemble, self._kernel
         if module is None or ensemble is None:
             return None
-        if self.options.bonus_shift and self._optimism() > 0.0:
+        if self.options.bonus_shift and self._bonus_factor() > 0.0:
             return None  # the kernel adds the bonus unshifted
         explorer, parameter, uniform = None, 0.0, 0.0
-        if self.options.exploration != "ucb" and self._explorer is not None:
+        if not self._greedy_rule:
+            assert self._explorer is not None
             setting = explorer_setting(self._explorer, self._explore_rounds)
             if setting is None:
                 return None
@@ -358,7 +395,7 @@ class BoostedBandit(ReadableOnlineTree, Learner):
             online = cast(_RewardEstimates, self._starter).reward_estimates(x)
         action, propensity, greedy, _, _ = boosted_decide(
             module, self._wide(x), ensemble.tree_arrays, ensemble.linear_arrays, Z_CLIP, online,
-            self._blend_errors(), self._optimism(), explorer,
+            self._blend_errors(), self._bonus_factor(), explorer,
             parameter, uniform,
         )  # fmt: skip
         return action, propensity, greedy
@@ -375,8 +412,9 @@ class BoostedBandit(ReadableOnlineTree, Learner):
                 return result
             return np.full(k, 1.0 / k)
         _, scores = self.optimistic_scores(x)
-        if self.options.exploration == "ucb" or self._explorer is None:
+        if self._greedy_rule:
             return np.eye(k)[int(np.argmax(scores))]
+        assert self._explorer is not None
         pmf: FloatArray = self._explorer(scores, self._explore_rounds)
         return pmf
 
@@ -617,6 +655,9 @@ class BoostedBandit(ReadableOnlineTree, Learner):
         estimates = getattr(self._starter, "reward_estimates", None)
         if estimates is None:
             return
+        if self._switch is not None and self._rules:
+            self._score_rules(x, estimates(x), action, reward, propensity)
+            return
         if self._switch is not None:
             self._score_policies(x, estimates(x), action, reward, propensity)
             return
@@ -666,6 +707,46 @@ class BoostedBandit(ReadableOnlineTree, Learner):
         self._switch.update(q, int(np.argmax(blend)), challengers, action, reward, propensity)
         played = (greedy["tree"] == action, greedy["ensemble"] == action)
         self._errors.update(float(online[action]), float(mean[action]), reward, played, propensity)
+        if self._action_errors is not None:
+            self._action_errors.update(action, float(online[action]), float(mean[action]), reward)
+
+    def _score_rules(
+        self, x: FloatArray, online: FloatArray, action: int, reward: float, propensity: float
+    ) -> None:
+        """``rule_switch``: both models' errors as :meth:`_score_policies` scores them,
+        and each challenger rule's pmf against the explorer's over the blend (the pmf
+        ``act`` serves while the blend decides), by their doubly robust values with the
+        blend's predictions the reward model."""
+        assert self._ensemble is not None and self._switch is not None
+        wide = self._wide(x)
+        if self._kernel is None:
+            mean, var = self._ensemble.action_scores(wide)
+            std = np.sqrt(var)
+        else:
+            _, _, _, mean, scores = boosted_decide(
+                self._kernel, wide, self._ensemble.tree_arrays, self._ensemble.linear_arrays,
+                Z_CLIP, None, (1.0, 1.0), 1.0, None, 0.0, 0.0,
+            )  # fmt: skip
+            std = scores - mean
+        blend = self._blend(mean, online)
+        k = self.n_actions
+        served = blend + self._optimism() * std
+        if self.options.bonus_shift:
+            served = served - (float(served.max()) - float(blend.max()))
+        if self.options.exploration == "ucb" or self._explorer is None:
+            incumbent = np.eye(k)[int(np.argmax(served))]
+        else:
+            incumbent = self._explorer(served, self._explore_rounds)
+        pmfs = []
+        for name in self._challengers:
+            if name == "ucb":
+                ucb = mean + self.options.rule_optimism * std
+                pmfs.append(np.eye(k)[int(np.argmax(ucb))])
+            else:
+                starter = cast(Any, self._starter)
+                pmfs.append(np.asarray(starter.action_probabilities(x), dtype=np.float64))
+        self._switch.update_pmfs(blend, incumbent, pmfs, action, reward, propensity)
+        self._errors.update(float(online[action]), float(mean[action]), reward)
         if self._action_errors is not None:
             self._action_errors.update(action, float(online[action]), float(mean[action]), reward)
 

@@ -219,6 +219,11 @@ async def test_a_boosted_config_outside_classification_is_refused_naming_kind(
             "/v1/models/r", json={**MODEL, "n_features": 2, "mode": "apprentice"}
         )
         assert answer.status_code == 422 and answer.json()["field"] == "mode"
+        both = {"policy_switch": "tree", "rule_switch": "ucb"}  # one switch at most
+        answer = await http.put("/v1/models/r", json={**MODEL, "n_features": 2, "options": both})
+        assert answer.status_code == 422, answer.text
+        assert answer.json()["field"] == "options.rule_switch"
+        assert "policy_switch" in answer.json()["detail"]
 
 
 async def test_the_default_creates_boosted_and_apprentice_keeps_the_tree(
