@@ -42,6 +42,20 @@ class BoostedOptions(BaseModel):
         le=MAX_WINDOW,
         description="the most recent rounds a fit reads (the bound on a fit's cost)",
     )
+    warm_every: int | None = Field(
+        None,
+        ge=1,
+        le=10_000_000,
+        description=(
+            "between two scheduled fits, every this many learned rounds grow warm_trees "
+            "new trees on the rounds the last fit has not read, boosted from the ensemble's "
+            "predictions of them (a warm start; null: none, the ensemble changes at the "
+            "fits only)"
+        ),
+    )
+    warm_trees: int = Field(
+        5, ge=1, le=1_000, description="trees a warm start adds (n_trees at most between fits)"
+    )
     optimism: float = Field(
         0.0,
         ge=0.0,

@@ -52,7 +52,7 @@ from banditree.learners.boosted_options import BoostedOptions
 from banditree.learners.gradient_bandit.kernel_calls import explorer_setting
 from banditree.learners.gradient_bandit.learn import Learning
 from banditree.learners.validation import InvalidInput, as_context, check_loss
-from banditree.models.boosted.fit import BoostingSettings, fit_ensemble
+from banditree.models.boosted.fit import BoostingSettings, fit_ensemble, grow_ensemble
 from banditree.models.boosted.frozen import FrozenBoostedEnsemble
 from banditree.models.boosted.linear import Z_CLIP
 
@@ -190,6 +190,14 @@ class BoostedBandit(ReadableOnlineTree, Learner):
         # schedule and the refit schedule count from it
         self._origin = 0
         self._pending_fit: PendingFit | None = None
+        # window rows appended so far (``warm_every``): the rows the deciding ensemble's
+        # fit read end at ``_through_rows``, a pending fit's at ``_pending_through_rows``
+        self._rows_total = 0
+        self._through_rows = 0
+        self._pending_through_rows = 0
+        # the round the ensemble was last fitted or grown, and its trees grown since its fit
+        self._last_grow = 0
+        self._warm_added = 0
         # LightGBM's import asked of the fit worker (once a fit is near; not state)
         self._preloaded = False
         # the compiled kernel decides (None: the numpy reference, BANDITREE_KERNEL=reference)
@@ -468,9 +476,11 @@ class BoostedBandit(ReadableOnlineTree, Learner):
                     self._restart()  # the tree's detector saw the loss rise
         if feedback.label is None:
             self._window.append(x, decision.action, float(rewards[decision.action]))
+            self._rows_total += 1
         else:  # full information: a row for every action
             for action in range(self.n_actions):
                 self._window.append(x, action, float(rewards[action]))
+            self._rows_total += self.n_actions
         self._count_feedback(feedback)
         self._version += 1
         self._fit_events()
@@ -481,15 +491,49 @@ class BoostedBandit(ReadableOnlineTree, Learner):
         self._preload()
         if self._pending_fit is not None and self._n_learned >= self._pending_fit.apply_at:
             pending, self._pending_fit = self._pending_fit, None
-            self._use(pending.result())
+            self._use(pending.result(), self._pending_through_rows)
         if self._n_learned >= self._next_fit:
             self._refit()
+        if self._grows and self._n_learned - self._last_grow >= cast(int, self.options.warm_every):
+            self._grow()
+
+    @property
+    def _grows(self) -> bool:
+        """Whether a warm start is due some round: ``warm_every`` set, an ensemble to
+        grow, and fewer than ``n_trees`` trees grown on it since its fit."""
+        return (
+            self.options.warm_every is not None
+            and self._ensemble is not None
+            and self._warm_added + self.options.warm_trees <= self.settings.n_trees
+        )
+
+    def _grow(self) -> None:
+        """A warm start: ``warm_trees`` trees more on the window rows the ensemble's fit
+        has not read (:func:`~banditree.models.boosted.fit.grow_ensemble`), inside
+        ``learn`` (a few hundred rows, a few milliseconds), used at once."""
+        assert self._ensemble is not None
+        self._last_grow = self._n_learned
+        new = min(self._rows_total - self._through_rows, len(self._window))
+        if new < 1:
+            return
+        contexts, actions, rewards = self._window.rows()
+        kernel = self._kernel
+        route = None if kernel is None else partial(boosted_route, kernel)
+        sums = None if kernel is None else partial(boosted_leaf_sums, kernel)
+        self._ensemble = grow_ensemble(
+            self._ensemble, self._wide(contexts[-new:]), actions[-new:], rewards[-new:],
+            self.n_actions, self.settings, self.options.warm_trees, self.seed, route, sums,
+        )  # fmt: skip
+        self._warm_added += self.options.warm_trees
 
     def _rounds_to_event(self) -> int:
         """The rounds that may be learned before :meth:`_fit_events` has work (>= 1)."""
         rounds = self._next_fit - self._n_learned
         if self._pending_fit is not None:
             rounds = min(rounds, self._pending_fit.apply_at - self._n_learned)
+        if self._grows:
+            warm = cast(int, self.options.warm_every)
+            rounds = min(rounds, self._last_grow + warm - self._n_learned)
         return max(rounds, 1)
 
     def learn_batch(
@@ -598,6 +642,7 @@ class BoostedBandit(ReadableOnlineTree, Learner):
             if change == 0:
                 self._restart()
             self._window.extend(rows[at], actions[at], rewards[at])
+            self._rows_total += len(run)
             loss_sum = self._loss_sum
             for i in run:  # _count_feedback's additions, in order
                 loss_sum += losses[i]
@@ -768,6 +813,8 @@ class BoostedBandit(ReadableOnlineTree, Learner):
         self._action_errors = self._new_action_errors()
         self._origin = self._n_learned
         self._next_fit = self._n_learned + self.options.first_fit
+        self._through_rows = self._pending_through_rows = self._rows_total
+        self._last_grow, self._warm_added = self._n_learned, 0
 
     def _refit(self) -> None:
         """Fit the window and schedule the next fit.
@@ -790,17 +837,22 @@ class BoostedBandit(ReadableOnlineTree, Learner):
         route = None if kernel is None else partial(boosted_route, kernel)
         sums = None if kernel is None else partial(boosted_leaf_sums, kernel)
         if len(self._window) < BACKGROUND_ROWS:
-            self._use(fit_ensemble(*rows, self.n_actions, settings, self.seed, route, sums))
+            fitted = fit_ensemble(*rows, self.n_actions, settings, self.seed, route, sums)
+            self._use(fitted, self._rows_total)
             return
+        self._pending_through_rows = self._rows_total
         self._pending_fit = PendingFit.start(
             apply_round(n, self._next_fit), rows, self.n_actions, settings, self.seed, route,
             sums,
         )  # fmt: skip
 
-    def _use(self, ensemble: FrozenBoostedEnsemble) -> None:
-        """Decide with a fitted ``ensemble`` from now on."""
+    def _use(self, ensemble: FrozenBoostedEnsemble, through_rows: int) -> None:
+        """Decide with a fitted ``ensemble`` from now on; its fit read the window rows
+        appended before ``through_rows``."""
         self._ensemble = ensemble
         self._fits += 1
+        self._through_rows = through_rows
+        self._last_grow, self._warm_added = self._n_learned, 0
         if not self._compete:
             self._starter = None  # the ensemble decides from now on
 
@@ -825,6 +877,13 @@ class BoostedBandit(ReadableOnlineTree, Learner):
             "next_fit": self._next_fit,
             "origin": self._origin,
             "apply_at": None if self._pending_fit is None else self._pending_fit.apply_at,
+            "rows": [
+                self._rows_total,
+                self._through_rows,
+                self._pending_through_rows,
+                self._last_grow,
+                self._warm_added,
+            ],
             "starter": starter_meta,
             "errors": self._errors.state(),
             "switch": None if self._switch is None else self._switch.state(),
@@ -893,6 +952,11 @@ class BoostedBandit(ReadableOnlineTree, Learner):
         self._origin = int(meta.get("origin", 0))  # checkpoints before restarts counted
         self._errors.min_rounds = RESTART_MIN_ROUNDS if self._origin else COMPETE_MIN_ROUNDS
         self._load_counter_state(meta)
+        rows = meta.get("rows")  # checkpoints before warm starts: every row fitted
+        if rows is None:
+            rows = [len(self._window)] * 3 + [self._n_learned, 0]
+        self._rows_total, self._through_rows, self._pending_through_rows = map(int, rows[:3])
+        self._last_grow, self._warm_added = int(rows[3]), int(rows[4])
 
     def export_model(self) -> dict[str, Any]:
         """The served ensemble's shape (its arrays are in the checkpoint), with the

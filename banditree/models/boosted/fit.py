@@ -274,3 +274,78 @@ def held_out_trees(
         callbacks=[lgb.early_stopping(HOLDOUT_PATIENCE, first_metric_only=True, verbose=False)],
     )  # fmt: skip
     return max(1, min(settings.n_trees, int(booster.best_iteration or settings.n_trees)))
+
+
+def grow_ensemble(
+    ensemble: FrozenBoostedEnsemble,
+    contexts: FloatArray,
+    actions: IntArray,
+    rewards: FloatArray,
+    n_actions: int,
+    settings: BoostingSettings,
+    n_new: int,
+    seed: int,
+    route: Router | None = None,
+    sums: LeafSums | None = None,
+) -> FrozenBoostedEnsemble:
+    """``ensemble`` with ``n_new`` trees more, boosted on the rows from its predictions.
+
+    A warm start: what LightGBM's ``init_model`` does with new data (the rows' initial
+    scores are the old model's predictions, the new trees fit what they leave), done on
+    the frozen arrays, so that no booster is kept between fits.  The linear base is kept
+    as it is; the new trees' leaf uncertainties are over these rows, their targets the
+    reward less the base (as :func:`fit_ensemble`'s).
+
+    Parameters
+    ----------
+    ensemble
+        The ensemble grown (its context width is the rows').
+    contexts, actions, rewards
+        ``(B, d)``, ``(B,)``, ``(B,)``: the rows the new trees fit, ``B >= 1``.
+    n_actions
+        ``K``.
+    settings
+        The boosting settings (shrinkage, leaves, bins, depth); ``n_trees`` is not read.
+    n_new
+        Trees to add (``>= 1``).
+    seed
+        LightGBM's seed.
+    route, sums
+        As :func:`fit_ensemble`'s.
+    """
+    import lightgbm as lgb  # the fitting side only
+
+    if n_new < 1 or len(rewards) < 1:
+        raise ValueError(f"a warm start needs rows and trees, got {len(rewards)} rows, {n_new}")
+    inputs = augment(contexts, actions, n_actions)
+    init = ensemble.predict_rows(inputs)
+    params = _params(settings, seed, True)  # from the initial scores, not their average
+    data = lgb.Dataset(inputs, label=rewards, init_score=init, params=params)
+    booster = lgb.train(params, data, num_boost_round=n_new, keep_training_booster=True)
+    trees = padded_trees(booster.model_to_string(), settings.depth)
+    base = (ensemble.base_mean, ensemble.base_scale, ensemble.base)
+    new = FrozenBoostedEnsemble.from_trees(
+        (trees.features, trees.thresholds, trees.values), contexts.shape[1], n_actions, base
+    )
+    if route is not None:
+        leaves = route(inputs, new.features, new.thresholds)
+    else:
+        leaves = new.route(inputs)
+    uncertainty = leaf_uncertainty(
+        leaves,
+        rewards - ensemble.base_rows(inputs),
+        new.values,
+        target=settings.target,
+        prior=settings.prior,
+        prior_variance=settings.prior_variance,
+        sums=sums,
+    )
+    return FrozenBoostedEnsemble(
+        np.concatenate([ensemble.features, new.features]),
+        np.concatenate([ensemble.thresholds, new.thresholds]),
+        np.concatenate([ensemble.values, new.values]),
+        np.concatenate([ensemble.uncertainty, uncertainty]),
+        ensemble.n_context,
+        n_actions,
+        *base,
+    )
