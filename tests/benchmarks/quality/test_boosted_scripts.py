@@ -86,3 +86,23 @@ def test_blend_weights_reads_the_fixed_weights_the_learner_would_use() -> None:
     assert 0.0 < result["greedy_played"] <= 1.0
     for key in ("w_stacked", "w_ips", "w_all", "best_w_mse", "best_w_greedy"):
         assert 0.0 <= result[key] <= 1.0
+
+
+def test_the_model_fits_score_both_logs_with_every_fit(tmp_path: Path) -> None:
+    from benchmarks.quality import boosted_model_fits
+
+    out = tmp_path / "fits.jsonl"
+    boosted_model_fits.main(
+        ["--datasets", "waveform_40", "--max-rounds", "300", "--test-rows", "200",
+         "--fits", "ours", "no_base", "--out", str(out)]
+    )  # fmt: skip
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    learners = [r for r in records if "learner" in r]
+    assert [r["learner"] for r in learners] == ["boosted", "teucb"]
+    fits = [(r["log"], r["fit"], r["rows"]) for r in records if "fit" in r]
+    assert fits == [(log, fit, 300) for log in ("boosted", "teucb") for fit in ("ours", "no_base")]
+    for r in records:
+        scored = r.get("ensemble", r)
+        assert 0.0 <= scored["accuracy"] <= 1.0 and scored["mse_all_actions"] >= 0.0
+    # three balanced classes: a fit of 300 rounds beats a third
+    assert all(r["accuracy"] > 0.4 for r in records if "fit" in r)
