@@ -27,6 +27,17 @@ class BoostedOptions(BaseModel):
     first_fit: int = Field(
         100, ge=2, le=1_000_000, description="rounds learned before the first fit"
     )
+    base_first_fit: int | None = Field(
+        None,
+        ge=2,
+        le=1_000_000,
+        description=(
+            "fit the linear base alone (no trees) from this many rounds on, on the refit "
+            "schedule, until first_fit rounds, when the trees' first fit comes as without "
+            "it; the base is scored and blended as the ensemble is (null: no fit before "
+            "first_fit)"
+        ),
+    )
     refit_growth: float = Field(
         1.25,
         ge=1.0,
@@ -258,6 +269,14 @@ class BoostedOptions(BaseModel):
             "explorer's pmf over the optimistic scores, sampled by the event id"
         ),
     )
+
+    @field_validator("base_first_fit")
+    @classmethod
+    def _before_first_fit(cls, value: int | None, info: ValidationInfo) -> int | None:
+        first = info.data.get("first_fit", 100)
+        if value is not None and value >= first:
+            raise ValueError(f"must be below first_fit ({first})")
+        return value
 
     @field_validator("rule_switch")
     @classmethod

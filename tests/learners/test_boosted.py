@@ -1024,3 +1024,73 @@ def test_category_codes_are_off_by_default_and_need_a_schema() -> None:
     assert numbers._codes is None and numbers.n_features == D
     replaced = build_learner({**config, "options": {"category_codes": "replace"}})
     assert replaced.inner.n_features == 4  # type: ignore[attr-defined]
+
+
+def test_base_first_fit_serves_the_linear_base_alone_until_the_trees_first_fit() -> None:
+    with pytest.raises(ValueError, match=r"base_first_fit.*below first_fit \(60\)"):
+        boosted(first_fit=60, base_first_fit=60)
+    x, labels = rounds(200)
+    learner = boosted(first_fit=60, base_first_fit=20)
+    plain = boosted(first_fit=60)
+    seen: list[tuple[int, int, int]] = []  # (round, trees, next fit) after each fit
+    plain_rounds: list[int] = []
+    for t, (row, label) in enumerate(zip(x, labels.tolist(), strict=True), start=1):
+        d = learner.act(row)
+        if t > 50:  # the base, scored on 30 rounds, is in the blend: act reads it
+            assert learner.ensemble_decides
+            pmf = learner.action_probabilities(row)
+            assert d.propensity == pytest.approx(pmf[d.action], rel=1e-9)
+        fits, plain_fits = learner.fits, plain.fits
+        learner.learn(d, Feedback(loss=float(d.action != label)))
+        plain.learn(plain.act(row), Feedback(loss=float(label != 0)))
+        if plain.fits > plain_fits:
+            plain_rounds.append(t)
+        if learner.fits > fits:
+            ensemble = learner._ensemble
+            assert ensemble is not None
+            seen.append((t, ensemble.n_trees, learner._next_fit))
+            if ensemble.n_trees == 0:  # the ridge fit of the window's rows, per action
+                contexts, actions, rewards = learner._window.rows()
+                mean, scale, weights = fit_linear_base(contexts, actions, rewards, K, 10.0)
+                np.testing.assert_array_equal(ensemble.base, weights)
+                np.testing.assert_array_equal(ensemble.base_mean, mean)
+                np.testing.assert_array_equal(ensemble.base_scale, scale)
+    # base fits on the refit schedule, cut at first_fit; the trees from there as without it
+    assert [s[:2] for s in seen[:6]] == [(20, 0), (25, 0), (32, 0), (40, 0), (50, 0), (60, 50)]
+    assert [s[0] for s in seen if s[1] > 0] == plain_rounds == [60, 75, 94, 118, 148, 185]
+    # the kernel and the numpy reference decide alike on a base of no trees
+    early = boosted(first_fit=60, base_first_fit=20)
+    play(early, x[:55], labels[:55])
+    assert early._ensemble is not None and early._ensemble.n_trees == 0
+    assert early.ensemble_decides
+    reference = loads(dumps(early))
+    reference._kernel = None
+    for i, row in enumerate(x[55:80]):
+        a, b = early.act(row, event_id=f"k{i}"), reference.act(row, event_id=f"k{i}")
+        assert (a.action, a.greedy_action) == (b.action, b.greedy_action)
+        assert a.propensity == pytest.approx(b.propensity, rel=1e-12)
+    # replay and restart decide alike: a checkpoint holds the base as an ensemble of no trees
+    live = play(boosted(first_fit=60, base_first_fit=20), x, labels)
+    assert play(boosted(first_fit=60, base_first_fit=20), x, labels) == live
+    cut = 45
+    head = boosted(first_fit=60, base_first_fit=20)
+    play(head, x[:cut], labels[:cut])
+    restored = loads(dumps(head))
+    assert restored._ensemble is not None and restored._ensemble.n_trees == 0
+    assert play(restored, x[cut:], labels[cut:]) == live[cut:]
+    # learn_batch learns what learn learns, through the base fits and the first trees
+    pairs = []
+    actor = boosted(first_fit=60, base_first_fit=20)
+    for row, label in zip(x[:150], labels[:150].tolist(), strict=True):
+        d = actor.act(row)
+        f = Feedback(loss=float(d.action != label))
+        actor.learn(d, f)
+        pairs.append((d, f))
+    one, batched = (boosted(first_fit=60, base_first_fit=20) for _ in range(2))
+    for d, f in pairs:
+        one.learn(d, f)
+    for start in range(0, len(pairs), 7):
+        part = pairs[start : start + 7]
+        batched.learn_batch([d for d, _ in part], [f for _, f in part])
+    assert batched.fits == one.fits > 5
+    assert_same_state(one, batched)

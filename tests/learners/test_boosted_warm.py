@@ -192,3 +192,14 @@ def test_full_information_grows_on_a_row_per_action() -> None:
 def test_bad_warm_options_are_refused_naming_the_field(options: dict[str, Any], match: str) -> None:
     with pytest.raises(ValueError, match=match):
         build_learner({"kind": "boosted", "n_features": D, "n_actions": K, "options": options})
+
+
+def test_no_tree_is_grown_on_the_base_alone_before_the_first_fit() -> None:
+    """With ``base_first_fit`` the base decides alone until ``first_fit``: warm starts
+    grow trees on the first fitted ensemble, not on the base before it."""
+    x, labels = rounds(120)
+    played = play(boosted(base_first_fit=10, warm_every=5, warm_trees=2), x, labels)
+    trees = [n for _, n, _ in played]
+    assert all(n == 0 for n in trees[:39])  # base fits at rounds 10, 20 and 40 (growth 2)
+    assert trees[39] == 10  # the trees' first fit, at first_fit
+    assert max(trees[40:]) > 10  # then warm starts grow it

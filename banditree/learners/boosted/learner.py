@@ -52,7 +52,12 @@ from banditree.learners.boosted_options import BoostedOptions
 from banditree.learners.gradient_bandit.kernel_calls import explorer_setting
 from banditree.learners.gradient_bandit.learn import Learning
 from banditree.learners.validation import InvalidInput, as_context, check_loss
-from banditree.models.boosted.fit import BoostingSettings, fit_ensemble, grow_ensemble
+from banditree.models.boosted.fit import (
+    BoostingSettings,
+    fit_base,
+    fit_ensemble,
+    grow_ensemble,
+)
 from banditree.models.boosted.frozen import FrozenBoostedEnsemble
 from banditree.models.boosted.linear import Z_CLIP
 
@@ -185,7 +190,7 @@ class BoostedBandit(ReadableOnlineTree, Learner):
         self._action_errors = self._new_action_errors()
         self._version = 0
         self._fits = 0
-        self._next_fit = options.first_fit
+        self._next_fit = self._first_event()
         # rounds learned at the last restart (``restart_on_drift``): the explorer's
         # schedule and the refit schedule count from it
         self._origin = 0
@@ -499,11 +504,16 @@ class BoostedBandit(ReadableOnlineTree, Learner):
 
     @property
     def _grows(self) -> bool:
-        """Whether a warm start is due some round: ``warm_every`` set, an ensemble to
-        grow, and fewer than ``n_trees`` trees grown on it since its fit."""
+        """Whether a warm start is due some round: ``warm_every`` set, an ensemble of
+        trees to grow (not ``base_first_fit``'s base alone), and fewer than ``n_trees``
+        trees grown on it since its fit."""
+        base_only = self.options.base_first_fit is not None and (
+            self._n_learned - self._origin < self.options.first_fit
+        )
         return (
             self.options.warm_every is not None
             and self._ensemble is not None
+            and not base_only
             and self._warm_added + self.options.warm_trees <= self.settings.n_trees
         )
 
@@ -812,9 +822,15 @@ class BoostedBandit(ReadableOnlineTree, Learner):
         self._switch = self._new_switch()
         self._action_errors = self._new_action_errors()
         self._origin = self._n_learned
-        self._next_fit = self._n_learned + self.options.first_fit
+        self._next_fit = self._n_learned + self._first_event()
         self._through_rows = self._pending_through_rows = self._rows_total
         self._last_grow, self._warm_added = self._n_learned, 0
+
+    def _first_event(self) -> int:
+        """Rounds from a new model's first (or a restart) to its first fit: the base's
+        alone with ``base_first_fit``, else the trees' at ``first_fit``."""
+        base_first = self.options.base_first_fit
+        return self.options.first_fit if base_first is None else base_first
 
     def _refit(self) -> None:
         """Fit the window and schedule the next fit.
@@ -826,9 +842,16 @@ class BoostedBandit(ReadableOnlineTree, Learner):
         """
         n, since = self._n_learned, self._n_learned - self._origin
         grown = math.ceil(since * self.options.refit_growth)
-        self._next_fit = n + max(1, min(grown - since, self.options.max_refit_interval))
+        interval = min(grown - since, self.options.max_refit_interval)
+        base_only = self.options.base_first_fit is not None and since < self.options.first_fit
+        if base_only:  # the trees' first fit comes at first_fit, as without the option
+            interval = min(interval, self.options.first_fit - since)
+        self._next_fit = n + max(1, interval)
         contexts, actions, rewards = self._window.rows()
         rows = (self._wide(contexts), actions, rewards)
+        if base_only:  # a ridge solve per action: fitted here and used at once
+            self._use(fit_base(*rows, self.n_actions, self.settings), self._rows_total)
+            return
         settings = self.settings
         if self.options.rows_per_tree is not None:  # few rows: fewer trees
             trees = max(1, math.ceil(len(self._window) / self.options.rows_per_tree))

@@ -169,6 +169,22 @@ def fit_ensemble(
     return frozen.with_uncertainty(uncertainty)
 
 
+def fit_base(
+    contexts: FloatArray,
+    actions: IntArray,
+    rewards: FloatArray,
+    n_actions: int,
+    settings: BoostingSettings,
+) -> FrozenBoostedEnsemble:
+    """The linear base of the rows alone, frozen as an ensemble of no trees (no
+    LightGBM: a per-action ridge solve); zeros without a base (``linear_l2`` None)."""
+    inputs = augment(contexts, actions, n_actions)
+    base, _ = _base(contexts, actions, rewards, n_actions, settings, inputs)
+    return FrozenBoostedEnsemble.from_dump(
+        {"tree_info": []}, settings.depth, contexts.shape[1], n_actions, base
+    )
+
+
 def _base(
     contexts: FloatArray,
     actions: IntArray,

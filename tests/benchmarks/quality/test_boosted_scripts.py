@@ -106,3 +106,25 @@ def test_the_model_fits_score_both_logs_with_every_fit(tmp_path: Path) -> None:
         assert 0.0 <= scored["accuracy"] <= 1.0 and scored["mse_all_actions"] >= 0.0
     # three balanced classes: a fit of 300 rounds beats a third
     assert all(r["accuracy"] > 0.4 for r in records if "fit" in r)
+
+
+def test_small_curves_record_blocks_and_held_out_accuracy_of_each_part(tmp_path: Path) -> None:
+    from banditree.datasets import load
+    from benchmarks.quality import boosted_small_curves
+    from benchmarks.quality.bandit_vs_vw import run_banditree
+
+    out = tmp_path / "curves.jsonl"
+    boosted_small_curves.main(["--datasets", "credit_a", "--seeds", "1", "--out", str(out)])
+    (record,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert (record["dataset"], record["seed"], record["learner"]) == ("credit_a", 0, "boosted")
+    # the categorical table's stream: the loss of bandit_vs_vw's own run of the kind
+    ds = load("credit_a")
+    table = run_banditree(ds, {"kind": "boosted"}, 0, 5_000, categorical=True)
+    assert record["loss"] == pytest.approx(table["progressive_loss"], abs=1e-12)
+    blocks = record["blocks"]  # 552 rounds: five blocks of 100 and one of 52
+    assert len(blocks) == 6
+    assert (sum(blocks[:5]) * 100 + blocks[5] * 52) / 552 == pytest.approx(record["loss"])
+    accuracy = record["accuracy"]
+    assert set(accuracy) == {"100", "300", "500", "end"}
+    assert set(accuracy["300"]) == {"learner", "tree", "ensemble", "base"}
+    assert accuracy["end"]["learner"] == pytest.approx(table["test_accuracy"])

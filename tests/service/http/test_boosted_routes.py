@@ -229,6 +229,11 @@ async def test_a_boosted_config_outside_classification_is_refused_naming_kind(
         assert answer.status_code == 422, answer.text
         assert answer.json()["field"] == "options.warm_every"
         assert "greater than or equal to 1" in answer.json()["detail"]
+        late = {"first_fit": 50, "base_first_fit": 50}  # the base's fits come before
+        answer = await http.put("/v1/models/r", json={**MODEL, "n_features": 2, "options": late})
+        assert answer.status_code == 422, answer.text
+        assert answer.json()["field"] == "options.base_first_fit"
+        assert "below first_fit (50)" in answer.json()["detail"]
 
 
 async def test_the_default_creates_boosted_and_apprentice_keeps_the_tree(
