@@ -45,7 +45,9 @@ HALVES = {"tuning": TUNING, "check": CHECK, "external": EXTERNAL}
 
 _TEUCB = {
     "starter": "uniform",
+    "exploration": "ucb",
     "optimism": 1.0,
+    "refit_growth": 1.1,
     "linear_base": None,
     "window": 200_000,
     "max_refit_interval": 10_000_000,
