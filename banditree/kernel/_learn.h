@@ -62,10 +62,22 @@ static inline double fused_dot(const double *a, const double *b, Py_ssize_t n) {
     return s;
 }
 
+/* `x` where `keep`, else +0.0: a select of bits, no branch (the choice is the data's,
+ * so a branch on it is mispredicted often) and no arithmetic (x * 0.0 is -0.0 or NaN
+ * for some x) */
+static inline double kept(int keep, double x) {
+    uint64_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    bits &= (uint64_t)0 - (uint64_t)(keep != 0);
+    memcpy(&x, &bits, sizeof x);
+    return x;
+}
+
 /* scratch doubles window_rows needs: activations and node deltas (2 n_int), the
- * leaves' softmax, adjoint and products (3 L), the leaves' outputs theta + bias (L K) */
+ * leaves' softmax, adjoint and products (3 L), the leaves' outputs theta + bias (L K),
+ * then the nodes a row's gradient reaches (n_int indices, 8 bytes each) */
 static Py_ssize_t window_scratch(Py_ssize_t n_int, Py_ssize_t n_leaves, Py_ssize_t k) {
-    return 2 * n_int + 3 * n_leaves + n_leaves * k;
+    return 3 * n_int + 3 * n_leaves + n_leaves * k;
 }
 
 /* Where the compiler can build a copy for processors with a fused multiply-add
@@ -103,6 +115,7 @@ FMA_CLONES static void window_rows(const double *x, const int64_t *actions, cons
     int has_bias = bias != NULL, has_linear = linear != NULL;
     double *delta = act + n_int, *p = delta + n_int, *dq = p + n_leaves;
     double *pu_terms = dq + n_leaves, *outputs = pu_terms + n_leaves;
+    int64_t *reached = (int64_t *)(void *)(outputs + n_leaves * k);
     for (Py_ssize_t l = 0; l < n_leaves; l++) { /* by leaf and action: no division */
         for (Py_ssize_t c = 0; c < k; c++) {
             outputs[l * k + c] = has_bias ? theta[l * k + c] + bias[c] : theta[l * k + c];
@@ -160,14 +173,20 @@ FMA_CLONES static void window_rows(const double *x, const int64_t *actions, cons
         }
         /* W: the soft surrogate sum_l softmax(q)_l theta_l (Algorithm 2, Remark 2):
          * q_l the sum-form path score (eq. 4), dq = p (u - p.u) with u_l = theta_l . g */
-        for (Py_ssize_t l = 0; l < n_leaves; l++) {
-            Py_ssize_t score = 0, at = l + n_int;
-            while (at > 0) { /* leaf l's ancestors, bottom up: S(i, l) sign(a_i) */
-                Py_ssize_t parent = (at - 1) / 2;
-                int right = at == 2 * parent + 2;
-                score += (right ? 1 : -1) * (act[parent] > 0.0 ? 1 : -1);
-                at = parent;
-            }
+        /* q_l = sum over leaf l's ancestors i of S(i, l) sign(a_i), top down: a node's
+         * sum is its parent's plus its own step (+sign on the right, -sign on the
+         * left), whole numbers held in `delta` until the deltas below replace them */
+        double *path = delta;
+        path[0] = 0.0;
+        for (Py_ssize_t i = 1; i < n_int; i++) { /* i odd: its parent's left child */
+            Py_ssize_t parent = (i - 1) / 2;
+            double step = act[parent] > 0.0 ? 1.0 : -1.0;
+            path[i] = (i & 1) ? path[parent] - step : path[parent] + step;
+        }
+        for (Py_ssize_t l = 0; l < n_leaves; l++) { /* leaf l: node n_int + l */
+            Py_ssize_t parent = n_int / 2 + l / 2;
+            double step = act[parent] > 0.0 ? 1.0 : -1.0;
+            int score = (int)((l & 1) ? path[parent] + step : path[parent] - step);
             p[l] = leaf_exp[(height - score) / 2]; /* exp(q - h), q - h in {0, -2, ..} */
         }
         /* softmax over the leaves, then p . u (each a pairwise sum, as numpy adds) */
@@ -180,16 +199,26 @@ FMA_CLONES static void window_rows(const double *x, const int64_t *actions, cons
             pu_terms[l] = p[l] * dq[l];
         }
         double pu = pairwise(pu_terms, n_leaves);
-        for (Py_ssize_t i = 0; i < n_int; i++) {
-            delta[i] = 0.0;
-        }
+        double *v = pu_terms; /* summed: now each leaf's p_l (dq_l - p.u) */
         for (Py_ssize_t l = 0; l < n_leaves; l++) {
-            double v = p[l] * (dq[l] - pu);
-            Py_ssize_t at = l + n_int;
-            while (at > 0) { /* dq S: each ancestor gets S(i, l) dq_l */
-                Py_ssize_t parent = (at - 1) / 2;
-                delta[parent] += at == 2 * parent + 2 ? v : -v;
-                at = parent;
+            v[l] = p[l] * (dq[l] - pu);
+        }
+        /* dq S: node i gets S(i, l) v_l of each leaf l below it, added in the leaves'
+         * order from 0.0 (-v_l from its left subtree's leaves, then +v_l from its
+         * right's): the sums a walk from each leaf up to the root adds, in its order */
+        for (int level = 0; level < height; level++) {
+            Py_ssize_t first = ((Py_ssize_t)1 << level) - 1;
+            Py_ssize_t span = n_leaves >> level, half = span / 2;
+            for (Py_ssize_t i = first; i <= 2 * first; i++) {
+                const double *under = v + (i - first) * span;
+                double sum = 0.0;
+                for (Py_ssize_t l = 0; l < half; l++) {
+                    sum += -under[l];
+                }
+                for (Py_ssize_t l = half; l < span; l++) {
+                    sum += under[l];
+                }
+                delta[i] = sum;
             }
         }
         /* the straight-through sign: d sign(a) / da = 1{|a| <= 1}; a node that gets
@@ -198,11 +227,17 @@ FMA_CLONES static void window_rows(const double *x, const int64_t *actions, cons
         for (Py_ssize_t j = 0; j < d; j++) {
             finite_row &= isfinite(xb[j]) != 0;
         }
+        /* the nodes the row's gradient reaches, listed without a branch */
+        Py_ssize_t n_reached = 0;
         for (Py_ssize_t i = 0; i < n_int; i++) {
-            double di = fabs(act[i]) <= 1.0 ? delta[i] : 0.0;
-            if (di == 0.0 && finite_row) {
-                continue;
-            }
+            double di = kept(fabs(act[i]) <= 1.0, delta[i]);
+            delta[i] = di;
+            reached[n_reached] = (int64_t)i;
+            n_reached += (di != 0.0) | (finite_row == 0);
+        }
+        for (Py_ssize_t t = 0; t < n_reached; t++) {
+            Py_ssize_t i = (Py_ssize_t)reached[t];
+            double di = delta[i];
             double *restrict gi = g_w + i * (d + 1); /* not the row's memory */
             const double *restrict xr = xb;
             for (Py_ssize_t j = 0; j < d; j++) {

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import itertools
 import operator
 import sqlite3
+from typing import cast
 
 import orjson
 
@@ -64,17 +64,22 @@ _offset = operator.attrgetter("offset")
 #: exactly (SQLite's ``printf('%!.17g')`` took 1.5 us an entry, a third of the read)
 _TIME_SCALE = 1 << 22
 #: the entries of :data:`_READ_ROWS` as the learner's columns (:class:`LogChunk`), one
-#: row: the offsets as JSON, the event ids, decisions and feedbacks joined by
-#: :data:`_SEPARATOR` (a feedback behind ``=``, an expiry's empty: ``group_concat``
-#: leaves NULLs out), the times as whole numbers of :data:`_TIME_SCALE` and whether
-#: every one is positive and whole (else the chunk is read as :meth:`SqliteLog.read_log`
-#: reads it: -0.0 is not whole, nor a time beyond 2**40 seconds),
-#: and the count; a text that holds the separator makes its column's split longer than
-#: the count (that chunk is read by :meth:`SqliteLog.read_log` too)
+#: row: the first and last offsets (the offsets of a log are consecutive but where the
+#: store lost entries: a chunk whose count differs from its span is read as
+#: :meth:`SqliteLog.read_log` reads it), the event ids, decisions and feedbacks joined by
+#: :data:`_SEPARATOR` (an expiry's feedback as empty, told from an empty text by the
+#: count of feedbacks and of empty ones: a chunk that holds both is read as ``read_log``
+#: reads it), the times as whole numbers of :data:`_TIME_SCALE` and whether every one is
+#: positive and whole (else the chunk is read as ``read_log`` reads it: -0.0 is not
+#: whole, nor a time beyond 2**40 seconds), and the count; a text that holds the
+#: separator makes its column's split longer than the count (that chunk is read by
+#: ``read_log`` too).  No step an entry in Python but the splits and the times' division
+#: (the checks of each offset and time took a third of the chunk's read,
+#: ``benchmarks/results/native_kernel.md``).
 _READ_CHUNK = (
-    "SELECT json_group_array(offset), group_concat(event_id, char(30)), "
-    "group_concat(decision, char(30)), "
-    "group_concat(CASE WHEN feedback IS NULL THEN '' ELSE '=' || feedback END, char(30)), "
+    "SELECT min(offset), max(offset), group_concat(event_id, char(30)), "
+    "group_concat(decision, char(30)), group_concat(ifnull(feedback, ''), char(30)), "
+    "count(feedback), sum(feedback = ''), "
     f"json_group_array(CAST(acked_at * {_TIME_SCALE} AS INTEGER)), "
     f"min(acked_at > 0 AND CAST(acked_at * {_TIME_SCALE} AS INTEGER) = acked_at * {_TIME_SCALE}), "
     "count(*) "
@@ -117,12 +122,10 @@ class SqliteLog(SqliteBase, LogStore):
 
     async def read_log_chunk(self, name: str, *, after: int, limit: int) -> LogChunk:
         if one_row_reads():
-            offsets, ids, decisions, feedbacks, times, exact, n = self._query(
-                _READ_CHUNK, (name, after, limit)
-            )
-            if not n:
+            row = self._query(_READ_CHUNK, (name, after, limit))
+            if not row[-1]:
                 return LogChunk.empty()
-            chunk = _chunk(offsets, ids, decisions, feedbacks, times, n) if exact else None
+            chunk = _chunk(*row)
             if chunk is not None:
                 return chunk
         return LogChunk.of(await self.read_log(name, after=after, limit=limit))
@@ -142,22 +145,33 @@ class SqliteLog(SqliteBase, LogStore):
 
 
 def _chunk(
-    offsets: str, ids: str, decisions: str, feedbacks: str, times: str, n: int
+    first: int,
+    last: int,
+    ids: str | None,
+    decisions: str | None,
+    feedbacks: str | None,
+    given: int,
+    empty: int | None,
+    times: str,
+    exact: int,
+    n: int,
 ) -> LogChunk | None:
     """The :class:`LogChunk` of one :data:`_READ_CHUNK` row of ``n`` entries, or None
-    when its columns do not split into ``n`` each in ascending offsets."""
+    when it is not read in one step (see :data:`_READ_CHUNK`)."""
+    if type(first) is not int or type(last) is not int or ids is None or decisions is None:
+        return None
+    if not exact or last - first + 1 != n or (given < n and empty) or feedbacks is None:
+        return None
     try:
-        at, ticks = orjson.loads(offsets), orjson.loads(times)
+        ticks = orjson.loads(times)
     except orjson.JSONDecodeError:
         return None
-    if not all(type(t) is int for t in ticks):
-        return None
-    acked = [t / _TIME_SCALE for t in ticks]  # exact: a float times a power of two
     texts = decisions.split(_SEPARATOR)
     events = ids.split(_SEPARATOR)
-    marked = feedbacks.split(_SEPARATOR)
-    if not (len(at) == len(acked) == len(texts) == len(events) == len(marked) == n):
+    marked = cast(list[str | None], feedbacks.split(_SEPARATOR))
+    if not (len(ticks) == len(texts) == len(events) == len(marked) == n):
         return None
-    if any(a >= b for a, b in itertools.pairwise(at)) or not all(type(o) is int for o in at):
-        return None
-    return LogChunk(at, events, texts, [f[1:] if f else None for f in marked], acked)
+    if given < n:  # an expiry's feedback was read as empty (no empty text in the chunk)
+        marked = [f or None for f in marked]
+    acked = [t / _TIME_SCALE for t in ticks]  # exact: whole (SQLite's check) over 2**22
+    return LogChunk(list(range(first, last + 1)), events, texts, marked, acked)

@@ -344,6 +344,46 @@ async def test_the_learners_chunk_is_one_step_unless_a_text_holds_the_separator(
     await store.close()
 
 
+async def test_the_learners_chunk_tells_expiries_empty_feedbacks_and_gaps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Expiries among feedbacks are read in one step; a chunk that holds both an expiry
+    and an empty feedback, or whose offsets have a gap, is read by ``read_log``: the
+    same columns either way."""
+    from service.store import LogChunk
+    from service.store.sqlite.log import append_entry
+
+    store = SqliteStore(tmp_path)
+    feedbacks = ['{"loss":1.0}', None, '{"loss":0.0}', None, "", '{"loss":1.0}', None, "{}"]
+    store._tx(
+        lambda db: [
+            append_entry(db, "m", f"e{i}", "b1:00", fb, 1_764_420_000.0 + i)
+            for i, fb in enumerate(feedbacks)
+        ]
+    )
+    reads: list[int] = []
+    read_log = store.read_log
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        reads.append(1)
+        return await read_log(*args, **kwargs)
+
+    monkeypatch.setattr(store, "read_log", counted)
+    expiries = await store.read_log_chunk("m", after=0, limit=4)  # None, no empty text
+    assert reads == [] and expiries.feedbacks == feedbacks[:4]
+    assert expiries.offsets == [1, 2, 3, 4] and expiries.acked_at[3] == 1_764_420_003.0
+    assert expiries == LogChunk.of(await read_log("m", after=0, limit=4))
+    empty = await store.read_log_chunk("m", after=4, limit=2)  # an empty text, no None
+    assert reads == [] and empty.feedbacks == ["", '{"loss":1.0}']
+    both = await store.read_log_chunk("m", after=1, limit=4)  # None and an empty text
+    assert reads == [1] and both.feedbacks == feedbacks[1:5]
+    store._tx(lambda db: db.execute("DELETE FROM log WHERE model = 'm' AND offset = 3"))
+    gap = await store.read_log_chunk("m", after=0, limit=3)
+    assert reads == [1, 1] and gap.offsets == [1, 2, 4]
+    assert gap == LogChunk.of(await read_log("m", after=0, limit=3))
+    await store.close()
+
+
 @pytest.mark.parametrize(
     "acked_at", [1.7e9 + 1 / 7, 2.0**31 + 2.0**-21, 1e6 + 1 / 7, 0.0, -5.5, 1e300, 2.5]
 )
