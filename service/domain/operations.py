@@ -44,6 +44,7 @@ __all__ = [
     "ROLES_STATE_KEY",
     "SCOPE_STATE_KEY",
     "ServiceState",
+    "StateView",
     "apprentice_predict",
     "decide",
     "give_feedback",
@@ -56,8 +57,41 @@ __all__ = [
 class ServiceState(Protocol):
     """What the operations read of the app's state."""
 
-    settings: Settings
-    registry: ModelRegistry
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def registry(self) -> ModelRegistry: ...
+
+
+_MISSING = object()
+
+
+class StateView:
+    """The ``settings`` and ``registry`` of an app's ``state``, read from its dictionary.
+
+    What the fast front hands the operations.  Starlette's ``State`` keeps its values
+    in a dictionary behind ``__getattr__``, which Python calls only after its own lookup
+    failed and formatted an ``AttributeError``: two of those a request on the hot paths.
+    A value not set yet is read from the state itself (the same ``AttributeError``)."""
+
+    __slots__ = ("_state", "_values")
+
+    def __init__(self, state: Any) -> None:
+        self._state = state
+        self._values: dict[str, Any] = state._state
+
+    @property
+    def settings(self) -> Settings:
+        """The state's ``settings``."""
+        found = self._values.get("settings", _MISSING)
+        return self._state.settings if found is _MISSING else found
+
+    @property
+    def registry(self) -> ModelRegistry:
+        """The state's ``registry``."""
+        found = self._values.get("registry", _MISSING)
+        return self._state.registry if found is _MISSING else found
 
 
 def _explanations(learner: Learner, body: PredictCreate | PredictBody) -> list[list[str]]:

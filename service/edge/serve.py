@@ -55,7 +55,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from banditree.core.columns import FloatRows
 from banditree.kernel.rows import parse_row, parse_rows
-from service.domain.operations import decide, give_feedback, rank_answer
+from service.domain.operations import StateView, decide, give_feedback, rank_answer
 from service.domain.schemas import (
     MAX_BATCH_LENGTH,
     MAX_CONTEXT_LENGTH,
@@ -318,13 +318,20 @@ def _replay(body: bytes, receive: Receive) -> Receive:
     return replayed
 
 
+#: paths taken, remembered (method and headers are checked each time): at most this many
+_TAKEN_PATHS = 1024
+
+
 class HotPaths:
     """Predict, feedback and rank of the app whose ``state`` they read; ``route`` is the app's
     FastAPI layer, which answers what they do not take."""
 
     def __init__(self, state: State, route: ASGIApp) -> None:
         self.state = state
+        self.view = StateView(state)
         self.route = route
+        #: path -> (route template, operation, model name) of the paths taken so far
+        self._taken: dict[str, tuple[str, str, str]] = {}
 
     @staticmethod
     def take(scope: Scope) -> tuple[str, str, str] | None:
@@ -335,17 +342,23 @@ class HotPaths:
         operation, name = found
         return _TEMPLATES[operation], operation, name
 
-    @staticmethod
-    def take_path(scope: Scope) -> tuple[str, str, str] | None:
+    def take_path(self, scope: Scope) -> tuple[str, str, str] | None:
         """:meth:`take` of a request whose headers the caller checked (a declared-length
         body, no chunked one, declared as ``application/json``): its method and path."""
-        if scope["method"] != "POST":
+        if scope["method"] != "POST" or scope.get("root_path"):
             return None
-        found = _PATH.fullmatch(scope["path"])
-        if found is None or scope.get("root_path"):
+        path = scope["path"]
+        taken = self._taken.get(path)
+        if taken is not None:
+            return taken
+        found = _PATH.fullmatch(path)
+        if found is None:
             return None
         operation = found.group(2)
-        return _TEMPLATES[operation], operation, found.group(1)
+        taken = _TEMPLATES[operation], operation, found.group(1)
+        if len(self._taken) < _TAKEN_PATHS:  # a model's few paths; no more once full
+            self._taken[path] = taken
+        return taken
 
     async def serve(
         self,
@@ -390,11 +403,11 @@ class HotPaths:
                 return None
         try:
             if isinstance(parsed, PredictBody):
-                content = orjson.dumps(await decide(self.state, name, parsed))
+                content = orjson.dumps(await decide(self.view, name, parsed))
             elif isinstance(parsed, RankBody):
-                content = orjson.dumps(await rank_answer(self.state, name, parsed))
+                content = orjson.dumps(await rank_answer(self.view, name, parsed))
             else:
-                await give_feedback(self.state, name, parsed)
+                await give_feedback(self.view, name, parsed)
                 content = orjson.dumps({"status": "accepted", "event_id": parsed.event_id})
         except Exception as exc:
             answer = error_answer(Request(scope), exc)
