@@ -47,6 +47,7 @@ __all__ = [
     "StateView",
     "apprentice_predict",
     "decide",
+    "decide_context",
     "give_feedback",
     "rank_answer",
     "ranking_list",
@@ -163,6 +164,19 @@ async def decide(
             row["explanation"] = why
             if shown is not None:
                 row["explained_by"] = shown
+    if not logged:  # the store is away: answered from memory, feedback cannot be taken
+        content["logged"] = False
+    return content
+
+
+async def decide_context(state: ServiceState, name: str, context: list[float]) -> Any:
+    """:func:`decide` of a body that is one context and nothing else (no default action,
+    event id or explanation: what the kernel's ``parse_row`` reads), without its body
+    object and branches: the same checks, answer and stored decision."""
+    registry = state.registry
+    runtime = registry.loaded(name) or await registry.get(name)
+    _no_default_needed(runtime)
+    content, logged = await runtime.predict_in_tick([context], None)
     if not logged:  # the store is away: answered from memory, feedback cannot be taken
         content["logged"] = False
     return content

@@ -55,7 +55,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from banditree.core.columns import FloatRows
 from banditree.kernel.rows import parse_row, parse_rows
-from service.domain.operations import StateView, decide, give_feedback, rank_answer
+from service.domain.operations import (
+    StateView,
+    decide,
+    decide_context,
+    give_feedback,
+    rank_answer,
+)
 from service.domain.schemas import (
     MAX_BATCH_LENGTH,
     MAX_CONTEXT_LENGTH,
@@ -386,12 +392,11 @@ class HotPaths:
         if operation == "predict":
             # one context or a batch of number lists and nothing else: read by the kernel
             context = parse_row(body, MAX_CONTEXT_LENGTH)
-            if context is not None:
-                parsed = PredictBody(context, None, None, None, None)
-            else:
-                rows = parse_rows(body, MAX_BATCH_LENGTH, MAX_CONTEXT_LENGTH)
-                if rows is not None:
-                    parsed = PredictBody(None, rows, None, None, None)
+            if context is not None:  # the usual predict: no body object, no branches
+                return await self._predict_context(scope, receive, send, name, context, routed_send)
+            rows = parse_rows(body, MAX_BATCH_LENGTH, MAX_CONTEXT_LENGTH)
+            if rows is not None:
+                parsed = PredictBody(None, rows, None, None, None)
         if parsed is None:
             try:
                 data: Any = orjson.loads(body)
@@ -409,6 +414,29 @@ class HotPaths:
             else:
                 await give_feedback(self.view, name, parsed)
                 content = orjson.dumps({"status": "accepted", "event_id": parsed.event_id})
+        except Exception as exc:
+            answer = error_answer(Request(scope), exc)
+            if answer is None:
+                raise
+            await answer(scope, receive, routed_send)
+            return None
+        headers = [_JSON, (b"content-length", b"%d" % len(content))]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": content})
+        return 200
+
+    async def _predict_context(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        name: str,
+        context: list[float],
+        routed_send: Send,
+    ) -> int | None:
+        """:meth:`serve` of a predict body that is one context and nothing else."""
+        try:
+            content = orjson.dumps(await decide_context(self.view, name, context))
         except Exception as exc:
             answer = error_answer(Request(scope), exc)
             if answer is None:
