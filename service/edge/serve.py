@@ -241,7 +241,7 @@ def rank_body(data: Any) -> RankBody | None:
         action_id, features = action.get("id"), action.get("features")
         if type(action_id) is not str or not 0 < len(action_id) <= MAX_CANDIDATE_ID:
             return None
-        if not _features(features):
+        if type(features) is not dict and not _features(features):  # an object: the usual
             return None
         append((action_id, features))
     excluded = data.get("excluded_actions", [])
