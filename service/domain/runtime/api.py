@@ -428,11 +428,13 @@ _Queued = tuple[Any, int | None, "asyncio.Future[Answer]"]
 
 
 def _pass_on(waiter: asyncio.Future[None], shared: asyncio.Future[None]) -> None:
+    # the shared error is read even when nobody waits (else asyncio logs it as unread)
+    error = None if shared.cancelled() else shared.exception()
     if waiter.done():  # its request gave up waiting
         return
     if shared.cancelled():
         waiter.cancel()
-    elif (error := shared.exception()) is not None:
+    elif error is not None:
         waiter.set_exception(error)
     else:
         waiter.set_result(None)
