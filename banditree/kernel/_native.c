@@ -497,6 +497,7 @@ static PyMethodDef methods[] = {
     {"decode_stored", decode_stored, METH_VARARGS, decode_stored_doc},
     {"parse_rows", parse_rows, METH_VARARGS, parse_rows_doc},
     {"parse_row", parse_row, METH_VARARGS, parse_row_doc},
+    {"stack_rows", stack_rows, METH_VARARGS, stack_rows_doc},
     {"write_rows", write_rows, METH_VARARGS, write_rows_doc},
     {"tel_decide", tel_decide, METH_VARARGS, tel_decide_doc},
     {"hinge_decide", hinge_decide, METH_VARARGS, hinge_decide_doc},

@@ -227,6 +227,65 @@ fail:
     return result;
 }
 
+/* ---- stack_rows: a tick's one-context bodies -> the bytes of a float64 array ---- */
+
+PyDoc_STRVAR(stack_rows_doc,
+             "stack_rows(rows, columns)\n--\n\n"
+             "The bytes of the float64 (len(rows), columns) array of rows, a non-empty list\n"
+             "of lists of exactly columns float objects, every one finite; None where any\n"
+             "row or number is not so.  See banditree.kernel.rows.");
+
+static PyObject *stack_rows(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *rows;
+    Py_ssize_t cols;
+    if (!PyArg_ParseTuple(args, "O!n:stack_rows", &PyList_Type, &rows, &cols)) {
+        return NULL;
+    }
+    if (cols < 1) {
+        return PyErr_Format(PyExc_ValueError, "columns must be >= 1");
+    }
+    Py_ssize_t n = PyList_GET_SIZE(rows);
+    if (n < 1 || n > PY_SSIZE_T_MAX / (Py_ssize_t)sizeof(double) / cols) {
+        Py_RETURN_NONE;
+    }
+    /* every row checked before anything is allocated: a declined tick costs one pass */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *row = PyList_GET_ITEM(rows, i);
+        if (!PyList_CheckExact(row) || PyList_GET_SIZE(row) != cols) {
+            Py_RETURN_NONE;
+        }
+    }
+    PyObject *out = PyBytes_FromStringAndSize(NULL, n * cols * (Py_ssize_t)sizeof(double));
+    if (out == NULL) {
+        return NULL;
+    }
+    char *at = PyBytes_AS_STRING(out);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        /* checked again: the allocation may have run a collection, and a finalizer */
+        PyObject *row = i < PyList_GET_SIZE(rows) ? PyList_GET_ITEM(rows, i) : NULL;
+        if (row == NULL || !PyList_CheckExact(row) || PyList_GET_SIZE(row) != cols) {
+            Py_DECREF(out);
+            Py_RETURN_NONE;
+        }
+        for (Py_ssize_t j = 0; j < cols; j++) {
+            PyObject *item = PyList_GET_ITEM(row, j);
+            if (!PyFloat_CheckExact(item)) {
+                Py_DECREF(out);
+                Py_RETURN_NONE;
+            }
+            double value = PyFloat_AS_DOUBLE(item);
+            if (!isfinite(value)) {
+                Py_DECREF(out);
+                Py_RETURN_NONE;
+            }
+            memcpy(at, &value, sizeof value);
+            at += sizeof value;
+        }
+    }
+    return out;
+}
+
 /* ---- write_rows: a classification batch's answer and stored records ------------ */
 
 /* a growing text */

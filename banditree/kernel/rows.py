@@ -18,12 +18,14 @@ equal (``tests/kernel/test_rows.py``).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from banditree.core.columns import ArrayRows, DecisionColumns, FloatRows
 from banditree.kernel import ACTIVE, native
 
-__all__ = ["parse_row", "parse_rows", "write_rows"]
+__all__ = ["parse_row", "parse_rows", "stack_rows", "write_rows"]
 
 
 def parse_rows(body: bytes, max_rows: int, max_columns: int) -> ArrayRows | None:
@@ -53,6 +55,23 @@ def parse_row(body: bytes, max_columns: int) -> list[float] | None:
     if module is None:
         return None
     return module.parse_row(body, max_columns)
+
+
+def stack_rows(rows: list[Any], columns: int) -> ArrayRows | None:
+    """``rows`` with their float64 ``(len(rows), columns)`` array, made for them alone,
+    when ``rows`` is a non-empty list of lists of exactly ``columns`` floats, every one
+    finite (the one-context bodies of a tick, as :func:`parse_row` reads them): what
+    :func:`parse_rows` gives for the same numbers, without numpy's conversion of nested
+    lists.  None for anything else (the caller converts as before, and its checks name
+    a bad row)."""
+    module = native() if ACTIVE == "native" else None
+    if module is None or columns < 1:
+        return None
+    floats = module.stack_rows(rows, columns)
+    if floats is None:
+        return None
+    array = np.frombuffer(floats, dtype=np.float64).reshape(-1, columns)
+    return ArrayRows(rows, array)
 
 
 def write_rows(uid: str, columns: DecisionColumns) -> tuple[list[bytes], list[str]] | None:

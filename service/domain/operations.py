@@ -44,8 +44,10 @@ __all__ = [
     "ROLES_STATE_KEY",
     "SCOPE_STATE_KEY",
     "ServiceState",
+    "StateView",
     "apprentice_predict",
     "decide",
+    "decide_context",
     "give_feedback",
     "rank_answer",
     "ranking_list",
@@ -56,8 +58,41 @@ __all__ = [
 class ServiceState(Protocol):
     """What the operations read of the app's state."""
 
-    settings: Settings
-    registry: ModelRegistry
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def registry(self) -> ModelRegistry: ...
+
+
+_MISSING = object()
+
+
+class StateView:
+    """The ``settings`` and ``registry`` of an app's ``state``, read from its dictionary.
+
+    What the fast front hands the operations.  Starlette's ``State`` keeps its values
+    in a dictionary behind ``__getattr__``, which Python calls only after its own lookup
+    failed and formatted an ``AttributeError``: two of those a request on the hot paths.
+    A value not set yet is read from the state itself (the same ``AttributeError``)."""
+
+    __slots__ = ("_state", "_values")
+
+    def __init__(self, state: Any) -> None:
+        self._state = state
+        self._values: dict[str, Any] = state._state
+
+    @property
+    def settings(self) -> Settings:
+        """The state's ``settings``."""
+        found = self._values.get("settings", _MISSING)
+        return self._state.settings if found is _MISSING else found
+
+    @property
+    def registry(self) -> ModelRegistry:
+        """The state's ``registry``."""
+        found = self._values.get("registry", _MISSING)
+        return self._state.registry if found is _MISSING else found
 
 
 def _explanations(learner: Learner, body: PredictCreate | PredictBody) -> list[list[str]]:
@@ -129,6 +164,19 @@ async def decide(
             row["explanation"] = why
             if shown is not None:
                 row["explained_by"] = shown
+    if not logged:  # the store is away: answered from memory, feedback cannot be taken
+        content["logged"] = False
+    return content
+
+
+async def decide_context(state: ServiceState, name: str, context: list[float]) -> Any:
+    """:func:`decide` of a body that is one context and nothing else (no default action,
+    event id or explanation: what the kernel's ``parse_row`` reads), without its body
+    object and branches: the same checks, answer and stored decision."""
+    registry = state.registry
+    runtime = registry.loaded(name) or await registry.get(name)
+    _no_default_needed(runtime)
+    content, logged = await runtime.predict_in_tick([context], None)
     if not logged:  # the store is away: answered from memory, feedback cannot be taken
         content["logged"] = False
     return content

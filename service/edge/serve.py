@@ -55,7 +55,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from banditree.core.columns import FloatRows
 from banditree.kernel.rows import parse_row, parse_rows
-from service.domain.operations import decide, give_feedback, rank_answer
+from service.domain.operations import (
+    StateView,
+    decide,
+    decide_context,
+    give_feedback,
+    rank_answer,
+)
 from service.domain.schemas import (
     MAX_BATCH_LENGTH,
     MAX_CONTEXT_LENGTH,
@@ -235,7 +241,7 @@ def rank_body(data: Any) -> RankBody | None:
         action_id, features = action.get("id"), action.get("features")
         if type(action_id) is not str or not 0 < len(action_id) <= MAX_CANDIDATE_ID:
             return None
-        if not _features(features):
+        if type(features) is not dict and not _features(features):  # an object: the usual
             return None
         append((action_id, features))
     excluded = data.get("excluded_actions", [])
@@ -318,13 +324,20 @@ def _replay(body: bytes, receive: Receive) -> Receive:
     return replayed
 
 
+#: paths taken, remembered (method and headers are checked each time): at most this many
+_TAKEN_PATHS = 1024
+
+
 class HotPaths:
     """Predict, feedback and rank of the app whose ``state`` they read; ``route`` is the app's
     FastAPI layer, which answers what they do not take."""
 
     def __init__(self, state: State, route: ASGIApp) -> None:
         self.state = state
+        self.view = StateView(state)
         self.route = route
+        #: path -> (route template, operation, model name) of the paths taken so far
+        self._taken: dict[str, tuple[str, str, str]] = {}
 
     @staticmethod
     def take(scope: Scope) -> tuple[str, str, str] | None:
@@ -335,17 +348,23 @@ class HotPaths:
         operation, name = found
         return _TEMPLATES[operation], operation, name
 
-    @staticmethod
-    def take_path(scope: Scope) -> tuple[str, str, str] | None:
+    def take_path(self, scope: Scope) -> tuple[str, str, str] | None:
         """:meth:`take` of a request whose headers the caller checked (a declared-length
         body, no chunked one, declared as ``application/json``): its method and path."""
-        if scope["method"] != "POST":
+        if scope["method"] != "POST" or scope.get("root_path"):
             return None
-        found = _PATH.fullmatch(scope["path"])
-        if found is None or scope.get("root_path"):
+        path = scope["path"]
+        taken = self._taken.get(path)
+        if taken is not None:
+            return taken
+        found = _PATH.fullmatch(path)
+        if found is None:
             return None
         operation = found.group(2)
-        return _TEMPLATES[operation], operation, found.group(1)
+        taken = _TEMPLATES[operation], operation, found.group(1)
+        if len(self._taken) < _TAKEN_PATHS:  # a model's few paths; no more once full
+            self._taken[path] = taken
+        return taken
 
     async def serve(
         self,
@@ -373,12 +392,11 @@ class HotPaths:
         if operation == "predict":
             # one context or a batch of number lists and nothing else: read by the kernel
             context = parse_row(body, MAX_CONTEXT_LENGTH)
-            if context is not None:
-                parsed = PredictBody(context, None, None, None, None)
-            else:
-                rows = parse_rows(body, MAX_BATCH_LENGTH, MAX_CONTEXT_LENGTH)
-                if rows is not None:
-                    parsed = PredictBody(None, rows, None, None, None)
+            if context is not None:  # the usual predict: no body object, no branches
+                return await self._predict_context(scope, receive, send, name, context, routed_send)
+            rows = parse_rows(body, MAX_BATCH_LENGTH, MAX_CONTEXT_LENGTH)
+            if rows is not None:
+                parsed = PredictBody(None, rows, None, None, None)
         if parsed is None:
             try:
                 data: Any = orjson.loads(body)
@@ -390,12 +408,35 @@ class HotPaths:
                 return None
         try:
             if isinstance(parsed, PredictBody):
-                content = orjson.dumps(await decide(self.state, name, parsed))
+                content = orjson.dumps(await decide(self.view, name, parsed))
             elif isinstance(parsed, RankBody):
-                content = orjson.dumps(await rank_answer(self.state, name, parsed))
+                content = orjson.dumps(await rank_answer(self.view, name, parsed))
             else:
-                await give_feedback(self.state, name, parsed)
+                await give_feedback(self.view, name, parsed)
                 content = orjson.dumps({"status": "accepted", "event_id": parsed.event_id})
+        except Exception as exc:
+            answer = error_answer(Request(scope), exc)
+            if answer is None:
+                raise
+            await answer(scope, receive, routed_send)
+            return None
+        headers = [_JSON, (b"content-length", b"%d" % len(content))]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": content})
+        return 200
+
+    async def _predict_context(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        name: str,
+        context: list[float],
+        routed_send: Send,
+    ) -> int | None:
+        """:meth:`serve` of a predict body that is one context and nothing else."""
+        try:
+            content = orjson.dumps(await decide_context(self.view, name, context))
         except Exception as exc:
             answer = error_answer(Request(scope), exc)
             if answer is None:

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from banditree import kernel
 from banditree.core.codec import column_payloads, columns_public, read_decision
 from banditree.core.columns import ArrayRows, FloatRows
-from banditree.kernel.rows import parse_row, parse_rows, write_rows
+from banditree.kernel.rows import parse_row, parse_rows, stack_rows, write_rows
 from banditree.learners import InvalidInput, build_learner
 from banditree.learners.validation import as_contexts
 
@@ -335,3 +335,59 @@ def test_long_mantissas_round_as_orjson_reads_them(text: str, negative: bool) ->
     found = parse_row(body, 10)
     assert found is not None
     assert same_floats([found], [[float(orjson.loads(body)["context"][0])]])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(1, 12).flatmap(
+        lambda width: st.lists(
+            st.lists(
+                st.floats(allow_nan=False, allow_infinity=False), min_size=width, max_size=width
+            ),
+            min_size=1,
+            max_size=20,
+        )
+    )
+)
+def test_a_ticks_rows_stack_as_numpy_converts_them(rows: list[list[float]]) -> None:
+    width = len(rows[0])
+    found = stack_rows(rows, width)
+    assert isinstance(found, ArrayRows) and found == rows
+    assert found.array.dtype == np.float64 and found.array.shape == (len(rows), width)
+    expected = np.array(rows, dtype=np.float64)
+    assert found.array.tobytes() == expected.tobytes()  # bit for bit, -0.0 kept
+    assert as_contexts(found, width) is found.array
+    assert all(a is b for a, b in zip(found, rows, strict=True))  # the callers' own lists
+
+
+@pytest.mark.parametrize(
+    "rows",
+    [
+        [],  # no row
+        [[1.0, 2.0], [3.0]],  # ragged
+        [[1.0, 2.0, 3.0]],  # wider than the model
+        [[1.0]],  # narrower
+        [[1.0, 2]],  # an int: numpy would convert it, the kernel leaves it to numpy
+        [[1.0, True]],
+        [[1.0, math.nan]],
+        [[1.0, -math.inf]],
+        [(1.0, 2.0)],  # a tuple
+        [{"a": 1.0, "b": 2.0}],  # named features
+        [[1.0, "2"]],
+        [[1.0, None]],
+        [np.array([1.0, 2.0])],
+    ],
+)
+def test_rows_the_kernel_does_not_stack_are_declined(rows: list[Any]) -> None:
+    assert stack_rows(rows, 2) is None
+
+
+def test_stack_rows_checks_its_arguments() -> None:
+    with pytest.raises(TypeError):
+        module.stack_rows(([1.0],), 1)  # not a list
+    with pytest.raises(ValueError, match="columns"):
+        module.stack_rows([[1.0]], 0)
+    assert stack_rows([[1.0]], 0) is None
+    big = [[0.5] * 1000 for _ in range(300)]
+    found = stack_rows(big, 1000)
+    assert found is not None and found.array.shape == (300, 1000)

@@ -16,9 +16,12 @@ decision writes of a tick go out together); :class:`TickDecisions` makes them sh
 the decision too.  Each one-context predict of a model queues its context and waits;
 a callback queued behind them decides every context queued in that tick in one
 batched ``act_columns`` (one model pass, one draw), takes their event ids in one call,
-writes the records in one pass, queues each request's write (the same store commit)
-and hands each request its answer and the future of its write.  The request answers
-once its own write is stored, so a decision is still stored before its answer.
+writes the records in one pass, queues their writes in one store call (the same
+store commit; one call per :data:`WRITE_CHUNK` decisions) and hands each request its
+answer and the future of that write.  A request answers once the write holding its
+decision is stored, so a decision is still stored before its answer; one that waits
+does so on a future of its own (:func:`own_waiter`), so a request that gives up ends
+only its own wait.
 
 The decisions are those of ``act`` called one by one: every draw is fixed by the
 decision's event id (:func:`banditree.explore.event_uniforms`), and ``act_columns``
@@ -44,6 +47,7 @@ to the end of its B-tree instead of writing a random page for each.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import secrets
@@ -66,7 +70,7 @@ from banditree.core.codec import (
     feedback_json,
     read_decision,
 )
-from banditree.kernel.rows import write_rows
+from banditree.kernel.rows import stack_rows, write_rows
 from banditree.learners import (
     Decision,
     DecisionColumns,
@@ -193,8 +197,8 @@ class ModelRuntime(OperatorWrites):
         try:
             if stored.done():
                 stored.result()
-            else:
-                await wait_within_budget(stored)
+            else:  # the tick's write is shared: this request waits on a future of its own
+                await wait_within_budget(own_waiter(stored))
         except StoreUnavailable as err:
             self.answered_unlogged(1, err)
             logged = False
@@ -412,10 +416,36 @@ def new_event_ids(count: int) -> list[str]:
 #: kernel's fixed cost is smaller: benchmarks/results/service_kernel.md)
 MIN_BATCH = 3 if kernel.ACTIVE == "native" else 6
 
+#: decisions of one tick written by one store call at most (the Redis store's
+#: transaction bound, :data:`service.store.redis.decision_writes.FULL_BATCH`)
+WRITE_CHUNK = 256
+
 #: what a request gets back: its public answer and the future of its decision's write
+#: (shared with the others of its tick)
 Answer = tuple[dict[str, Any], "asyncio.Future[None]"]
 #: a queued request: its context, its caller's default action, where its answer goes
 _Queued = tuple[Any, int | None, "asyncio.Future[Answer]"]
+
+
+def _pass_on(waiter: asyncio.Future[None], shared: asyncio.Future[None]) -> None:
+    # the shared error is read even when nobody waits (else asyncio logs it as unread)
+    error = None if shared.cancelled() else shared.exception()
+    if waiter.done():  # its request gave up waiting
+        return
+    if shared.cancelled():
+        waiter.cancel()
+    elif error is not None:
+        waiter.set_exception(error)
+    else:
+        waiter.set_result(None)
+
+
+def own_waiter(shared: asyncio.Future[None]) -> asyncio.Future[None]:
+    """A future of one request's own that ends as the tick's ``shared`` write does: a
+    request that gives up (its budget spent, its client gone) ends only its own."""
+    waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    shared.add_done_callback(functools.partial(_pass_on, waiter))
+    return waiter
 
 
 class Decided:
@@ -450,8 +480,14 @@ def decide_one(
 
 def decide_batch(learner: Learner, uid: str, contexts: list[Any], event_ids: list[str]) -> Decided:
     """One ``act_columns`` for every context: the answers and payloads that ``act`` gives
-    one by one (the caller's defaults are ignored: not an apprentice-mode learner)."""
-    columns = learner.act_columns(contexts, event_ids)
+    one by one (the caller's defaults are ignored: not an apprentice-mode learner).
+
+    Contexts that are all lists of finite floats of the model's width (the bodies
+    ``parse_row`` read) go to ``act_columns`` with their array, made in one kernel call
+    as a batch predict's body gives it, not converted by numpy row by row."""
+    width = getattr(learner, "n_features", None)
+    stacked = stack_rows(contexts, width) if type(width) is int else None
+    columns = learner.act_columns(contexts if stacked is None else stacked, event_ids)
     leaves = (columns.extras or {}).get("reachable_leaves") or []
     explored = sum(columns.explored)
     written = write_rows(uid, columns)  # each answer's JSON and each record in one pass
@@ -506,21 +542,31 @@ class TickDecisions:
                 decided = None
         if decided is None:
             decided = self._one_by_one(learner, queue, ids)
-        store, now, ttl = runtime.store, time.time(), runtime.policy.event_ttl_seconds
+        answered: list[tuple[asyncio.Future[Answer], Any]] = []
+        events: list[tuple[str, str]] = []
         for (_, _, answer), public, event_id, payload in zip(
             queue, decided.publics, ids, decided.payloads, strict=True
         ):
             if isinstance(public, BaseException):
                 answer.set_exception(public)
                 continue
+            answered.append((answer, public))
+            events.append((event_id, payload))
+        # one store write for the tick's decisions (at most WRITE_CHUNK a write): the
+        # requests share its future (each waits on its own: :func:`stored_wait`)
+        store, now, ttl = runtime.store, time.time(), runtime.policy.event_ttl_seconds
+        for start in range(0, len(events), WRITE_CHUNK):
+            part = answered[start : start + WRITE_CHUNK]
             try:
                 stored = store.queue_events(
-                    runtime.name, [(event_id, payload)], now=now, ttl_seconds=ttl
+                    runtime.name, events[start : start + WRITE_CHUNK], now=now, ttl_seconds=ttl
                 )
-            except Exception as err:  # the request's own error, as before
-                answer.set_exception(err)
+            except Exception as err:  # the requests' own error, as before
+                for answer, _ in part:
+                    answer.set_exception(err)
                 continue
-            answer.set_result((public, stored))
+            for answer, public in part:
+                answer.set_result((public, stored))
         runtime.count_decided(decided.explored, decided.leaves)
 
     def _one_by_one(self, learner: Learner, queue: list[_Queued], ids: list[str]) -> Decided:

@@ -192,3 +192,39 @@ async def test_an_unreachable_store_answers_unlogged(
         )
     )
     assert all(status == 200 and answer["logged"] is False for status, answer in answers)
+
+
+@pytest.mark.anyio
+async def test_a_ticks_decisions_go_in_one_write_and_a_request_that_leaves_ends_its_own_wait(
+    app: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = app.state.registry.runtimes["m"].store
+    writes: list[tuple[list[tuple[str, str]], asyncio.Future[None]]] = []
+    real = store.queue_events
+
+    def held(name: str, events: list[tuple[str, str]], **kwargs: Any) -> asyncio.Future[None]:
+        real(name, events, **kwargs)  # stored at the tick's commit, as ever
+        shared: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        writes.append((events, shared))  # answered when the test says
+        return shared
+
+    monkeypatch.setattr(store, "queue_events", held)
+    contexts = [[0.1 * i, -0.2, 0.3] for i in range(8)]
+    calls = [
+        asyncio.ensure_future(_call(app, "POST", "/v1/models/m/predict", {"context": c}))
+        for c in contexts
+    ]
+    for _ in range(20):  # the tick decides and queues its write; the requests wait on it
+        await asyncio.sleep(0)
+    assert [len(events) for events, _ in writes] == [8]  # one store call for the tick
+    calls[0].cancel()  # its client went away
+    await asyncio.sleep(0)
+    shared = writes[0][1]
+    assert not shared.done()  # the others' wait goes on
+    shared.set_result(None)
+    answers = await asyncio.gather(*calls[1:])
+    ids = [event_id for event_id, _ in writes[0][0]]
+    for status, answer in answers:
+        assert status == 200 and "logged" not in answer and answer["event_id"] in ids
+    with pytest.raises(asyncio.CancelledError):
+        await calls[0]
