@@ -57,9 +57,9 @@ sanitize: $(STAMP)
 # make test: the static checks side by side, then four runs at once.  In front, at normal
 # priority, the service's tests that time processes, kills and outages against the clock
 # (one process: they wait on servers more than they compute, about one core's worth).
-# Beside them, on the CPU they leave: at nice 10 the tests outside tests/service on two
-# workers, a file per worker at a time (they share no state across files, and no Redis);
-# at nice 19 the kernel's tests against the sanitizers' build (the same -O2 build with
+# Beside them, at nice 19, on the CPU they leave: the tests outside tests/service on two
+# workers, a file per worker at a time (they share no state across files, and no Redis),
+# the kernel's tests against the sanitizers' build (the same -O2 build with
 # ASan and UBSan) and the in-process route tests (tests/service/http and edge: own key
 # prefixes, own ports).  Each background run writes its log under build/, printed whole
 # when it fails.  `make unit` runs every test in one process against the installed build.
@@ -68,7 +68,7 @@ LIBRARY_TESTS := --ignore=tests/service --ignore=tests/kernel
 test: $(STAMP)
 	$(MAKE) -j3 --output-sync=target lint typecheck docs
 	mkdir -p build; \
-	nice -n 10 $(PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadfile $(LIBRARY_TESTS) \
+	nice -n 19 $(PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadfile $(LIBRARY_TESTS) \
 		> build/library-tests.log 2>&1 & library=$$!; \
 	nice -n 19 $(MAKE) --no-print-directory sanitize > build/sanitize.log 2>&1 & sanitizing=$$!; \
 	nice -n 19 $(PY) -m pytest -q -p no:cacheprovider $(ROUTE_TESTS) \

@@ -60,7 +60,8 @@ async def _teach(client: httpx.AsyncClient, name: str) -> None:
         fed = await client.post(f"/v1/models/{name}/feedback", json=feedback)
         assert fed.status_code == 200, fed.text
     for _ in range(400):  # every feedback in a checkpoint: nothing for a learner to load
-        if (await client.get(f"/v1/models/{name}")).json()["version"] >= ROUNDS:
+        stored = (await client.get(f"/v1/models/{name}/checkpoints")).json()["checkpoints"]
+        if stored and stored[0]["version"] >= ROUNDS:  # newest first
             return
         await asyncio.sleep(0.05)
     raise AssertionError(f"{name} did not learn its {ROUNDS} feedbacks")
