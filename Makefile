@@ -54,28 +54,29 @@ sanitize: $(STAMP)
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		$(abspath $(PY)) -m pytest -q -s -p no:cacheprovider tests/kernel
 
-# make test: the static checks side by side, then four runs at once.  In front, at normal
-# priority, the service's tests that time processes, kills and outages against the clock
-# (one process: they wait on servers more than they compute, about one core's worth).
-# Beside them, at nice 19, on the CPU they leave: the tests outside tests/service on two
-# workers, a file per worker at a time (they share no state across files, and no Redis),
-# the kernel's tests against the sanitizers' build (the same -O2 build with
-# ASan and UBSan) and the in-process route tests (tests/service/http and edge: own key
-# prefixes, own ports).  Each background run writes its log under build/, printed whole
-# when it fails.  `make unit` runs every test in one process against the installed build.
+# make test: two phases, each with a run in front at normal priority and the rest beside
+# it at nice 19, on the CPU it leaves.  First, in front, the tests outside tests/service on
+# two workers, a file per worker at a time (they share no state across files, and no
+# Redis); then, in front, the service's tests that time processes, kills and outages
+# against the clock, in one process.  Beside both, started at once: the static checks
+# (side by side), the kernel's tests against the sanitizers' build (the same -O2 build
+# with ASan and UBSan) and the in-process route tests (tests/service/http and edge: own
+# key prefixes, own ports).  Each background run writes its log under build/, printed
+# whole when it fails.  `make unit` runs every test in one process against the installed
+# build.
 ROUTE_TESTS := tests/service/http tests/service/edge
-LIBRARY_TESTS := --ignore=tests/service --ignore=tests/kernel
 test: $(STAMP)
-	$(MAKE) -j3 --output-sync=target lint typecheck docs
 	mkdir -p build; \
-	nice -n 19 $(PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadfile $(LIBRARY_TESTS) \
-		> build/library-tests.log 2>&1 & library=$$!; \
+	nice -n 19 $(MAKE) --no-print-directory -j3 --output-sync=target lint typecheck docs \
+		> build/static-checks.log 2>&1 & checking=$$!; \
 	nice -n 19 $(MAKE) --no-print-directory sanitize > build/sanitize.log 2>&1 & sanitizing=$$!; \
 	nice -n 19 $(PY) -m pytest -q -p no:cacheprovider $(ROUTE_TESTS) \
 		> build/route-tests.log 2>&1 & routes=$$!; \
-	$(PY) -m pytest tests/service $(ROUTE_TESTS:%=--ignore=%); status=$$?; \
-	if wait $$library; then tail -n 1 build/library-tests.log; \
-	else cat build/library-tests.log; echo "the library tests failed"; status=1; fi; \
+	$(PY) -m pytest -n 2 --dist loadfile --ignore=tests/service --ignore=tests/kernel; \
+	status=$$?; \
+	$(PY) -m pytest tests/service $(ROUTE_TESTS:%=--ignore=%) || status=1; \
+	if wait $$checking; then tail -n 2 build/static-checks.log; \
+	else cat build/static-checks.log; echo "the static checks failed"; status=1; fi; \
 	if wait $$routes; then tail -n 1 build/route-tests.log; \
 	else cat build/route-tests.log; echo "the route tests failed"; status=1; fi; \
 	if wait $$sanitizing; then tail -n 3 build/sanitize.log; \
