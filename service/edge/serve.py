@@ -389,15 +389,15 @@ class HotPaths:
         if routed_send is None:
             routed_send = send
         parsed: Any = None
+        context: list[float] | None = None
         if operation == "predict":
             # one context or a batch of number lists and nothing else: read by the kernel
             context = parse_row(body, MAX_CONTEXT_LENGTH)
-            if context is not None:  # the usual predict: no body object, no branches
-                return await self._predict_context(scope, receive, send, name, context, routed_send)
-            rows = parse_rows(body, MAX_BATCH_LENGTH, MAX_CONTEXT_LENGTH)
-            if rows is not None:
-                parsed = PredictBody(None, rows, None, None, None)
-        if parsed is None:
+            if context is None:
+                rows = parse_rows(body, MAX_BATCH_LENGTH, MAX_CONTEXT_LENGTH)
+                if rows is not None:
+                    parsed = PredictBody(None, rows, None, None, None)
+        if parsed is None and context is None:
             try:
                 data: Any = orjson.loads(body)
             except orjson.JSONDecodeError:
@@ -407,36 +407,15 @@ class HotPaths:
                 await self.route(scope, _replay(body, receive), routed_send)
                 return None
         try:
-            if isinstance(parsed, PredictBody):
+            if context is not None:  # the usual predict: no body object, no branches
+                content = orjson.dumps(await decide_context(self.view, name, context))
+            elif isinstance(parsed, PredictBody):
                 content = orjson.dumps(await decide(self.view, name, parsed))
             elif isinstance(parsed, RankBody):
                 content = orjson.dumps(await rank_answer(self.view, name, parsed))
             else:
                 await give_feedback(self.view, name, parsed)
                 content = orjson.dumps({"status": "accepted", "event_id": parsed.event_id})
-        except Exception as exc:
-            answer = error_answer(Request(scope), exc)
-            if answer is None:
-                raise
-            await answer(scope, receive, routed_send)
-            return None
-        headers = [_JSON, (b"content-length", b"%d" % len(content))]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await send({"type": "http.response.body", "body": content})
-        return 200
-
-    async def _predict_context(
-        self,
-        scope: Scope,
-        receive: Receive,
-        send: Send,
-        name: str,
-        context: list[float],
-        routed_send: Send,
-    ) -> int | None:
-        """:meth:`serve` of a predict body that is one context and nothing else."""
-        try:
-            content = orjson.dumps(await decide_context(self.view, name, context))
         except Exception as exc:
             answer = error_answer(Request(scope), exc)
             if answer is None:

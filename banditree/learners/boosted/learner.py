@@ -503,17 +503,22 @@ class BoostedBandit(ReadableOnlineTree, Learner):
             self._grow()
 
     @property
+    def _base_only(self) -> bool:
+        """Whether ``base_first_fit``'s base alone is fitted now: before the trees' first
+        fit, ``first_fit`` rounds from the model's first (or its restart)."""
+        return self.options.base_first_fit is not None and (
+            self._n_learned - self._origin < self.options.first_fit
+        )
+
+    @property
     def _grows(self) -> bool:
         """Whether a warm start is due some round: ``warm_every`` set, an ensemble of
         trees to grow (not ``base_first_fit``'s base alone), and fewer than ``n_trees``
         trees grown on it since its fit."""
-        base_only = self.options.base_first_fit is not None and (
-            self._n_learned - self._origin < self.options.first_fit
-        )
         return (
             self.options.warm_every is not None
             and self._ensemble is not None
-            and not base_only
+            and not self._base_only
             and self._warm_added + self.options.warm_trees <= self.settings.n_trees
         )
 
@@ -843,7 +848,7 @@ class BoostedBandit(ReadableOnlineTree, Learner):
         n, since = self._n_learned, self._n_learned - self._origin
         grown = math.ceil(since * self.options.refit_growth)
         interval = min(grown - since, self.options.max_refit_interval)
-        base_only = self.options.base_first_fit is not None and since < self.options.first_fit
+        base_only = self._base_only
         if base_only:  # the trees' first fit comes at first_fit, as without the option
             interval = min(interval, self.options.first_fit - since)
         self._next_fit = n + max(1, interval)
