@@ -55,6 +55,16 @@ static const char *open_keyed_list(const char *p, const char *end, const char *k
     return p;
 }
 
+/* Whether what follows a body's list, from P, is exactly its closing `}` (white space
+ * around it): the body ends there. */
+static int closes_body(const char *p, const char *end) {
+    p = skip_space(p, end);
+    if (p >= end || *p++ != '}') {
+        return 0;
+    }
+    return skip_space(p, end) == end;
+}
+
 static PyObject *parse_rows(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer body;
@@ -130,11 +140,7 @@ static PyObject *parse_rows(PyObject *self, PyObject *args) {
             break;
         }
     }
-    p = skip_space(p, end);
-    if (p >= end || *p++ != '}') {
-        goto decline;
-    }
-    if (skip_space(p, end) != end) {
+    if (!closes_body(p, end)) {
         goto decline;
     }
     PyObject *floats = PyByteArray_FromStringAndSize((const char *)values,
@@ -209,11 +215,7 @@ static PyObject *parse_row(PyObject *self, PyObject *args) {
             break;
         }
     }
-    p = skip_space(p, end);
-    if (p >= end || *p++ != '}') {
-        goto decline;
-    }
-    if (skip_space(p, end) != end) {
+    if (!closes_body(p, end)) {
         goto decline;
     }
     result = list;
