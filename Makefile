@@ -75,12 +75,11 @@ test: $(STAMP)
 	$(PY) -m pytest -n 2 --dist loadfile --ignore=tests/service --ignore=tests/kernel; \
 	status=$$?; \
 	$(PY) -m pytest tests/service $(ROUTE_TESTS:%=--ignore=%) || status=1; \
-	if wait $$checking; then tail -n 2 build/static-checks.log; \
-	else cat build/static-checks.log; echo "the static checks failed"; status=1; fi; \
-	if wait $$routes; then tail -n 1 build/route-tests.log; \
-	else cat build/route-tests.log; echo "the route tests failed"; status=1; fi; \
-	if wait $$sanitizing; then tail -n 3 build/sanitize.log; \
-	else cat build/sanitize.log; echo "make sanitize failed"; status=1; fi; \
+	ended() { if wait "$$1"; then tail -n "$$2" "$$3"; \
+		else cat "$$3"; echo "$$3: failed"; status=1; fi; }; \
+	ended $$checking 2 build/static-checks.log; \
+	ended $$routes 1 build/route-tests.log; \
+	ended $$sanitizing 3 build/sanitize.log; \
 	exit $$status
 
 bench: $(STAMP)
